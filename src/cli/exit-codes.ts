@@ -1,0 +1,39 @@
+/** CLI exit codes (spec §7.2); 1 for anything not listed. */
+export const EXIT = {
+  ok: 0,
+  failure: 1,
+  missing_permission: 4,
+  action_required: 6,
+  not_supported: 9,
+  service_unavailable: 10,
+} as const;
+
+export type CliErrorCode = 'missing_permission' | 'action_required' | 'not_supported' | 'service_unavailable' | 'validation_error';
+
+/** A CLI failure with a code, a message and a fix; `exitCode` follows spec §7.2. */
+export class CliError extends Error {
+  constructor(
+    readonly code: CliErrorCode,
+    message: string,
+    readonly fix?: string,
+  ) {
+    super(message);
+  }
+
+  get exitCode(): number {
+    return this.code === 'validation_error' ? EXIT.failure : EXIT[this.code];
+  }
+}
+
+/** Prints a CLI error as JSON (with --json) or as two plain lines, and returns the exit code. */
+export function reportCliError(err: unknown, json: boolean): number {
+  if (!(err instanceof CliError)) {
+    const message = 'An unexpected error occurred.';
+    process.stderr.write(json ? JSON.stringify({ error: { code: 'unexpected_error', message } }) + '\n' : `error: ${message}\n`);
+    return EXIT.failure;
+  }
+  const e = err;
+  if (json) process.stderr.write(JSON.stringify({ error: { code: e.code, message: e.message, ...(e.fix ? { fix: e.fix } : {}) } }) + '\n');
+  else process.stderr.write(`error (${e.code}): ${e.message}\n${e.fix ? `fix: ${e.fix}\n` : ''}`);
+  return e.exitCode;
+}

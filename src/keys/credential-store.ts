@@ -1,0 +1,51 @@
+/** The key-encryption key lives in the OS credential store (Secret Service, Keychain, Credential Manager). */
+import { Entry } from '@napi-rs/keyring';
+import { StartupError } from './startup-error.js';
+import { homeSuffix } from './home.js';
+
+const SERVICE = 'svc';
+
+export const keychainAccount = (home: string) => `home-${homeSuffix(home)}`;
+
+const unavailable = () =>
+  new StartupError(
+    'keychain_unavailable',
+    'CredentialStoreUnavailable',
+    'The OS credential store is locked, missing or refused access.',
+    process.platform === 'linux'
+      ? 'Run svc inside a desktop session with an unlocked keyring, or on a headless machine use `scripts/with-keyring.sh` (private D-Bus session + `gnome-keyring-daemon --unlock`; Debian packages dbus and gnome-keyring).'
+      : 'Unlock the login keychain / credential manager for this user and try again.',
+  );
+
+function entry(home: string): Entry {
+  return new Entry(SERVICE, keychainAccount(home));
+}
+
+/** Returns the stored key-encryption key, or null when the item does not exist. */
+export function readKek(home: string): Buffer | null {
+  let value: string | null;
+  try {
+    value = entry(home).getPassword() ?? null;
+  } catch {
+    throw unavailable();
+  }
+  if (value === null) return null;
+  const kek = Buffer.from(value, 'base64');
+  return kek.length === 32 ? kek : null;
+}
+
+export function storeKek(home: string, kek: Buffer): void {
+  try {
+    entry(home).setPassword(kek.toString('base64'));
+  } catch {
+    throw unavailable();
+  }
+}
+
+export function deleteKek(home: string): boolean {
+  try {
+    return entry(home).deletePassword();
+  } catch {
+    throw unavailable();
+  }
+}
