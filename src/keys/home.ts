@@ -74,7 +74,7 @@ export function writeFileAtomic(file: string, data: string | Buffer): void {
   const tmp = `${file}.tmp-${process.pid}`;
   const fd = fs.openSync(tmp, 'w', 0o600);
   try {
-    fs.writeSync(fd, data);
+    fs.writeSync(fd, typeof data === 'string' ? Buffer.from(data) : data);
     fs.fsyncSync(fd);
   } finally {
     fs.closeSync(fd);

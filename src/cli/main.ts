@@ -1,0 +1,52 @@
+/** The `svc` command line: dispatches to one module per command group. */
+import { parseArgs, parsePort } from './args.js';
+import { CliError, reportCliError } from './exit-codes.js';
+import { isSourceCheckout } from './package-root.js';
+import { resolveHome, type Flavor } from '../keys/home.js';
+
+const USAGE = `svc — a self-hosted mail service for AI agents
+
+Usage:
+  svc serve [--init] [--port N] [--home DIR] [--flavor development|production]
+  svc service install|status|uninstall [--home DIR] [--flavor F] [--port N] [--json]
+`;
+
+function flavorOf(value: string | boolean | undefined): Flavor {
+  if (value === undefined) return isSourceCheckout() ? 'development' : 'production';
+  if (value !== 'development' && value !== 'production') throw new CliError('validation_error', '--flavor must be development or production.');
+  return value;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  const json = rest.includes('--json');
+  try {
+    switch (command) {
+      case 'serve': {
+        const { flags, positionals } = parseArgs(rest, { init: 'boolean', port: 'string', home: 'string', flavor: 'string' });
+        if (positionals.length) throw new CliError('validation_error', `Unexpected argument ${positionals[0]}.`);
+        const { serve } = await import('../supervisor/serve.js');
+        const home = resolveHome({ home: flags.home as string | undefined, flavor: flavorOf(flags.flavor) });
+        return await serve({ home, init: flags.init === true, port: parsePort(flags.port, 0, true) });
+      }
+      case 'service': {
+        const { runServiceCommand } = await import('./service.js');
+        return await runServiceCommand(rest);
+      }
+      case undefined:
+      case 'help':
+      case '--help':
+        process.stdout.write(USAGE);
+        return 0;
+      default:
+        throw new CliError('validation_error', `Unknown command ${command}.`, 'Run `svc help` to list the commands.');
+    }
+  } catch (err) {
+    return reportCliError(err, json);
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  () => process.exit(1),
+);

@@ -1,0 +1,183 @@
+/**
+ * The fastify application: validation, the error body, origin rules, authentication and the
+ * route plugins. One instance serves the loopback listener.
+ */
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import cookie from '@fastify/cookie';
+import { Ajv } from 'ajv';
+import addFormats from 'ajv-formats';
+import { ApiError, ownerOnly, unauthorized } from './errors.js';
+import { isOwner, type Access, type Principal } from './principal.js';
+import type { OwnerAccount } from '../owner/owner-account.js';
+import type { Db } from '../db/open.js';
+import type { Bus } from '../supervisor/bus.js';
+import { CSRF_HEADER, SESSION_COOKIE } from '../owner/limits.js';
+import { ownerRoutes } from '../routes/owner.js';
+
+/** Everything route plugins need, decorated onto the instance as `app.svc`. */
+export interface AppContext {
+  db: Db;
+  bus: Bus;
+  owner: OwnerAccount;
+  /** The listener's own origin, e.g. http://127.0.0.1:8025; set once listening. */
+  origin: () => string;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    svc: AppContext;
+  }
+  interface FastifyRequest {
+    principal: Principal | null;
+  }
+  interface FastifyContextConfig {
+    auth?: Access;
+  }
+}
+
+const BODY_LIMIT = 8 * 1024 * 1024;
+const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+/** Query names that would carry a credential; refused so credentials never travel in URLs. */
+const URL_CREDENTIALS = ['access_token', 'api_key', 'token', 'key', 'authorization'];
+
+function makeAjv(coerce: boolean): Ajv {
+  const ajv = new Ajv({ removeAdditional: false, useDefaults: true, coerceTypes: coerce ? 'array' : false, allErrors: false, strict: false });
+  (addFormats as unknown as (a: Ajv) => void)(ajv);
+  return ajv;
+}
+
+export function sendError(reply: FastifyReply, err: ApiError): FastifyReply {
+  if (err.headers) reply.headers(err.headers);
+  return reply.code(err.status).type('application/json; charset=utf-8').send(err.toBody());
+}
+
+function isApiPath(url: string): boolean {
+  return url === '/v0' || url.startsWith('/v0/') || url.startsWith('/v0?');
+}
+
+/** Maps fastify's own errors (validation, body parsing) to the documented codes; hides the rest. */
+function toApiError(err: unknown, request: FastifyRequest): ApiError {
+  if (err instanceof ApiError) return err;
+  const e = err as { code?: string; validation?: unknown; validationContext?: string; message?: string; statusCode?: number };
+  if (e.validation) {
+    return new ApiError('validation_error', `Invalid ${e.validationContext ?? 'request'}: ${e.message?.replace(/^(body|querystring|params|headers)\/?/, '') ?? 'invalid input'}`, {
+      fix: 'Compare the request with the documented fields; unknown fields are rejected.',
+    });
+  }
+  switch (e.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new ApiError('payload_too_large', 'The request body is too large.', { fix: 'Send less than 8 MiB; messages must stay under 5 MiB.' });
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new ApiError('unsupported_media_type', 'The request body must be JSON.', { fix: 'Send `Content-Type: application/json`.' });
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new ApiError('validation_error', 'The request body is not valid JSON.', { fix: 'Send a JSON object, or no body with no Content-Type.' });
+  }
+  if (e.code === 'FST_ERR_BAD_URL' || e.statusCode === 400) {
+    return new ApiError('validation_error', 'The request is malformed.', { fix: 'Check the URL encoding and the body.' });
+  }
+  request.log.error({ err_code: e.code, route: request.routeOptions.url }, 'internal error');
+  return new ApiError('internal_error', 'An internal error occurred.');
+}
+
+export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: false,
+    bodyLimit: BODY_LIMIT,
+    trustProxy: false,
+    return503OnClosing: true,
+    forceCloseConnections: false,
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 1024 },
+  });
+  app.decorate('svc', ctx);
+  app.decorateRequest('principal', null);
+
+  const bodyAjv = makeAjv(false);
+  const queryAjv = makeAjv(true);
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv.compile(schema) : queryAjv.compile(schema)));
+
+  // An empty body with a JSON content type is treated as no body rather than an error.
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
+    const text = body as string;
+    if (text.trim() === '') return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      done(new ApiError('validation_error', 'The request body is not valid JSON.', { fix: 'Send a well-formed JSON object.' }), undefined);
+    }
+  });
+
+  await app.register(cookie);
+
+  app.setErrorHandler((err, request, reply) => sendError(reply, toApiError(err, request)));
+  app.setNotFoundHandler((request, reply) => {
+    if (isApiPath(request.url)) return sendError(reply, new ApiError('not_found', `There is no route ${request.method} ${request.url.split('?')[0]}.`, { fix: 'Check the path against the API reference; the API lives under /v0.' }));
+    return sendError(reply, new ApiError('not_found', 'Not found.'));
+  });
+
+  app.addHook('onRequest', async (request) => {
+    if (!isApiPath(request.url)) return;
+    rejectForeignOrigin(request, ctx.origin());
+    const query = request.query as Record<string, unknown> | undefined;
+    if (query && URL_CREDENTIALS.some((k) => k in query)) {
+      throw new ApiError('validation_error', 'Credentials are not accepted in the URL.', { fix: 'Send the credential in the `Authorization: Bearer` header.' });
+    }
+    const access = request.routeOptions.config?.auth;
+    if (!access) return; // unknown route: the not-found handler answers
+    request.principal = authenticate(request, ctx);
+    authorize(request, access);
+  });
+
+  app.addHook('onSend', async (_request, reply) => {
+    reply.header('x-content-type-options', 'nosniff');
+    reply.header('cache-control', 'no-store');
+  });
+
+  await app.register(ownerRoutes, { prefix: '/v0/owner' });
+  return app;
+}
+
+/** Browsers must come from the listener's own origin (spec §4: cross-origin requests are rejected). */
+function rejectForeignOrigin(request: FastifyRequest, ownOrigin: string): void {
+  const origin = request.headers.origin;
+  const site = request.headers['sec-fetch-site'];
+  const allowed = [ownOrigin, ownOrigin.replace('//127.0.0.1:', '//localhost:')];
+  if ((origin !== undefined && !allowed.includes(origin)) || site === 'cross-site' || site === 'same-site') {
+    throw new ApiError('forbidden', 'Cross-origin requests are not allowed.', { fix: `Call the API from ${ownOrigin} or from a non-browser client.` });
+  }
+}
+
+/** Authorization header first (cookies ignored when present), then the session cookie. */
+function authenticate(request: FastifyRequest, ctx: AppContext): Principal | null {
+  const header = request.headers.authorization;
+  if (header !== undefined) {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (!match) throw unauthorized('The Authorization header must be `Bearer <credential>`.');
+    const token = match[1];
+    if (ctx.owner.isBearer(token)) return ctx.owner.ownerPrincipal();
+    throw unauthorized('The credential is not valid, or it was revoked or expired.');
+  }
+  const cookieToken = request.cookies[SESSION_COOKIE];
+  if (!cookieToken) return null;
+  const principal = ctx.owner.sessionPrincipal(cookieToken);
+  if (principal && UNSAFE.has(request.method) && !csrfMatches(request, principal)) {
+    throw new ApiError('forbidden', 'The X-Svc-CSRF header is missing or wrong.', { fix: 'Send the csrf_token from login or GET /v0/owner/status in the X-Svc-CSRF header.' });
+  }
+  return principal;
+}
+
+function csrfMatches(request: FastifyRequest, principal: Principal): boolean {
+  const sent = request.headers[CSRF_HEADER];
+  return typeof sent === 'string' && principal.csrfToken !== undefined && sent === principal.csrfToken;
+}
+
+function authorize(request: FastifyRequest, access: Access): void {
+  const p = request.principal;
+  if (access === 'public') return;
+  if (!p) throw unauthorized();
+  if (access === 'owner' && !isOwner(p)) throw ownerOnly();
+  if (access === 'owner_bearer' && p.kind !== 'owner') {
+    throw new ApiError('missing_permission', 'This route needs the owner bearer token.', { fix: 'Use the owner_token from connection.json (the local CLI does this for you).' });
+  }
+}

@@ -1,0 +1,224 @@
+/**
+ * The owner: one password, browser sessions, the per-start bearer token, the one-time setup code
+ * and login links. Secrets are held hashed; the bearer token and setup code live only in memory.
+ */
+import { randomBytes, randomInt } from 'node:crypto';
+import type { Db } from '../db/open.js';
+import { ApiError } from '../http/errors.js';
+import type { Principal } from '../http/principal.js';
+import { newSecret, sameSecret, sha256Hex } from '../http/secrets.js';
+import { uuidv7 } from '../db/ids.js';
+import { hashPassword, verifyPassword } from './password.js';
+import {
+  LOGIN_FAILURES_ALLOWED,
+  LOGIN_LINK_MS,
+  LOGIN_WINDOW_MS,
+  PASSWORD_MAX,
+  PASSWORD_MIN,
+  SESSION_IDLE_MS,
+  SESSION_MAX_MS,
+  SESSION_TOUCH_MS,
+} from './limits.js';
+
+interface SessionRow {
+  session_id: string;
+  csrf_token: string;
+  user_agent_hash: string | null;
+  created_at: string;
+  last_seen_at: string;
+  expires_at: string;
+}
+
+export interface NewSession {
+  token: string;
+  csrfToken: string;
+  expiresAt: string;
+}
+
+const SETUP_ALPHABET = 'ABCDEFGHJKMNPQRSTUVWXYZ23456789';
+
+function newSetupCode(): string {
+  let code = '';
+  for (let i = 0; i < 10; i++) code += SETUP_ALPHABET[randomInt(SETUP_ALPHABET.length)];
+  return `${code.slice(0, 5)}-${code.slice(5)}`;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+function expiryOf(createdMs: number, lastSeenMs: number): number {
+  return Math.min(lastSeenMs + SESSION_IDLE_MS, createdMs + SESSION_MAX_MS);
+}
+
+export function checkPasswordRules(password: string): void {
+  const length = [...password].length;
+  if (length < PASSWORD_MIN || length > PASSWORD_MAX) {
+    throw new ApiError('validation_error', `The password must be ${PASSWORD_MIN} to ${PASSWORD_MAX} characters long.`, {
+      fix: `Choose a password of at least ${PASSWORD_MIN} characters; a few unrelated words work well.`,
+    });
+  }
+}
+
+export class OwnerAccount {
+  readonly bearerToken = newSecret('svc_owner_');
+  readonly #bearerHash = sha256Hex(this.bearerToken);
+  #setupCode: string | null;
+  #failures: number[] = [];
+  readonly #loginLinks = new Map<string, { expires: number }>();
+
+  constructor(private readonly db: Db) {
+    this.#setupCode = this.setupRequired ? newSetupCode() : null;
+  }
+
+  get setupRequired(): boolean {
+    return !this.db.prepare('SELECT 1 FROM owner WHERE id = 1').get();
+  }
+
+  /** The code printed at startup while no password exists; null afterwards. */
+  get setupCode(): string | null {
+    return this.#setupCode;
+  }
+
+  ownerPrincipal(): Principal {
+    return { kind: 'owner', id: 'owner', inboxScope: 'all', permissions: 'all', sendPolicy: 'direct' };
+  }
+
+  isBearer(token: string): boolean {
+    return sameSecret(sha256Hex(token), this.#bearerHash);
+  }
+
+  /** Throws 429 while too many recent attempts failed. */
+  #checkThrottle(now = Date.now()): void {
+    this.#failures = this.#failures.filter((t) => now - t < LOGIN_WINDOW_MS);
+    if (this.#failures.length >= LOGIN_FAILURES_ALLOWED) {
+      const retryAfter = Math.ceil((this.#failures[0] + LOGIN_WINDOW_MS - now) / 1000);
+      throw new ApiError('rate_limited', 'Too many failed attempts; login is paused for a while.', {
+        fix: `Wait ${retryAfter} seconds and try again.`,
+        headers: { 'retry-after': String(retryAfter) },
+      });
+    }
+  }
+
+  #fail(): void {
+    this.#failures.push(Date.now());
+  }
+
+  async setup(password: string, code: string, userAgent: string | undefined): Promise<NewSession> {
+    if (!this.setupRequired || this.#setupCode === null) {
+      throw new ApiError('conflict', 'The owner password is already set.', { fix: 'Log in with POST /v0/owner/login.' });
+    }
+    this.#checkThrottle();
+    if (!sameSecret(code.trim().toUpperCase(), this.#setupCode)) {
+      this.#fail();
+      throw new ApiError('forbidden', 'The setup code does not match the one printed at startup.', {
+        fix: 'Copy the `code` from the `owner.setup_required` line that svc printed when it started (it changes on every restart).',
+      });
+    }
+    checkPasswordRules(password);
+    const hash = await hashPassword(password);
+    const now = iso(Date.now());
+    const created = this.db.transaction(() => {
+      if (!this.setupRequired) return false;
+      this.db.prepare('INSERT INTO owner (id, password_hash, created_at, updated_at) VALUES (1, ?, ?, ?)').run(hash, now, now);
+      return true;
+    })();
+    if (!created) throw new ApiError('conflict', 'The owner password is already set.', { fix: 'Log in with POST /v0/owner/login.' });
+    this.#setupCode = null;
+    return this.createSession(userAgent);
+  }
+
+  async login(password: string, userAgent: string | undefined): Promise<NewSession> {
+    this.#checkThrottle();
+    const row = this.db.prepare('SELECT password_hash FROM owner WHERE id = 1').get() as { password_hash: string } | undefined;
+    if (!row) throw new ApiError('forbidden', 'The owner has not been set up yet.', { fix: 'Complete setup with POST /v0/owner/setup and the code svc printed at startup.' });
+    if (!(await verifyPassword(password, row.password_hash))) {
+      this.#fail();
+      throw new ApiError('unauthorized', 'The password is not correct.', { fix: 'Check the password; after several failures login pauses for a few minutes.' });
+    }
+    return this.createSession(userAgent);
+  }
+
+  createSession(userAgent: string | undefined): NewSession {
+    const token = newSecret('svc_session_');
+    const csrfToken = randomBytes(24).toString('base64url');
+    const now = Date.now();
+    const expiresAt = iso(expiryOf(now, now));
+    this.db
+      .prepare('INSERT INTO owner_sessions (session_id, token_hash, csrf_token, user_agent_hash, created_at, last_seen_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
+      .run(uuidv7(), sha256Hex(token), csrfToken, userAgent ? sha256Hex(userAgent) : null, iso(now), iso(now), expiresAt);
+    return { token, csrfToken, expiresAt };
+  }
+
+  /** Resolves a session cookie; expired sessions are deleted on sight. */
+  sessionPrincipal(token: string): Principal | null {
+    const row = this.db.prepare('SELECT * FROM owner_sessions WHERE token_hash = ?').get(sha256Hex(token)) as SessionRow | undefined;
+    if (!row) return null;
+    const now = Date.now();
+    if (Date.parse(row.expires_at) <= now) {
+      this.db.prepare('DELETE FROM owner_sessions WHERE session_id = ?').run(row.session_id);
+      return null;
+    }
+    if (now - Date.parse(row.last_seen_at) > SESSION_TOUCH_MS) {
+      this.db
+        .prepare('UPDATE owner_sessions SET last_seen_at = ?, expires_at = ? WHERE session_id = ?')
+        .run(iso(now), iso(expiryOf(Date.parse(row.created_at), now)), row.session_id);
+    }
+    return { kind: 'session', id: row.session_id, inboxScope: 'all', permissions: 'all', sendPolicy: 'direct', csrfToken: row.csrf_token };
+  }
+
+  endSession(sessionId: string): void {
+    this.db.prepare('DELETE FROM owner_sessions WHERE session_id = ?').run(sessionId);
+  }
+
+  listSessions(currentId: string | null) {
+    const now = iso(Date.now());
+    const rows = this.db.prepare('SELECT * FROM owner_sessions WHERE expires_at > ? ORDER BY created_at DESC').all(now) as SessionRow[];
+    return rows.map((r) => ({
+      session_id: r.session_id,
+      user_agent: r.user_agent_hash,
+      created_at: r.created_at,
+      last_seen_at: r.last_seen_at,
+      expires_at: r.expires_at,
+      current: r.session_id === currentId,
+    }));
+  }
+
+  deleteSession(sessionId: string): boolean {
+    return this.db.prepare('DELETE FROM owner_sessions WHERE session_id = ?').run(sessionId).changes > 0;
+  }
+
+  /** Changes the password and signs out every other session. */
+  async changePassword(current: string, next: string, keepSessionId: string | null): Promise<void> {
+    this.#checkThrottle();
+    const row = this.db.prepare('SELECT password_hash FROM owner WHERE id = 1').get() as { password_hash: string } | undefined;
+    if (!row || !(await verifyPassword(current, row.password_hash))) {
+      this.#fail();
+      throw new ApiError('forbidden', 'The current password is not correct.', { fix: 'Enter the password you log in with now.' });
+    }
+    checkPasswordRules(next);
+    const hash = await hashPassword(next);
+    this.db.transaction(() => {
+      this.db.prepare('UPDATE owner SET password_hash = ?, updated_at = ? WHERE id = 1').run(hash, iso(Date.now()));
+      this.db.prepare('DELETE FROM owner_sessions WHERE session_id IS NOT ?').run(keepSessionId);
+    })();
+  }
+
+  createLoginLink(): { token: string; expiresAt: string } {
+    const token = newSecret('svc_link_');
+    const expires = Date.now() + LOGIN_LINK_MS;
+    for (const [hash, link] of this.#loginLinks) if (link.expires <= Date.now()) this.#loginLinks.delete(hash);
+    this.#loginLinks.set(sha256Hex(token), { expires });
+    return { token, expiresAt: iso(expires) };
+  }
+
+  redeemLoginLink(token: string, userAgent: string | undefined): NewSession {
+    this.#checkThrottle();
+    const hash = sha256Hex(token);
+    const link = this.#loginLinks.get(hash);
+    this.#loginLinks.delete(hash);
+    if (!link || link.expires <= Date.now()) {
+      this.#fail();
+      throw new ApiError('unauthorized', 'The login link is invalid, already used or expired.', { fix: 'Ask for a new link with `svc owner login-link` (links work once, for two minutes).' });
+    }
+    return this.createSession(userAgent);
+  }
+}

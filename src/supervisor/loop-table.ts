@@ -1,0 +1,37 @@
+/** Background loop names and timings (spec §8), in one table. */
+
+export interface LoopTiming {
+  /** Sleep after a pass that did work. */
+  busyMs: number;
+  /** Sleep after a pass that found nothing to do. */
+  idleMs: number;
+  /** What the spec says about this loop, for readers. */
+  schedule: string;
+}
+
+export const LOOPS = {
+  outbox: { busyMs: 2_000, idleMs: 30_000, schedule: 'wakes on enqueue or approval; recovery 2 s after work, 30 s idle or unconfigured' },
+  'inbound-pull': { busyMs: 2_000, idleMs: 30_000, schedule: 'every 2 s while busy, 30 s idle' },
+  'inbound-reconcile': { busyMs: 15 * 60_000, idleMs: 15 * 60_000, schedule: 'at startup, then every 15 minutes' },
+  'delivery-events': { busyMs: 2_000, idleMs: 30_000, schedule: 'every 2 s while busy, 30 s idle' },
+  'scheduled-drafts': { busyMs: 2_000, idleMs: 30_000, schedule: 'wakes on create, edit or approval; waits until the next due time, capped at 30 s idle and 2 s after work' },
+  provisioning: { busyMs: 10_000, idleMs: 10_000, schedule: 'every 10 s; full routing reconcile every 5 minutes' },
+  webhooks: { busyMs: 1_000, idleMs: 1_000, schedule: 'every second' },
+  'remote-access': { busyMs: 1_000, idleMs: 1_000, schedule: 'supervised every second; restart backoff up to 60 s' },
+} as const satisfies Record<string, LoopTiming>;
+
+export type LoopName = keyof typeof LOOPS;
+export const LOOP_NAMES = Object.keys(LOOPS) as LoopName[];
+
+/** Messages between the supervisor and a loop worker. */
+export type ToLoop = { kind: 'wake' } | { kind: 'stop' };
+export type FromLoop = { kind: 'ready' } | { kind: 'stopped' } | { kind: 'bus'; message: import('./bus.js').BusMessage };
+
+/** What every loop worker receives as workerData. */
+export interface LoopWorkerData {
+  name: LoopName;
+  dbFile: string;
+  dbKey: Uint8Array;
+  /** Test-only fault injection (docs/testing.md); null in normal runs. */
+  fault: string | null;
+}

@@ -1,0 +1,77 @@
+/** Starts one worker_thread per background loop and stops the service if any of them dies. */
+import { Worker } from 'node:worker_threads';
+import { fileURLToPath } from 'node:url';
+import { LOOP_NAMES, type FromLoop, type LoopName, type LoopWorkerData, type ToLoop } from './loop-table.js';
+import type { Bus } from './bus.js';
+
+const loopFile = (name: LoopName) => fileURLToPath(new URL(`../../workers/loops/${name}.js`, import.meta.url));
+
+const STOP_GRACE_MS = 10_000;
+
+export class LoopSupervisor {
+  readonly #workers = new Map<LoopName, Worker>();
+  #stopping = false;
+
+  constructor(
+    private readonly bus: Bus,
+    /** Called once when a loop dies unexpectedly. */
+    private readonly onCrash: (name: LoopName) => void,
+  ) {
+    bus.subscribe('wake', (m) => this.#post(m.loop as LoopName, { kind: 'wake' }));
+  }
+
+  /** Starts every loop and resolves when all have opened the database. */
+  async start(dbFile: string, dbKey: Buffer, fault: string | null): Promise<void> {
+    await Promise.all(LOOP_NAMES.map((name) => this.#spawn(name, dbFile, dbKey, fault)));
+  }
+
+  #spawn(name: LoopName, dbFile: string, dbKey: Buffer, fault: string | null): Promise<void> {
+    const key = new Uint8Array(dbKey);
+    const data: LoopWorkerData = { name, dbFile, dbKey: key, fault };
+    const worker = new Worker(loopFile(name), { workerData: data, name: `loop:${name}` });
+    key.fill(0);
+    this.#workers.set(name, worker);
+    return new Promise((resolve, reject) => {
+      let ready = false;
+      worker.on('message', (m: FromLoop) => {
+        if (m.kind === 'ready') {
+          ready = true;
+          resolve();
+        } else if (m.kind === 'bus') this.bus.publish(m.message);
+      });
+      const died = () => {
+        this.#workers.delete(name);
+        if (this.#stopping) return;
+        if (!ready) reject(new Error(`loop ${name} failed to start`));
+        else this.onCrash(name);
+      };
+      worker.on('error', died);
+      worker.on('exit', (code) => {
+        if (this.#workers.get(name) === worker) {
+          if (code !== 0 || !this.#stopping) died();
+        }
+      });
+    });
+  }
+
+  #post(name: LoopName, message: ToLoop): void {
+    this.#workers.get(name)?.postMessage(message);
+  }
+
+  /** Asks every loop to finish its pass and exit; terminates stragglers after a grace period. */
+  async stop(): Promise<void> {
+    this.#stopping = true;
+    const waits = [...this.#workers.entries()].map(([name, worker]) =>
+      new Promise<void>((resolve) => {
+        const timer = setTimeout(() => void worker.terminate().then(() => resolve()), STOP_GRACE_MS);
+        worker.once('exit', () => {
+          clearTimeout(timer);
+          resolve();
+        });
+        this.#post(name, { kind: 'stop' });
+      }),
+    );
+    await Promise.all(waits);
+    this.#workers.clear();
+  }
+}

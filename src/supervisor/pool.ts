@@ -1,0 +1,24 @@
+/** The Piscina pool for CPU work (MIME parsing, sealing, signing, text extraction). */
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { Piscina } from 'piscina';
+import type { ParsedMail } from '../../workers/pool/tasks.js';
+
+const TASK_FILE = fileURLToPath(new URL('../../workers/pool/tasks.js', import.meta.url));
+
+export class CpuPool {
+  readonly #pool = new Piscina({
+    filename: TASK_FILE,
+    minThreads: 1,
+    maxThreads: Math.max(2, os.availableParallelism()),
+    idleTimeout: 30_000,
+  });
+
+  parseMime(raw: Uint8Array): Promise<ParsedMail> {
+    return this.#pool.run({ task: 'parseMime', input: raw });
+  }
+
+  async close(): Promise<void> {
+    await this.#pool.destroy();
+  }
+}

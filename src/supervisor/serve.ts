@@ -1,0 +1,116 @@
+/**
+ * `svc serve`: unlock → open the database → listen on 127.0.0.1 → start the loops → print
+ * the startup lines. Stops on SIGINT/SIGTERM or when a loop dies.
+ */
+import fs from 'node:fs';
+import type { FastifyInstance } from 'fastify';
+import { unlockHome } from '../keys/unlock.js';
+import { homeFiles, writeFileAtomic } from '../keys/home.js';
+import { StartupError, asStartupError } from '../keys/startup-error.js';
+import { openDatabase, type Db } from '../db/open.js';
+import { buildApp } from '../http/app.js';
+import { OwnerAccount } from '../owner/owner-account.js';
+import { Bus } from './bus.js';
+import { LoopSupervisor } from './loops.js';
+import { CpuPool } from './pool.js';
+import type { LoopName } from './loop-table.js';
+
+export interface ServeOptions {
+  home: string;
+  init: boolean;
+  port: number;
+}
+
+/** In-flight requests get this long after a stop signal (spec §8). */
+const DRAIN_MS = 5_000;
+
+const line = (stream: NodeJS.WriteStream, data: Record<string, unknown>) => stream.write(JSON.stringify(data) + '\n');
+
+/** Test-only fault switch (docs/testing.md): `loop-crash:<loop>` makes that loop throw. */
+function faultSwitch(): string | null {
+  return process.env.SVC_TEST_FAULT || null;
+}
+
+export async function serve(opts: ServeOptions): Promise<number> {
+  let dbKey: Buffer | null = null;
+  let db: Db | null = null;
+  let app: FastifyInstance | null = null;
+  let pool: CpuPool | null = null;
+  const bus = new Bus();
+  let stopping: Promise<number> | null = null;
+  let resolveExit!: (code: number) => void;
+  const exited = new Promise<number>((r) => (resolveExit = r));
+
+  const loops = new LoopSupervisor(bus, (name: LoopName) => {
+    line(process.stderr, {
+      event: 'server.failed',
+      code: 'service_unavailable',
+      cause: 'LoopCrashed',
+      message: `The background loop "${name}" stopped unexpectedly; svc stopped to protect your mail.`,
+      fix: 'Start svc again; if this repeats, check disk space and the logs.',
+    });
+    void stop(1);
+  });
+
+  /** Stop loops → drain HTTP → close the pool and database → zero the key. */
+  function stop(code: number): Promise<number> {
+    stopping ??= (async () => {
+      await loops.stop().catch(() => undefined);
+      if (app) {
+        const drain = app.close();
+        const timer = setTimeout(() => app?.server.closeAllConnections(), DRAIN_MS);
+        await drain.catch(() => undefined);
+        clearTimeout(timer);
+      }
+      await pool?.close().catch(() => undefined);
+      try {
+        db?.close();
+      } catch {
+        /* closing anyway */
+      }
+      dbKey?.fill(0);
+      resolveExit(code);
+      return code;
+    })();
+    return stopping;
+  }
+
+  // Every file svc creates in the home (database, WAL, logs) is private to this user.
+  process.umask(0o077);
+  try {
+    const unlocked = unlockHome(opts.home, opts.init);
+    dbKey = unlocked.dbKey;
+    const files = homeFiles(opts.home);
+    db = openDatabase(files.db, dbKey, { migrate: true });
+    fs.chmodSync(files.db, 0o600);
+    pool = new CpuPool();
+    const owner = new OwnerAccount(db);
+    let origin = '';
+    app = await buildApp({ db, bus, owner, origin: () => origin });
+    try {
+      await app.listen({ host: '127.0.0.1', port: opts.port });
+    } catch {
+      throw new StartupError('service_unavailable', 'ListenFailed', `svc could not listen on 127.0.0.1:${opts.port}.`, 'Choose another port with --port, or stop the program that uses it.');
+    }
+    const address = app.server.address();
+    const port = typeof address === 'object' && address ? address.port : opts.port;
+    origin = `http://127.0.0.1:${port}`;
+
+    await loops.start(files.db, dbKey, faultSwitch());
+
+    try {
+      writeFileAtomic(files.connection, JSON.stringify({ url: origin, owner_token: owner.bearerToken, pid: process.pid, started_at: new Date().toISOString() }, null, 2) + '\n');
+    } catch {
+      throw new StartupError('service_unavailable', 'ConnectionError', 'connection.json could not be written to the home.', 'Make sure the home directory is writable and has free space.');
+    }
+
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void stop(0));
+    if (owner.setupCode) line(process.stdout, { event: 'owner.setup_required', code: owner.setupCode, url: `${origin}/setup` });
+    line(process.stdout, { event: 'server.ready', url: origin, home: opts.home });
+  } catch (err) {
+    process.stderr.write(asStartupError(err).toLine() + '\n');
+    await stop(1);
+    return 1;
+  }
+  return exited;
+}

@@ -1,0 +1,4 @@
+/** The outbox loop (spec §8). Its work arrives with a later capability; until then a pass finds nothing to do. */
+import { runLoop } from './run-loop.js';
+
+runLoop(async () => 'idle');

@@ -1,0 +1,73 @@
+/**
+ * The shape every background loop shares: wake condition → select work → do it → commit →
+ * schedule the next wake. A loop file supplies only `pass`; this runner owns sleeping, waking
+ * and stopping. Anything thrown escapes to the supervisor, which stops the whole service.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { openDatabase, type Db } from '../../src/db/open.js';
+import { LOOPS, type FromLoop, type LoopName, type LoopWorkerData, type ToLoop } from '../../src/supervisor/loop-table.js';
+import type { BusMessage } from '../../src/supervisor/bus.js';
+
+export interface LoopContext {
+  db: Db;
+  name: LoopName;
+  /** Tell the main thread something happened (e.g. an event was appended). */
+  publish(message: BusMessage): void;
+}
+
+/** Returns whether the pass did work ('busy') or found none ('idle'), or an explicit next delay. */
+export type LoopPass = (ctx: LoopContext) => Promise<'busy' | 'idle' | { delayMs: number }>;
+
+export function runLoop(pass: LoopPass): void {
+  const data = workerData as LoopWorkerData;
+  const port = parentPort!;
+  const send = (m: FromLoop) => port.postMessage(m);
+  const key = Buffer.from(data.dbKey);
+  const db = openDatabase(data.dbFile, key, { migrate: false });
+  key.fill(0);
+  data.dbKey.fill(0);
+
+  const timing = LOOPS[data.name];
+  let stopping = false;
+  let wake: (() => void) | null = null;
+  let woken = false;
+
+  port.on('message', (m: ToLoop) => {
+    if (m.kind === 'stop') stopping = true;
+    woken = true;
+    wake?.();
+  });
+
+  const ctx: LoopContext = { db, name: data.name, publish: (message) => send({ kind: 'bus', message }) };
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      if (woken || stopping) return resolve();
+      const timer = setTimeout(resolve, ms);
+      wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+
+  (async () => {
+    send({ kind: 'ready' });
+    let passes = 0;
+    while (!stopping) {
+      woken = false;
+      if (data.fault === `loop-crash:${data.name}` && passes > 0) throw new Error(`injected fault in ${data.name}`);
+      const result = await pass(ctx);
+      passes++;
+      const delay = result === 'busy' ? timing.busyMs : result === 'idle' ? timing.idleMs : Math.min(result.delayMs, timing.idleMs);
+      // Crash injection fires on the second pass so startup is complete and observable first.
+      await sleep(data.fault === `loop-crash:${data.name}` ? 200 : delay);
+      wake = null;
+    }
+    db.close();
+    send({ kind: 'stopped' });
+  })().catch((err) => {
+    // Rethrow outside the promise chain so the worker exits with an error the supervisor sees.
+    setImmediate(() => {
+      throw err;
+    });
+  });
+}

@@ -1,0 +1,75 @@
+/**
+ * Piscina task file: CPU work that must stay off the request path's event loop.
+ * Each task is a named pure function of structured-cloneable input.
+ */
+import { simpleParser } from 'mailparser';
+
+export interface ParsedAttachment {
+  filename: string | null;
+  contentType: string;
+  contentDisposition: string | null;
+  contentId: string | null;
+  content: Uint8Array;
+}
+
+export interface ParsedMail {
+  messageId: string | null;
+  inReplyTo: string | null;
+  references: string[];
+  subject: string | null;
+  from: { address: string; name: string }[];
+  to: { address: string; name: string }[];
+  cc: { address: string; name: string }[];
+  replyTo: { address: string; name: string }[];
+  date: string | null;
+  text: string | null;
+  html: string | null;
+  headers: [string, string][];
+  attachments: ParsedAttachment[];
+}
+
+type AddressField = import('mailparser').AddressObject | import('mailparser').AddressObject[] | undefined;
+
+function addresses(field: AddressField): { address: string; name: string }[] {
+  const list = field === undefined ? [] : Array.isArray(field) ? field : [field];
+  return list.flatMap((a) => a.value).flatMap(function flat(v): { address: string; name: string }[] {
+    if (v.group) return v.group.flatMap(flat);
+    return v.address ? [{ address: v.address.toLowerCase(), name: v.name ?? '' }] : [];
+  });
+}
+
+/** Parses raw MIME into the fields the mail store keeps. */
+export async function parseMime(raw: Uint8Array): Promise<ParsedMail> {
+  const mail = await simpleParser(Buffer.from(raw), { skipImageLinks: true, skipTextToHtml: true, skipTextLinks: true });
+  const refs = mail.references === undefined ? [] : Array.isArray(mail.references) ? mail.references : [mail.references];
+  return {
+    messageId: mail.messageId ?? null,
+    inReplyTo: mail.inReplyTo ?? null,
+    references: refs.flatMap((r) => r.split(/\s+/)).filter(Boolean),
+    subject: mail.subject ?? null,
+    from: addresses(mail.from),
+    to: addresses(mail.to),
+    cc: addresses(mail.cc),
+    replyTo: addresses(mail.replyTo),
+    date: mail.date ? mail.date.toISOString() : null,
+    text: mail.text ?? null,
+    html: typeof mail.html === 'string' ? mail.html : null,
+    headers: mail.headerLines.map((h) => [h.key, h.line]),
+    attachments: mail.attachments.map((a) => ({
+      filename: a.filename ?? null,
+      contentType: a.contentType,
+      contentDisposition: a.contentDisposition ?? null,
+      contentId: a.contentId ?? null,
+      content: new Uint8Array(a.content),
+    })),
+  };
+}
+
+const TASKS = { parseMime } as const;
+export type TaskName = keyof typeof TASKS;
+
+export default async function run({ task, input }: { task: TaskName; input: never }): Promise<unknown> {
+  const fn = TASKS[task] as (input: never) => Promise<unknown>;
+  if (!fn) throw new Error(`unknown pool task ${String(task)}`);
+  return fn(input);
+}
