@@ -21,7 +21,7 @@ export function openDatabase(file: string, dbKey: Buffer, opts: { migrate: boole
   try {
     db = new Database(file);
   } catch (err) {
-    throw failed('DatabaseOpenFailed', `The database file could not be opened (${sqliteCode(err) || 'I/O error'}).`);
+    throw failed('DatabaseOpenFailed', 'The database file could not be opened.');
   }
   try {
     db.pragma(`cipher='sqlcipher'`);
@@ -54,7 +54,7 @@ export function openDatabase(file: string, dbKey: Buffer, opts: { migrate: boole
       /* already failing */
     }
     if (err instanceof StartupError) throw err;
-    throw failed('DatabaseAccessFailed', `The database could not be read or migrated (${sqliteCode(err) || 'schema error'}).`);
+    throw failed('DatabaseAccessFailed', 'The database could not be read or migrated.');
   }
 }
 

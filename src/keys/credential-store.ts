@@ -17,26 +17,33 @@ const unavailable = () =>
       : 'Unlock the login keychain / credential manager for this user and try again.',
   );
 
+/**
+ * On Linux the Secret Service is required explicitly: the library would otherwise fall back to
+ * the kernel keyring, which forgets the key at reboot.
+ */
+const ENTRY_OPTIONS = { linux: { store: 'secret-service' as const } };
+
 function entry(home: string): Entry {
-  return new Entry(SERVICE, keychainAccount(home));
+  return new Entry(SERVICE, keychainAccount(home), ENTRY_OPTIONS);
 }
 
 /** Returns the stored key-encryption key, or null when the item does not exist. */
 export function readKek(home: string): Buffer | null {
-  let value: string | null;
+  let value: number[] | null;
   try {
-    value = entry(home).getPassword() ?? null;
+    value = entry(home).getSecret();
   } catch {
     throw unavailable();
   }
   if (value === null) return null;
-  const kek = Buffer.from(value, 'base64');
+  const kek = Buffer.from(value);
+  value.fill(0);
   return kek.length === 32 ? kek : null;
 }
 
 export function storeKek(home: string, kek: Buffer): void {
   try {
-    entry(home).setPassword(kek.toString('base64'));
+    entry(home).setSecret(kek);
   } catch {
     throw unavailable();
   }
@@ -44,7 +51,7 @@ export function storeKek(home: string, kek: Buffer): void {
 
 export function deleteKek(home: string): boolean {
   try {
-    return entry(home).deletePassword();
+    return entry(home).deleteCredential();
   } catch {
     throw unavailable();
   }

@@ -50,11 +50,7 @@ export function prepareHome(home: string, create: boolean): { existed: boolean }
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw unavailable(home);
     existed = false;
     if (create) {
-      try {
-        fs.mkdirSync(home, { recursive: true, mode: 0o700 });
-      } catch {
-        throw unavailable(home);
-      }
+      makeDirs(home, unavailable);
     }
   }
   if (!existed && !create) return { existed };
@@ -67,6 +63,28 @@ export function prepareHome(home: string, create: boolean): { existed: boolean }
     throw unavailable(home);
   }
   return { existed };
+}
+
+/**
+ * mkdir -p without `recursive: true`, which spins forever on some pseudo file systems
+ * (e.g. a path under /proc) instead of failing.
+ */
+function makeDirs(dir: string, onError: (dir: string) => Error): void {
+  const missing: string[] = [];
+  let current = dir;
+  while (!fs.existsSync(current)) {
+    missing.unshift(current);
+    const parent = path.dirname(current);
+    if (parent === current) break;
+    current = parent;
+  }
+  for (const d of missing) {
+    try {
+      fs.mkdirSync(d, { mode: 0o700 });
+    } catch {
+      throw onError(dir);
+    }
+  }
 }
 
 /** Writes a file atomically with mode 0600 (temp file, fsync, rename). */

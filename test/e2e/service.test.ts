@@ -20,7 +20,7 @@ const COMMAND_TIMEOUT_MS = 60_000;
 const INSTALL_TIMEOUT_MS = 120_000;
 
 const suffix = (home: string) => createHash('sha256').update(path.resolve(home)).digest('hex').slice(0, 16);
-const keyringEntry = (home: string) => new Entry(KEYRING_SERVICE, `home-${suffix(home)}`);
+const keyringEntry = (home: string) => new Entry(KEYRING_SERVICE, `home-${suffix(home)}`, { linux: { store: 'secret-service' } });
 const mode = (p: string) => fs.statSync(p).mode & 0o777;
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-service-'));
@@ -34,7 +34,7 @@ const keyringHomes: string[] = [];
 t.teardown(() => {
   for (const home of keyringHomes) {
     try {
-      keyringEntry(home).deletePassword();
+      keyringEntry(home).deleteCredential();
     } catch {
       // already gone
     }
@@ -100,7 +100,7 @@ function initializedHome(name: string): { home: string; kek: string } {
   const keys = { version: 1, home_id: homeId, wrapped_key: wrapped.toString('base64'), nonce: nonce.toString('base64'), alg: 'A256GCM', created_at: new Date().toISOString() };
   fs.writeFileSync(path.join(home, 'keys.json'), JSON.stringify(keys, null, 2) + '\n', { mode: 0o600 });
   keyringHomes.push(home);
-  keyringEntry(home).setPassword(kek.toString('base64'));
+  keyringEntry(home).setSecret(kek);
   return { home, kek: kek.toString('base64') };
 }
 
@@ -215,7 +215,7 @@ if (!installed) {
     t.notOk(fs.existsSync(unitPath), 'the unit file is gone');
     t.ok(fs.existsSync(path.join(home, 'keys.json')), 'keys.json stays');
     t.ok(fs.existsSync(logs.stdout) && fs.existsSync(logs.stderr), 'logs stay');
-    t.equal(keyringEntry(home).getPassword(), kek, 'the credential store item stays');
+    t.same(Buffer.from(keyringEntry(home).getSecret() ?? []).toString('base64'), kek, 'the credential store item stays');
     const again = await run(svc, ['service', 'uninstall', '--home', home, '--json']);
     t.equal(again.code, 0, again.stderr);
     t.match(again.json, { installed: false, removed: false });
@@ -296,7 +296,7 @@ if (!installed) {
     t.same(fs.readdirSync(empty), [], 'install never initializes a home');
 
     const orphan = initializedHome('home-orphan');
-    keyringEntry(orphan.home).deletePassword();
+    keyringEntry(orphan.home).deleteCredential();
     const noItem = await run(svc, ['service', 'install', '--home', orphan.home, '--json']);
     t.equal(noItem.code, 6);
     t.match(noItem.error, { code: 'action_required', message: /credential store item/ });

@@ -64,6 +64,7 @@ export function runLoop(pass: LoopPass): void {
     }
     db.close();
     send({ kind: 'stopped' });
+    port.close();
   })().catch((err) => {
     // Rethrow outside the promise chain so the worker exits with an error the supervisor sees.
     setImmediate(() => {
