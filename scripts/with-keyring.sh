@@ -52,4 +52,4 @@ fi
 
 export SVC_KEYRING_INSIDE=1
 # dbus-daemon warns that it cannot raise its fd limit in containers; that is harmless.
-exec dbus-run-session -- "$0" "$@" 2> >(grep -v 'Failed to set fd limit' >&2)
+exec dbus-run-session -- "$0" "$@" 2> >(grep -v -e 'Failed to set fd limit' -e 'org.freedesktop.systemd1' >&2)
