@@ -129,6 +129,12 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     authorize(request, access);
   });
 
+  // A bodiless POST/PATCH/DELETE is validated as an empty object, so required fields are
+  // reported by name and routes without fields accept it.
+  app.addHook('preValidation', async (request) => {
+    if (request.body === undefined && UNSAFE.has(request.method)) request.body = {};
+  });
+
   app.addHook('onSend', async (_request, reply) => {
     reply.header('x-content-type-options', 'nosniff');
     reply.header('cache-control', 'no-store');

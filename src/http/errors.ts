@@ -26,7 +26,8 @@ export type ErrorCode = keyof typeof ERROR_STATUS;
 
 /** `validation_error` → `ValidationError`: the AgentMail-style error `name`. */
 export function errorName(code: ErrorCode): string {
-  return code.split('_').map((w) => w[0].toUpperCase() + w.slice(1)).join('') + 'Error';
+  const name = code.split('_').map((w) => w[0].toUpperCase() + w.slice(1)).join('');
+  return name.endsWith('Error') ? name : `${name}Error`;
 }
 
 export class ApiError extends Error {

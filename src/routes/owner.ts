@@ -42,7 +42,7 @@ export const ownerRoutes: FastifyPluginAsync = async (app) => {
     return startSession(request, reply, session);
   });
 
-  app.post('/login-links', { config: { auth: 'owner_bearer' }, schema: { body: Type.Optional(Empty) } }, async () => {
+  app.post('/login-links', { config: { auth: 'owner_bearer' }, schema: { body: Empty } }, async () => {
     const link = owner.createLoginLink();
     return { url: `${app.svc.origin()}/login#token=${link.token}`, expires_at: link.expiresAt };
   });
@@ -52,7 +52,7 @@ export const ownerRoutes: FastifyPluginAsync = async (app) => {
     return startSession(request, reply, session);
   });
 
-  app.post('/logout', { config: { auth: 'owner' }, schema: { body: Type.Optional(Empty) } }, async (request, reply) => {
+  app.post('/logout', { config: { auth: 'owner' }, schema: { body: Empty } }, async (request, reply) => {
     const p = request.principal!;
     if (p.kind === 'session') owner.endSession(p.id);
     reply.clearCookie(SESSION_COOKIE, { path: '/' });

@@ -1,6 +1,20 @@
 /** HTTP conventions for all of /v0: error body, unknown paths and fields, origins, credentials in URLs. */
 import t from 'tap';
+import http from 'node:http';
 import { api, setupOwner, startSvc, type RunningSvc } from '../helpers/svc.js';
+
+/** Announces a body over the limit and reads the answer without sending it all. */
+function oversizeRequest(url: string, length: number): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': length } }, (res) => {
+      let body = '';
+      res.on('data', (d) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.write('{"password":"');
+  });
+}
 
 let svc: RunningSvc;
 t.before(async () => {
@@ -9,7 +23,7 @@ t.before(async () => {
 t.teardown(() => svc.stop());
 
 t.test('unknown paths under /v0 answer 404 not_found with the error body', async (t) => {
-  for (const p of ['/v0/nope', '/v0', '/v0/owner', '/v0/owner/status/extra', '/v0/inboxes/../owner/status']) {
+  for (const p of ['/v0/nope', '/v0', '/v0/owner', '/v0/owner/status/extra', '/v0/owner/sessions/a/b']) {
     const res = await api(svc.url, 'GET', p, { token: svc.ownerToken });
     t.equal(res.status, 404, p);
     t.match(res.body, { name: 'NotFoundError', code: 'not_found', message: String }, p);
@@ -42,9 +56,9 @@ t.test('wrong types and malformed JSON are validation errors, never 500', async 
   const media = await api(svc.url, 'POST', '/v0/owner/login', { rawBody: 'password=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
   t.equal(media.status, 415);
   t.equal((media.body as { code: string }).code, 'unsupported_media_type');
-  const huge = await api(svc.url, 'POST', '/v0/owner/login', { rawBody: JSON.stringify({ password: 'x'.repeat(9 * 1024 * 1024) }), headers: { 'content-type': 'application/json' } });
+  const huge = await oversizeRequest(svc.url + '/v0/owner/login', 9 * 1024 * 1024);
   t.equal(huge.status, 413);
-  t.equal((huge.body as { code: string }).code, 'payload_too_large');
+  t.equal(JSON.parse(huge.body).code, 'payload_too_large');
 });
 
 t.test('cross-origin browser requests to /v0 are rejected', async (t) => {

@@ -103,15 +103,6 @@ t.test('login, throttling, sessions, logout and password change', async (t) => {
     t.equal((await api(svc.url, 'GET', '/v0/owner/sessions', { headers: { cookie: keep.cookie } })).status, 401, 'a change by the bearer signs out every session');
   });
 
-  t.test('login is throttled after repeated failures', async (t) => {
-    const statuses: number[] = [];
-    for (let i = 0; i < 7; i++) statuses.push((await login(svc, `wrong password ${i}`)).res.status);
-    t.same(statuses.slice(0, 5), [401, 401, 401, 401, 401]);
-    const throttled = await login(svc);
-    t.equal(throttled.res.status, 429, 'even the right password waits while throttled');
-    t.match(throttled.res.body, { code: 'rate_limited' });
-    t.ok(Number(throttled.res.headers.get('retry-after')) > 0, 'Retry-After is set');
-  });
 });
 
 t.test('login links: owner bearer only, single use', async (t) => {
@@ -137,4 +128,17 @@ t.test('login links: owner bearer only, single use', async (t) => {
   t.equal(reuse.status, 401, 'single use');
   const bogus = await api(svc.url, 'POST', '/v0/owner/login-links/redeem', { body: { token: 'svc_link_bogus' } });
   t.equal(bogus.status, 401);
+});
+
+t.test('login is throttled after repeated failures', async (t) => {
+  const svc = await startSvc();
+  t.teardown(() => svc.stop());
+  await api(svc.url, 'POST', '/v0/owner/setup', { body: { password: OWNER_PASSWORD, code: svc.setupCode } });
+  const statuses: number[] = [];
+  for (let i = 0; i < 7; i++) statuses.push((await login(svc, `wrong password ${i}`)).res.status);
+  t.same(statuses.slice(0, 5), [401, 401, 401, 401, 401]);
+  const throttled = await login(svc);
+  t.equal(throttled.res.status, 429, 'even the right password waits while throttled');
+  t.match(throttled.res.body, { code: 'rate_limited' });
+  t.ok(Number(throttled.res.headers.get('retry-after')) > 0, 'Retry-After is set');
 });
