@@ -1,0 +1,82 @@
+/**
+ * Startup benchmark: time from spawn to `server.ready` (median of 5 starts of an existing home)
+ * and idle RSS 5 s after ready, beside a fastify hello-world started the same way in the same run.
+ */
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const RUNS = 5;
+const IDLE_MS = 5_000;
+
+interface Sample {
+  readyMs: number;
+  rssMiB: number;
+}
+
+function rssOf(pid: number): number {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return kb / 1024;
+}
+
+/** Spawns a process, waits for a stdout line matching `ready`, samples RSS after idling, stops it. */
+async function measure(args: string[], ready: (line: string) => boolean, sampleRss: boolean): Promise<Sample> {
+  const started = process.hrtime.bigint();
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], cwd: root });
+  await new Promise<void>((resolve, reject) => {
+    const rl = readline.createInterface({ input: child.stdout! });
+    rl.on('line', (line) => ready(line) && resolve());
+    child.on('exit', (code) => reject(new Error(`exited ${code} before ready`)));
+  });
+  const readyMs = Number(process.hrtime.bigint() - started) / 1e6;
+  let rssMiB = 0;
+  if (sampleRss) {
+    await new Promise((r) => setTimeout(r, IDLE_MS));
+    rssMiB = rssOf(child.pid!);
+  }
+  child.kill('SIGTERM');
+  await new Promise((r) => child.once('exit', r));
+  return { readyMs, rssMiB };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+export async function benchStartup(): Promise<void> {
+  const home = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-')), 'home');
+  const svcArgs = [path.join(root, 'bin', 'svc'), 'serve', '--home', home];
+  await measure([...svcArgs, '--init'], (l) => l.includes('server.ready'), false);
+
+  const helloFile = path.join(os.tmpdir(), `svc-bench-hello-${process.pid}.mjs`);
+  fs.writeFileSync(
+    helloFile,
+    `import Fastify from '${path.join(root, 'node_modules', 'fastify', 'fastify.js')}';
+const app = Fastify(); app.get('/', async () => ({ hello: 'world' }));
+await app.listen({ host: '127.0.0.1', port: 0 }); console.log('ready');
+process.on('SIGTERM', () => app.close().then(() => process.exit(0)));`,
+  );
+
+  const svc: Sample[] = [];
+  const hello: Sample[] = [];
+  for (let i = 0; i < RUNS; i++) {
+    hello.push(await measure([helloFile], (l) => l === 'ready', i === 0));
+    svc.push(await measure(svcArgs, (l) => l.includes('server.ready'), i === 0));
+  }
+  fs.rmSync(helloFile);
+  const svcReady = median(svc.map((s) => s.readyMs));
+  const helloReady = median(hello.map((s) => s.readyMs));
+  console.log(JSON.stringify({
+    bench: 'startup',
+    runs: RUNS,
+    svc_ready_ms_median: Math.round(svcReady),
+    baseline_fastify_hello_ready_ms_median: Math.round(helloReady),
+    ready_ratio: +(svcReady / helloReady).toFixed(2),
+    svc_idle_rss_mib: +svc[0].rssMiB.toFixed(1),
+    baseline_idle_rss_mib: +hello[0].rssMiB.toFixed(1),
+    rss_ratio: +(svc[0].rssMiB / hello[0].rssMiB).toFixed(2),
+  }));
+}
