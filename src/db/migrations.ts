@@ -25,4 +25,124 @@ export const MIGRATIONS: readonly string[] = [
     expires_at TEXT NOT NULL
   ) STRICT;
   `,
+  // 2: inboxes, API keys, the mail store, lists and the event log
+  `
+  CREATE TABLE inboxes (
+    inbox_id TEXT PRIMARY KEY,            -- the address, lower-cased
+    username TEXT NOT NULL,
+    domain TEXT NOT NULL,
+    display_name TEXT,
+    status TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'paused')),
+    metadata TEXT,                        -- JSON object or NULL
+    client_id TEXT UNIQUE,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+  ) STRICT;
+  CREATE INDEX inboxes_created ON inboxes (created_at, inbox_id);
+
+  CREATE TABLE api_keys (
+    api_key_id TEXT PRIMARY KEY,
+    name TEXT,
+    prefix TEXT NOT NULL,                 -- first characters of the secret, for display
+    key_hash TEXT NOT NULL UNIQUE,        -- sha256 hex of the secret
+    permissions TEXT NOT NULL,            -- JSON array of permission names
+    send_policy TEXT NOT NULL CHECK (send_policy IN ('direct', 'approval', 'read_only')),
+    inbox_ids TEXT,                       -- JSON array; NULL means every inbox
+    expires_at TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    used_at TEXT
+  ) STRICT;
+
+  CREATE TABLE threads (
+    thread_id TEXT PRIMARY KEY,
+    inbox_id TEXT NOT NULL REFERENCES inboxes (inbox_id) ON DELETE CASCADE,
+    subject TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+  ) STRICT;
+  CREATE INDEX threads_inbox ON threads (inbox_id, updated_at);
+
+  CREATE TABLE messages (
+    id INTEGER PRIMARY KEY,               -- internal row id (FTS, labels, attachments)
+    inbox_id TEXT NOT NULL REFERENCES inboxes (inbox_id) ON DELETE CASCADE,
+    thread_id TEXT NOT NULL REFERENCES threads (thread_id) ON DELETE CASCADE,
+    message_id TEXT NOT NULL,             -- RFC 5322 Message-ID with angle brackets
+    from_address TEXT,                    -- display form "Name <addr>"
+    sender TEXT,                          -- bare lower-cased address of From
+    to_addresses TEXT NOT NULL,           -- JSON array of display forms
+    cc_addresses TEXT,                    -- JSON array or NULL
+    bcc_addresses TEXT,
+    reply_to TEXT,
+    subject TEXT,
+    preview TEXT,
+    text TEXT,
+    html TEXT,
+    extracted_text TEXT,
+    extracted_html TEXT,
+    headers TEXT,                         -- JSON object
+    in_reply_to TEXT,
+    refs TEXT,                            -- JSON array of Message-IDs
+    size INTEGER NOT NULL,
+    timestamp TEXT NOT NULL,              -- received or sent time
+    direction TEXT NOT NULL CHECK (direction IN ('inbound', 'outbound')),
+    send_status TEXT,
+    send_reason TEXT,
+    source_key TEXT UNIQUE,               -- edge buffer object key: inbound commit is idempotent on it
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    UNIQUE (inbox_id, message_id)
+  ) STRICT;
+  CREATE INDEX messages_thread ON messages (thread_id, timestamp);
+  CREATE INDEX messages_inbox_time ON messages (inbox_id, timestamp);
+
+  CREATE TABLE message_labels (
+    message_rowid INTEGER NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+    label TEXT NOT NULL,
+    PRIMARY KEY (message_rowid, label)
+  ) STRICT, WITHOUT ROWID;
+  CREATE INDEX message_labels_label ON message_labels (label, message_rowid);
+
+  CREATE TABLE attachments (
+    message_rowid INTEGER NOT NULL REFERENCES messages (id) ON DELETE CASCADE,
+    attachment_id TEXT NOT NULL,
+    filename TEXT,
+    content_type TEXT,
+    content_disposition TEXT,
+    content_id TEXT,
+    size INTEGER NOT NULL,
+    content BLOB NOT NULL,
+    PRIMARY KEY (message_rowid, attachment_id)
+  ) STRICT;
+
+  CREATE TABLE raw_messages (
+    message_rowid INTEGER PRIMARY KEY REFERENCES messages (id) ON DELETE CASCADE,
+    mime BLOB NOT NULL
+  ) STRICT;
+
+  -- Full-text index over subject, addresses and body text; rowid = messages.id.
+  CREATE VIRTUAL TABLE messages_fts USING fts5 (subject, participants, body, tokenize = 'unicode61 remove_diacritics 2');
+
+  CREATE TABLE list_entries (
+    inbox_id TEXT NOT NULL DEFAULT '',    -- '' for the global lists
+    direction TEXT NOT NULL CHECK (direction IN ('receive', 'send', 'reply')),
+    type TEXT NOT NULL CHECK (type IN ('allow', 'block')),
+    entry TEXT NOT NULL,                  -- lower-cased address or domain
+    reason TEXT,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (inbox_id, direction, type, entry)
+  ) STRICT;
+
+  CREATE TABLE events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    event_id TEXT NOT NULL UNIQUE,
+    event_type TEXT NOT NULL,
+    inbox_id TEXT,
+    message_rowid INTEGER,                -- the message the payload describes, for redaction
+    payload TEXT NOT NULL,                -- the full event object as JSON
+    created_at TEXT NOT NULL
+  ) STRICT;
+  CREATE INDEX events_message ON events (message_rowid) WHERE message_rowid IS NOT NULL;
+  CREATE INDEX events_created ON events (created_at);
+  `,
 ];

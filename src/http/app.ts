@@ -4,6 +4,7 @@
  */
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import cookie from '@fastify/cookie';
+import websocket from '@fastify/websocket';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import { ApiError, ownerOnly, unauthorized } from './errors.js';
@@ -12,7 +13,15 @@ import type { OwnerAccount } from '../owner/owner-account.js';
 import type { Db } from '../db/open.js';
 import type { Bus } from '../supervisor/bus.js';
 import { CSRF_HEADER, SESSION_COOKIE } from '../owner/limits.js';
+import { resolveBearer } from './credentials.js';
 import { ownerRoutes } from '../routes/owner.js';
+import { inboxRoutes } from '../routes/inboxes.js';
+import { apiKeyRoutes } from '../routes/api-keys.js';
+import { threadRoutes } from '../routes/threads.js';
+import { messageRoutes } from '../routes/messages.js';
+import { listRoutes } from '../routes/lists.js';
+import { downloadRoutes } from '../routes/downloads.js';
+import { wsRoutes } from '../routes/ws.js';
 
 /** Everything route plugins need, decorated onto the instance as `app.svc`. */
 export interface AppContext {
@@ -109,6 +118,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   });
 
   await app.register(cookie);
+  await app.register(websocket, { options: { maxPayload: 64 * 1024 } });
 
   app.setErrorHandler((err, request, reply) => sendError(reply, toApiError(err, request)));
   app.setNotFoundHandler((request, reply) => {
@@ -141,6 +151,9 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   });
 
   await app.register(ownerRoutes, { prefix: '/v0/owner' });
+  for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, listRoutes, downloadRoutes, wsRoutes]) {
+    await app.register(routes, { prefix: '/v0' });
+  }
   return app;
 }
 
@@ -160,9 +173,9 @@ function authenticate(request: FastifyRequest, ctx: AppContext): Principal | nul
   if (header !== undefined) {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (!match) throw unauthorized('The Authorization header must be `Bearer <credential>`.');
-    const token = match[1];
-    if (ctx.owner.isBearer(token)) return ctx.owner.ownerPrincipal();
-    throw unauthorized('The credential is not valid, or it was revoked or expired.');
+    const principal = resolveBearer(ctx.db, ctx.owner, match[1]);
+    if (!principal) throw unauthorized('The credential is not valid, or it was revoked or expired.');
+    return principal;
   }
   const cookieToken = request.cookies[SESSION_COOKIE];
   if (!cookieToken) return null;

@@ -1,0 +1,51 @@
+/**
+ * The one order of checks for agent routes (ARCHITECTURE §7): resource in scope (else 404) →
+ * permission (else 403). Authentication and owner-only checks happen earlier, in the app hook.
+ */
+import type { Db } from '../db/open.js';
+import { ApiError, missingPermission, notFound } from './errors.js';
+import { hasPermission, inScope, type Principal } from './principal.js';
+
+export function requirePermission(p: Principal, ...permissions: string[]): void {
+  for (const permission of permissions) if (!hasPermission(p, permission)) throw missingPermission(permission);
+}
+
+export const normalizeInboxId = (inboxId: string) => inboxId.trim().toLowerCase();
+
+export interface InboxRow {
+  inbox_id: string;
+  username: string;
+  domain: string;
+  display_name: string | null;
+  status: 'active' | 'paused';
+  metadata: string | null;
+  client_id: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** The inbox if it exists and is in the caller's scope (else 404), after the permission check (403). */
+export function inboxFor(db: Db, p: Principal, inboxId: string, ...permissions: string[]): InboxRow {
+  const id = normalizeInboxId(inboxId);
+  const row = inScope(p, id) ? (db.prepare('SELECT * FROM inboxes WHERE inbox_id = ?').get(id) as InboxRow | undefined) : undefined;
+  if (!row) throw notFound('inbox');
+  requirePermission(p, ...permissions);
+  return row;
+}
+
+/** Global (instance-wide) lists and keys need a credential without an inbox restriction. */
+export function requireUnrestricted(p: Principal): void {
+  if (p.inboxScope !== 'all') {
+    throw new ApiError('missing_permission', 'This credential is restricted to some inboxes and cannot use instance-wide lists.', {
+      fix: 'Use the inbox form of the route: /v0/inboxes/{inbox_id}/lists/...',
+    });
+  }
+}
+
+/** SQL fragment and parameters limiting `column` to the caller's inboxes. */
+export function scopeFilter(p: Principal, column: string): { sql: string; params: string[] } {
+  if (p.inboxScope === 'all') return { sql: '1 = 1', params: [] };
+  const ids = [...p.inboxScope];
+  if (ids.length === 0) return { sql: '0 = 1', params: [] };
+  return { sql: `${column} IN (${ids.map(() => '?').join(', ')})`, params: ids };
+}

@@ -1,0 +1,60 @@
+/**
+ * Turning a bearer credential into a principal, and re-checking a principal later (WebSocket
+ * streams and download URLs recheck the issuer on every use).
+ */
+import type { Db } from '../db/open.js';
+import type { OwnerAccount } from '../owner/owner-account.js';
+import type { Principal, SendPolicy } from './principal.js';
+import { sha256Hex } from './secrets.js';
+
+export const API_KEY_PREFIX = 'svc_key_';
+
+interface ApiKeyRow {
+  api_key_id: string;
+  permissions: string;
+  send_policy: SendPolicy;
+  inbox_ids: string | null;
+  expires_at: string | null;
+}
+
+function apiKeyPrincipal(row: ApiKeyRow | undefined): Principal | null {
+  if (!row) return null;
+  if (row.expires_at && Date.parse(row.expires_at) <= Date.now()) return null;
+  return {
+    kind: 'api_key',
+    id: row.api_key_id,
+    inboxScope: row.inbox_ids === null ? 'all' : new Set(JSON.parse(row.inbox_ids) as string[]),
+    permissions: new Set(JSON.parse(row.permissions) as string[]),
+    sendPolicy: row.send_policy,
+  };
+}
+
+const API_KEY_COLUMNS = 'api_key_id, permissions, send_policy, inbox_ids, expires_at';
+
+/** Owner bearer or API key; null when the token matches nothing active (revoked, expired, unknown). */
+export function resolveBearer(db: Db, owner: OwnerAccount, token: string): Principal | null {
+  if (owner.isBearer(token)) return owner.ownerPrincipal();
+  if (token.startsWith(API_KEY_PREFIX)) {
+    return apiKeyPrincipal(db.prepare(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE key_hash = ?`).get(sha256Hex(token)) as ApiKeyRow | undefined);
+  }
+  return null;
+}
+
+/**
+ * The principal as it stands now: same identity, current permissions and scope; null once
+ * revoked or expired. The owner bearer lives as long as the process.
+ */
+export function refreshPrincipal(db: Db, p: Principal): Principal | null {
+  switch (p.kind) {
+    case 'owner':
+      return p;
+    case 'session': {
+      const row = db.prepare('SELECT expires_at FROM owner_sessions WHERE session_id = ?').get(p.id) as { expires_at: string } | undefined;
+      return row && Date.parse(row.expires_at) > Date.now() ? p : null;
+    }
+    case 'api_key':
+      return apiKeyPrincipal(db.prepare(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE api_key_id = ?`).get(p.id) as ApiKeyRow | undefined);
+    default:
+      return null;
+  }
+}

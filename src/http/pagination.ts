@@ -1,0 +1,95 @@
+/**
+ * Opaque page tokens (spec §4.1): an HMAC-signed keyset cursor bound to the route, the query's
+ * filters and the caller's scope, and for search to the index generation. Reusing a token with
+ * other filters or after the index changed is `409 page_token_stale`.
+ */
+import { createHmac, randomBytes } from 'node:crypto';
+import { Type } from 'typebox';
+import type { Db } from '../db/open.js';
+import { ApiError } from './errors.js';
+import type { Principal } from './principal.js';
+import { sameSecret } from './secrets.js';
+
+export const DEFAULT_LIMIT = 20;
+export const MAX_LIMIT = 100;
+
+/** Query fields every list route accepts. */
+export const PageQuery = {
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_LIMIT })),
+  page_token: Type.Optional(Type.String({ maxLength: 2048 })),
+  ascending: Type.Optional(Type.Boolean()),
+};
+
+/** A position in a keyset ordering, e.g. [timestamp, id]. */
+export type Cursor = (string | number)[];
+
+function pageKey(db: Db): Buffer {
+  const row = db.prepare("SELECT value FROM settings WHERE key = 'page_token_key'").get() as { value: string } | undefined;
+  if (row) return Buffer.from(row.value, 'base64');
+  const key = randomBytes(32);
+  db.prepare("INSERT OR IGNORE INTO settings (key, value) VALUES ('page_token_key', ?)").run(key.toString('base64'));
+  return pageKey(db);
+}
+
+/** The search index generation: bumped in the same transaction as any change to messages_fts. */
+export function searchGeneration(db: Db): number {
+  const row = db.prepare("SELECT value FROM settings WHERE key = 'search_generation'").get() as { value: string } | undefined;
+  return row ? Number(row.value) : 0;
+}
+
+export function bumpSearchGeneration(db: Db): void {
+  db.prepare("INSERT INTO settings (key, value) VALUES ('search_generation', '1') ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1").run();
+}
+
+function scopeOf(p: Principal): string {
+  return `${p.kind}:${p.id}:${p.inboxScope === 'all' ? '*' : [...p.inboxScope].sort().join(',')}`;
+}
+
+/** What a token is bound to: route name, the normalized filters, and the caller. */
+export interface PageBinding {
+  route: string;
+  filters: Record<string, unknown>;
+  principal: Principal;
+  /** Set for search routes: the index generation at the first page. */
+  generation?: number;
+}
+
+function bindingDigest(db: Db, b: PageBinding): string {
+  const canonical = JSON.stringify([b.route, Object.entries(b.filters).filter(([, v]) => v !== undefined).sort(([a], [c]) => a.localeCompare(c)), scopeOf(b.principal), b.generation ?? null]);
+  return createHmac('sha256', pageKey(db)).update(canonical).digest('base64url').slice(0, 22);
+}
+
+function sign(db: Db, body: string): string {
+  return createHmac('sha256', pageKey(db)).update(body).digest('base64url');
+}
+
+export function encodePageToken(db: Db, binding: PageBinding, cursor: Cursor): string {
+  const body = Buffer.from(JSON.stringify({ b: bindingDigest(db, binding), c: cursor })).toString('base64url');
+  return `${body}.${sign(db, body)}`;
+}
+
+const invalid = () => new ApiError('validation_error', 'The page_token is not valid.', { fix: 'Use the next_page_token from the previous page unchanged, or start again without a token.' });
+
+/** The cursor in a token, after checking its signature and binding. */
+export function decodePageToken(db: Db, token: string, binding: PageBinding): Cursor {
+  const [body, mac] = token.split('.');
+  if (!body || !mac || !sameSecret(mac, sign(db, body))) throw invalid();
+  let data: { b?: unknown; c?: unknown };
+  try {
+    data = JSON.parse(Buffer.from(body, 'base64url').toString('utf8')) as { b?: unknown; c?: unknown };
+  } catch {
+    throw invalid();
+  }
+  if (!Array.isArray(data.c)) throw invalid();
+  if (data.b !== bindingDigest(db, binding)) {
+    throw new ApiError('page_token_stale', 'The page_token belongs to a different query, or the search index changed since it was issued.', {
+      fix: 'Start again without page_token.',
+    });
+  }
+  return data.c as Cursor;
+}
+
+/** Builds the list response: `{count, limit, next_page_token?, [key]: items}`. */
+export function pageResponse<T>(key: string, items: T[], limit: number, nextToken: string | null): Record<string, unknown> {
+  return { count: items.length, limit, ...(nextToken ? { next_page_token: nextToken } : {}), [key]: items };
+}

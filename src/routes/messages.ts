@@ -1,0 +1,4 @@
+/** Messages (spec §4.5). */
+import type { FastifyPluginAsync } from 'fastify';
+
+export const messageRoutes: FastifyPluginAsync = async () => {};
