@@ -1,0 +1,70 @@
+/** Shared pieces of the benchmarks: child processes, the fastify hello-world baseline, statistics. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+export interface Child {
+  proc: ChildProcess;
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** Spawns node with args and resolves once a stdout line yields a URL. */
+export async function spawnUntil(args: string[], urlOf: (line: string) => string | null): Promise<Child> {
+  const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], cwd: root });
+  const url = await new Promise<string>((resolve, reject) => {
+    const rl = readline.createInterface({ input: proc.stdout! });
+    rl.on('line', (line) => {
+      const u = urlOf(line);
+      if (u) resolve(u);
+    });
+    proc.on('exit', (code) => reject(new Error(`exited ${code} before ready`)));
+  });
+  return {
+    proc,
+    url,
+    async stop() {
+      if (proc.exitCode !== null) return;
+      proc.kill('SIGTERM');
+      await new Promise((r) => proc.once('exit', r));
+    },
+  };
+}
+
+/** A fastify hello-world server in its own process: the HTTP baseline. */
+export async function startHelloWorld(): Promise<Child> {
+  const file = path.join(os.tmpdir(), `svc-bench-hello-${process.pid}-${Date.now()}.mjs`);
+  fs.writeFileSync(
+    file,
+    `import Fastify from '${path.join(root, 'node_modules', 'fastify', 'fastify.js')}';
+const app = Fastify(); app.get('/', async () => ({ hello: 'world' }));
+await app.listen({ host: '127.0.0.1', port: 0 }); console.log('ready ' + 'http://127.0.0.1:' + app.server.address().port);
+process.on('SIGTERM', () => app.close().then(() => process.exit(0)));`,
+  );
+  const child = await spawnUntil([file], (l) => (l.startsWith('ready ') ? l.slice(6) : null));
+  return { ...child, stop: async () => { await child.stop(); fs.rmSync(file, { force: true }); } };
+}
+
+/** svc serve on an existing home. */
+export function startSvc(home: string, init = false): Promise<Child> {
+  return spawnUntil([path.join(root, 'bin', 'svc'), 'serve', '--home', home, ...(init ? ['--init'] : [])], (l) => {
+    try {
+      const data = JSON.parse(l) as { event?: string; url?: string };
+      return data.event === 'server.ready' ? (data.url ?? null) : null;
+    } catch {
+      return null;
+    }
+  });
+}
+
+export function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+export const round = (n: number, digits = 2) => +n.toFixed(digits);
