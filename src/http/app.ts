@@ -15,6 +15,7 @@ import type { Bus } from '../supervisor/bus.js';
 import { CSRF_HEADER, SESSION_COOKIE } from '../owner/limits.js';
 import { resolveBearer } from './credentials.js';
 import { ownerRoutes } from '../routes/owner.js';
+import { transportRoutes } from '../routes/transport.js';
 import { inboxRoutes } from '../routes/inboxes.js';
 import { apiKeyRoutes } from '../routes/api-keys.js';
 import { threadRoutes } from '../routes/threads.js';
@@ -151,6 +152,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   });
 
   await app.register(ownerRoutes, { prefix: '/v0/owner' });
+  await app.register(transportRoutes, { prefix: '/v0/owner' });
   for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, listRoutes, downloadRoutes, wsRoutes]) {
     await app.register(routes, { prefix: '/v0' });
   }
