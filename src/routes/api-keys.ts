@@ -1,4 +1,70 @@
-/** API keys, owner only (spec §4.11). */
+/**
+ * API keys, owner only (spec §4.11): `/api-keys...`, and the same routes under
+ * `/inboxes/{inbox_id}/api-keys...`, where the path is the key's scope.
+ */
 import type { FastifyPluginAsync } from 'fastify';
+import { Type, type Static } from 'typebox';
+import { notFound } from '../http/errors.js';
+import { normalizeInboxId } from '../http/access.js';
+import { PageQuery } from '../http/pagination.js';
+import type { Db } from '../db/open.js';
+import { createApiKey, CreateApiKeyBody, CreateInboxApiKeyBody, deleteApiKey, getApiKey, listApiKeys, updateApiKey, UpdateApiKeyBody } from '../mail/api-keys.js';
 
-export const apiKeyRoutes: FastifyPluginAsync = async () => {};
+const InboxId = Type.String({ minLength: 1, maxLength: 320 });
+const ApiKeyId = Type.String({ minLength: 1, maxLength: 64 });
+const KeyParams = Type.Object({ api_key_id: ApiKeyId });
+const InboxParams = Type.Object({ inbox_id: InboxId });
+const InboxKeyParams = Type.Object({ inbox_id: InboxId, api_key_id: ApiKeyId });
+const ListQuery = Type.Object(PageQuery);
+
+type ListQuery = Static<typeof ListQuery>;
+type KeyParams = Static<typeof KeyParams>;
+type InboxParams = Static<typeof InboxParams>;
+type InboxKeyParams = Static<typeof InboxKeyParams>;
+
+const owner = { auth: 'owner' } as const;
+
+/** The inbox form of a route needs the inbox itself to exist (404 otherwise). */
+function existingInbox(db: Db, inboxId: string): string {
+  const id = normalizeInboxId(inboxId);
+  if (!db.prepare('SELECT 1 FROM inboxes WHERE inbox_id = ?').get(id)) throw notFound('inbox');
+  return id;
+}
+
+export const apiKeyRoutes: FastifyPluginAsync = async (app) => {
+  const { db } = app.svc;
+
+  app.get<{ Querystring: ListQuery }>('/api-keys', { config: owner, schema: { querystring: ListQuery } }, async (request) =>
+    listApiKeys(db, request.principal!, request.query, null),
+  );
+  app.post<{ Body: CreateApiKeyBody }>('/api-keys', { config: owner, schema: { body: CreateApiKeyBody } }, async (request) => createApiKey(db, request.body, null));
+  app.get<{ Params: KeyParams }>('/api-keys/:api_key_id', { config: owner, schema: { params: KeyParams } }, async (request) => getApiKey(db, request.params.api_key_id, null));
+  app.patch<{ Params: KeyParams; Body: UpdateApiKeyBody }>('/api-keys/:api_key_id', { config: owner, schema: { params: KeyParams, body: UpdateApiKeyBody } }, async (request) =>
+    updateApiKey(db, request.params.api_key_id, null, request.body),
+  );
+  app.delete<{ Params: KeyParams }>('/api-keys/:api_key_id', { config: owner, schema: { params: KeyParams } }, async (request, reply) => {
+    deleteApiKey(db, request.params.api_key_id, null);
+    return reply.send();
+  });
+
+  app.get<{ Params: InboxParams; Querystring: ListQuery }>('/inboxes/:inbox_id/api-keys', { config: owner, schema: { params: InboxParams, querystring: ListQuery } }, async (request) =>
+    listApiKeys(db, request.principal!, request.query, existingInbox(db, request.params.inbox_id)),
+  );
+  app.post<{ Params: InboxParams; Body: CreateInboxApiKeyBody }>(
+    '/inboxes/:inbox_id/api-keys',
+    { config: owner, schema: { params: InboxParams, body: CreateInboxApiKeyBody } },
+    async (request) => createApiKey(db, request.body, existingInbox(db, request.params.inbox_id)),
+  );
+  app.get<{ Params: InboxKeyParams }>('/inboxes/:inbox_id/api-keys/:api_key_id', { config: owner, schema: { params: InboxKeyParams } }, async (request) =>
+    getApiKey(db, request.params.api_key_id, existingInbox(db, request.params.inbox_id)),
+  );
+  app.patch<{ Params: InboxKeyParams; Body: UpdateApiKeyBody }>(
+    '/inboxes/:inbox_id/api-keys/:api_key_id',
+    { config: owner, schema: { params: InboxKeyParams, body: UpdateApiKeyBody } },
+    async (request) => updateApiKey(db, request.params.api_key_id, existingInbox(db, request.params.inbox_id), request.body),
+  );
+  app.delete<{ Params: InboxKeyParams }>('/inboxes/:inbox_id/api-keys/:api_key_id', { config: owner, schema: { params: InboxKeyParams } }, async (request, reply) => {
+    deleteApiKey(db, request.params.api_key_id, existingInbox(db, request.params.inbox_id));
+    return reply.send();
+  });
+};

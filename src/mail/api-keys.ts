@@ -1,0 +1,233 @@
+/**
+ * The API key store (spec §2.9, §4.11): the secret is shown once and kept only as its SHA-256;
+ * scope, permissions and send policy are read by `resolveBearer` on every request, so changes
+ * and revocation take effect at once.
+ */
+import { Type, type Static } from 'typebox';
+import type { Db } from '../db/open.js';
+import { uuidv7 } from '../db/ids.js';
+import { ApiError, notFound } from '../http/errors.js';
+import type { Principal, SendPolicy } from '../http/principal.js';
+import { API_KEY_PREFIX } from '../http/credentials.js';
+import { newSecret, sha256Hex } from '../http/secrets.js';
+import { decodePageToken, DEFAULT_LIMIT, encodePageToken, pageResponse, type PageBinding } from '../http/pagination.js';
+import { normalizeInboxId } from '../http/access.js';
+import { permissionObject, permissionSet, PermissionsInput, storedPermissions } from './permissions.js';
+
+/** Characters of the secret kept for display: `svc_key_` plus four. */
+export const PREFIX_LENGTH = 12;
+export const NAME_MAX = 128;
+export const SCOPE_MAX_INBOXES = 1000;
+
+const SendPolicyField = Type.Union([Type.Literal('direct'), Type.Literal('approval'), Type.Literal('read_only')]);
+const Name = Type.Union([Type.String({ maxLength: NAME_MAX }), Type.Null()]);
+const Address = Type.String({ minLength: 3, maxLength: 320 });
+
+/** Create under `/inboxes/{inbox_id}/api-keys`: the path is the scope, so the body carries none. */
+export const CreateInboxApiKeyBody = Type.Object(
+  {
+    permissions: PermissionsInput,
+    send_policy: SendPolicyField,
+    name: Type.Optional(Name),
+    expires_at: Type.Optional(Type.Union([Type.String({ format: 'date-time' }), Type.Null()])),
+  },
+  { additionalProperties: false },
+);
+export type CreateInboxApiKeyBody = Static<typeof CreateInboxApiKeyBody>;
+
+export const CreateApiKeyBody = Type.Object(
+  {
+    permissions: PermissionsInput,
+    send_policy: SendPolicyField,
+    name: Type.Optional(Name),
+    expires_at: Type.Optional(Type.Union([Type.String({ format: 'date-time' }), Type.Null()])),
+    inbox_id: Type.Optional(Type.Union([Address, Type.Null()])),
+    inbox_ids: Type.Optional(Type.Union([Type.Array(Address, { minItems: 1, maxItems: SCOPE_MAX_INBOXES }), Type.Null()])),
+  },
+  { additionalProperties: false },
+);
+export type CreateApiKeyBody = Static<typeof CreateApiKeyBody>;
+
+export const UpdateApiKeyBody = Type.Object(
+  {
+    name: Type.Optional(Name),
+    permissions: Type.Optional(PermissionsInput),
+    send_policy: Type.Optional(SendPolicyField),
+  },
+  { additionalProperties: false },
+);
+export type UpdateApiKeyBody = Static<typeof UpdateApiKeyBody>;
+
+interface ApiKeyRow {
+  api_key_id: string;
+  name: string | null;
+  prefix: string;
+  permissions: string;
+  send_policy: SendPolicy;
+  inbox_ids: string | null;
+  expires_at: string | null;
+  created_at: string;
+  updated_at: string;
+  used_at: string | null;
+}
+
+/** Everything but the hash: no query here ever reads `key_hash` back. */
+const COLUMNS = 'api_key_id, name, prefix, permissions, send_policy, inbox_ids, expires_at, created_at, updated_at, used_at';
+
+export const ApiKeyResponse = Type.Object({
+  /** AgentMail's credential kind; svc only has bearer keys. */
+  type: Type.Literal('bearer'),
+  api_key_id: Type.String(),
+  name: Type.Union([Type.String(), Type.Null()]),
+  prefix: Type.String(),
+  /** Every known permission name with whether it is granted. */
+  permissions: Type.Record(Type.String(), Type.Boolean()),
+  send_policy: SendPolicyField,
+  /** The scope's inbox when it is exactly one, else null. */
+  inbox_id: Type.Union([Type.String(), Type.Null()]),
+  /** null: every inbox. */
+  inbox_ids: Type.Union([Type.Array(Type.String()), Type.Null()]),
+  expires_at: Type.Union([Type.String(), Type.Null()]),
+  created_at: Type.String(),
+  updated_at: Type.String(),
+  used_at: Type.Union([Type.String(), Type.Null()]),
+});
+export type ApiKeyResponse = Static<typeof ApiKeyResponse>;
+
+function apiKeyResponse(row: ApiKeyRow): ApiKeyResponse {
+  const inboxIds = row.inbox_ids === null ? null : (JSON.parse(row.inbox_ids) as string[]);
+  return {
+    type: 'bearer',
+    api_key_id: row.api_key_id,
+    name: row.name,
+    prefix: row.prefix,
+    permissions: permissionObject(JSON.parse(row.permissions) as string[]),
+    send_policy: row.send_policy,
+    inbox_id: inboxIds?.length === 1 ? inboxIds[0] : null,
+    inbox_ids: inboxIds,
+    expires_at: row.expires_at,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    used_at: row.used_at,
+  };
+}
+
+/** Restricts key lookups to keys whose scope names `inboxId` (the inbox form of the routes). */
+const SCOPED = 'inbox_ids IS NOT NULL AND EXISTS (SELECT 1 FROM json_each(api_keys.inbox_ids) WHERE value = ?)';
+
+function keyRow(db: Db, apiKeyId: string, inboxId: string | null): ApiKeyRow {
+  const row = (
+    inboxId === null
+      ? db.prepare(`SELECT ${COLUMNS} FROM api_keys WHERE api_key_id = ?`).get(apiKeyId)
+      : db.prepare(`SELECT ${COLUMNS} FROM api_keys WHERE api_key_id = ? AND ${SCOPED}`).get(apiKeyId, inboxId)
+  ) as ApiKeyRow | undefined;
+  if (!row) throw notFound('API key');
+  return row;
+}
+
+/** The scope as stored: null for every inbox, else the distinct existing inbox ids. */
+function resolveScope(db: Db, body: CreateApiKeyBody): string[] | null {
+  if (body.inbox_id != null && body.inbox_ids != null) {
+    throw new ApiError('validation_error', 'Send either `inbox_id` or `inbox_ids`, not both.', { fix: 'Put every inbox in `inbox_ids`.' });
+  }
+  const requested = body.inbox_ids ?? (body.inbox_id != null ? [body.inbox_id] : null);
+  if (requested === null) return null;
+  const ids = [...new Set(requested.map(normalizeInboxId))];
+  const exists = db.prepare('SELECT 1 FROM inboxes WHERE inbox_id = ?').pluck();
+  for (const id of ids) {
+    if (!exists.get(id)) {
+      throw new ApiError('validation_error', `The inbox \`${id}\` does not exist.`, { fix: `Create \`${id}\` with POST /v0/inboxes first, or remove it from the key's scope.` });
+    }
+  }
+  return ids;
+}
+
+function futureExpiry(expiresAt: string | null | undefined): string | null {
+  if (expiresAt == null) return null;
+  const time = Date.parse(expiresAt);
+  if (!Number.isFinite(time) || time <= Date.now()) {
+    throw new ApiError('validation_error', '`expires_at` must be in the future.', { fix: 'Send an RFC 3339 timestamp after now, or omit it for a key that does not expire.' });
+  }
+  return new Date(time).toISOString();
+}
+
+/**
+ * Creates a key. `fixedInbox` is the path's (existing) inbox on the inbox form of the route.
+ * Returns the response with the secret, the only time it is ever shown.
+ */
+export function createApiKey(db: Db, body: CreateApiKeyBody | CreateInboxApiKeyBody, fixedInbox: string | null): ApiKeyResponse & { api_key: string } {
+  const permissions = permissionSet(body.permissions);
+  const expiresAt = futureExpiry(body.expires_at);
+  const scope = fixedInbox !== null ? [normalizeInboxId(fixedInbox)] : resolveScope(db, body as CreateApiKeyBody);
+  const secret = newSecret(API_KEY_PREFIX);
+  const id = uuidv7();
+  const now = new Date().toISOString();
+  db.prepare(
+    'INSERT INTO api_keys (api_key_id, name, prefix, key_hash, permissions, send_policy, inbox_ids, expires_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+  ).run(id, body.name ?? null, secret.slice(0, PREFIX_LENGTH), sha256Hex(secret), storedPermissions(permissions), body.send_policy, scope === null ? null : JSON.stringify(scope), expiresAt, now, now);
+  return { ...apiKeyResponse(keyRow(db, id, null)), api_key: secret };
+}
+
+export function getApiKey(db: Db, apiKeyId: string, inboxId: string | null): ApiKeyResponse {
+  return apiKeyResponse(keyRow(db, apiKeyId, inboxId === null ? null : normalizeInboxId(inboxId)));
+}
+
+/** Only `name`, `permissions` and `send_policy` change (spec §2.9); the schema rejects the rest. */
+export function updateApiKey(db: Db, apiKeyId: string, inboxId: string | null, patch: UpdateApiKeyBody): ApiKeyResponse {
+  const row = keyRow(db, apiKeyId, inboxId === null ? null : normalizeInboxId(inboxId));
+  const name = patch.name === undefined ? row.name : patch.name;
+  const permissions = patch.permissions === undefined ? row.permissions : storedPermissions(permissionSet(patch.permissions));
+  const sendPolicy = patch.send_policy ?? row.send_policy;
+  db.prepare('UPDATE api_keys SET name = ?, permissions = ?, send_policy = ?, updated_at = ? WHERE api_key_id = ?').run(name, permissions, sendPolicy, new Date().toISOString(), row.api_key_id);
+  return apiKeyResponse(keyRow(db, row.api_key_id, null));
+}
+
+/** Revokes at once: the next request with the key finds no row and gets 401. */
+export function deleteApiKey(db: Db, apiKeyId: string, inboxId: string | null): void {
+  const row = keyRow(db, apiKeyId, inboxId === null ? null : normalizeInboxId(inboxId));
+  db.prepare('DELETE FROM api_keys WHERE api_key_id = ?').run(row.api_key_id);
+}
+
+export interface ApiKeyPageQuery {
+  limit?: number;
+  page_token?: string;
+  ascending?: boolean;
+}
+
+/** One page of keys, newest first unless `ascending`; on the inbox form, only keys scoped to that inbox. */
+export function listApiKeys(db: Db, p: Principal, query: ApiKeyPageQuery, inboxId: string | null): Record<string, unknown> {
+  const limit = query.limit ?? DEFAULT_LIMIT;
+  const ascending = query.ascending ?? false;
+  const inbox = inboxId === null ? null : normalizeInboxId(inboxId);
+  const binding: PageBinding = { route: 'api_keys.list', filters: { ascending, inbox_id: inbox }, principal: p };
+  const where: string[] = ['1 = 1'];
+  const params: (string | number)[] = [];
+  if (inbox !== null) {
+    where.push(SCOPED);
+    params.push(inbox);
+  }
+  if (query.page_token !== undefined) {
+    const cursor = decodePageToken(db, query.page_token, binding);
+    if (cursor.length !== 2) throw new ApiError('validation_error', 'The page_token is not valid.', { fix: 'Start again without page_token.' });
+    where.push(`(created_at, api_key_id) ${ascending ? '>' : '<'} (?, ?)`);
+    params.push(...cursor);
+  }
+  const order = ascending ? 'ASC' : 'DESC';
+  const rows = db.prepare(`SELECT ${COLUMNS} FROM api_keys WHERE ${where.join(' AND ')} ORDER BY created_at ${order}, api_key_id ${order} LIMIT ?`).all(...params, limit + 1) as ApiKeyRow[];
+  const items = rows.slice(0, limit);
+  const last = items[items.length - 1];
+  const next = rows.length > limit ? encodePageToken(db, binding, [last.created_at, last.api_key_id]) : null;
+  return pageResponse('api_keys', items.map(apiKeyResponse), limit, next);
+}
+
+/** Used-at is written at most this often per key, so authenticated reads stay cheap. */
+export const USED_AT_RESOLUTION_MS = 60 * 1000;
+
+/**
+ * Records that a key was used. For the authentication path (`resolveBearer`) to call; writes
+ * only when the stored time is older than USED_AT_RESOLUTION_MS.
+ */
+export function markApiKeyUsed(db: Db, apiKeyId: string, now = new Date()): void {
+  const threshold = new Date(now.getTime() - USED_AT_RESOLUTION_MS).toISOString();
+  db.prepare('UPDATE api_keys SET used_at = ? WHERE api_key_id = ? AND (used_at IS NULL OR used_at < ?)').run(now.toISOString(), apiKeyId, threshold);
+}

@@ -1,0 +1,252 @@
+/**
+ * The inbox store (spec §2.1, §4.3): address rules, create with `client_id` idempotency, paged
+ * list and search within the caller's scope, patch with metadata merge, and permanent delete of
+ * an inbox with everything in it.
+ */
+import { randomBytes } from 'node:crypto';
+import { Type, type Static } from 'typebox';
+import type { Db } from '../db/open.js';
+import { ApiError } from '../http/errors.js';
+import { requirePermission, scopeFilter, type InboxRow } from '../http/access.js';
+import { inScope, type Principal } from '../http/principal.js';
+import { bumpSearchGeneration, decodePageToken, DEFAULT_LIMIT, encodePageToken, pageResponse, type PageBinding } from '../http/pagination.js';
+import { redactMessageEvents } from '../events/log.js';
+
+/** Reserved on every domain for the domain self-test (spec §2.1). */
+export const RESERVED_USERNAME = 'svc-selftest';
+export const USERNAME_MAX = 64;
+export const DOMAIN_MAX = 253;
+export const DISPLAY_NAME_MAX = 256;
+export const CLIENT_ID_MAX = 128;
+export const METADATA_MAX_KEYS = 50;
+export const METADATA_KEY_MAX = 64;
+export const METADATA_STRING_MAX = 1024;
+/** Serialized size of the whole metadata object after a merge. */
+export const METADATA_MAX_BYTES = 8 * 1024;
+
+/** No control characters: the display name ends up in a From header. */
+const DisplayName = Type.String({ maxLength: DISPLAY_NAME_MAX, pattern: '^[^\\u0000-\\u001f\\u007f]*$' });
+const MetadataValue = Type.Union([Type.String({ maxLength: METADATA_STRING_MAX }), Type.Number(), Type.Boolean()]);
+const metadataOptions = { maxProperties: METADATA_MAX_KEYS, propertyNames: { minLength: 1, maxLength: METADATA_KEY_MAX } };
+const Metadata = Type.Record(Type.String(), MetadataValue, metadataOptions);
+/** On patch a `null` value removes the key. */
+const MetadataPatch = Type.Record(Type.String(), Type.Union([MetadataValue, Type.Null()]), metadataOptions);
+export const InboxStatus = Type.Union([Type.Literal('active'), Type.Literal('paused')]);
+
+export const CreateInboxBody = Type.Object(
+  {
+    domain: Type.String({ minLength: 1, maxLength: DOMAIN_MAX }),
+    // null is accepted as "omitted": the AgentMail SDK may send explicit nulls.
+    username: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: USERNAME_MAX }), Type.Null()])),
+    display_name: Type.Optional(Type.Union([DisplayName, Type.Null()])),
+    status: Type.Optional(InboxStatus),
+    metadata: Type.Optional(Type.Union([Metadata, Type.Null()])),
+    client_id: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: CLIENT_ID_MAX }), Type.Null()])),
+  },
+  { additionalProperties: false },
+);
+export type CreateInboxBody = Static<typeof CreateInboxBody>;
+
+export const UpdateInboxBody = Type.Object(
+  {
+    display_name: Type.Optional(Type.Union([DisplayName, Type.Null()])),
+    status: Type.Optional(InboxStatus),
+    metadata: Type.Optional(Type.Union([MetadataPatch, Type.Null()])),
+  },
+  { additionalProperties: false },
+);
+export type UpdateInboxBody = Static<typeof UpdateInboxBody>;
+
+export const InboxResponse = Type.Object({
+  inbox_id: Type.String(),
+  email: Type.String(),
+  username: Type.String(),
+  domain: Type.String(),
+  display_name: Type.Union([Type.String(), Type.Null()]),
+  status: InboxStatus,
+  metadata: Type.Union([Metadata, Type.Null()]),
+  client_id: Type.Union([Type.String(), Type.Null()]),
+  created_at: Type.String(),
+  updated_at: Type.String(),
+});
+export type InboxResponse = Static<typeof InboxResponse>;
+type MetadataObject = Static<typeof Metadata>;
+
+export function inboxResponse(row: InboxRow): InboxResponse {
+  return {
+    inbox_id: row.inbox_id,
+    email: row.inbox_id,
+    username: row.username,
+    domain: row.domain,
+    display_name: row.display_name,
+    status: row.status,
+    metadata: row.metadata === null ? null : (JSON.parse(row.metadata) as MetadataObject),
+    client_id: row.client_id,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+const invalid = (message: string, fix: string) => new ApiError('validation_error', message, { fix });
+
+const DNS_LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+
+/** A lower-cased DNS host name with at least two labels; IDNs in their xn-- form. */
+function normalizeDomain(raw: string): string {
+  const domain = raw.toLowerCase();
+  const labels = domain.split('.');
+  if (domain.length > DOMAIN_MAX || labels.length < 2 || !labels.every((l) => DNS_LABEL.test(l)) || /^[0-9]+$/.test(labels[labels.length - 1])) {
+    throw invalid(`\`${raw}\` is not a valid domain name.`, 'Use a registered host name such as `agents.example.com`: letters, digits and hyphens in dot-separated labels; internationalized names in their xn-- form.');
+  }
+  return domain;
+}
+
+/** Dot-atom local part: letters, digits, `.`, `_`, `-`, `+`; no leading, trailing or doubled dot. */
+const USERNAME = /^[a-z0-9_+-]+(?:\.[a-z0-9_+-]+)*$/;
+
+function normalizeUsername(raw: string): string {
+  const username = raw.toLowerCase();
+  if (username.length > USERNAME_MAX || !USERNAME.test(username)) {
+    throw invalid(`\`${raw}\` is not a valid username.`, `Use up to ${USERNAME_MAX} letters, digits, \`.\`, \`_\`, \`-\` or \`+\`, not starting or ending with a dot and without two dots in a row.`);
+  }
+  if (username === RESERVED_USERNAME) {
+    throw invalid(`The address \`${RESERVED_USERNAME}\` is reserved on every domain for domain verification.`, 'Choose another username.');
+  }
+  return username;
+}
+
+function checkMetadataSize(metadata: MetadataObject): void {
+  if (Object.keys(metadata).length > METADATA_MAX_KEYS || Buffer.byteLength(JSON.stringify(metadata)) > METADATA_MAX_BYTES) {
+    throw invalid(`Inbox metadata is limited to ${METADATA_MAX_KEYS} keys and ${METADATA_MAX_BYTES} bytes of JSON.`, 'Remove keys (set them to null in a patch) or shorten values.');
+  }
+}
+
+const storedMetadata = (m: MetadataObject | null | undefined) => (m && Object.keys(m).length > 0 ? JSON.stringify(m) : null);
+
+const getInbox = (db: Db, inboxId: string) => db.prepare('SELECT * FROM inboxes WHERE inbox_id = ?').get(inboxId) as InboxRow | undefined;
+
+const outOfScope = (address: string) =>
+  new ApiError('not_found', `The address \`${address}\` is not inside this credential's inbox scope.`, {
+    fix: 'Create the inbox with the owner credential, or ask the owner to add the address to this key\'s inbox scope.',
+  });
+
+/**
+ * Creates an inbox for `p`, or returns the inbox already created with the same `client_id`.
+ * The address must be in the caller's scope (404) before `inbox_create` is checked (403).
+ */
+export function createInbox(db: Db, p: Principal, body: CreateInboxBody): InboxRow {
+  const clientId = body.client_id ?? null;
+  const earlier = clientId === null ? undefined : (db.prepare('SELECT * FROM inboxes WHERE client_id = ?').get(clientId) as InboxRow | undefined);
+  if (earlier) {
+    if (!inScope(p, earlier.inbox_id)) throw outOfScope(earlier.inbox_id);
+    requirePermission(p, 'inbox_create');
+    return earlier;
+  }
+  const domain = normalizeDomain(body.domain);
+  const username = body.username == null ? randomBytes(8).toString('hex') : normalizeUsername(body.username);
+  const inboxId = `${username}@${domain}`;
+  if (!inScope(p, inboxId)) throw outOfScope(inboxId);
+  requirePermission(p, 'inbox_create');
+  if (body.metadata) checkMetadataSize(body.metadata);
+
+  const now = new Date().toISOString();
+  return db.transaction(() => {
+    if (getInbox(db, inboxId)) {
+      throw new ApiError('already_exists', `The inbox \`${inboxId}\` already exists.`, { fix: 'Choose another username, or use the existing inbox.' });
+    }
+    db.prepare('INSERT INTO inboxes (inbox_id, username, domain, display_name, status, metadata, client_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)').run(
+      inboxId,
+      username,
+      domain,
+      body.display_name ?? null,
+      body.status ?? 'active',
+      storedMetadata(body.metadata),
+      clientId,
+      now,
+      now,
+    );
+    return getInbox(db, inboxId)!;
+  }).immediate();
+}
+
+/** Applies a patch: `display_name: null` clears it; metadata merges, null values remove keys, `metadata: null` clears all. */
+export function updateInbox(db: Db, row: InboxRow, patch: UpdateInboxBody): InboxRow {
+  let metadata = row.metadata;
+  if (patch.metadata === null) metadata = null;
+  else if (patch.metadata !== undefined) {
+    const merged: MetadataObject = row.metadata === null ? {} : (JSON.parse(row.metadata) as MetadataObject);
+    for (const [key, value] of Object.entries(patch.metadata)) {
+      if (value === null) delete merged[key];
+      else merged[key] = value;
+    }
+    checkMetadataSize(merged);
+    metadata = storedMetadata(merged);
+  }
+  const displayName = patch.display_name === undefined ? row.display_name : patch.display_name;
+  const status = patch.status ?? row.status;
+  db.prepare('UPDATE inboxes SET display_name = ?, status = ?, metadata = ?, updated_at = ? WHERE inbox_id = ?').run(displayName, status, metadata, new Date().toISOString(), row.inbox_id);
+  return getInbox(db, row.inbox_id)!;
+}
+
+/**
+ * Deletes the inbox and everything in it in one transaction (spec §1.9, §8 retention): search
+ * rows, redacted events, list entries, then the inbox row, whose foreign keys cascade to threads,
+ * messages, labels, attachments and raw MIME. Keys scoped to it lose it from their scope, so a
+ * later inbox with the same address is not silently shared with them.
+ */
+export function deleteInbox(db: Db, inboxId: string): void {
+  db.transaction(() => {
+    const messageRows = db.prepare('SELECT id FROM messages WHERE inbox_id = ?').pluck().all(inboxId) as number[];
+    for (const rowid of messageRows) redactMessageEvents(db, rowid);
+    db.prepare('DELETE FROM messages_fts WHERE rowid IN (SELECT id FROM messages WHERE inbox_id = ?)').run(inboxId);
+    db.prepare('DELETE FROM list_entries WHERE inbox_id = ?').run(inboxId);
+    const scoped = db
+      .prepare('SELECT api_key_id, inbox_ids FROM api_keys WHERE inbox_ids IS NOT NULL AND EXISTS (SELECT 1 FROM json_each(api_keys.inbox_ids) WHERE value = ?)')
+      .all(inboxId) as { api_key_id: string; inbox_ids: string }[];
+    const now = new Date().toISOString();
+    for (const key of scoped) {
+      const remaining = (JSON.parse(key.inbox_ids) as string[]).filter((id) => id !== inboxId);
+      db.prepare('UPDATE api_keys SET inbox_ids = ?, updated_at = ? WHERE api_key_id = ?').run(JSON.stringify(remaining), now, key.api_key_id);
+    }
+    db.prepare('DELETE FROM inboxes WHERE inbox_id = ?').run(inboxId);
+    bumpSearchGeneration(db);
+  }).immediate();
+}
+
+export interface InboxPageQuery {
+  limit?: number;
+  page_token?: string;
+  ascending?: boolean;
+}
+
+/**
+ * One page of the caller's inboxes, newest first unless `ascending`, optionally filtered by a
+ * case-insensitive substring of the address or display name (`q`, the search route).
+ */
+export function listInboxes(db: Db, p: Principal, query: InboxPageQuery, q?: string): Record<string, unknown> {
+  const limit = query.limit ?? DEFAULT_LIMIT;
+  const ascending = query.ascending ?? false;
+  const needle = q?.toLowerCase();
+  const binding: PageBinding = { route: needle === undefined ? 'inboxes.list' : 'inboxes.search', filters: { ascending, q: needle }, principal: p };
+
+  const scope = scopeFilter(p, 'inbox_id');
+  const where = [scope.sql];
+  const params: (string | number)[] = [...scope.params];
+  if (needle !== undefined) {
+    where.push("(instr(inbox_id, ?) > 0 OR instr(lower(coalesce(display_name, '')), ?) > 0)");
+    params.push(needle, needle);
+  }
+  if (query.page_token !== undefined) {
+    const cursor = decodePageToken(db, query.page_token, binding);
+    if (cursor.length !== 2) throw new ApiError('validation_error', 'The page_token is not valid.', { fix: 'Start again without page_token.' });
+    where.push(`(created_at, inbox_id) ${ascending ? '>' : '<'} (?, ?)`);
+    params.push(...cursor);
+  }
+  const order = ascending ? 'ASC' : 'DESC';
+  const rows = db.prepare(`SELECT * FROM inboxes WHERE ${where.join(' AND ')} ORDER BY created_at ${order}, inbox_id ${order} LIMIT ?`).all(...params, limit + 1) as InboxRow[];
+  const more = rows.length > limit;
+  const items = rows.slice(0, limit);
+  const last = items[items.length - 1];
+  const next = more ? encodePageToken(db, binding, [last.created_at, last.inbox_id]) : null;
+  return pageResponse('inboxes', items.map(inboxResponse), limit, next);
+}

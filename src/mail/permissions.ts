@@ -1,0 +1,77 @@
+/**
+ * Agent permission names (spec §2.9) and the two shapes they travel in: the AgentMail object of
+ * booleans (`{inbox_read: true, ...}`, the response form) and a plain array of names (also
+ * accepted on input). Stored as a JSON array of the granted names.
+ */
+import { Type, type Static } from 'typebox';
+import { ApiError } from '../http/errors.js';
+
+export const PERMISSIONS = [
+  'inbox_read',
+  'inbox_create',
+  'inbox_update',
+  'inbox_delete',
+  'message_read',
+  'message_update',
+  'message_delete',
+  'message_send',
+  'message_reply',
+  'draft_read',
+  'draft_create',
+  'draft_update',
+  'draft_delete',
+  'draft_send',
+  'list_entry_read',
+  'list_entry_create',
+  'list_entry_delete',
+  'webhook_read',
+  'webhook_create',
+  'webhook_update',
+  'webhook_delete',
+  'label_spam_read',
+  'label_blocked_read',
+  'label_unauthenticated_read',
+  'label_trash_read',
+] as const;
+
+export type Permission = (typeof PERMISSIONS)[number];
+
+const KNOWN: ReadonlySet<string> = new Set(PERMISSIONS);
+
+/**
+ * Loose on purpose: names are checked in `permissionSet`, which can say which name is unknown;
+ * a JSON-schema union would only answer "must match a schema in anyOf".
+ */
+export const PermissionsInput = Type.Union([
+  Type.Record(Type.String(), Type.Union([Type.Boolean(), Type.Null()]), { maxProperties: 200 }),
+  Type.Array(Type.String(), { maxItems: 200 }),
+]);
+export type PermissionsInput = Static<typeof PermissionsInput>;
+
+function unknownPermission(name: string): ApiError {
+  return new ApiError('validation_error', `Unknown permission \`${name}\`.`, {
+    fix: `Use only these names: ${PERMISSIONS.join(', ')}.`,
+  });
+}
+
+/** The granted names: `true` entries of the object form (false and null grant nothing), or the array. */
+export function permissionSet(input: PermissionsInput): Set<Permission> {
+  const names = Array.isArray(input) ? input : Object.entries(input).filter(([name, granted]) => (KNOWN.has(name) ? granted === true : true)).map(([name]) => name);
+  const granted = new Set<Permission>();
+  for (const name of names) {
+    if (!KNOWN.has(name)) throw unknownPermission(name);
+    granted.add(name as Permission);
+  }
+  return granted;
+}
+
+/** Every known name with whether it is granted: the form API key responses use. */
+export function permissionObject(granted: Iterable<string>): Record<Permission, boolean> {
+  const set = new Set(granted);
+  return Object.fromEntries(PERMISSIONS.map((name) => [name, set.has(name)])) as Record<Permission, boolean>;
+}
+
+/** Stored form: a JSON array in the canonical order, so equal sets store equal text. */
+export function storedPermissions(granted: ReadonlySet<string>): string {
+  return JSON.stringify(PERMISSIONS.filter((name) => granted.has(name)));
+}
