@@ -1,4 +1,153 @@
-/** Signed download URLs (spec §4.7). */
-import type { FastifyPluginAsync } from 'fastify';
+/**
+ * Signed download URLs (spec §4.7). The token is the credential: no bearer and no cookie is
+ * needed. Every fetch rechecks the issuer as it stands now (activity, scope, permissions,
+ * hidden labels) in `verifyDownload`, a pure function of the claims, the clock and the database.
+ */
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { Type, type Static } from 'typebox';
+import type { Db } from '../db/open.js';
+import { refreshPrincipal } from '../http/credentials.js';
+import { readDownloadToken, type DownloadClaims } from '../http/downloads.js';
+import { ApiError, missingPermission, unauthorized } from '../http/errors.js';
+import { hasPermission, inScope, type Principal } from '../http/principal.js';
 
-export const downloadRoutes: FastifyPluginAsync = async () => {};
+/** Labels that hide a message from a caller without the matching `label_<name>_read`. */
+const HIDDEN_LABELS = ['spam', 'blocked', 'unauthenticated', 'trash'] as const;
+/** Longest filename sent in Content-Disposition, in characters. */
+const FILENAME_MAX = 200;
+
+export interface DownloadFile {
+  content: Buffer;
+  contentType: string;
+  filename: string;
+}
+
+export type DownloadOutcome =
+  | { status: 200; file: DownloadFile }
+  /** The issuer is revoked or expired, or a bearer was sent that is not the issuer. */
+  | { status: 401 }
+  /** The issuer no longer holds the read permission for this kind of file. */
+  | { status: 403; permission: string }
+  /** Expired, wrong origin, out of scope, hidden, or gone. One answer, so nothing leaks. */
+  | { status: 404 };
+
+/** Who presented a bearer alongside the URL, if anyone. */
+export type Presenter = Pick<Principal, 'kind' | 'id'> | null;
+
+/**
+ * The issuer as a principal to refresh. Owner kinds hold every permission; an owner bearer is
+ * valid for the life of the process, which is also the life of the signing key.
+ */
+function issuerPrincipal(issuer: DownloadClaims['issuer']): Principal {
+  const owner = issuer.kind === 'owner' || issuer.kind === 'session';
+  return { kind: issuer.kind, id: issuer.id, inboxScope: owner ? 'all' : new Set(), permissions: owner ? 'all' : new Set(), sendPolicy: 'read_only' };
+}
+
+interface MessageRow {
+  id: number;
+  message_id: string;
+}
+
+const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/;
+
+/** The stored type without parameters when it is a well-formed media type; octet-stream otherwise. */
+function servedType(stored: string | null): string {
+  const essence = (stored ?? '').split(';')[0].trim().toLowerCase();
+  return MEDIA_TYPE.test(essence) ? essence : 'application/octet-stream';
+}
+
+/** A filename safe in a header and on any file system: no paths, controls, quotes or leading dots. */
+export function safeFilename(name: string | null, fallback: string): string {
+  const cleaned = [...(name ?? '').normalize('NFC').replace(/[\u0000-\u001f\u007f-\u009f"*/:<>?\\|]+/g, '_')]
+    .slice(0, FILENAME_MAX)
+    .join('')
+    .replace(/^[\s._]+|[\s.]+$/g, '');
+  return cleaned === '' ? fallback : cleaned;
+}
+
+/** RFC 6266 / 8187: an ASCII fallback plus the exact UTF-8 name. */
+export function contentDisposition(filename: string): string {
+  const ascii = filename.replace(/[^\x20-\x7e]/g, '_').replace(/[\\"%]/g, '_');
+  const encoded = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`;
+}
+
+/**
+ * Decides one fetch. Order: token lifetime and origin (404) → a presented bearer must be the
+ * issuer (401) → issuer still active (401) → inbox in the issuer's current scope (404) → read
+ * permission (403) → the file exists and no hidden label the issuer cannot read is on it (404).
+ */
+export function verifyDownload(claims: DownloadClaims, now: number, db: Db, origin: string, presenter: Presenter = null): DownloadOutcome {
+  if (claims.exp <= now || claims.origin !== origin) return { status: 404 };
+  if (presenter && (presenter.kind !== claims.issuer.kind || presenter.id !== claims.issuer.id)) return { status: 401 };
+  const issuer = refreshPrincipal(db, issuerPrincipal(claims.issuer));
+  if (!issuer) return { status: 401 };
+  const target = claims.target;
+  if (!inScope(issuer, target.inboxId)) return { status: 404 };
+  const permission = target.kind === 'draft_attachment' ? 'draft_read' : 'message_read';
+  if (!hasPermission(issuer, permission)) return { status: 403, permission };
+  // Drafts are not stored yet (no drafts table), so no draft attachment can be found.
+  if (target.kind === 'draft_attachment') return { status: 404 };
+
+  const message = db.prepare('SELECT id, message_id FROM messages WHERE inbox_id = ? AND message_id = ?').get(target.inboxId, target.messageId) as MessageRow | undefined;
+  if (!message) return { status: 404 };
+  const labels = db.prepare('SELECT label FROM message_labels WHERE message_rowid = ?').all(message.id) as { label: string }[];
+  if (labels.some(({ label }) => (HIDDEN_LABELS as readonly string[]).includes(label) && !hasPermission(issuer, `label_${label}_read`))) return { status: 404 };
+
+  if (target.kind === 'raw') {
+    const raw = db.prepare('SELECT mime FROM raw_messages WHERE message_rowid = ?').get(message.id) as { mime: Buffer } | undefined;
+    if (!raw) return { status: 404 };
+    const stem = safeFilename(message.message_id.replace(/^<|>$/g, ''), 'message');
+    return { status: 200, file: { content: raw.mime, contentType: 'message/rfc822', filename: `${stem}.eml` } };
+  }
+  const attachment = db
+    .prepare('SELECT filename, content_type, content FROM attachments WHERE message_rowid = ? AND attachment_id = ?')
+    .get(message.id, target.attachmentId) as { filename: string | null; content_type: string | null; content: Buffer } | undefined;
+  if (!attachment) return { status: 404 };
+  return {
+    status: 200,
+    file: { content: attachment.content, contentType: servedType(attachment.content_type), filename: safeFilename(attachment.filename, `attachment-${target.attachmentId}`) },
+  };
+}
+
+const TokenParams = Type.Object({ token: Type.String({ minLength: 1, maxLength: 4096 }) });
+
+const gone = () =>
+  new ApiError('not_found', 'The download URL is invalid or expired, or the file is no longer available.', {
+    fix: 'Ask the attachment or raw route for a new download_url; URLs last five minutes and end when svc restarts.',
+  });
+
+/** The origin this request reached: scheme and Host, as a browser would name it. */
+function requestOrigin(request: FastifyRequest): string {
+  return `${request.protocol}://${request.host}`;
+}
+
+export const downloadRoutes: FastifyPluginAsync = async (app) => {
+  const { db } = app.svc;
+
+  app.get<{ Params: Static<typeof TokenParams> }>('/downloads/:token', { config: { auth: 'public' }, schema: { params: TokenParams } }, async (request, reply) => {
+    const claims = readDownloadToken(request.params.token);
+    // A URL for 127.0.0.1 fetched as localhost (or through another listener) is a different origin.
+    const origin = requestOrigin(request);
+    if (!claims || origin !== app.svc.origin()) throw gone();
+    // The app hook has already resolved (or refused) an Authorization header; a cookie is ignored.
+    const presenter = request.headers.authorization !== undefined ? request.principal : null;
+    const outcome = verifyDownload(claims, Date.now(), db, origin, presenter);
+    switch (outcome.status) {
+      case 401:
+        throw unauthorized('The credential that issued this download URL was revoked or expired, or the bearer sent is not that credential.');
+      case 403:
+        throw missingPermission(outcome.permission);
+      case 404:
+        throw gone();
+    }
+    const { file } = outcome;
+    return reply
+      .header('content-type', file.contentType)
+      .header('content-disposition', contentDisposition(file.filename))
+      .header('content-security-policy', "default-src 'none'; sandbox")
+      .header('x-content-type-options', 'nosniff')
+      .header('cache-control', 'no-store')
+      .send(file.content);
+  });
+};
