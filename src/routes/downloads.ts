@@ -110,7 +110,8 @@ export function verifyDownload(claims: DownloadClaims, now: number, db: Db, orig
   };
 }
 
-const TokenParams = Type.Object({ token: Type.String({ minLength: 1, maxLength: 4096 }) });
+// No length rules: any token that does not verify, empty included, is the same 404.
+const TokenParams = Type.Object({ token: Type.String() });
 
 const gone = () =>
   new ApiError('not_found', 'The download URL is invalid or expired, or the file is no longer available.', {
