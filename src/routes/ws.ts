@@ -1,4 +1,88 @@
-/** The event WebSocket (spec §6.4). */
-import type { FastifyPluginAsync } from 'fastify';
+/**
+ * The event WebSocket, `GET /v0/ws` (spec §4.10, §6.4). Everything that can be refused is refused
+ * with an HTTP error before the upgrade: credential (401, in the app hook), browser-session origin
+ * and CSRF subprotocol (403), read permission (403), an unknown `?last_event_id=` (400). After the
+ * upgrade the socket belongs to the event hub.
+ */
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { Type, type Static } from 'typebox';
+import { ApiError } from '../http/errors.js';
+import type { Principal } from '../http/principal.js';
+import { sameSecret } from '../http/secrets.js';
+import { seqOfEventId } from '../events/log.js';
+import { EventHub, eventStreamTiming, type UrlResume } from '../events/hub.js';
+import { STREAM_READ_PERMISSIONS, canReadEventStream } from '../events/visibility.js';
 
-export const wsRoutes: FastifyPluginAsync = async () => {};
+/** The subprotocol the server selects; browsers also offer `csrf.<csrf_token>` (never selected). */
+export const EVENTS_SUBPROTOCOL = 'svc.events';
+const CSRF_SUBPROTOCOL_PREFIX = 'csrf.';
+
+const WsQuery = Type.Object({ last_event_id: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })) }, { additionalProperties: false });
+type WsQuery = Static<typeof WsQuery>;
+
+function offeredSubprotocols(request: FastifyRequest): string[] {
+  const header = request.headers['sec-websocket-protocol'];
+  return (header ?? '').split(',').map((p) => p.trim()).filter(Boolean);
+}
+
+/**
+ * A browser cannot set headers on a WebSocket, so the session proves it is the owner's page the
+ * way the spec says: the exact origin, and the CSRF token carried as a subprotocol.
+ */
+function requireBrowserSession(request: FastifyRequest, session: Principal, ownOrigin: string): void {
+  if (request.headers.origin !== ownOrigin) {
+    throw new ApiError('forbidden', 'A browser session may open the event stream only from the service\'s own origin.', { fix: `Open the WebSocket from a page served by ${ownOrigin}.` });
+  }
+  const offered = offeredSubprotocols(request);
+  const csrf = offered.find((p) => p.startsWith(CSRF_SUBPROTOCOL_PREFIX))?.slice(CSRF_SUBPROTOCOL_PREFIX.length);
+  if (!offered.includes(EVENTS_SUBPROTOCOL) || csrf === undefined || session.csrfToken === undefined || !sameSecret(csrf, session.csrfToken)) {
+    throw new ApiError('forbidden', 'The subprotocols `svc.events` and `csrf.<csrf_token>` are missing or the CSRF token is wrong.', {
+      fix: 'Connect with new WebSocket(url, ["svc.events", "csrf." + csrf_token]) using the csrf_token from login or GET /v0/owner/status.',
+    });
+  }
+}
+
+export const wsRoutes: FastifyPluginAsync = async (app) => {
+  const { db, bus } = app.svc;
+  const hub = new EventHub(db, bus, eventStreamTiming(process.env));
+  // Close the sockets before the HTTP server waits for its connections to end.
+  app.addHook('preClose', () => hub.close());
+
+  /** URL resume points checked before the upgrade, handed to the socket handler. */
+  const urlResumes = new WeakMap<FastifyRequest, UrlResume>();
+
+  app.route<{ Querystring: WsQuery }>({
+    method: 'GET',
+    url: '/ws',
+    config: { auth: 'agent' },
+    schema: { querystring: WsQuery },
+    preHandler: async (request) => {
+      const principal = request.principal!;
+      if (principal.kind === 'session' && request.ws) requireBrowserSession(request, principal, app.svc.origin());
+      if (!canReadEventStream(principal)) {
+        throw new ApiError('missing_permission', `The event stream needs \`${STREAM_READ_PERMISSIONS.join('` or `')}\`.`, {
+          fix: 'Ask the owner to grant message_read or draft_read to this key; webhook permissions alone are not enough.',
+        });
+      }
+      const eventId = request.query.last_event_id;
+      if (eventId !== undefined) {
+        const seq = seqOfEventId(db, eventId);
+        if (seq === null) {
+          throw new ApiError('validation_error', 'The last_event_id is unknown or has expired from the event log.', {
+            fix: 'Events are kept 30 days. Reconnect without last_event_id and read current state over REST.',
+          });
+        }
+        urlResumes.set(request, { eventId, seq });
+      }
+    },
+    // A plain GET (no upgrade) after all checks passed: there is no REST route for the event log.
+    handler: async () => {
+      throw new ApiError('not_found', 'GET /v0/ws only upgrades to a WebSocket; there is no REST route for the event log.', {
+        fix: 'Connect with a WebSocket client and send a subscribe frame.',
+      });
+    },
+    wsHandler: (socket, request) => {
+      hub.accept(socket, request.principal!, urlResumes.get(request) ?? null);
+    },
+  });
+};

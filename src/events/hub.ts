@@ -1,0 +1,400 @@
+/**
+ * The event WebSocket hub (spec §6.4): one per process, holding every `/v0/ws` connection.
+ *
+ * The log is the queue of record. Each connection reads forward from its own cursor, so a resume,
+ * the events since the socket opened and the live stream are one ordered read with no gaps and no
+ * duplicates. The hub only says "there may be new rows": on a bus `{kind:'event'}` and, because
+ * writers in other processes (and tests) never post on this bus, whenever a poll of the log head
+ * every 500 ms finds it moved.
+ *
+ * Pacing: a connection reads from the log only while less than LOW_WATER_BYTES waits for the
+ * client, so a long replay to a client that keeps reading never trips the 1 MiB limit. A live
+ * client whose socket is already backed up when new events arrive is not keeping up: those events
+ * are read into the connection's queue at once, and when the socket's `bufferedAmount` plus that
+ * queue passes 1 MiB the connection closes with 1013.
+ */
+import type { RawData, WebSocket } from 'ws';
+import { Type, type Static } from 'typebox';
+import { Compile } from 'typebox/compile';
+import type { Db } from '../db/open.js';
+import type { Bus } from '../supervisor/bus.js';
+import type { Principal } from '../http/principal.js';
+import { refreshPrincipal } from '../http/credentials.js';
+import { normalizeInboxId } from '../http/access.js';
+import { latestSeq, seqOfEventId } from './log.js';
+import { EVENT_TYPES, canReadEventStream, isEventVisible, type EventAddress } from './visibility.js';
+
+/** WebSocket close codes used by the protocol (RFC 6455 §7.4, spec §6.4 table). */
+export const CLOSE_CODE = {
+  goingAway: 1001,
+  policyViolation: 1008,
+  messageTooBig: 1009,
+  tryAgainLater: 1013,
+} as const;
+
+/** Client frames are at most this many characters (spec §8). */
+export const MAX_CLIENT_FRAME_CHARS = 8_192;
+/** More than this waiting for a client closes it with 1013 (spec §8). */
+export const MAX_PENDING_BYTES = 1024 * 1024;
+/** Below this much waiting, a connection reads more from the log. */
+const LOW_WATER_BYTES = 256 * 1024;
+const READ_BATCH = 100;
+/** Safety-net poll of the log head, for writers that do not post on the bus. */
+const POLL_MS = 500;
+/** On shutdown, sockets that have not finished the close handshake by then are cut. */
+const SHUTDOWN_GRACE_MS = 1_000;
+
+export interface EventStreamTiming {
+  /** The server pings this often (spec: 20 s). */
+  pingMs: number;
+  /** No pong for this long closes the connection with 1001 (spec: 60 s). */
+  pongTimeoutMs: number;
+}
+
+export const SPEC_EVENT_STREAM_TIMING: EventStreamTiming = { pingMs: 20_000, pongTimeoutMs: 60_000 };
+
+/**
+ * The spec's timings, unless the test-only variables SVC_TEST_WS_PING_MS and
+ * SVC_TEST_WS_PONG_TIMEOUT_MS shorten them (docs/websocket.md), so tests need no minute-long sleeps.
+ */
+export function eventStreamTiming(env: NodeJS.ProcessEnv): EventStreamTiming {
+  const fromEnv = (name: string, fallback: number) => {
+    const value = Number(env[name]);
+    return Number.isSafeInteger(value) && value > 0 ? value : fallback;
+  };
+  return {
+    pingMs: fromEnv('SVC_TEST_WS_PING_MS', SPEC_EVENT_STREAM_TIMING.pingMs),
+    pongTimeoutMs: fromEnv('SVC_TEST_WS_PONG_TIMEOUT_MS', SPEC_EVENT_STREAM_TIMING.pongTimeoutMs),
+  };
+}
+
+export const SubscribeFrame = Type.Object(
+  {
+    type: Type.Literal('subscribe'),
+    event_types: Type.Optional(Type.Array(Type.Enum(EVENT_TYPES))),
+    inbox_ids: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 320 }))),
+    last_event_id: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+  },
+  { additionalProperties: false },
+);
+export type SubscribeFrame = Static<typeof SubscribeFrame>;
+
+export const PongFrame = Type.Object({ type: Type.Literal('pong') }, { additionalProperties: false });
+
+const subscribeFrame = Compile(SubscribeFrame);
+const pongFrame = Compile(PongFrame);
+
+/** A resume point given as `?last_event_id=` and already checked to exist. */
+export interface UrlResume {
+  eventId: string;
+  seq: number;
+}
+
+interface LogRow extends EventAddress {
+  seq: number;
+  /** The stored event object as JSON, sent exactly as stored. */
+  payload: string;
+}
+
+interface QueuedEvent {
+  text: string;
+  bytes: number;
+  address: EventAddress;
+}
+
+/** What a connection needs from its hub. */
+interface HubServices {
+  db: Db;
+  timing: EventStreamTiming;
+  readAfter(seq: number): LogRow[];
+  forget(connection: EventConnection): void;
+}
+
+export class EventHub {
+  readonly #services: HubServices;
+  readonly #connections = new Set<EventConnection>();
+  /** Every accepted socket until its TCP connection is gone, including ones already closing. */
+  readonly #sockets = new Set<WebSocket>();
+  readonly #unsubscribe: () => void;
+  #pollTimer: NodeJS.Timeout | null = null;
+  #knownHead: number;
+  #closing = false;
+
+  constructor(db: Db, bus: Bus, timing: EventStreamTiming) {
+    const readAfter = db.prepare('SELECT seq, event_type, inbox_id, payload FROM events WHERE seq > ? ORDER BY seq LIMIT ?');
+    this.#services = {
+      db,
+      timing,
+      readAfter: (seq) => readAfter.all(seq, READ_BATCH) as LogRow[],
+      forget: (connection) => this.#forget(connection),
+    };
+    this.#knownHead = latestSeq(db);
+    this.#unsubscribe = bus.subscribe('event', ({ seq }) => this.#headMoved(seq));
+  }
+
+  /** Takes over an upgraded socket whose principal passed the pre-upgrade checks. */
+  accept(socket: WebSocket, principal: Principal, urlResume: UrlResume | null): void {
+    this.#sockets.add(socket);
+    socket.once('close', () => this.#sockets.delete(socket));
+    if (this.#closing) {
+      socket.close(CLOSE_CODE.goingAway, 'svc is stopping');
+      return;
+    }
+    // Without a resume point the stream starts after the last event that existed at open.
+    const connection = new EventConnection(this.#services, socket, principal, latestSeq(this.#services.db), urlResume);
+    this.#connections.add(connection);
+    this.#pollTimer ??= setInterval(() => this.#poll(), POLL_MS).unref();
+  }
+
+  /** Closes every socket with 1001 and waits for them to go (cutting stragglers), so the HTTP server can stop. */
+  async close(): Promise<void> {
+    this.#closing = true;
+    this.#unsubscribe();
+    this.#stopPolling();
+    for (const connection of [...this.#connections]) connection.close(CLOSE_CODE.goingAway, 'svc is stopping');
+    await Promise.all([...this.#sockets].map((socket) => closeWithin(socket, SHUTDOWN_GRACE_MS)));
+  }
+
+  #poll(): void {
+    this.#headMoved(latestSeq(this.#services.db));
+  }
+
+  #headMoved(seq: number): void {
+    if (seq <= this.#knownHead) return;
+    this.#knownHead = seq;
+    for (const connection of this.#connections) connection.newEvents();
+  }
+
+  #forget(connection: EventConnection): void {
+    this.#connections.delete(connection);
+    if (this.#connections.size === 0) this.#stopPolling();
+  }
+
+  #stopPolling(): void {
+    if (this.#pollTimer) clearInterval(this.#pollTimer);
+    this.#pollTimer = null;
+  }
+}
+
+/** Resolves once the socket is closed; a peer that does not answer the close handshake is cut. */
+function closeWithin(socket: WebSocket, graceMs: number): Promise<void> {
+  if (socket.readyState === socket.CLOSED) return Promise.resolve();
+  return new Promise((resolve) => {
+    const cut = setTimeout(() => socket.terminate(), graceMs);
+    socket.once('close', () => {
+      clearTimeout(cut);
+      resolve();
+    });
+    if (socket.readyState === socket.OPEN) socket.close(CLOSE_CODE.goingAway, 'svc is stopping');
+  });
+}
+
+type ConnectionState = 'awaiting_subscribe' | 'streaming' | 'closed';
+
+/** One `/v0/ws` client: its subscription, its cursor into the log, its ping and pong clock. */
+class EventConnection {
+  #state: ConnectionState = 'awaiting_subscribe';
+  #principal: Principal;
+  /** seq of the last log row read (sent, queued or filtered out). */
+  #cursor: number;
+  #eventTypes: ReadonlySet<string> | null = null;
+  #inboxIds: ReadonlySet<string> | null = null;
+  /** Until a read first finds the end of the log, the backlog is read only as fast as the client takes it. */
+  #replaying = true;
+  /** Rows may exist after #cursor. */
+  #logAhead = true;
+  #queue: QueuedEvent[] = [];
+  #queuedBytes = 0;
+  #pumping = false;
+  readonly #pingTimer: NodeJS.Timeout;
+  readonly #pongDeadline: NodeJS.Timeout;
+  readonly #afterSend = (err?: Error | null) => {
+    if (!err) this.#pump(false);
+  };
+
+  constructor(
+    private readonly hub: HubServices,
+    private readonly socket: WebSocket,
+    principal: Principal,
+    openedAtSeq: number,
+    private readonly urlResume: UrlResume | null,
+  ) {
+    this.#principal = principal;
+    this.#cursor = openedAtSeq;
+    // Ticks start at open so a credential revoked before the subscribe frame still ends the
+    // connection; pings themselves wait for the subscribe frame (nothing is sent before it).
+    this.#pingTimer = setInterval(() => this.#tick(), hub.timing.pingMs);
+    // A client that never subscribes, or stops answering pings, is gone.
+    this.#pongDeadline = setTimeout(() => this.close(CLOSE_CODE.goingAway, 'no pong received in time'), hub.timing.pongTimeoutMs);
+    socket.on('message', (data, isBinary) => this.#onFrame(data, isBinary));
+    socket.once('close', () => this.#stop());
+  }
+
+  /** The hub saw the log grow. */
+  newEvents(): void {
+    if (this.#state === 'streaming') this.#pump(true);
+  }
+
+  close(code: number, reason: string): void {
+    if (this.#state === 'closed') return;
+    this.#stop();
+    this.socket.close(code, reason);
+  }
+
+  #stop(): void {
+    if (this.#state === 'closed') return;
+    this.#state = 'closed';
+    clearInterval(this.#pingTimer);
+    clearTimeout(this.#pongDeadline);
+    this.#queue = [];
+    this.#queuedBytes = 0;
+    this.hub.forget(this);
+  }
+
+  #onFrame(data: RawData, isBinary: boolean): void {
+    if (this.#state === 'closed') return;
+    const bytes = Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
+    const text = isBinary ? null : bytes.toString('utf8');
+    const size = text === null ? bytes.length : characterCount(text);
+    if (size > MAX_CLIENT_FRAME_CHARS) return this.close(CLOSE_CODE.messageTooBig, `frames are limited to ${MAX_CLIENT_FRAME_CHARS} characters`);
+    if (text === null) return this.close(CLOSE_CODE.policyViolation, 'frames must be JSON text');
+    let frame: unknown;
+    try {
+      frame = JSON.parse(text);
+    } catch {
+      return this.close(CLOSE_CODE.policyViolation, 'the frame is not JSON');
+    }
+    if (pongFrame.Check(frame)) {
+      this.#pongDeadline.refresh();
+      return;
+    }
+    if (subscribeFrame.Check(frame)) {
+      if (this.#state !== 'awaiting_subscribe') return this.close(CLOSE_CODE.policyViolation, 'only one subscribe frame is allowed');
+      return this.#subscribe(frame);
+    }
+    this.close(CLOSE_CODE.policyViolation, 'invalid frame: expected subscribe or pong with the documented fields');
+  }
+
+  #subscribe(frame: SubscribeFrame): void {
+    let resumeSeq = this.urlResume?.seq ?? null;
+    const resumeId = frame.last_event_id ?? this.urlResume?.eventId;
+    if (frame.last_event_id !== undefined) {
+      if (this.urlResume && this.urlResume.eventId !== frame.last_event_id) {
+        return this.close(CLOSE_CODE.policyViolation, 'last_event_id in the frame differs from the URL');
+      }
+      resumeSeq = seqOfEventId(this.hub.db, frame.last_event_id);
+      if (resumeSeq === null) return this.close(CLOSE_CODE.policyViolation, 'unknown or expired last_event_id');
+    }
+    if (resumeSeq !== null) this.#cursor = resumeSeq;
+    this.#eventTypes = frame.event_types ? new Set(frame.event_types) : null;
+    const inboxIds = frame.inbox_ids ? [...new Set(frame.inbox_ids.map(normalizeInboxId))] : undefined;
+    this.#inboxIds = inboxIds ? new Set(inboxIds) : null;
+    this.#state = 'streaming';
+    this.#pongDeadline.refresh();
+    this.#send({
+      type: 'subscribed',
+      ...(frame.event_types ? { event_types: [...this.#eventTypes!] } : {}),
+      ...(inboxIds ? { inbox_ids: inboxIds } : {}),
+      ...(resumeId !== undefined ? { last_event_id: resumeId } : {}),
+    });
+    this.#pump(false);
+  }
+
+  /** Every ping interval: recheck the credential, then ping (once subscribed). */
+  #tick(): void {
+    if (!this.#recheckPrincipal() || this.#state !== 'streaming') return;
+    if (this.#pendingBytes() > MAX_PENDING_BYTES) return this.close(CLOSE_CODE.tryAgainLater, 'more than 1 MiB is waiting for this client');
+    this.#send({ type: 'ping', timestamp: new Date().toISOString() });
+  }
+
+  /**
+   * Every frame goes out with the same callback: whatever frees socket buffer may let the
+   * queue move, and pings sent to a stalled client count too.
+   */
+  #send(frame: string | Record<string, unknown>): void {
+    this.socket.send(typeof frame === 'string' ? frame : JSON.stringify(frame), this.#afterSend);
+  }
+
+  /** The credential as it stands now (spec §5.2: rechecked at delivery); closes 1008 when it no longer may read. */
+  #recheckPrincipal(): boolean {
+    const current = refreshPrincipal(this.hub.db, this.#principal);
+    if (!current) {
+      this.close(CLOSE_CODE.policyViolation, 'the credential was revoked or expired');
+      return false;
+    }
+    if (!canReadEventStream(current)) {
+      this.close(CLOSE_CODE.policyViolation, 'the credential no longer has message_read or draft_read');
+      return false;
+    }
+    this.#principal = current;
+    return true;
+  }
+
+  #pendingBytes(): number {
+    return this.socket.bufferedAmount + this.#queuedBytes;
+  }
+
+  /** Moves events from the log through the queue to the socket, paced as the module comment says. */
+  #pump(newEvents: boolean): void {
+    if (this.#state !== 'streaming' || this.#pumping) {
+      if (newEvents) this.#logAhead = true;
+      return;
+    }
+    this.#pumping = true;
+    try {
+      if (newEvents) this.#logAhead = true;
+      const readEverything = newEvents && !this.#replaying && this.socket.bufferedAmount > LOW_WATER_BYTES;
+      while (this.#state === 'streaming') {
+        this.#flush();
+        if (!this.#logAhead) return;
+        // The send callbacks call back here once the client has taken enough.
+        if (!readEverything && this.#pendingBytes() >= LOW_WATER_BYTES) return;
+        if (!this.#recheckPrincipal()) return;
+        const rows = this.hub.readAfter(this.#cursor);
+        let readAll = true;
+        for (const row of rows) {
+          if (!readEverything && this.#pendingBytes() >= LOW_WATER_BYTES) {
+            readAll = false;
+            break;
+          }
+          this.#cursor = row.seq;
+          if (!this.#wants(row)) continue;
+          if (this.#pendingBytes() > MAX_PENDING_BYTES) return this.close(CLOSE_CODE.tryAgainLater, 'more than 1 MiB is waiting for this client');
+          const bytes = Buffer.byteLength(row.payload);
+          this.#queue.push({ text: row.payload, bytes, address: { event_type: row.event_type, inbox_id: row.inbox_id } });
+          this.#queuedBytes += bytes;
+        }
+        if (readAll && rows.length < READ_BATCH) {
+          this.#logAhead = false;
+          this.#replaying = false;
+        }
+      }
+    } finally {
+      this.#pumping = false;
+    }
+  }
+
+  #flush(): void {
+    while (this.#queue.length > 0 && this.socket.bufferedAmount <= LOW_WATER_BYTES && this.#state === 'streaming') {
+      const next = this.#queue.shift()!;
+      this.#queuedBytes -= next.bytes;
+      // Permissions can change while an event waits; the check that counts is the one at sending.
+      if (!isEventVisible(this.#principal, next.address)) continue;
+      this.#send(next.text);
+    }
+  }
+
+  #wants(event: EventAddress): boolean {
+    if (this.#eventTypes && !this.#eventTypes.has(event.event_type)) return false;
+    if (this.#inboxIds && (event.inbox_id === null || !this.#inboxIds.has(event.inbox_id))) return false;
+    return isEventVisible(this.#principal, event);
+  }
+}
+
+/** Characters as code points, so a frame of emoji is measured like a frame of letters. */
+function characterCount(text: string): number {
+  if (text.length <= MAX_CLIENT_FRAME_CHARS) return text.length;
+  let count = 0;
+  for (const _ of text) count++;
+  return count;
+}

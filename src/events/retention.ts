@@ -1,0 +1,52 @@
+/**
+ * Event log retention (spec §6.3, §8): events are kept 30 days, and longer only while a webhook
+ * still has to deliver them. Pruning is what makes an old `last_event_id` "expired" for the
+ * WebSocket resume.
+ */
+import type { Db } from '../db/open.js';
+import { EVENT_RETENTION_MS } from './log.js';
+
+/** How often the webhooks loop prunes; retention is counted in days, so hourly is plenty. */
+export const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
+
+/** Rows deleted per statement, so one prune never holds the write lock for long. */
+const PRUNE_CHUNK = 5_000;
+
+export interface PruneOptions {
+  now?: number;
+  /**
+   * The oldest event seq some webhook has not delivered yet (or null when none is pending):
+   * it and everything after it stay past 30 days until the delivery ends.
+   */
+  oldestUndeliveredSeq?: number | null;
+}
+
+/** Deletes events older than the retention period that no delivery still needs; returns how many. */
+export function pruneEvents(db: Db, opts: PruneOptions = {}): number {
+  const cutoff = new Date((opts.now ?? Date.now()) - EVENT_RETENTION_MS).toISOString();
+  const keepFrom = opts.oldestUndeliveredSeq ?? Number.MAX_SAFE_INTEGER;
+  const deleteChunk = db.prepare(
+    'DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE created_at < ? AND seq < ? ORDER BY seq LIMIT ?)',
+  );
+  let deleted = 0;
+  for (;;) {
+    const { changes } = deleteChunk.run(cutoff, keepFrom, PRUNE_CHUNK);
+    deleted += changes;
+    if (changes < PRUNE_CHUNK) return deleted;
+  }
+}
+
+/** Runs `pruneEvents` at most once per interval; the first call prunes at once (service start). */
+export class EventPruneSchedule {
+  #lastPrunedAt = Number.NEGATIVE_INFINITY;
+
+  constructor(private readonly intervalMs = PRUNE_INTERVAL_MS) {}
+
+  /** Returns the number of events deleted, or null when it was not yet time. */
+  pruneIfDue(db: Db, opts: PruneOptions = {}): number | null {
+    const now = opts.now ?? Date.now();
+    if (now - this.#lastPrunedAt < this.intervalMs) return null;
+    this.#lastPrunedAt = now;
+    return pruneEvents(db, { ...opts, now });
+  }
+}
