@@ -192,7 +192,8 @@ export function updateInbox(db: Db, row: InboxRow, patch: UpdateInboxBody): Inbo
  * Deletes the inbox and everything in it in one transaction (spec §1.9, §8 retention): search
  * rows, redacted events, list entries, then the inbox row, whose foreign keys cascade to threads,
  * messages, labels, attachments and raw MIME. Keys scoped to it lose it from their scope, so a
- * later inbox with the same address is not silently shared with them.
+ * later inbox with the same address is not silently shared with them; a key left with no inbox
+ * is revoked, since it could reach nothing.
  */
 export function deleteInbox(db: Db, inboxId: string): void {
   db.transaction(() => {
@@ -206,7 +207,8 @@ export function deleteInbox(db: Db, inboxId: string): void {
     const now = new Date().toISOString();
     for (const key of scoped) {
       const remaining = (JSON.parse(key.inbox_ids) as string[]).filter((id) => id !== inboxId);
-      db.prepare('UPDATE api_keys SET inbox_ids = ?, updated_at = ? WHERE api_key_id = ?').run(JSON.stringify(remaining), now, key.api_key_id);
+      if (remaining.length === 0) db.prepare('DELETE FROM api_keys WHERE api_key_id = ?').run(key.api_key_id);
+      else db.prepare('UPDATE api_keys SET inbox_ids = ?, updated_at = ? WHERE api_key_id = ?').run(JSON.stringify(remaining), now, key.api_key_id);
     }
     db.prepare('DELETE FROM inboxes WHERE inbox_id = ?').run(inboxId);
     bumpSearchGeneration(db);

@@ -348,6 +348,7 @@ t.test('delete: removes the inbox and everything in it permanently; empty 200', 
   const inbox = await createInbox({ username: 'doomed', domain: 'delete.example.com' });
   const keep = await createInbox({ username: 'kept', domain: 'delete.example.com' });
   const scopedKey = await owner<{ api_key_id: string; api_key: string }>('POST', '/v0/api-keys', { permissions: ['inbox_read'], send_policy: 'direct', inbox_ids: [inbox.inbox_id, keep.inbox_id] });
+  const onlyKey = await owner<{ api_key_id: string; api_key: string }>('POST', '/v0/api-keys', { permissions: ['inbox_read'], send_policy: 'direct', inbox_id: inbox.inbox_id });
 
   const db = openHomeDb(svc.home);
   t.teardown(() => db.close());
@@ -408,6 +409,8 @@ t.test('delete: removes the inbox and everything in it permanently; empty 200', 
 
   const key = await owner<{ inbox_ids: string[] }>('GET', `/v0/api-keys/${scopedKey.body.api_key_id}`);
   t.same(key.body.inbox_ids, [keep.inbox_id], 'keys scoped to the inbox lose it from their scope');
+  t.equal((await owner('GET', `/v0/api-keys/${onlyKey.body.api_key_id}`)).status, 404, 'a key scoped only to the deleted inbox is revoked');
+  t.equal((await as(onlyKey.body.api_key, 'GET', '/v0/inboxes')).status, 401);
   const recreated = await createInbox({ username: 'doomed', domain: 'delete.example.com' });
   const viaOldKey = await as(scopedKey.body.api_key, 'GET', `/v0/inboxes/${enc(recreated.inbox_id)}`);
   t.equal(viaOldKey.status, 404, 'a new inbox at the same address is not shared with the old key');
