@@ -119,7 +119,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   });
 
   await app.register(cookie);
-  await app.register(websocket, { options: { maxPayload: 64 * 1024 } });
+  await app.register(websocket, { options: { maxPayload: 64 * 1024, handleProtocols: (offered: Set<string>) => (offered.has('svc.events') ? 'svc.events' : false) }, preClose: async function (this: FastifyInstance) { for (const socket of this.websocketServer.clients) socket.close(1001, 'svc is stopping'); } });
 
   app.setErrorHandler((err, request, reply) => sendError(reply, toApiError(err, request)));
   app.setNotFoundHandler((request, reply) => {
