@@ -14,6 +14,7 @@ import type { Db } from '../db/open.js';
 import type { Bus } from '../supervisor/bus.js';
 import { CSRF_HEADER, SESSION_COOKIE } from '../owner/limits.js';
 import { resolveBearer } from './credentials.js';
+import { markApiKeyUsed } from '../mail/api-keys.js';
 import { ownerRoutes } from '../routes/owner.js';
 import { transportRoutes } from '../routes/transport.js';
 import { inboxRoutes } from '../routes/inboxes.js';
@@ -68,7 +69,13 @@ function isApiPath(url: string): boolean {
 /** Maps fastify's own errors (validation, body parsing) to the documented codes; hides the rest. */
 function toApiError(err: unknown, request: FastifyRequest): ApiError {
   if (err instanceof ApiError) return err;
-  const e = err as { code?: string; validation?: unknown; validationContext?: string; message?: string; statusCode?: number };
+  const e = err as { code?: string; validation?: { keyword?: string; params?: { additionalProperty?: string } }[]; validationContext?: string; message?: string; statusCode?: number };
+  const unknownField = e.validation?.find((v) => v.keyword === 'additionalProperties')?.params?.additionalProperty;
+  if (unknownField !== undefined) {
+    return new ApiError('validation_error', `Unknown field \`${unknownField}\` in the ${e.validationContext ?? 'request'}.`, {
+      fix: 'Remove the field; see the API reference for the accepted fields.',
+    });
+  }
   if (e.validation) {
     return new ApiError('validation_error', `Invalid ${e.validationContext ?? 'request'}: ${e.message?.replace(/^(body|querystring|params|headers)\/?/, '') ?? 'invalid input'}`, {
       fix: 'Compare the request with the documented fields; unknown fields are rejected.',
@@ -177,6 +184,7 @@ function authenticate(request: FastifyRequest, ctx: AppContext): Principal | nul
     if (!match) throw unauthorized('The Authorization header must be `Bearer <credential>`.');
     const principal = resolveBearer(ctx.db, ctx.owner, match[1]);
     if (!principal) throw unauthorized('The credential is not valid, or it was revoked or expired.');
+    if (principal.kind === 'api_key') markApiKeyUsed(ctx.db, principal.id);
     return principal;
   }
   const cookieToken = request.cookies[SESSION_COOKIE];

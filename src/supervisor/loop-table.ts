@@ -24,8 +24,17 @@ export type LoopName = keyof typeof LOOPS;
 export const LOOP_NAMES = Object.keys(LOOPS) as LoopName[];
 
 /** Messages between the supervisor and a loop worker. */
-export type ToLoop = { kind: 'wake' } | { kind: 'stop' };
-export type FromLoop = { kind: 'ready' } | { kind: 'stopped' } | { kind: 'bus'; message: import('./bus.js').BusMessage };
+export type ToLoop =
+  | { kind: 'wake' }
+  | { kind: 'stop' }
+  | { kind: 'task_result'; id: number; ok: true; value: unknown }
+  | { kind: 'task_result'; id: number; ok: false };
+export type FromLoop =
+  | { kind: 'ready' }
+  | { kind: 'stopped' }
+  | { kind: 'bus'; message: import('./bus.js').BusMessage }
+  /** CPU work for the shared Piscina pool, run by the supervisor on the loop's behalf. */
+  | { kind: 'task'; id: number; task: import('../../workers/pool/tasks.js').TaskName; input: unknown };
 
 /** What every loop worker receives as workerData. */
 export interface LoopWorkerData {

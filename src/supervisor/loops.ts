@@ -3,6 +3,7 @@ import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { LOOP_NAMES, type FromLoop, type LoopName, type LoopWorkerData, type ToLoop } from './loop-table.js';
 import type { Bus } from './bus.js';
+import type { CpuPool } from './pool.js';
 
 const loopFile = (name: LoopName) => fileURLToPath(new URL(`../../workers/loops/${name}.js`, import.meta.url));
 
@@ -14,6 +15,7 @@ export class LoopSupervisor {
 
   constructor(
     private readonly bus: Bus,
+    private readonly pool: CpuPool,
     /** Called once when a loop dies unexpectedly. */
     private readonly onCrash: (name: LoopName) => void,
   ) {
@@ -38,6 +40,13 @@ export class LoopSupervisor {
           ready = true;
           resolve();
         } else if (m.kind === 'bus') this.bus.publish(m.message);
+        else if (m.kind === 'task') {
+          // Task errors are data for the loop to judge (e.g. quarantine), never a crash here.
+          this.pool.run(m.task, m.input).then(
+            (value) => worker.postMessage({ kind: 'task_result', id: m.id, ok: true, value } satisfies ToLoop),
+            () => worker.postMessage({ kind: 'task_result', id: m.id, ok: false } satisfies ToLoop),
+          );
+        }
       });
       const died = () => {
         this.#workers.delete(name);

@@ -2,7 +2,7 @@
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
-import type { ParsedMail } from '../../workers/pool/tasks.js';
+import type { ParsedMail, TaskName } from '../../workers/pool/tasks.js';
 
 const TASK_FILE = fileURLToPath(new URL('../../workers/pool/tasks.js', import.meta.url));
 
@@ -15,7 +15,11 @@ export class CpuPool {
   });
 
   parseMime(raw: Uint8Array): Promise<ParsedMail> {
-    return this.#pool.run({ task: 'parseMime', input: raw });
+    return this.run('parseMime', raw) as Promise<ParsedMail>;
+  }
+
+  run(task: TaskName, input: unknown): Promise<unknown> {
+    return this.#pool.run({ task, input });
   }
 
   async close(): Promise<void> {

@@ -35,13 +35,13 @@ export async function serve(opts: ServeOptions): Promise<number> {
   let dbKey: Buffer | null = null;
   let db: Db | null = null;
   let app: FastifyInstance | null = null;
-  let pool: CpuPool | null = null;
   const bus = new Bus();
   let stopping: Promise<number> | null = null;
   let resolveExit!: (code: number) => void;
   const exited = new Promise<number>((r) => (resolveExit = r));
 
-  const loops = new LoopSupervisor(bus, (name: LoopName) => {
+  const pool = new CpuPool();
+  const loops = new LoopSupervisor(bus, pool, (name: LoopName) => {
     line(process.stderr, {
       event: 'server.failed',
       code: 'service_unavailable',
@@ -62,7 +62,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
         await drain.catch(() => undefined);
         clearTimeout(timer);
       }
-      await pool?.close().catch(() => undefined);
+      await pool.close().catch(() => undefined);
       try {
         db?.close();
       } catch {
@@ -83,7 +83,6 @@ export async function serve(opts: ServeOptions): Promise<number> {
     const files = homeFiles(opts.home);
     db = openDatabase(files.db, dbKey, { migrate: true });
     fs.chmodSync(files.db, 0o600);
-    pool = new CpuPool();
     const owner = new OwnerAccount(db);
     let origin = '';
     app = await buildApp({ db, bus, owner, origin: () => origin });

@@ -7,12 +7,15 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { openDatabase, type Db } from '../../src/db/open.js';
 import { LOOPS, type FromLoop, type LoopName, type LoopWorkerData, type ToLoop } from '../../src/supervisor/loop-table.js';
 import type { BusMessage } from '../../src/supervisor/bus.js';
+import type { TaskName } from '../pool/tasks.js';
 
 export interface LoopContext {
   db: Db;
   name: LoopName;
   /** Tell the main thread something happened (e.g. an event was appended). */
   publish(message: BusMessage): void;
+  /** Runs CPU work in the shared pool; rejects when the task fails. */
+  runTask(task: TaskName, input: unknown): Promise<unknown>;
 }
 
 /** Returns whether the pass did work ('busy') or found none ('idle'), or an explicit next delay. */
@@ -32,13 +35,33 @@ export function runLoop(pass: LoopPass): void {
   let wake: (() => void) | null = null;
   let woken = false;
 
+  let nextTaskId = 1;
+  const tasks = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+
   port.on('message', (m: ToLoop) => {
+    if (m.kind === 'task_result') {
+      const pending = tasks.get(m.id);
+      tasks.delete(m.id);
+      if (m.ok) pending?.resolve(m.value);
+      else pending?.reject(new Error('pool task failed'));
+      return;
+    }
     if (m.kind === 'stop') stopping = true;
     woken = true;
     wake?.();
   });
 
-  const ctx: LoopContext = { db, name: data.name, publish: (message) => send({ kind: 'bus', message }) };
+  const ctx: LoopContext = {
+    db,
+    name: data.name,
+    publish: (message) => send({ kind: 'bus', message }),
+    runTask: (task, input) =>
+      new Promise((resolve, reject) => {
+        const id = nextTaskId++;
+        tasks.set(id, { resolve, reject });
+        send({ kind: 'task', id, task, input });
+      }),
+  };
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
       if (woken || stopping) return resolve();
