@@ -145,4 +145,32 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX events_message ON events (message_rowid) WHERE message_rowid IS NOT NULL;
   CREATE INDEX events_created ON events (created_at);
   `,
+  // 3: inbound pipeline state: the home's sealing key, quarantine, rejections
+  `
+  CREATE TABLE inbound_quarantine (
+    quarantine_id TEXT PRIMARY KEY,
+    source_kind TEXT NOT NULL CHECK (source_kind IN ('buffer_object', 'queue_message')),
+    source_key TEXT NOT NULL UNIQUE,      -- edge object or queue key
+    reason_code TEXT NOT NULL,
+    first_seen TEXT NOT NULL,
+    size INTEGER,
+    inbox_id TEXT,
+    attempts INTEGER,
+    last_attempt_at TEXT,
+    status TEXT NOT NULL DEFAULT 'quarantined' CHECK (status IN ('quarantined', 'release_pending', 'delete_pending'))
+  ) STRICT;
+  CREATE INDEX inbound_quarantine_seen ON inbound_quarantine (first_seen, quarantine_id);
+
+  CREATE TABLE inbound_rejections (
+    rejection_id TEXT PRIMARY KEY,
+    source_key TEXT NOT NULL UNIQUE,      -- edge object key + recipient: idempotent like commits
+    inbox_id TEXT NOT NULL,
+    sender TEXT,
+    subject TEXT,
+    reason TEXT NOT NULL,
+    received_at TEXT NOT NULL,
+    created_at TEXT NOT NULL
+  ) STRICT;
+  CREATE INDEX inbound_rejections_inbox ON inbound_rejections (inbox_id, created_at);
+  `,
 ];
