@@ -1,0 +1,184 @@
+/**
+ * `svc edge`: runs the built-in edge on its own (e.g. on a VPS with public port 25). Prints one
+ * JSON line `edge.ready` on stdout and, on stderr, how to pair it with a home. Runs until
+ * SIGINT/SIGTERM.
+ */
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { resolveHome, type Flavor } from '../keys/home.js';
+import { ApiTokenUnreadable, loadOrCreateApiToken } from '../edge/api-token.js';
+import { dnsResolver } from '../edge/auth.js';
+import { Edge, EdgeStartError, type EdgeOptions } from '../edge/edge.js';
+import { DEFAULT_MAX_MESSAGE_BYTES } from '../edge/limits.js';
+import { parseArgs, parsePort } from './args.js';
+import { CliError, reportCliError } from './exit-codes.js';
+import { isSourceCheckout } from './package-root.js';
+
+export const DEFAULT_EDGE_SMTP_PORT = 2525;
+export const DEFAULT_EDGE_API_PORT = 8026;
+const LOOPBACK = '127.0.0.1';
+const MIN_MESSAGE_BYTES = 1024;
+
+const USAGE = `svc edge [--data DIR | --home DIR] [--host IP] [--smtp-port N] [--api-port N] [--api-host IP]
+         [--hostname NAME] [--max-message-bytes N] [--spam-url URL] [--dns HOST[:PORT],...]
+         [--tls-key FILE --tls-cert FILE] [--flavor development|production] [--json]`;
+
+const FLAGS = {
+  data: 'string',
+  home: 'string',
+  flavor: 'string',
+  host: 'string',
+  'api-host': 'string',
+  'smtp-port': 'string',
+  'api-port': 'string',
+  hostname: 'string',
+  'max-message-bytes': 'string',
+  'spam-url': 'string',
+  dns: 'string',
+  'tls-key': 'string',
+  'tls-cert': 'string',
+  json: 'boolean',
+} as const;
+
+const line = (stream: NodeJS.WriteStream, data: Record<string, unknown>) => stream.write(JSON.stringify(data) + '\n');
+
+function invalid(message: string): CliError {
+  return new CliError('validation_error', message, `Usage: ${USAGE}`);
+}
+
+function stringFlag(flags: Record<string, string | boolean>, name: keyof typeof FLAGS): string | undefined {
+  const value = flags[name];
+  if (value === '') throw invalid(`--${name} must not be empty.`);
+  return typeof value === 'string' ? value : undefined;
+}
+
+function ipFlag(value: string | undefined, name: string, fallback: string): string {
+  if (value === undefined) return fallback;
+  if (net.isIP(value) === 0) throw invalid(`--${name} must be an IP address (e.g. 127.0.0.1, or 0.0.0.0 for every interface).`);
+  return value;
+}
+
+function portFlag(value: string | undefined, name: string, fallback: number): number {
+  try {
+    return parsePort(value, fallback, true);
+  } catch {
+    throw invalid(`--${name} must be an integer from 0 to 65535.`);
+  }
+}
+
+function readTls(keyFile: string | undefined, certFile: string | undefined): EdgeOptions['tls'] {
+  if (keyFile === undefined && certFile === undefined) return undefined;
+  if (keyFile === undefined || certFile === undefined) throw invalid('--tls-key and --tls-cert go together.');
+  try {
+    return { key: fs.readFileSync(keyFile), cert: fs.readFileSync(certFile) };
+  } catch {
+    throw invalid('The --tls-key or --tls-cert file cannot be read.');
+  }
+}
+
+/** The default data directory: `<home>/edge`, next to the home's own files. */
+export function defaultEdgeDataDir(home: string): string {
+  return path.join(home, 'edge');
+}
+
+interface EdgeCommand {
+  options: Omit<EdgeOptions, 'apiToken'>;
+  json: boolean;
+}
+
+function parseEdgeArgs(args: string[]): EdgeCommand {
+  const { flags, positionals } = parseArgs(args, FLAGS);
+  if (positionals.length > 0) throw invalid(`Unexpected argument "${positionals[0]}".`);
+  const flavor = stringFlag(flags, 'flavor');
+  if (flavor !== undefined && flavor !== 'development' && flavor !== 'production') throw invalid('--flavor must be development or production.');
+  const data = stringFlag(flags, 'data');
+  const home = stringFlag(flags, 'home');
+  if (data !== undefined && home !== undefined) throw invalid('Give --data or --home, not both.');
+  const dataDir = path.resolve(
+    data ?? defaultEdgeDataDir(resolveHome({ home, flavor: (flavor as Flavor | undefined) ?? (isSourceCheckout() ? 'development' : 'production') })),
+  );
+  const host = ipFlag(stringFlag(flags, 'host'), 'host', LOOPBACK);
+  const apiHost = ipFlag(stringFlag(flags, 'api-host'), 'api-host', host);
+  const maxText = stringFlag(flags, 'max-message-bytes');
+  const maxMessageBytes = maxText === undefined ? DEFAULT_MAX_MESSAGE_BYTES : Number(maxText);
+  if (!/^\d+$/.test(maxText ?? '0') || !Number.isSafeInteger(maxMessageBytes) || maxMessageBytes < MIN_MESSAGE_BYTES) {
+    throw invalid(`--max-message-bytes must be an integer of at least ${MIN_MESSAGE_BYTES}.`);
+  }
+  const spam = stringFlag(flags, 'spam-url');
+  if (spam !== undefined && !/^https?:\/\/[^\s]+$/.test(spam)) throw invalid('--spam-url must be an http(s) URL of the rspamd controller, e.g. http://127.0.0.1:11333.');
+  const dns = stringFlag(flags, 'dns');
+  return {
+    json: flags.json === true,
+    options: {
+      dataDir,
+      smtp: { host, port: portFlag(stringFlag(flags, 'smtp-port'), 'smtp-port', DEFAULT_EDGE_SMTP_PORT) },
+      api: { host: apiHost, port: portFlag(stringFlag(flags, 'api-port'), 'api-port', DEFAULT_EDGE_API_PORT) },
+      hostname: stringFlag(flags, 'hostname') ?? os.hostname(),
+      maxMessageBytes,
+      spam,
+      resolver: dns === undefined ? undefined : dnsResolver(dns.split(',').map((s) => s.trim()).filter(Boolean)),
+      tls: readTls(stringFlag(flags, 'tls-key'), stringFlag(flags, 'tls-cert')),
+    },
+  };
+}
+
+const isWildcard = (host: string) => host === '0.0.0.0' || host === '::';
+const isLoopback = (host: string) => host === '127.0.0.1' || host === '::1' || host.startsWith('127.');
+
+/** Runs `svc edge <args>` until a stop signal; returns the exit code. */
+export async function runEdgeCommand(args: string[]): Promise<number> {
+  let command: EdgeCommand;
+  try {
+    command = parseEdgeArgs(args);
+  } catch (err) {
+    return reportCliError(err, args.includes('--json'));
+  }
+  const { options } = command;
+  // Everything the edge writes (sealed objects, routing, token) is private to this user.
+  process.umask(0o077);
+  let edge: Edge | null = null;
+  try {
+    let token: ReturnType<typeof loadOrCreateApiToken>;
+    try {
+      token = loadOrCreateApiToken(options.dataDir);
+    } catch (err) {
+      if (err instanceof ApiTokenUnreadable) throw new EdgeStartError('action_required', err.message, 'Delete the api-token file to make a new token, then pair the home again with the new one.');
+      throw new EdgeStartError('service_unavailable', `The edge data directory ${options.dataDir} cannot be created or written.`, 'Choose a writable directory with --data, or fix its permissions.');
+    }
+    edge = new Edge({ ...options, apiToken: token.token, log: (data) => line(process.stderr, data) });
+    const bound = await edge.start();
+    const publicUrl = isWildcard(bound.api.host) ? bound.api.url.replace(/\/\/[^/]*:/, `//${options.hostname}:`) : bound.api.url;
+    line(process.stdout, { event: 'edge.ready', smtp: bound.smtp, api: bound.api, token_file: token.file, data: options.dataDir });
+    process.stderr.write(
+      `svc edge receives mail on ${bound.smtp.host}:${bound.smtp.port} (SMTP) and serves its API at ${bound.api.url}.\n` +
+        `Pair it with a home: PUT /v0/owner/transport with {"edge":{"url":"${publicUrl}","token":"<the contents of ${token.file}>"}}.\n`,
+    );
+    if (!options.tls && !isLoopback(bound.api.host)) {
+      line(process.stderr, {
+        event: 'edge.warning',
+        message: 'The edge API listens beyond loopback without TLS, so its token travels in cleartext.',
+        fix: 'Pass --tls-key and --tls-cert, or keep --api-host 127.0.0.1 and reach it through an SSH tunnel or a TLS reverse proxy.',
+      });
+    }
+  } catch (err) {
+    const e = err instanceof EdgeStartError ? err : new EdgeStartError('service_unavailable', 'The edge could not start.', 'Check the data directory and the ports, then start it again.');
+    line(process.stderr, { event: 'edge.failed', code: e.code, message: e.message, fix: e.fix });
+    await edge?.stop().catch(() => undefined);
+    return 1;
+  }
+  const running = edge;
+  return new Promise<number>((resolve) => {
+    const onSignal = () => {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      running.stop().then(
+        () => resolve(0),
+        () => resolve(1),
+      );
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+  });
+}

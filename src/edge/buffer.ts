@@ -1,0 +1,290 @@
+/**
+ * The sealed buffer on disk: `objects/<key>.jwe` (one compact JWE per accepted message) and
+ * `queue/<key>.json` (its queue entry). A message is committed — and only then answered 250 —
+ * once both files are written, fsynced, renamed into place and both directories fsynced.
+ *
+ * Commits are grouped: concurrent SMTP sessions share one round of directory fsyncs, and keys
+ * are issued per group in the order files become visible, so a listing is always a prefix of
+ * key order and `after=<last key>` never skips an object.
+ *
+ * Crash states and what start-up does with them:
+ * - `*.tmp` files: a commit that never finished (never answered 250) → removed.
+ * - a queue entry without its object: the commit stopped between the two renames, or a delete
+ *   stopped between its two unlinks → the entry is removed (the object was never acknowledged
+ *   or was already deleted).
+ * - an object without a queue entry: the home deleted only the entry (`DELETE /queue/{key}`) → kept.
+ */
+import fs from 'node:fs';
+import fsp from 'node:fs/promises';
+import path from 'node:path';
+import { Type, type Static } from 'typebox';
+import { Value } from 'typebox/value';
+import { ensurePrivateDir, fsyncDirectoryAsync, removeIfPresent, writeNewFileSynced } from './durable-files.js';
+import { isObjectKey, ObjectKeyClock } from './object-key.js';
+
+/** A queue entry: metadata only, never message content. */
+export const QueueEntry = Type.Object({
+  key: Type.String(),
+  /** Bytes of the sealed object. */
+  size: Type.Integer({ minimum: 0 }),
+  received_at: Type.String(),
+  recipients: Type.Array(Type.String()),
+  /** The `kid` the object was sealed to (the home's key thumbprint). */
+  key_id: Type.String(),
+});
+export type QueueEntry = Static<typeof QueueEntry>;
+
+export interface ObjectSummary {
+  key: string;
+  size: number;
+}
+
+export interface Page<T> {
+  items: T[];
+  hasMore: boolean;
+}
+
+interface PendingCommit {
+  jwe: string;
+  receivedAt: string;
+  recipients: string[];
+  keyId: string;
+  resolve: (key: string) => void;
+  reject: (err: unknown) => void;
+}
+
+interface Waiter {
+  after: string;
+  resolve: (available: boolean) => void;
+  timer: NodeJS.Timeout;
+}
+
+const OBJECT_SUFFIX = '.jwe';
+const ENTRY_SUFFIX = '.json';
+const TEMP_SUFFIX = '.tmp';
+
+export class SealedBuffer {
+  readonly objectsDir: string;
+  readonly queueDir: string;
+  private readonly clock = new ObjectKeyClock();
+  /** Committed objects in key order, with their sizes. */
+  private readonly objectKeys: string[] = [];
+  private readonly objectSizes = new Map<string, number>();
+  private readonly entries = new Map<string, QueueEntry>();
+  private readonly entryKeys: string[] = [];
+  private pending: PendingCommit[] = [];
+  private flushing: Promise<void> | null = null;
+  private readonly waiters = new Set<Waiter>();
+
+  constructor(dataDir: string) {
+    this.objectsDir = path.join(dataDir, 'objects');
+    this.queueDir = path.join(dataDir, 'queue');
+  }
+
+  /** Creates the directories, applies the crash rules above and loads the index. */
+  open(): void {
+    ensurePrivateDir(this.objectsDir);
+    ensurePrivateDir(this.queueDir);
+    for (const name of fs.readdirSync(this.objectsDir)) {
+      const file = path.join(this.objectsDir, name);
+      if (name.endsWith(TEMP_SUFFIX)) fs.rmSync(file, { force: true });
+      else if (name.endsWith(OBJECT_SUFFIX) && isObjectKey(name.slice(0, -OBJECT_SUFFIX.length))) {
+        this.objectSizes.set(name.slice(0, -OBJECT_SUFFIX.length), fs.statSync(file).size);
+      }
+    }
+    for (const name of fs.readdirSync(this.queueDir)) {
+      const file = path.join(this.queueDir, name);
+      const key = name.slice(0, -ENTRY_SUFFIX.length);
+      if (name.endsWith(TEMP_SUFFIX)) fs.rmSync(file, { force: true });
+      else if (name.endsWith(ENTRY_SUFFIX) && isObjectKey(key)) {
+        const entry = readEntry(file);
+        if (!this.objectSizes.has(key) || !entry || entry.key !== key) fs.rmSync(file, { force: true });
+        else this.entries.set(key, entry);
+      }
+    }
+    this.objectKeys.push(...[...this.objectSizes.keys()].sort());
+    this.entryKeys.push(...[...this.entries.keys()].sort());
+    const newest = this.objectKeys.at(-1);
+    if (newest) this.clock.observe(newest);
+  }
+
+  /** Writes one sealed object and its queue entry durably; resolves with the key once both are on disk. */
+  commit(jwe: string, meta: { receivedAt: string; recipients: string[]; keyId: string }): Promise<string> {
+    return new Promise<string>((resolve, reject) => {
+      this.pending.push({ jwe, ...meta, resolve, reject });
+      this.flushing ??= this.flush().finally(() => (this.flushing = null));
+    });
+  }
+
+  /** Waits for commits already accepted by `commit` (used on stop). */
+  async settle(): Promise<void> {
+    while (this.flushing) await this.flushing;
+  }
+
+  private async flush(): Promise<void> {
+    while (this.pending.length > 0) {
+      const group = this.pending;
+      this.pending = [];
+      const keys = group.map(() => this.clock.next());
+      const files = keys.map((key) => ({
+        object: this.objectPath(key),
+        entry: this.entryPath(key),
+        objectTemp: this.objectPath(key) + TEMP_SUFFIX,
+        entryTemp: this.entryPath(key) + TEMP_SUFFIX,
+      }));
+      const entries: QueueEntry[] = group.map((c, i) => ({
+        key: keys[i],
+        size: Buffer.byteLength(c.jwe),
+        received_at: c.receivedAt,
+        recipients: c.recipients,
+        key_id: c.keyId,
+      }));
+      try {
+        await Promise.all(
+          group.flatMap((c, i) => [writeNewFileSynced(files[i].objectTemp, c.jwe), writeNewFileSynced(files[i].entryTemp, JSON.stringify(entries[i]) + '\n')]),
+        );
+        // Entries first, objects last: an object is visible only with its entry already durable.
+        for (const f of files) await fsp.rename(f.entryTemp, f.entry);
+        await fsyncDirectoryAsync(this.queueDir);
+        for (const f of files) await fsp.rename(f.objectTemp, f.object);
+        await fsyncDirectoryAsync(this.objectsDir);
+      } catch (err) {
+        // None of the group was answered 250, so none of it may stay behind half-written.
+        await Promise.all(files.flatMap((f) => [f.objectTemp, f.entryTemp, f.object, f.entry]).map((file) => removeIfPresent(file).catch(() => false)));
+        for (const c of group) c.reject(err);
+        continue;
+      }
+      for (const [i, key] of keys.entries()) {
+        this.objectKeys.push(key);
+        this.objectSizes.set(key, entries[i].size);
+        this.entryKeys.push(key);
+        this.entries.set(key, entries[i]);
+        group[i].resolve(key);
+      }
+      this.wakeWaiters();
+    }
+  }
+
+  listObjects(after: string | null, limit: number): Page<ObjectSummary> {
+    const keys = pageOf(this.objectKeys, after, limit);
+    return { items: keys.items.map((key) => ({ key, size: this.objectSizes.get(key) ?? 0 })), hasMore: keys.hasMore };
+  }
+
+  listEntries(after: string | null, limit: number): Page<QueueEntry> {
+    const keys = pageOf(this.entryKeys, after, limit);
+    return { items: keys.items.map((key) => this.entries.get(key)!), hasMore: keys.hasMore };
+  }
+
+  hasObject(key: string): boolean {
+    return this.objectSizes.has(key);
+  }
+
+  /** The sealed object as stored, or null when there is none. */
+  async readObject(key: string): Promise<string | null> {
+    if (!this.objectSizes.has(key)) return null;
+    try {
+      return await fsp.readFile(this.objectPath(key), 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw err;
+    }
+  }
+
+  entry(key: string): QueueEntry | null {
+    return this.entries.get(key) ?? null;
+  }
+
+  /**
+   * Deletes an object and its queue entry; idempotent. The object goes first so an interrupted
+   * delete leaves only an entry, which start-up removes. Not fsynced: a delete undone by a crash
+   * shows the object again and the home, idempotent on the key, deletes it again.
+   */
+  async deleteObject(key: string): Promise<void> {
+    await removeIfPresent(this.objectPath(key));
+    removeSorted(this.objectKeys, key);
+    this.objectSizes.delete(key);
+    await this.deleteEntry(key);
+  }
+
+  /** Deletes only the queue entry; the object (if any) stays listed. Idempotent. */
+  async deleteEntry(key: string): Promise<void> {
+    await removeIfPresent(this.entryPath(key));
+    removeSorted(this.entryKeys, key);
+    this.entries.delete(key);
+  }
+
+  /** The newest object key, or null when the buffer is empty. */
+  get latest(): string | null {
+    return this.objectKeys.at(-1) ?? null;
+  }
+
+  /** True at once when an object newer than `after` exists; otherwise when one lands, or false at timeout. */
+  waitForNewer(after: string | null, timeoutMs: number, cancelled: Promise<void>): Promise<boolean> {
+    const since = after ?? '';
+    if ((this.latest ?? '') > since) return Promise.resolve(true);
+    if (timeoutMs <= 0) return Promise.resolve(false);
+    return new Promise<boolean>((resolve) => {
+      const waiter: Waiter = {
+        after: since,
+        timer: setTimeout(() => finish(false), timeoutMs),
+        resolve: (available) => finish(available),
+      };
+      const finish = (available: boolean) => {
+        if (!this.waiters.delete(waiter)) return;
+        clearTimeout(waiter.timer);
+        resolve(available);
+      };
+      this.waiters.add(waiter);
+      void cancelled.then(() => finish(false));
+    });
+  }
+
+  /** Answers every pending long-poll now (with "nothing new"), e.g. when the edge stops. */
+  releaseWaiters(): void {
+    for (const w of [...this.waiters]) w.resolve(false);
+  }
+
+  private wakeWaiters(): void {
+    const latest = this.latest ?? '';
+    for (const w of [...this.waiters]) if (latest > w.after) w.resolve(true);
+  }
+
+  private objectPath(key: string): string {
+    return path.join(this.objectsDir, key + OBJECT_SUFFIX);
+  }
+
+  private entryPath(key: string): string {
+    return path.join(this.queueDir, key + ENTRY_SUFFIX);
+  }
+}
+
+function readEntry(file: string): QueueEntry | null {
+  try {
+    const parsed: unknown = JSON.parse(fs.readFileSync(file, 'utf8'));
+    return Value.Check(QueueEntry, parsed) ? parsed : null;
+  } catch {
+    return null;
+  }
+}
+
+/** First index whose key sorts after `after`. */
+function firstAfter(keys: string[], after: string): number {
+  let lo = 0;
+  let hi = keys.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (keys[mid] <= after) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+function pageOf(keys: string[], after: string | null, limit: number): Page<string> {
+  const start = after === null ? 0 : firstAfter(keys, after);
+  return { items: keys.slice(start, start + limit), hasMore: start + limit < keys.length };
+}
+
+function removeSorted(keys: string[], key: string): void {
+  const i = firstAfter(keys, key) - 1;
+  if (i >= 0 && keys[i] === key) keys.splice(i, 1);
+}

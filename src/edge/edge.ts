@@ -1,0 +1,193 @@
+/**
+ * The built-in edge (ARCHITECTURE §6): an SMTP receiver that seals each accepted message to the
+ * home's public key and stores it durably before answering 250, and an API the home pulls from.
+ * Runs standalone (`svc edge`) or inside `svc serve --local-edge`; the same code either way.
+ */
+import type { AddressInfo } from 'node:net';
+import type { FastifyInstance } from 'fastify';
+import type { SMTPServer } from 'smtp-server';
+import { buildEdgeApi } from './api.js';
+import { dnsResolver, evaluateAuth, type DNSResolver } from './auth.js';
+import { SealedBuffer } from './buffer.js';
+import { ensurePrivateDir } from './durable-files.js';
+import { API_DRAIN_MS, DEFAULT_MAX_MESSAGE_BYTES } from './limits.js';
+import { RoutingCorrupt, RoutingTable, type ReportAddressPolicy } from './routing.js';
+import { SEALED_VERSION, sealObject, type InboundObject } from './sealed.js';
+import { createSmtpReceiver, SmtpReply, type ReceivedMessage, type TlsFiles } from './smtp.js';
+import { checkSpam } from './spam.js';
+
+export interface ListenAddress {
+  host: string;
+  /** 0 picks a free port; `start()` reports the one bound. */
+  port: number;
+}
+
+export interface EdgeOptions {
+  /** Holds routing.json, objects/, queue/ (created 0700). */
+  dataDir: string;
+  smtp: ListenAddress;
+  api: ListenAddress;
+  /** Bearer token every edge API request must present. */
+  apiToken: string;
+  /** This edge's host name: SMTP greeting and the `mta` in authentication results. */
+  hostname: string;
+  maxMessageBytes?: number;
+  /** DNS for SPF/DKIM/DMARC/ARC; default: the system's name servers with a per-query timeout. */
+  resolver?: DNSResolver;
+  /** rspamd base URL (e.g. http://127.0.0.1:11333); without it no spam verdict is made. */
+  spam?: string;
+  /** Certificate for SMTP STARTTLS and HTTPS on the API (production); omitted → cleartext. */
+  tls?: TlsFiles;
+  /** Extra recipients on routed domains (issue 5: VERP return path and feedback addresses). */
+  reportAddress?: ReportAddressPolicy;
+  /** Operational lines (never content, addresses or credentials), e.g. storage failures. */
+  log?: (line: Record<string, unknown>) => void;
+}
+
+export interface EdgeAddresses {
+  smtp: { host: string; port: number };
+  api: { host: string; port: number; url: string };
+}
+
+/** Why the edge could not start, in the CLI's code/message/fix form. */
+export class EdgeStartError extends Error {
+  constructor(
+    readonly code: 'service_unavailable' | 'action_required',
+    message: string,
+    readonly fix: string,
+  ) {
+    super(message);
+  }
+}
+
+export class Edge {
+  private readonly routing: RoutingTable;
+  private readonly buffer: SealedBuffer;
+  private readonly resolver: DNSResolver;
+  private readonly maxMessageBytes: number;
+  private smtp: SMTPServer | null = null;
+  private api: FastifyInstance | null = null;
+  private stopping = false;
+
+  constructor(private readonly options: EdgeOptions) {
+    this.routing = new RoutingTable(options.dataDir, options.reportAddress);
+    this.buffer = new SealedBuffer(options.dataDir);
+    this.resolver = options.resolver ?? dnsResolver();
+    this.maxMessageBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+  }
+
+  async start(): Promise<EdgeAddresses> {
+    const { dataDir } = this.options;
+    try {
+      ensurePrivateDir(dataDir);
+      this.buffer.open();
+    } catch {
+      throw new EdgeStartError('service_unavailable', `The edge data directory ${dataDir} cannot be created or written.`, 'Choose a writable directory with --data, or fix its permissions and free disk space.');
+    }
+    try {
+      await this.routing.load();
+    } catch (err) {
+      if (err instanceof RoutingCorrupt) {
+        throw new EdgeStartError('action_required', `${dataDir}/routing.json is damaged.`, 'Delete routing.json and let the home push its routing again (it does so every 10 seconds).');
+      }
+      throw new EdgeStartError('service_unavailable', `The routing file in ${dataDir} cannot be read.`, 'Fix the permissions of the edge data directory.');
+    }
+    try {
+      const smtp = await this.listenSmtp();
+      const api = await this.listenApi();
+      return { smtp, api };
+    } catch (err) {
+      await this.stop();
+      throw err;
+    }
+  }
+
+  /** Stops taking mail, answers pending long-polls, lets in-flight work finish. Safe to call twice. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.buffer.releaseWaiters();
+    const smtp = this.smtp;
+    const api = this.api;
+    this.smtp = null;
+    this.api = null;
+    await Promise.all([
+      smtp ? new Promise<void>((resolve) => smtp.close(() => resolve())) : undefined,
+      api ? closeApi(api) : undefined,
+    ]);
+    await this.buffer.settle();
+  }
+
+  private async listenSmtp(): Promise<EdgeAddresses['smtp']> {
+    const { host, port } = this.options.smtp;
+    const smtp = createSmtpReceiver({
+      hostname: this.options.hostname,
+      maxMessageBytes: this.maxMessageBytes,
+      routing: this.routing,
+      tls: this.options.tls,
+      accept: (message) => this.accept(message),
+      stopping: () => this.stopping,
+    });
+    // A client that drops mid-session is routine for an MX; it must never take the edge down.
+    smtp.on('error', () => undefined);
+    this.smtp = smtp;
+    await new Promise<void>((resolve, reject) => {
+      const onError = () => reject(listenFailed('SMTP', host, port, '--smtp-port'));
+      smtp.server.once('error', onError);
+      smtp.listen(port, host, () => {
+        smtp.server.off('error', onError);
+        resolve();
+      });
+    });
+    return { host, port: (smtp.server.address() as AddressInfo).port };
+  }
+
+  private async listenApi(): Promise<EdgeAddresses['api']> {
+    const { host, port } = this.options.api;
+    const api = await buildEdgeApi({ buffer: this.buffer, routing: this.routing, apiToken: this.options.apiToken, tls: this.options.tls });
+    this.api = api;
+    try {
+      await api.listen({ host, port });
+    } catch {
+      throw listenFailed('API', host, port, '--api-port');
+    }
+    const bound = (api.server.address() as AddressInfo).port;
+    const scheme = this.options.tls ? 'https' : 'http';
+    return { host, port: bound, url: `${scheme}://${host.includes(':') ? `[${host}]` : host}:${bound}` };
+  }
+
+  /** Auth → spam → seal → durable commit; only then may the receiver answer 250. */
+  private async accept(message: ReceivedMessage): Promise<string> {
+    const sealing = this.routing.sealingKey;
+    if (!sealing) throw new SmtpReply(451, 'This edge has no routing yet; try again later');
+    const facts = { clientIp: message.clientIp, helo: message.helo, mailFrom: message.mailFrom };
+    const [auth, spam] = await Promise.all([
+      evaluateAuth(message.raw, { ...facts, hostname: this.options.hostname }, this.resolver),
+      this.options.spam ? checkSpam(this.options.spam, message.raw, { ...facts, recipients: message.recipients }) : Promise.resolve(null),
+    ]);
+    const receivedAt = message.receivedAt.toISOString();
+    const payload: InboundObject = {
+      version: SEALED_VERSION,
+      envelope: { mail_from: message.mailFrom, rcpt_to: message.recipients, client_ip: message.clientIp, helo: message.helo, received_at: receivedAt },
+      auth,
+      spam,
+      raw: message.raw.toString('base64'),
+    };
+    const jwe = await sealObject(payload, sealing);
+    try {
+      return await this.buffer.commit(jwe, { receivedAt, recipients: message.recipients, keyId: sealing.keyId });
+    } catch (err) {
+      this.options.log?.({ event: 'edge.store_failed', code: (err as NodeJS.ErrnoException).code ?? 'unknown', message: 'A message could not be stored; the sender was told to retry (451).' });
+      throw new SmtpReply(451, 'Temporary storage problem; please try again later');
+    }
+  }
+}
+
+function listenFailed(what: string, host: string, port: number, flag: string): EdgeStartError {
+  return new EdgeStartError('service_unavailable', `The edge could not listen for ${what} on ${host}:${port}.`, `Choose another port with ${flag}, stop the program that uses it, or run with the rights to bind low ports.`);
+}
+
+async function closeApi(api: FastifyInstance): Promise<void> {
+  const timer = setTimeout(() => api.server.closeAllConnections(), API_DRAIN_MS);
+  await api.close().catch(() => undefined);
+  clearTimeout(timer);
+}

@@ -1,0 +1,40 @@
+/** Every limit and timing of the edge, named in one place (docs/edge.md lists them). */
+
+/** Largest message the SMTP receiver accepts (SIZE extension and counted DATA bytes); over it → 552. */
+export const DEFAULT_MAX_MESSAGE_BYTES = 25 * 1024 * 1024;
+
+/** RCPT commands accepted in one transaction (RFC 5321 §4.5.3.1.8 asks for at least 100); more → 452. */
+export const MAX_RECIPIENTS_PER_MESSAGE = 100;
+
+/** Concurrent SMTP clients; more are turned away with 421 so a flood cannot exhaust memory. */
+export const MAX_SMTP_CLIENTS = 200;
+
+/** Idle SMTP connections are closed after this long. */
+export const SMTP_SOCKET_TIMEOUT_MS = 60_000;
+
+/** On stop, SMTP sessions get this long to finish before they are told 421 and closed. */
+export const SMTP_CLOSE_GRACE_MS = 5_000;
+
+/** One DNS query (SPF, DKIM, DMARC, ARC lookups) gives up after this long, tried this many times. */
+export const DNS_TIMEOUT_MS = 3_000;
+export const DNS_TRIES = 2;
+
+/** The optional rspamd check; on timeout the verdict is `unknown` and the mail is still accepted. */
+export const SPAM_CHECK_TIMEOUT_MS = 10_000;
+
+/** Edge API list pages: default and largest `limit`. */
+export const LIST_DEFAULT_LIMIT = 100;
+export const LIST_MAX_LIMIT = 1_000;
+
+/** `GET /wait` holds at most this long (and this long when `timeout_ms` is not given). */
+export const WAIT_MAX_MS = 30_000;
+
+/** JSON bodies on the edge API (only `PUT /routing` has one; 100k addresses fit). */
+export const API_BODY_LIMIT = 16 * 1024 * 1024;
+
+/** Routing table size caps. */
+export const MAX_ROUTED_DOMAINS = 10_000;
+export const MAX_ROUTED_ADDRESSES = 100_000;
+
+/** On stop, in-flight edge API requests (long-polls are released first) get this long. */
+export const API_DRAIN_MS = 5_000;
