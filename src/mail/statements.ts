@@ -1,0 +1,27 @@
+/**
+ * Prepared statements cached per connection. Preparing costs more than running an indexed
+ * lookup, and the read routes run a handful of fixed query shapes at high rates.
+ */
+import type Database from 'better-sqlite3-multiple-ciphers';
+import type { Db } from '../db/open.js';
+
+const caches = new WeakMap<Db, Map<string, Database.Statement>>();
+/** Query shapes are built from a small set of optional filters; this bounds the cache anyway. */
+const MAX_CACHED = 512;
+
+export function prepared(db: Db, sql: string): Database.Statement {
+  let cache = caches.get(db);
+  if (!cache) {
+    cache = new Map();
+    caches.set(db, cache);
+    // Unicode case folding for substring filters; SQLite's lower() folds ASCII only.
+    db.function('svc_fold', { deterministic: true }, (s: unknown) => (typeof s === 'string' ? s.toLowerCase() : null));
+  }
+  let statement = cache.get(sql);
+  if (!statement) {
+    if (cache.size >= MAX_CACHED) cache.clear();
+    statement = db.prepare(sql);
+    cache.set(sql, statement);
+  }
+  return statement;
+}

@@ -1,0 +1,203 @@
+/**
+ * commitInbound: the one write path for received mail. In a single transaction it stores the
+ * message (bodies, extracted reply text, headers, addresses, attachments, raw MIME), threads it,
+ * labels it, indexes it for search and appends its `message.received*` event. Idempotent on the
+ * edge's object key and on the Message-ID within the inbox, so a crash between commit and the
+ * edge delete neither loses nor duplicates mail.
+ */
+import { createHash } from 'node:crypto';
+import type { Db } from '../db/open.js';
+import type { ParsedMail } from '../../workers/pool/tasks.js';
+import { uuidv7 } from '../db/ids.js';
+import { appendEvent } from '../events/log.js';
+import { bumpSearchGeneration } from '../http/pagination.js';
+import { extractHtml, extractText } from './extract.js';
+import { HIDDEN_LABELS, INBOUND_HIDDEN_ORDER, type InboundHiddenLabel } from './labels.js';
+import { messagesByRowid } from './messages.js';
+import { threadSummaries } from './threads.js';
+import { displayAddress, type ThreadRow } from './serialize.js';
+import { prepared } from './statements.js';
+
+export interface InboundMail {
+  inboxId: string;
+  parsed: ParsedMail;
+  raw: Uint8Array;
+  /** The edge buffer object key; a second commit with the same key returns the first result. */
+  sourceKey?: string;
+  hiddenLabels?: InboundHiddenLabel[];
+  /** When the edge accepted the mail; defaults to now. */
+  receivedAt?: string;
+}
+
+export interface CommitResult {
+  messageRowid: number;
+  messageId: string;
+  threadId: string;
+  /** The event's sequence number; the caller publishes it after the commit (null if it was purged). */
+  seq: number | null;
+  /** True when the mail was already stored; nothing was written and nothing should be published. */
+  duplicate: boolean;
+}
+
+export const PREVIEW_LENGTH = 200;
+/** Body text indexed for search per message; longer bodies are searchable by their start. */
+export const MAX_INDEXED_BODY = 256 * 1024;
+/** Threading looks at this many of the newest References. */
+const MAX_THREAD_REFS = 100;
+const MAX_MESSAGE_ID_LENGTH = 998;
+
+const MSG_ID = /<[^<>\s]+>/g;
+
+function messageIds(value: string | null | undefined): string[] {
+  return value ? (value.match(MSG_ID) ?? []) : [];
+}
+
+export function previewOf(text: string | null): string | null {
+  if (text === null) return null;
+  const collapsed = text.replace(/\s+/g, ' ').trim();
+  const chars = [...collapsed];
+  return chars.length <= PREVIEW_LENGTH ? collapsed : `${chars.slice(0, PREVIEW_LENGTH).join('').trimEnd()}…`;
+}
+
+/** Header lines → `{Name: value}`; unfolded; a repeated header's values are joined by newlines. */
+function headerRecord(lines: [string, string][]): Record<string, string> {
+  const out: Record<string, string> = {};
+  const names = new Map<string, string>();
+  for (const [key, line] of lines) {
+    const colon = line.indexOf(':');
+    const name = names.get(key) ?? (colon > 0 ? line.slice(0, colon).trim() : key);
+    names.set(key, name);
+    const value = (colon >= 0 ? line.slice(colon + 1) : '').replace(/\r?\n[ \t]+/g, ' ').trim();
+    out[name] = name in out ? `${out[name]}\n${value}` : value;
+  }
+  return out;
+}
+
+function stableAttachmentId(messageId: string, index: number): string {
+  return `att_${createHash('sha256').update(`${messageId}\u0000${index}`).digest('hex').slice(0, 24)}`;
+}
+
+function disposition(value: string | null): string | null {
+  if (value === null) return null;
+  const v = value.toLowerCase();
+  return v === 'inline' || v === 'attachment' ? v : null;
+}
+
+const json = <T>(list: T[]): string | null => (list.length ? JSON.stringify(list) : null);
+
+function existing(db: Db, row: { id: number; message_id: string; thread_id: string }): CommitResult {
+  const event = prepared(db, "SELECT seq FROM events WHERE message_rowid = ? AND event_type LIKE 'message.received%' ORDER BY seq LIMIT 1").get(row.id) as { seq: number } | undefined;
+  return { messageRowid: row.id, messageId: row.message_id, threadId: row.thread_id, seq: event?.seq ?? null, duplicate: true };
+}
+
+export function commitInbound(db: Db, input: InboundMail): CommitResult {
+  const { parsed } = input;
+  return db.transaction((): CommitResult => {
+    if (input.sourceKey !== undefined) {
+      const same = prepared(db, 'SELECT id, message_id, thread_id FROM messages WHERE source_key = ?').get(input.sourceKey) as
+        | { id: number; message_id: string; thread_id: string }
+        | undefined;
+      if (same) return existing(db, same);
+    }
+    const inbox = prepared(db, 'SELECT inbox_id, domain FROM inboxes WHERE inbox_id = ?').get(input.inboxId) as { inbox_id: string; domain: string } | undefined;
+    if (!inbox) throw new Error(`commitInbound: no inbox ${input.inboxId}`);
+
+    const parsedId = messageIds(parsed.messageId)[0];
+    const messageId = parsedId && parsedId.length <= MAX_MESSAGE_ID_LENGTH ? parsedId : `<${uuidv7()}@${inbox.domain}>`;
+    const dup = prepared(db, 'SELECT id, message_id, thread_id FROM messages WHERE inbox_id = ? AND message_id = ?').get(inbox.inbox_id, messageId) as
+      | { id: number; message_id: string; thread_id: string }
+      | undefined;
+    if (dup) return existing(db, dup);
+
+    const timestamp = input.receivedAt ? new Date(input.receivedAt).toISOString() : new Date().toISOString();
+    const inReplyTo = messageIds(parsed.inReplyTo);
+    const refs = parsed.references.flatMap((r) => messageIds(r));
+    const threadId = joinThread(db, inbox.inbox_id, [...inReplyTo, ...refs.slice(-MAX_THREAD_REFS)], timestamp) ?? newThread(db, inbox.inbox_id, parsed.subject, timestamp);
+
+    const extractedText = extractText(parsed.text);
+    const from = parsed.from[0];
+    const rowid = Number(
+      prepared(
+        db,
+        `INSERT INTO messages (inbox_id, thread_id, message_id, from_address, sender, to_addresses, cc_addresses, bcc_addresses, reply_to, subject, preview,
+           text, html, extracted_text, extracted_html, headers, in_reply_to, refs, size, timestamp, direction, source_key, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'inbound', ?, ?, ?)`,
+      ).run(
+        inbox.inbox_id,
+        threadId,
+        messageId,
+        from ? displayAddress(from) : null,
+        from ? from.address.toLowerCase() : null,
+        JSON.stringify(parsed.to.map(displayAddress)),
+        json(parsed.cc.map(displayAddress)),
+        json(parsed.replyTo.map(displayAddress)),
+        parsed.subject,
+        previewOf(extractedText),
+        parsed.text,
+        parsed.html,
+        extractedText,
+        extractHtml(parsed.html),
+        JSON.stringify(headerRecord(parsed.headers)),
+        inReplyTo[0] ?? null,
+        json(refs),
+        input.raw.byteLength,
+        timestamp,
+        input.sourceKey ?? null,
+        timestamp,
+        timestamp,
+      ).lastInsertRowid,
+    );
+
+    const hidden = INBOUND_HIDDEN_ORDER.filter((l) => input.hiddenLabels?.includes(l));
+    const addLabel = prepared(db, 'INSERT OR IGNORE INTO message_labels (message_rowid, label) VALUES (?, ?)');
+    for (const label of ['received', 'unread', ...hidden]) addLabel.run(rowid, label);
+
+    const addAttachment = prepared(
+      db,
+      'INSERT INTO attachments (message_rowid, attachment_id, filename, content_type, content_disposition, content_id, size, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+    );
+    parsed.attachments.forEach((a, i) => {
+      const contentId = a.contentId ? a.contentId.replace(/^<|>$/g, '') : null;
+      addAttachment.run(rowid, stableAttachmentId(messageId, i), a.filename, a.contentType, disposition(a.contentDisposition), contentId, a.content.byteLength, Buffer.from(a.content));
+    });
+    prepared(db, 'INSERT INTO raw_messages (message_rowid, mime) VALUES (?, ?)').run(rowid, Buffer.from(input.raw));
+
+    const participants = [from ? displayAddress(from) : '', ...parsed.to.map(displayAddress), ...parsed.cc.map(displayAddress)].join(' ');
+    const body = (parsed.text ?? '').slice(0, MAX_INDEXED_BODY);
+    prepared(db, 'INSERT INTO messages_fts (rowid, subject, participants, body) VALUES (?, ?, ?, ?)').run(rowid, parsed.subject ?? '', participants, body);
+    bumpSearchGeneration(db);
+
+    // The event carries the message and its thread as a reader of this event type sees them:
+    // the hidden label that selected the variant is visible to them, other hidden mail is not.
+    const [message] = messagesByRowid(db, [rowid]);
+    const thread = prepared(db, 'SELECT rowid AS rid, thread_id, inbox_id, subject, created_at, updated_at FROM threads WHERE thread_id = ?').get(threadId) as ThreadRow;
+    const [summary] = threadSummaries(db, [thread], { excluded: HIDDEN_LABELS.filter((l) => !(hidden as readonly string[]).includes(l)) });
+    const { seq } = appendEvent(db, {
+      eventType: hidden.length ? `message.received.${hidden[0]}` : 'message.received',
+      inboxId: inbox.inbox_id,
+      payloadKey: 'message',
+      payload: message,
+      extra: { thread: summary },
+      messageRowid: rowid,
+    });
+    return { messageRowid: rowid, messageId, threadId, seq, duplicate: false };
+  }).immediate();
+}
+
+/** The thread of the newest message in the inbox whose Message-ID the mail refers to. */
+function joinThread(db: Db, inboxId: string, referenced: string[], timestamp: string): string | null {
+  if (referenced.length === 0) return null;
+  const row = prepared(
+    db,
+    'SELECT thread_id FROM messages WHERE inbox_id = ? AND message_id IN (SELECT value FROM json_each(?)) ORDER BY timestamp DESC, id DESC LIMIT 1',
+  ).get(inboxId, JSON.stringify([...new Set(referenced)])) as { thread_id: string } | undefined;
+  if (!row) return null;
+  prepared(db, 'UPDATE threads SET updated_at = max(updated_at, ?) WHERE thread_id = ?').run(timestamp, row.thread_id);
+  return row.thread_id;
+}
+
+function newThread(db: Db, inboxId: string, subject: string | null, timestamp: string): string {
+  const threadId = uuidv7();
+  prepared(db, 'INSERT INTO threads (thread_id, inbox_id, subject, created_at, updated_at) VALUES (?, ?, ?, ?, ?)').run(threadId, inboxId, subject, timestamp, timestamp);
+  return threadId;
+}

@@ -1,0 +1,172 @@
+/**
+ * Threads: keyset-paged lists by last activity, reads with a page of messages, label edits on
+ * every visible message, and deletion. A thread is visible when at least one of its messages
+ * is; its summary is built from its visible messages only.
+ */
+import type { Db } from '../db/open.js';
+import { bumpSearchGeneration, type Cursor } from '../http/pagination.js';
+import { redactMessageEvents } from '../events/log.js';
+import { applyLabelEdit, labelsOf, touchesHidden, visibleSql, type LabelEdit, type Visibility } from './labels.js';
+import { anySubstring, attachmentsOf, fullMessages, type PageRequest } from './messages.js';
+import { ATTACHMENT_COLUMNS, MESSAGE_BODY_COLUMNS, MESSAGE_ITEM_COLUMNS, threadItemShape, type AttachmentRow, type MessageBodyRow, type MessageRow, type Thread, type ThreadItem, type ThreadRow } from './serialize.js';
+import { prepared } from './statements.js';
+
+const THREAD_COLUMNS = 't.rowid AS rid, t.thread_id, t.inbox_id, t.subject, t.created_at, t.updated_at';
+
+/** Summaries of the given threads, in the given order, from their visible messages. */
+export function threadSummaries(db: Db, threads: ThreadRow[], v: Visibility): ThreadItem[] {
+  if (threads.length === 0) return [];
+  const messages = prepared(
+    db,
+    `SELECT ${MESSAGE_ITEM_COLUMNS} FROM messages m WHERE m.thread_id IN (SELECT value FROM json_each(?)) AND ${visibleSql('m', v)} ORDER BY m.thread_id, m.timestamp, m.id`,
+  ).all(JSON.stringify(threads.map((t) => t.thread_id))) as MessageRow[];
+  const ids = messages.map((m) => m.id);
+  const labels = labelsOf(db, ids);
+  const attachments = attachmentsOf(db, ids);
+  const byThread = new Map<string, MessageRow[]>(threads.map((t) => [t.thread_id, []]));
+  for (const m of messages) byThread.get(m.thread_id)?.push(m);
+  return threads.map((t) => threadItemShape(t, byThread.get(t.thread_id) ?? [], labels, attachments));
+}
+
+export interface ThreadFilters {
+  before?: string;
+  after?: string;
+  labels?: string[];
+  senders?: string[];
+  recipients?: string[];
+  subject?: string[];
+}
+
+/** Conditions on `t` for the filters; every message condition is limited to visible messages. */
+function filterSql(filters: ThreadFilters, v: Visibility, where: string[], params: unknown[]): void {
+  const visible = visibleSql('fm', v);
+  if (filters.before) {
+    where.push('t.updated_at < ?');
+    params.push(filters.before);
+  }
+  if (filters.after) {
+    where.push('t.updated_at > ?');
+    params.push(filters.after);
+  }
+  const messageConditions: string[] = [];
+  const messageParams: unknown[] = [];
+  anySubstring('fm.from_address', filters.senders, messageConditions, messageParams);
+  anySubstring("fm.to_addresses || ' ' || coalesce(fm.cc_addresses, '') || ' ' || coalesce(fm.bcc_addresses, '')", filters.recipients, messageConditions, messageParams);
+  anySubstring('fm.subject', filters.subject, messageConditions, messageParams);
+  // Each substring filter may match a different message of the thread.
+  for (const condition of messageConditions.length ? messageConditions : ['1 = 1']) {
+    where.push(`EXISTS (SELECT 1 FROM messages fm WHERE fm.thread_id = t.thread_id AND ${visible} AND ${condition})`);
+  }
+  params.push(...messageParams);
+  for (const label of filters.labels ?? []) {
+    where.push(`EXISTS (SELECT 1 FROM messages fm JOIN message_labels fl ON fl.message_rowid = fm.id AND fl.label = ? WHERE fm.thread_id = t.thread_id AND ${visible})`);
+    params.push(label);
+  }
+}
+
+function threadPage(db: Db, inboxId: string, filters: ThreadFilters, v: Visibility, page: PageRequest): ThreadRow[] {
+  const where = ['t.inbox_id = ?'];
+  const params: unknown[] = [inboxId];
+  filterSql(filters, v, where, params);
+  const [cmp, dir] = page.ascending ? ['>', 'ASC'] : ['<', 'DESC'];
+  if (page.cursor) {
+    where.push(`t.updated_at ${cmp}= ? AND (t.updated_at ${cmp} ? OR t.rowid ${cmp} ?)`);
+    params.push(page.cursor[0], page.cursor[0], page.cursor[1]);
+  }
+  return prepared(db, `SELECT ${THREAD_COLUMNS} FROM threads t WHERE ${where.join(' AND ')} ORDER BY t.updated_at ${dir}, t.rowid ${dir} LIMIT ?`).all(
+    ...params,
+    page.limit + 1,
+  ) as ThreadRow[];
+}
+
+/**
+ * Threads of the given inboxes by last activity. Several inboxes are merged from one indexed
+ * keyset query each (threads_inbox), so an instance-wide list never sorts the whole table.
+ */
+export function listThreads(db: Db, inboxIds: readonly string[], filters: ThreadFilters, v: Visibility, page: PageRequest): { items: ThreadItem[]; next: Cursor | null } {
+  let rows = inboxIds.flatMap((inboxId) => threadPage(db, inboxId, filters, v, page));
+  if (inboxIds.length > 1) {
+    const sign = page.ascending ? 1 : -1;
+    rows.sort((a, b) => sign * (a.updated_at < b.updated_at ? -1 : a.updated_at > b.updated_at ? 1 : a.rid - b.rid));
+  }
+  const more = rows.length > page.limit;
+  rows = rows.slice(0, page.limit);
+  const last = rows[rows.length - 1];
+  return { items: threadSummaries(db, rows, v), next: more ? [last.updated_at, last.rid] : null };
+}
+
+/** The thread's row if it exists, whatever its visibility; for resolving scope first. */
+export function threadInbox(db: Db, threadId: string): string | null {
+  const row = prepared(db, 'SELECT inbox_id FROM threads WHERE thread_id = ?').get(threadId) as { inbox_id: string } | undefined;
+  return row?.inbox_id ?? null;
+}
+
+function visibleThread(db: Db, inboxId: string, threadId: string, v: Visibility): ThreadRow | undefined {
+  return prepared(
+    db,
+    `SELECT ${THREAD_COLUMNS} FROM threads t WHERE t.thread_id = ? AND t.inbox_id = ? AND EXISTS (SELECT 1 FROM messages m WHERE m.thread_id = t.thread_id AND ${visibleSql('m', v)})`,
+  ).get(threadId, inboxId) as ThreadRow | undefined;
+}
+
+/**
+ * A thread with one page of its messages: the newest `limit` messages (older than the cursor),
+ * oldest first within the page. The cursor is the oldest message shown.
+ */
+export function getThread(db: Db, inboxId: string, threadId: string, v: Visibility, page: Omit<PageRequest, 'ascending'>): { thread: Omit<Thread, 'next_page_token'>; next: Cursor | null } | null {
+  const thread = visibleThread(db, inboxId, threadId, v);
+  if (!thread) return null;
+  const where = ['m.thread_id = ?', visibleSql('m', v)];
+  const params: unknown[] = [threadId];
+  if (page.cursor) {
+    where.push('m.timestamp <= ? AND (m.timestamp < ? OR m.id < ?)');
+    params.push(page.cursor[0], page.cursor[0], page.cursor[1]);
+  }
+  const rows = prepared(db, `SELECT ${MESSAGE_ITEM_COLUMNS}, ${MESSAGE_BODY_COLUMNS} FROM messages m WHERE ${where.join(' AND ')} ORDER BY m.timestamp DESC, m.id DESC LIMIT ?`).all(
+    ...params,
+    page.limit + 1,
+  ) as MessageBodyRow[];
+  const more = rows.length > page.limit;
+  if (more) rows.length = page.limit;
+  const oldest = rows[rows.length - 1];
+  const messages = fullMessages(db, rows.reverse());
+  const [summary] = threadSummaries(db, [thread], v);
+  return { thread: { ...summary, count: messages.length, limit: page.limit, messages }, next: more ? [oldest.timestamp, oldest.id] : null };
+}
+
+/** Applies a label edit to every visible message of the thread; null when there is none. */
+export function updateThreadLabels(db: Db, inboxId: string, threadId: string, v: Visibility, edit: LabelEdit): { thread_id: string; labels: string[] } | null {
+  return db.transaction(() => {
+    if (!visibleThread(db, inboxId, threadId, v)) return null;
+    const ids = (prepared(db, `SELECT m.id FROM messages m WHERE m.thread_id = ? AND ${visibleSql('m', v)}`).all(threadId) as { id: number }[]).map((r) => r.id);
+    applyLabelEdit(db, ids, edit);
+    if (touchesHidden(edit)) bumpSearchGeneration(db);
+    // Labels that hide messages may have hidden some of them now; report what stays visible.
+    const visible = (prepared(db, `SELECT m.id FROM messages m WHERE m.thread_id = ? AND ${visibleSql('m', v)}`).all(threadId) as { id: number }[]).map((r) => r.id);
+    const union = new Set([...labelsOf(db, visible).values()].flat());
+    return { thread_id: threadId, labels: [...union].sort() };
+  }).immediate();
+}
+
+/** Deletes the whole thread: every message's events are redacted and its search rows removed. */
+export function deleteThread(db: Db, inboxId: string, threadId: string, v: Visibility): boolean {
+  return db.transaction(() => {
+    if (!visibleThread(db, inboxId, threadId, v)) return false;
+    const ids = (prepared(db, 'SELECT id FROM messages WHERE thread_id = ?').all(threadId) as { id: number }[]).map((r) => r.id);
+    for (const id of ids) redactMessageEvents(db, id);
+    prepared(db, 'DELETE FROM messages_fts WHERE rowid IN (SELECT value FROM json_each(?))').run(JSON.stringify(ids));
+    prepared(db, 'DELETE FROM threads WHERE thread_id = ?').run(threadId);
+    bumpSearchGeneration(db);
+    return true;
+  }).immediate();
+}
+
+/** An attachment of a visible message of the thread, with that message's id. */
+export function threadAttachment(db: Db, inboxId: string, threadId: string, attachmentId: string, v: Visibility): { messageId: string; attachment: AttachmentRow } | null {
+  const row = prepared(
+    db,
+    `SELECT ${ATTACHMENT_COLUMNS}, m.message_id FROM messages m JOIN attachments a ON a.message_rowid = m.id WHERE m.thread_id = ? AND m.inbox_id = ? AND a.attachment_id = ? AND ${visibleSql('m', v)} ORDER BY m.timestamp DESC LIMIT 1`,
+  ).get(threadId, inboxId, attachmentId) as (AttachmentRow & { message_id: string }) | undefined;
+  if (!row) return null;
+  const { message_id, ...attachment } = row;
+  return { messageId: message_id, attachment };
+}

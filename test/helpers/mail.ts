@@ -1,0 +1,57 @@
+/**
+ * Seeds received mail the way the inbound pipeline does: real MIME parsed by mailparser
+ * (parseMime), committed with commitInbound. Works on a running service's home (through
+ * openHomeDb) or on an open database.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Db } from '../../src/db/open.js';
+import { commitInbound, type CommitResult, type InboundMail } from '../../src/mail/store.js';
+import { parseMime } from '../../workers/pool/tasks.js';
+import { openHomeDb } from './db.js';
+
+export const fixturesDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'mail');
+
+/** The bytes of test/fixtures/mail/<name>. */
+export function fixture(name: string): Buffer {
+  return fs.readFileSync(path.join(fixturesDir, name));
+}
+
+export interface SeedOptions {
+  inboxId: string;
+  sourceKey?: string;
+  hiddenLabels?: InboundMail['hiddenLabels'];
+  receivedAt?: string;
+}
+
+/** Parses `raw` (bytes, MIME text, or a fixture file name ending in .eml) and commits it. */
+export async function seedMail(target: string | Db, raw: Uint8Array | string, opts: SeedOptions): Promise<CommitResult> {
+  const bytes = typeof raw === 'string' ? (raw.endsWith('.eml') && !raw.includes('\n') ? fixture(raw) : Buffer.from(raw.replace(/\r?\n/g, '\r\n'))) : raw;
+  const parsed = await parseMime(bytes);
+  const db = typeof target === 'string' ? openHomeDb(target) : target;
+  try {
+    return commitInbound(db, { inboxId: opts.inboxId, parsed, raw: bytes, sourceKey: opts.sourceKey, hiddenLabels: opts.hiddenLabels, receivedAt: opts.receivedAt });
+  } finally {
+    if (typeof target === 'string') db.close();
+  }
+}
+
+/** A minimal RFC 5322 message for tests that only need a few fields. */
+export function simpleMail(fields: { from?: string; to?: string; cc?: string; subject?: string; messageId?: string; inReplyTo?: string; references?: string; body?: string }): string {
+  const lines = [
+    `From: ${fields.from ?? 'Sender <sender@example.org>'}`,
+    `To: ${fields.to ?? 'agent@example.com'}`,
+    ...(fields.cc ? [`Cc: ${fields.cc}`] : []),
+    `Subject: ${fields.subject ?? 'Hello'}`,
+    ...(fields.messageId ? [`Message-ID: ${fields.messageId}`] : []),
+    ...(fields.inReplyTo ? [`In-Reply-To: ${fields.inReplyTo}`] : []),
+    ...(fields.references ? [`References: ${fields.references}`] : []),
+    'MIME-Version: 1.0',
+    'Content-Type: text/plain; charset=utf-8',
+    '',
+    fields.body ?? 'Hello there.',
+    '',
+  ];
+  return lines.join('\r\n');
+}
