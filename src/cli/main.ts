@@ -9,6 +9,7 @@ const USAGE = `svc — a self-hosted mail service for AI agents
 Usage:
   svc serve [--init] [--port N] [--home DIR] [--flavor development|production]
   svc service install|status|uninstall [--home DIR] [--flavor F] [--port N] [--json]
+  svc edge [--data DIR] [--host H] [--smtp-port N] [--api-port N] [--hostname NAME]
 `;
 
 function flavorOf(value: string | boolean | undefined): Flavor {
@@ -28,6 +29,10 @@ async function main(argv: string[]): Promise<number> {
         const { serve } = await import('../supervisor/serve.js');
         const home = resolveHome({ home: flags.home as string | undefined, flavor: flavorOf(flags.flavor) });
         return await serve({ home, init: flags.init === true, port: parsePort(flags.port, 0, true) });
+      }
+      case 'edge': {
+        const { runEdgeCommand } = await import('./edge.js');
+        return await runEdgeCommand(rest);
       }
       case 'service': {
         const { runServiceCommand } = await import('./service.js');
