@@ -16,6 +16,8 @@ export const MAX_QUERY_LENGTH = 512;
 /** Column weights for bm25: subject, participants, body. */
 const RANK = 'bm25(messages_fts, 10.0, 4.0, 1.0)';
 const VISIBLE = visibleSql('m', SEARCH_VISIBILITY);
+/** Ranked hits; materialized because bm25() only works where the FTS table is queried directly. */
+const HITS = `WITH h AS MATERIALIZED (SELECT rowid AS id, ${RANK} AS score FROM messages_fts WHERE messages_fts MATCH ?)`;
 
 /**
  * Free text → an FTS5 query that cannot be a syntax error: every whitespace-separated word
@@ -77,7 +79,7 @@ export function searchMessages(db: Db, r: SearchRequest): { items: MessageItem[]
   }
   const rows = prepared(
     db,
-    `SELECT ${MESSAGE_ITEM_COLUMNS}, h.score FROM (SELECT rowid AS id, ${RANK} AS score FROM messages_fts WHERE messages_fts MATCH ?) h JOIN messages m ON m.id = h.id WHERE ${where.join(' AND ')} ORDER BY h.score, m.id LIMIT ?`,
+    `${HITS} SELECT ${MESSAGE_ITEM_COLUMNS}, h.score FROM h JOIN messages m ON m.id = h.id WHERE ${where.join(' AND ')} ORDER BY h.score, m.id LIMIT ?`,
   ).all(...params, r.limit + 1) as (MessageRow & { score: number })[];
   const more = rows.length > r.limit;
   if (more) rows.length = r.limit;
@@ -99,7 +101,7 @@ export function searchThreads(db: Db, r: SearchRequest): { items: ThreadItem[]; 
   }
   const hits = prepared(
     db,
-    `SELECT m.thread_id, min(h.score) AS score FROM (SELECT rowid AS id, ${RANK} AS score FROM messages_fts WHERE messages_fts MATCH ?) h JOIN messages m ON m.id = h.id WHERE ${where.join(' AND ')} GROUP BY m.thread_id ${having} ORDER BY score, m.thread_id LIMIT ?`,
+    `${HITS} SELECT m.thread_id, min(h.score) AS score FROM h JOIN messages m ON m.id = h.id WHERE ${where.join(' AND ')} GROUP BY m.thread_id ${having} ORDER BY score, m.thread_id LIMIT ?`,
   ).all(...params, r.limit + 1) as { thread_id: string; score: number }[];
   const more = hits.length > r.limit;
   if (more) hits.length = r.limit;
