@@ -59,7 +59,8 @@ export async function evaluateAuth(raw: Buffer, session: SessionFacts, resolver:
   } catch {
     return UNCHECKED;
   }
-  const signatures = (result.dkim?.results ?? []).map((r) => ({
+  // mailauth reports an unsigned message as one placeholder result without a signing domain.
+  const signatures = (result.dkim?.results ?? []).filter((r) => typeof r.signingDomain === 'string' && r.signingDomain !== '').map((r) => ({
     domain: r.signingDomain,
     selector: r.selector ?? null,
     result: verdict(r.status),

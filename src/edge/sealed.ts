@@ -146,6 +146,8 @@ export async function sealObject(payload: InboundObject, recipient: X25519Public
 
 /** Why an object could not be opened; the home quarantines on any of these. */
 export class SealedObjectError extends Error {
+  override readonly name = 'SealedObjectError';
+
   constructor(
     readonly reason: 'malformed' | 'decrypt_failed' | 'invalid_payload',
     message: string,

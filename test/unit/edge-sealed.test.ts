@@ -1,0 +1,109 @@
+/** The sealed-object format: what the edge seals only the home's private key opens, unaltered. */
+import t from 'tap';
+import { decodeProtectedHeader } from 'jose';
+import {
+  generateHomeKeyPair,
+  openObject,
+  publicKeyId,
+  rawMessage,
+  sealedKeyId,
+  sealObject,
+  SealedObjectError,
+  type InboundObject,
+} from '../../src/edge/sealed.js';
+
+const RAW = Buffer.from('From: alice@sender.test\r\nTo: bob@home.test\r\nSubject: quarterly numbers\r\n\r\nThe secret body.\r\n');
+
+function payload(): InboundObject {
+  return {
+    version: 1,
+    envelope: { mail_from: 'alice@sender.test', rcpt_to: ['bob@home.test'], client_ip: '127.0.0.1', helo: 'client.sender.test', received_at: '2025-01-02T03:04:05.678Z' },
+    auth: {
+      spf: { result: 'pass', domain: 'sender.test' },
+      dkim: { result: 'pass', signatures: [{ domain: 'sender.test', selector: 'sel', result: 'pass', aligned: true }] },
+      dmarc: { result: 'pass', policy: 'reject', domain: 'sender.test' },
+      arc: { result: 'none' },
+    },
+    spam: null,
+    raw: RAW.toString('base64'),
+  };
+}
+
+/** Flips one character inside the given segment of a compact JWE (0 header … 4 tag). */
+function tamper(jwe: string, segment: number): string {
+  const parts = jwe.split('.');
+  const s = parts[segment];
+  const i = Math.floor(s.length / 2);
+  parts[segment] = s.slice(0, i) + (s[i] === 'A' ? 'B' : 'A') + s.slice(i + 1);
+  return parts.join('.');
+}
+
+t.test('a sealed object opens with the private key to the same payload and raw bytes', async (t) => {
+  const home = await generateHomeKeyPair();
+  const jwe = await sealObject(payload(), home.publicJwk);
+  const opened = await openObject(jwe, home.privateJwk);
+  t.same(opened, payload());
+  t.ok(rawMessage(opened).equals(RAW), 'raw bytes are identical');
+});
+
+t.test('the protected header is ECDH-ES+A256KW / A256GCM with the key thumbprint as kid', async (t) => {
+  const home = await generateHomeKeyPair();
+  const jwe = await sealObject(payload(), home.publicJwk);
+  const header = decodeProtectedHeader(jwe);
+  t.equal(header.alg, 'ECDH-ES+A256KW');
+  t.equal(header.enc, 'A256GCM');
+  t.equal(header.kid, await publicKeyId(home.publicJwk));
+  t.equal(sealedKeyId(jwe), header.kid, 'sealedKeyId reads it without the private key');
+  t.equal(jwe.split('.').length, 5, 'compact serialization');
+});
+
+t.test('the sealed text does not contain the message in the clear', async (t) => {
+  const home = await generateHomeKeyPair();
+  const jwe = await sealObject(payload(), home.publicJwk);
+  for (const needle of ['quarterly numbers', 'The secret body', 'alice@sender.test', RAW.toString('base64').slice(0, 24)]) {
+    t.notOk(jwe.includes(needle), `no "${needle}"`);
+  }
+});
+
+t.test('generateHomeKeyPair returns an X25519 public JWK without private parts and a private JWK with d', async (t) => {
+  const home = await generateHomeKeyPair();
+  t.same(Object.keys(home.publicJwk).sort(), ['crv', 'kty', 'x']);
+  t.match(home.publicJwk, { kty: 'OKP', crv: 'X25519', x: /^[A-Za-z0-9_-]{43}$/ });
+  t.match(home.privateJwk, { kty: 'OKP', crv: 'X25519', x: home.publicJwk.x, d: /^[A-Za-z0-9_-]{43}$/ });
+});
+
+for (const [segment, name] of [
+  [0, 'protected header'],
+  [1, 'encrypted key'],
+  [2, 'IV'],
+  [3, 'ciphertext'],
+  [4, 'authentication tag'],
+] as const) {
+  t.test(`a JWE with an altered ${name} does not open`, async (t) => {
+    const home = await generateHomeKeyPair();
+    const jwe = await sealObject(payload(), home.publicJwk);
+    const err: unknown = await openObject(tamper(jwe, segment), home.privateJwk).then(() => null, (e: unknown) => e);
+    t.ok(err instanceof SealedObjectError, 'a SealedObjectError');
+    t.match(err, { reason: /^(decrypt_failed|malformed)$/ });
+  });
+}
+
+t.test('a JWE does not open with another home key (decrypt_failed)', async (t) => {
+  const home = await generateHomeKeyPair();
+  const other = await generateHomeKeyPair();
+  const jwe = await sealObject(payload(), home.publicJwk);
+  await t.rejects(openObject(jwe, other.privateJwk), { reason: 'decrypt_failed' });
+});
+
+t.test('text that is not a compact JWE is reported as malformed', async (t) => {
+  const home = await generateHomeKeyPair();
+  await t.rejects(openObject('not a jwe at all', home.privateJwk), { reason: 'malformed' });
+  t.equal(sealedKeyId('not a jwe at all'), null);
+});
+
+t.test('a JWE whose content is not the inbound object shape is refused (invalid_payload)', async (t) => {
+  const home = await generateHomeKeyPair();
+  const wrong = { ...payload(), version: 2 } as unknown as InboundObject;
+  const jwe = await sealObject(wrong, home.publicJwk);
+  await t.rejects(openObject(jwe, home.privateJwk), { reason: 'invalid_payload' });
+});
