@@ -4,7 +4,7 @@
 # gnome-keyring kept in ~/.local/share/svc-keyring is started (see scripts/with-keyring.sh).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-svc=("$here/../bin/svc" serve --init "$@")
+svc=("$here/../bin/svc" serve --init --local-edge "$@")
 
 if [ "$(uname -s)" != "Linux" ]; then exec node "${svc[@]}"; fi
 if [ -n "${DBUS_SESSION_BUS_ADDRESS:-}" ] && command -v dbus-send >/dev/null 2>&1 \

@@ -8,6 +8,7 @@ const USAGE = `svc — a self-hosted mail service for AI agents
 
 Usage:
   svc serve [--init] [--port N] [--home DIR] [--flavor development|production]
+            [--local-edge [--smtp-port N] [--edge-dns IP[:PORT],...]]
   svc service install|status|uninstall [--home DIR] [--flavor F] [--port N] [--json]
   svc edge [--data DIR] [--host H] [--smtp-port N] [--api-port N] [--hostname NAME]
 `;
@@ -24,11 +25,17 @@ async function main(argv: string[]): Promise<number> {
   try {
     switch (command) {
       case 'serve': {
-        const { flags, positionals } = parseArgs(rest, { init: 'boolean', port: 'string', home: 'string', flavor: 'string' });
+        const { flags, positionals } = parseArgs(rest, { init: 'boolean', port: 'string', home: 'string', flavor: 'string', 'local-edge': 'boolean', 'smtp-port': 'string', 'edge-dns': 'string' });
         if (positionals.length) throw new CliError('validation_error', `Unexpected argument ${positionals[0]}.`);
         const { serve } = await import('../supervisor/serve.js');
         const home = resolveHome({ home: flags.home as string | undefined, flavor: flavorOf(flags.flavor) });
-        return await serve({ home, init: flags.init === true, port: parsePort(flags.port, 0, true) });
+        const localEdge = flags['local-edge'] === true
+          ? { smtpPort: parsePort(flags['smtp-port'], 0, true), dns: typeof flags['edge-dns'] === 'string' ? flags['edge-dns'].split(',').map((s) => s.trim()).filter(Boolean) : null }
+          : null;
+        if (!localEdge && (flags['smtp-port'] !== undefined || flags['edge-dns'] !== undefined)) {
+          throw new CliError('validation_error', '--smtp-port and --edge-dns go with --local-edge.');
+        }
+        return await serve({ home, init: flags.init === true, port: parsePort(flags.port, 0, true), localEdge });
       }
       case 'edge': {
         const { runEdgeCommand } = await import('./edge.js');

@@ -157,7 +157,8 @@ export const MIGRATIONS: readonly string[] = [
     inbox_id TEXT,
     attempts INTEGER,
     last_attempt_at TEXT,
-    status TEXT NOT NULL DEFAULT 'quarantined' CHECK (status IN ('quarantined', 'release_pending', 'delete_pending'))
+    -- 'released' and 'deleted' are kept as tombstones (never listed) so repeated calls answer 200
+    status TEXT NOT NULL DEFAULT 'quarantined' CHECK (status IN ('quarantined', 'release_pending', 'delete_pending', 'released', 'deleted'))
   ) STRICT;
   CREATE INDEX inbound_quarantine_seen ON inbound_quarantine (first_seen, quarantine_id);
 

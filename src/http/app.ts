@@ -12,11 +12,13 @@ import { isOwner, type Access, type Principal } from './principal.js';
 import type { OwnerAccount } from '../owner/owner-account.js';
 import type { Db } from '../db/open.js';
 import type { Bus } from '../supervisor/bus.js';
+import type { CpuPool } from '../supervisor/pool.js';
 import { CSRF_HEADER, SESSION_COOKIE } from '../owner/limits.js';
 import { resolveBearer } from './credentials.js';
 import { markApiKeyUsed } from '../mail/api-keys.js';
 import { ownerRoutes } from '../routes/owner.js';
 import { transportRoutes } from '../routes/transport.js';
+import { inboundRoutes } from '../routes/inbound.js';
 import { inboxRoutes } from '../routes/inboxes.js';
 import { apiKeyRoutes } from '../routes/api-keys.js';
 import { threadRoutes } from '../routes/threads.js';
@@ -29,6 +31,7 @@ import { wsRoutes } from '../routes/ws.js';
 export interface AppContext {
   db: Db;
   bus: Bus;
+  pool: CpuPool;
   owner: OwnerAccount;
   /** The listener's own origin, e.g. http://127.0.0.1:8025; set once listening. */
   origin: () => string;
@@ -153,6 +156,14 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     if (request.body === undefined && UNSAFE.has(request.method)) request.body = {};
   });
 
+  // Inbox changes alter what the edge must accept: push routing now rather than at the next tick.
+  app.addHook('onResponse', async (request, reply) => {
+    const url = request.routeOptions.url;
+    if (request.method !== 'GET' && reply.statusCode < 300 && (url === '/v0/inboxes' || url === '/v0/inboxes/:inbox_id')) {
+      ctx.bus.publish({ kind: 'wake', loop: 'provisioning' });
+    }
+  });
+
   app.addHook('onSend', async (_request, reply) => {
     reply.header('x-content-type-options', 'nosniff');
     reply.header('cache-control', 'no-store');
@@ -160,6 +171,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
 
   await app.register(ownerRoutes, { prefix: '/v0/owner' });
   await app.register(transportRoutes, { prefix: '/v0/owner' });
+  await app.register(inboundRoutes, { prefix: '/v0/owner' });
   for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, listRoutes, downloadRoutes, wsRoutes]) {
     await app.register(routes, { prefix: '/v0' });
   }

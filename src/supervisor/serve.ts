@@ -3,6 +3,7 @@
  * the startup lines. Stops on SIGINT/SIGTERM or when a loop dies.
  */
 import fs from 'node:fs';
+import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { unlockHome } from '../keys/unlock.js';
 import { homeFiles, writeFileAtomic } from '../keys/home.js';
@@ -14,11 +15,17 @@ import { Bus } from './bus.js';
 import { LoopSupervisor } from './loops.js';
 import { CpuPool } from './pool.js';
 import type { LoopName } from './loop-table.js';
+import { Edge } from '../edge/edge.js';
+import { dnsResolver } from '../edge/auth.js';
+import { newSecret } from '../http/secrets.js';
+import { readTransport, writeTransport } from '../mail/transport.js';
 
 export interface ServeOptions {
   home: string;
   init: boolean;
   port: number;
+  /** Run the built-in edge in-process on loopback and pair with it (ARCHITECTURE §6). */
+  localEdge: { smtpPort: number; dns: string[] | null } | null;
 }
 
 /** In-flight requests get this long after a stop signal (spec §8). */
@@ -35,6 +42,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
   let dbKey: Buffer | null = null;
   let db: Db | null = null;
   let app: FastifyInstance | null = null;
+  let edge: Edge | null = null;
   const bus = new Bus();
   let stopping: Promise<number> | null = null;
   let resolveExit!: (code: number) => void;
@@ -62,6 +70,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
         await drain.catch(() => undefined);
         clearTimeout(timer);
       }
+      await edge?.stop().catch(() => undefined);
       await pool.close().catch(() => undefined);
       try {
         db?.close();
@@ -84,8 +93,14 @@ export async function serve(opts: ServeOptions): Promise<number> {
     db = openDatabase(files.db, dbKey, { migrate: true });
     fs.chmodSync(files.db, 0o600);
     const owner = new OwnerAccount(db);
+    let smtp: { host: string; port: number } | null = null;
+    if (opts.localEdge) {
+      const started = await startLocalEdge(db, opts.home, opts.localEdge);
+      edge = started.edge;
+      smtp = started.smtp;
+    }
     let origin = '';
-    app = await buildApp({ db, bus, owner, origin: () => origin });
+    app = await buildApp({ db, bus, pool, owner, origin: () => origin });
     try {
       await app.listen({ host: '127.0.0.1', port: opts.port });
     } catch {
@@ -105,11 +120,39 @@ export async function serve(opts: ServeOptions): Promise<number> {
 
     for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void stop(0));
     if (owner.setupCode) line(process.stdout, { event: 'owner.setup_required', code: owner.setupCode, url: `${origin}/setup` });
-    line(process.stdout, { event: 'server.ready', url: origin, home: opts.home });
+    line(process.stdout, { event: 'server.ready', url: origin, home: opts.home, ...(smtp ? { smtp: `${smtp.host}:${smtp.port}` } : {}) });
   } catch (err) {
     process.stderr.write(asStartupError(err).toLine() + '\n');
     await stop(1);
     return 1;
   }
   return exited;
+}
+
+/**
+ * `--local-edge`: the built-in edge on loopback, its data under <home>/edge, its API token kept in
+ * the database, and the home paired with it on every start (its API port changes each time).
+ */
+async function startLocalEdge(db: Db, home: string, opts: NonNullable<ServeOptions['localEdge']>): Promise<{ edge: Edge; smtp: { host: string; port: number } }> {
+  const row = db.prepare("SELECT value FROM settings WHERE key = 'local_edge_token'").get() as { value: string } | undefined;
+  const token = row?.value ?? newSecret('edge_');
+  if (!row) db.prepare("INSERT INTO settings (key, value) VALUES ('local_edge_token', ?)").run(token);
+  const edge = new Edge({
+    dataDir: path.join(home, 'edge'),
+    smtp: { host: '127.0.0.1', port: opts.smtpPort },
+    api: { host: '127.0.0.1', port: 0 },
+    apiToken: token,
+    hostname: 'localhost',
+    resolver: opts.dns ? dnsResolver(opts.dns) : undefined,
+  });
+  let bound;
+  try {
+    bound = await edge.start();
+  } catch {
+    await edge.stop().catch(() => undefined);
+    throw new StartupError('service_unavailable', 'LocalEdgeFailed', 'The built-in edge could not start.', 'Check that the SMTP port is free (choose another with --smtp-port) and the home is writable.');
+  }
+  const current = readTransport(db);
+  writeTransport(db, { edge: { url: bound.api.url, token }, smtp: current.smtp });
+  return { edge, smtp: bound.smtp };
 }

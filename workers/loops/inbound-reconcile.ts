@@ -1,4 +1,51 @@
-/** The inbound-reconcile loop (spec §8). Its work arrives with a later capability; until then a pass finds nothing to do. */
+/**
+ * The inbound reconcile loop (spec §8: at startup, then every 15 minutes): objects already
+ * committed or rejected are deleted at the edge, anything else wakes the pull loop, and queue
+ * entries whose object is missing become `queue_message` quarantine items.
+ */
 import { runLoop } from './run-loop.js';
+import { readTransport } from '../../src/mail/transport.js';
+import { EdgeClient } from '../../src/inbound/edge-client.js';
+import { quarantine, quarantineByKey } from '../../src/inbound/quarantine.js';
 
-runLoop(async () => 'idle');
+const PAGE = 500;
+
+runLoop(async ({ db, publish }) => {
+  const { edge } = readTransport(db);
+  if (!edge) return 'idle';
+  const client = new EdgeClient(edge.url, edge.token);
+  const handled = db.prepare(
+    "SELECT EXISTS (SELECT 1 FROM messages WHERE source_key >= ?1 || ':' AND source_key < ?1 || ';') OR EXISTS (SELECT 1 FROM inbound_rejections WHERE source_key >= ?1 || ':' AND source_key < ?1 || ';') AS done",
+  );
+  try {
+    const objectKeys = new Set<string>();
+    let stragglers = false;
+    for (let after: string | null = null, more = true; more; ) {
+      const page = await client.listObjects(after, PAGE);
+      more = page.has_more;
+      after = page.objects.at(-1)?.key ?? null;
+      for (const { key } of page.objects) {
+        objectKeys.add(key);
+        const held = quarantineByKey(db, key);
+        if (held && held.status !== 'released' && held.status !== 'deleted') continue;
+        if ((handled.get(key) as { done: number }).done) await client.deleteObject(key);
+        else stragglers = true;
+      }
+    }
+    if (stragglers) publish({ kind: 'wake', loop: 'inbound-pull' });
+    for (let after: string | null = null, more = true; more; ) {
+      const page = await client.listQueue(after, PAGE);
+      more = page.has_more;
+      after = page.entries.at(-1)?.key ?? null;
+      for (const entry of page.entries) {
+        // Re-check the object: it may have arrived after the listing above.
+        if (objectKeys.has(entry.key) || (await client.getObject(entry.key)) !== null) continue;
+        const seq = quarantine(db, { sourceKind: 'queue_message', sourceKey: entry.key, reasonCode: 'object_missing', size: entry.size, inboxId: entry.recipients[0] ?? null, attempts: null });
+        if (seq !== null) publish({ kind: 'event', seq });
+      }
+    }
+  } catch {
+    return { delayMs: 60_000 }; // edge unreachable: look again in a minute
+  }
+  return 'idle';
+});

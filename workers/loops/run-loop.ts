@@ -16,6 +16,12 @@ export interface LoopContext {
   publish(message: BusMessage): void;
   /** Runs CPU work in the shared pool; rejects when the task fails. */
   runTask(task: TaskName, input: unknown): Promise<unknown>;
+  /** Ends the current sleep early (e.g. a long-poll saw new work). */
+  wakeSelf(): void;
+  /** Aborted when the service stops: pass it to long-running requests. */
+  stopped: AbortSignal;
+  /** The test-only fault switch (docs/testing.md), or null. */
+  fault: string | null;
 }
 
 /** Returns whether the pass did work ('busy') or found none ('idle'), or an explicit next delay. */
@@ -35,6 +41,7 @@ export function runLoop(pass: LoopPass): void {
   let wake: (() => void) | null = null;
   let woken = false;
 
+  const stopController = new AbortController();
   let nextTaskId = 1;
   const tasks = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
 
@@ -46,7 +53,10 @@ export function runLoop(pass: LoopPass): void {
       else pending?.reject(new Error('pool task failed'));
       return;
     }
-    if (m.kind === 'stop') stopping = true;
+    if (m.kind === 'stop') {
+      stopping = true;
+      stopController.abort();
+    }
     woken = true;
     wake?.();
   });
@@ -61,6 +71,12 @@ export function runLoop(pass: LoopPass): void {
         tasks.set(id, { resolve, reject });
         send({ kind: 'task', id, task, input });
       }),
+    wakeSelf: () => {
+      woken = true;
+      wake?.();
+    },
+    stopped: stopController.signal,
+    fault: data.fault,
   };
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {

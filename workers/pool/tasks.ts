@@ -3,6 +3,8 @@
  * Each task is a named pure function of structured-cloneable input.
  */
 import { simpleParser } from 'mailparser';
+import type { JWK } from 'jose';
+import { openObject, rawMessage, type InboundObject } from '../../src/edge/sealed.js';
 
 export interface ParsedAttachment {
   filename: string | null;
@@ -65,7 +67,35 @@ export async function parseMime(raw: Uint8Array): Promise<ParsedMail> {
   };
 }
 
-const TASKS = { parseMime } as const;
+/** What the inbound pipeline needs from a sealed object: its envelope and verdicts, the raw bytes, the parse. */
+export interface OpenedInbound {
+  envelope: InboundObject['envelope'];
+  auth: InboundObject['auth'];
+  spam: InboundObject['spam'];
+  raw: Uint8Array;
+  parsed: ParsedMail;
+}
+
+/**
+ * Opens a sealed edge object with the home's private key and parses the message. Throws an
+ * Error whose message is a reason code (`open_failed`, `parse_failed`) for the quarantine.
+ */
+export async function openInbound({ jwe, privateJwk }: { jwe: string; privateJwk: JWK }): Promise<OpenedInbound> {
+  let object: InboundObject;
+  try {
+    object = await openObject(jwe, privateJwk);
+  } catch {
+    throw new Error('open_failed');
+  }
+  const raw = rawMessage(object);
+  try {
+    return { envelope: object.envelope, auth: object.auth, spam: object.spam, raw: new Uint8Array(raw), parsed: await parseMime(raw) };
+  } catch {
+    throw new Error('parse_failed');
+  }
+}
+
+const TASKS = { parseMime, openInbound } as const;
 export type TaskName = keyof typeof TASKS;
 
 export default async function run({ task, input }: { task: TaskName; input: never }): Promise<unknown> {

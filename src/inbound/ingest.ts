@@ -1,0 +1,105 @@
+/**
+ * One edge object → local mail (spec §1.3, ARCHITECTURE §6): fetch, open and parse in the pool,
+ * apply the receive lists and verdicts, commit, and only then delete it at the edge. Idempotent
+ * on the object key: a crash between commit and delete neither loses nor duplicates mail,
+ * because each recipient's commit is keyed `<object key>:<inbox>` and is skipped when present.
+ */
+import type { Db } from '../db/open.js';
+import { commitInbound } from '../mail/store.js';
+import { listVerdict } from '../mail/lists.js';
+import type { InboundAuth } from '../edge/sealed.js';
+import type { OpenedInbound } from '../../workers/pool/tasks.js';
+import type { EdgeClient } from './edge-client.js';
+import { quarantine, quarantineByKey } from './quarantine.js';
+import { isRejected, recordRejection } from './rejections.js';
+
+export interface IngestDeps {
+  db: Db;
+  edge: EdgeClient;
+  /** Opens and parses in the CPU pool; rejects with Error(message = reason code). */
+  open(jwe: string): Promise<OpenedInbound>;
+  /** Publishes an appended event's seq after its commit. */
+  publish(seq: number): void;
+  /** Called between the durable commit and the edge delete (the crash window tests aim at). */
+  beforeDelete?: () => void;
+}
+
+export type IngestResult =
+  | { outcome: 'committed' }
+  | { outcome: 'gone' }
+  | { outcome: 'skipped_quarantined' }
+  | { outcome: 'failed'; reason: string };
+
+const FAILED_SPF = new Set(['fail', 'softfail', 'permerror']);
+
+/** DMARC failed, or SPF and DKIM both failed where the domain publishes no DMARC policy (ARCHITECTURE §5). */
+export function isUnauthenticated(auth: InboundAuth): boolean {
+  if (auth.dmarc.result === 'fail') return true;
+  return auth.dmarc.policy === null && FAILED_SPF.has(auth.spf.result) && auth.dkim.result !== 'pass';
+}
+
+const commitKey = (objectKey: string, inboxId: string) => `${objectKey}:${inboxId}`;
+
+function alreadyHandled(db: Db, sourceKey: string): boolean {
+  return Boolean(db.prepare('SELECT 1 FROM messages WHERE source_key = ?').get(sourceKey)) || isRejected(db, sourceKey);
+}
+
+/** Commits every routed recipient of an opened object. Throws when a commit fails. */
+function commitRecipients(deps: IngestDeps, objectKey: string, opened: OpenedInbound): void {
+  const { db } = deps;
+  const sender = (opened.parsed.from[0]?.address ?? opened.envelope.mail_from).toLowerCase();
+  const hiddenBase: ('spam' | 'unauthenticated')[] = [];
+  if (opened.spam?.verdict === 'spam') hiddenBase.push('spam');
+  if (isUnauthenticated(opened.auth)) hiddenBase.push('unauthenticated');
+
+  for (const inboxId of new Set(opened.envelope.rcpt_to.map((r) => r.toLowerCase()))) {
+    const sourceKey = commitKey(objectKey, inboxId);
+    if (alreadyHandled(db, sourceKey)) continue;
+    // The edge may still route an address the home deleted a moment ago; nothing to store it in.
+    if (!db.prepare('SELECT 1 FROM inboxes WHERE inbox_id = ?').get(inboxId)) continue;
+    const verdict = sender ? listVerdict(db, { inboxId, direction: 'receive', address: sender }) : 'none';
+    if (verdict === 'block') {
+      recordRejection(db, { sourceKey, inboxId, sender: sender || null, reason: 'receive_block_list', receivedAt: opened.envelope.received_at });
+      continue;
+    }
+    const hiddenLabels = verdict === 'not_allowed' ? ['blocked' as const, ...hiddenBase] : hiddenBase;
+    const result = commitInbound(db, { inboxId, parsed: opened.parsed, raw: opened.raw, sourceKey, hiddenLabels, receivedAt: opened.envelope.received_at });
+    if (!result.duplicate && result.seq !== null) deps.publish(result.seq);
+  }
+}
+
+/**
+ * Processes one object. `retry` is the owner's quarantine retry: failures are returned to the
+ * caller instead of creating a quarantine item.
+ */
+export async function ingestObject(deps: IngestDeps, key: string, size: number | null, opts: { retry?: boolean } = {}): Promise<IngestResult> {
+  const { db, edge } = deps;
+  const held = quarantineByKey(db, key);
+  if (!opts.retry && held && held.status !== 'released' && held.status !== 'deleted') return { outcome: 'skipped_quarantined' };
+
+  const jwe = await edge.getObject(key);
+  if (jwe === null) return { outcome: 'gone' };
+
+  let opened: OpenedInbound;
+  try {
+    opened = await deps.open(jwe);
+  } catch (err) {
+    return fail(deps, key, size, null, (err as Error).message === 'parse_failed' ? 'parse_failed' : 'open_failed', opts.retry);
+  }
+  try {
+    commitRecipients(deps, key, opened);
+  } catch {
+    return fail(deps, key, size, opened.envelope.rcpt_to[0] ?? null, 'commit_failed', opts.retry);
+  }
+  deps.beforeDelete?.();
+  await edge.deleteObject(key);
+  return { outcome: 'committed' };
+}
+
+function fail(deps: IngestDeps, key: string, size: number | null, inboxId: string | null, reason: string, retry?: boolean): IngestResult {
+  if (!retry) {
+    const seq = quarantine(deps.db, { sourceKind: 'buffer_object', sourceKey: key, reasonCode: reason, size, inboxId, attempts: 1 });
+    if (seq !== null) deps.publish(seq);
+  }
+  return { outcome: 'failed', reason };
+}

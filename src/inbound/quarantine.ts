@@ -1,0 +1,106 @@
+/**
+ * Quarantine (spec §2.11, §3.2): edge objects that cannot be opened, parsed or committed. Items
+ * hold metadata only; listing never decrypts mail. State changes and their owner-only events
+ * commit together.
+ */
+import type { Db } from '../db/open.js';
+import { uuidv7 } from '../db/ids.js';
+import { appendEvent } from '../events/log.js';
+
+export type QuarantineStatus = 'quarantined' | 'release_pending' | 'delete_pending' | 'released' | 'deleted';
+
+export interface QuarantineRow {
+  quarantine_id: string;
+  source_kind: 'buffer_object' | 'queue_message';
+  source_key: string;
+  reason_code: string;
+  first_seen: string;
+  size: number | null;
+  inbox_id: string | null;
+  attempts: number | null;
+  last_attempt_at: string | null;
+  status: QuarantineStatus;
+}
+
+/** The item as the owner API shows it (§2.11). */
+export function quarantineView(r: QuarantineRow) {
+  return {
+    quarantine_id: r.quarantine_id,
+    source_kind: r.source_kind,
+    reason_code: r.reason_code,
+    first_seen: r.first_seen,
+    size: r.size,
+    inbox_id: r.inbox_id,
+    attempts: r.attempts,
+    last_attempt_at: r.last_attempt_at,
+    status: r.status,
+  };
+}
+
+function event(db: Db, type: 'inbound.quarantined' | 'inbound.released' | 'inbound.deleted', row: Pick<QuarantineRow, 'quarantine_id' | 'reason_code'>): number {
+  return appendEvent(db, {
+    eventType: type,
+    inboxId: null,
+    payloadKey: 'quarantine',
+    payload: { quarantine_id: row.quarantine_id, reason_code: row.reason_code, timestamp: new Date().toISOString() },
+  }).seq;
+}
+
+export function quarantineByKey(db: Db, sourceKey: string): QuarantineRow | undefined {
+  return db.prepare('SELECT * FROM inbound_quarantine WHERE source_key = ?').get(sourceKey) as QuarantineRow | undefined;
+}
+
+export function quarantineById(db: Db, id: string): QuarantineRow | undefined {
+  return db.prepare('SELECT * FROM inbound_quarantine WHERE quarantine_id = ?').get(id) as QuarantineRow | undefined;
+}
+
+/** Records a failure; returns the event seq to publish (null when the item already existed). */
+export function quarantine(
+  db: Db,
+  item: { sourceKind: QuarantineRow['source_kind']; sourceKey: string; reasonCode: string; size: number | null; inboxId: string | null; attempts: number | null },
+): number | null {
+  return db.transaction(() => {
+    const now = new Date().toISOString();
+    const existing = quarantineByKey(db, item.sourceKey);
+    if (existing && existing.status !== 'released' && existing.status !== 'deleted') return null;
+    if (existing) db.prepare('DELETE FROM inbound_quarantine WHERE quarantine_id = ?').run(existing.quarantine_id);
+    const row = { quarantine_id: uuidv7(), reason_code: item.reasonCode };
+    db.prepare(
+      'INSERT INTO inbound_quarantine (quarantine_id, source_kind, source_key, reason_code, first_seen, size, inbox_id, attempts, last_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    ).run(row.quarantine_id, item.sourceKind, item.sourceKey, item.reasonCode, now, item.size, item.inboxId, item.attempts, item.attempts === null ? null : now);
+    return event(db, 'inbound.quarantined', row);
+  })();
+}
+
+/** A retry failed again: count it and keep the item quarantined with the newest reason. */
+export function recordFailedRetry(db: Db, id: string, reasonCode: string): QuarantineRow {
+  db.prepare("UPDATE inbound_quarantine SET status = 'quarantined', reason_code = ?, attempts = coalesce(attempts, 0) + 1, last_attempt_at = ? WHERE quarantine_id = ?").run(
+    reasonCode,
+    new Date().toISOString(),
+    id,
+  );
+  return quarantineById(db, id)!;
+}
+
+export function setStatus(db: Db, id: string, status: QuarantineStatus): void {
+  db.prepare('UPDATE inbound_quarantine SET status = ? WHERE quarantine_id = ?').run(status, id);
+}
+
+/** After the edge cleanup was observed: tombstone the item and emit released/deleted. */
+export function finishQuarantine(db: Db, id: string, outcome: 'released' | 'deleted'): number {
+  return db.transaction(() => {
+    const row = quarantineById(db, id)!;
+    setStatus(db, id, outcome);
+    return event(db, outcome === 'released' ? 'inbound.released' : 'inbound.deleted', row);
+  })();
+}
+
+/** Visible items (not tombstones), oldest first, keyset-paged by (first_seen, id). */
+export function listQuarantine(db: Db, after: [string, string] | null, limit: number): QuarantineRow[] {
+  return db
+    .prepare(
+      `SELECT * FROM inbound_quarantine WHERE status IN ('quarantined', 'release_pending', 'delete_pending')
+       AND (? IS NULL OR (first_seen, quarantine_id) > (?, ?)) ORDER BY first_seen, quarantine_id LIMIT ?`,
+    )
+    .all(after?.[0] ?? null, after?.[0] ?? null, after?.[1] ?? null, limit) as QuarantineRow[];
+}
