@@ -10,9 +10,8 @@ import { refreshPrincipal } from '../http/credentials.js';
 import { readDownloadToken, type DownloadClaims } from '../http/downloads.js';
 import { ApiError, missingPermission, unauthorized } from '../http/errors.js';
 import { hasPermission, inScope, type Principal } from '../http/principal.js';
+import { isVisible, readVisibility } from '../mail/labels.js';
 
-/** Labels that hide a message from a caller without the matching `label_<name>_read`. */
-const HIDDEN_LABELS = ['spam', 'blocked', 'unauthenticated', 'trash'] as const;
 /** Longest filename sent in Content-Disposition, in characters. */
 const FILENAME_MAX = 200;
 
@@ -91,8 +90,9 @@ export function verifyDownload(claims: DownloadClaims, now: number, db: Db, orig
 
   const message = db.prepare('SELECT id, message_id FROM messages WHERE inbox_id = ? AND message_id = ?').get(target.inboxId, target.messageId) as MessageRow | undefined;
   if (!message) return { status: 404 };
+  // The same rule as a direct read by id: hidden mail needs the matching label_<name>_read.
   const labels = db.prepare('SELECT label FROM message_labels WHERE message_rowid = ?').all(message.id) as { label: string }[];
-  if (labels.some(({ label }) => (HIDDEN_LABELS as readonly string[]).includes(label) && !hasPermission(issuer, `label_${label}_read`))) return { status: 404 };
+  if (!isVisible(labels.map((l) => l.label), readVisibility(issuer))) return { status: 404 };
 
   if (target.kind === 'raw') {
     const raw = db.prepare('SELECT mime FROM raw_messages WHERE message_rowid = ?').get(message.id) as { mime: Buffer } | undefined;
