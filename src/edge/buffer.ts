@@ -112,7 +112,7 @@ export class SealedBuffer {
   commit(jwe: string, meta: { receivedAt: string; recipients: string[]; keyId: string }): Promise<string> {
     return new Promise<string>((resolve, reject) => {
       this.pending.push({ jwe, ...meta, resolve, reject });
-      this.flushing ??= this.flush().finally(() => (this.flushing = null));
+      this.flushing ??= this.flush();
     });
   }
 
@@ -121,48 +121,59 @@ export class SealedBuffer {
     while (this.flushing) await this.flushing;
   }
 
+  /**
+   * Drains `pending` group by group. `flushing` is cleared in the same synchronous step as the
+   * final emptiness check, so a commit arriving after it always starts a new flush.
+   */
   private async flush(): Promise<void> {
-    while (this.pending.length > 0) {
-      const group = this.pending;
-      this.pending = [];
-      const keys = group.map(() => this.clock.next());
-      const files = keys.map((key) => ({
-        object: this.objectPath(key),
-        entry: this.entryPath(key),
-        objectTemp: this.objectPath(key) + TEMP_SUFFIX,
-        entryTemp: this.entryPath(key) + TEMP_SUFFIX,
-      }));
-      const entries: QueueEntry[] = group.map((c, i) => ({
-        key: keys[i],
-        size: Buffer.byteLength(c.jwe),
-        received_at: c.receivedAt,
-        recipients: c.recipients,
-        key_id: c.keyId,
-      }));
-      try {
-        await Promise.all(
-          group.flatMap((c, i) => [writeNewFileSynced(files[i].objectTemp, c.jwe), writeNewFileSynced(files[i].entryTemp, JSON.stringify(entries[i]) + '\n')]),
-        );
-        // Entries first, objects last: an object is visible only with its entry already durable.
-        for (const f of files) await fsp.rename(f.entryTemp, f.entry);
-        await fsyncDirectoryAsync(this.queueDir);
-        for (const f of files) await fsp.rename(f.objectTemp, f.object);
-        await fsyncDirectoryAsync(this.objectsDir);
-      } catch (err) {
-        // None of the group was answered 250, so none of it may stay behind half-written.
-        await Promise.all(files.flatMap((f) => [f.objectTemp, f.entryTemp, f.object, f.entry]).map((file) => removeIfPresent(file).catch(() => false)));
-        for (const c of group) c.reject(err);
-        continue;
-      }
-      for (const [i, key] of keys.entries()) {
-        this.objectKeys.push(key);
-        this.objectSizes.set(key, entries[i].size);
-        this.entryKeys.push(key);
-        this.entries.set(key, entries[i]);
-        group[i].resolve(key);
-      }
-      this.wakeWaiters();
+    try {
+      while (this.pending.length > 0) await this.commitGroup();
+    } finally {
+      this.flushing = null;
     }
+  }
+
+  /** One group: write and fsync temps, rename entries, fsync, rename objects, fsync, then answer. */
+  private async commitGroup(): Promise<void> {
+    const group = this.pending;
+    this.pending = [];
+    const keys = group.map(() => this.clock.next());
+    const files = keys.map((key) => ({
+      object: this.objectPath(key),
+      entry: this.entryPath(key),
+      objectTemp: this.objectPath(key) + TEMP_SUFFIX,
+      entryTemp: this.entryPath(key) + TEMP_SUFFIX,
+    }));
+    const entries: QueueEntry[] = group.map((c, i) => ({
+      key: keys[i],
+      size: Buffer.byteLength(c.jwe),
+      received_at: c.receivedAt,
+      recipients: c.recipients,
+      key_id: c.keyId,
+    }));
+    try {
+      await Promise.all(
+        group.flatMap((c, i) => [writeNewFileSynced(files[i].objectTemp, c.jwe), writeNewFileSynced(files[i].entryTemp, JSON.stringify(entries[i]) + '\n')]),
+      );
+      // Entries first, objects last: an object is visible only with its entry already durable.
+      for (const f of files) await fsp.rename(f.entryTemp, f.entry);
+      await fsyncDirectoryAsync(this.queueDir);
+      for (const f of files) await fsp.rename(f.objectTemp, f.object);
+      await fsyncDirectoryAsync(this.objectsDir);
+    } catch (err) {
+      // None of the group was answered 250, so none of it may stay behind half-written.
+      await Promise.all(files.flatMap((f) => [f.objectTemp, f.entryTemp, f.object, f.entry]).map((file) => removeIfPresent(file).catch(() => false)));
+      for (const c of group) c.reject(err);
+      return;
+    }
+    for (const [i, key] of keys.entries()) {
+      this.objectKeys.push(key);
+      this.objectSizes.set(key, entries[i].size);
+      this.entryKeys.push(key);
+      this.entries.set(key, entries[i]);
+      group[i].resolve(key);
+    }
+    this.wakeWaiters();
   }
 
   listObjects(after: string | null, limit: number): Page<ObjectSummary> {
