@@ -1,4 +1,9 @@
 /** `npm run bench`: runs every benchmark and prints one JSON line each (figures, never gates). */
 import { benchStartup } from './startup.js';
+import { benchReadApi } from './read-api.js';
+import { benchIngest } from './ingest.js';
 
-await benchStartup();
+const only = process.argv[2];
+if (!only || only === 'startup') await benchStartup();
+if (!only || only === 'read-api') await benchReadApi();
+if (!only || only === 'ingest') await benchIngest();

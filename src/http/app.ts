@@ -108,7 +108,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     trustProxy: false,
     return503OnClosing: true,
     forceCloseConnections: false,
-    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 1024 },
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: 4096 },
   });
   app.decorate('svc', ctx);
   app.decorateRequest('principal', null);

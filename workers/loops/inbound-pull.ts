@@ -6,12 +6,11 @@ import { runLoop, type LoopContext } from './run-loop.js';
 import { readTransport } from '../../src/mail/transport.js';
 import { EdgeClient } from '../../src/inbound/edge-client.js';
 import { homeKeyPair } from '../../src/inbound/home-key.js';
-import { ingestObject } from '../../src/inbound/ingest.js';
+import { ingestBatch } from '../../src/inbound/ingest.js';
 import type { OpenedInbound } from '../pool/tasks.js';
 
 const BATCH = 100;
 const MAX_PER_PASS = 500;
-const CONCURRENCY = 8;
 const LONG_POLL_MS = 25_000;
 const RETRY_POLL_MS = 2_000;
 
@@ -19,10 +18,17 @@ const RETRY_POLL_MS = 2_000;
 let newestSeen: string | null = null;
 let polling = false;
 
-const pause = (ms: number, signal: AbortSignal) => new Promise<void>((resolve) => {
-  const timer = setTimeout(resolve, ms);
-  signal.addEventListener('abort', () => { clearTimeout(timer); resolve(); }, { once: true });
-});
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
 
 /** Runs beside the passes for the life of the worker: wakes the loop as soon as mail lands. */
 async function longPoll(ctx: LoopContext): Promise<void> {
@@ -71,11 +77,7 @@ runLoop(async (ctx) => {
       more = page.has_more;
       for (const { key } of page.objects) if (newestSeen === null || key > newestSeen) newestSeen = key;
       after = page.objects.at(-1)?.key ?? after;
-      // Fetching and opening overlap across a few objects; commits stay serialized by SQLite.
-      for (let i = 0; i < page.objects.length; i += CONCURRENCY) {
-        const results = await Promise.all(page.objects.slice(i, i + CONCURRENCY).map(({ key, size }) => ingestObject(deps, key, size)));
-        worked += results.filter((r) => r.outcome !== 'skipped_quarantined').length;
-      }
+      worked += await ingestBatch(deps, page.objects);
     }
   } catch {
     return 'idle'; // edge unreachable: try again on the idle schedule or at the next long-poll

@@ -1,0 +1,120 @@
+/**
+ * Ingest benchmark (issue 4): sustained 10 KB messages over SMTP into `svc serve --local-edge`,
+ * measured to the committed message's WebSocket event, beside an smtp-server that accepts and
+ * discards, driven by the same client in the same run. Targets: ≥ 250 msg/s, p50 ≤ 250 ms.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import nodemailer from 'nodemailer';
+import { SMTPServer } from 'smtp-server';
+import WebSocket from 'ws';
+import dns2 from 'dns2';
+import { percentile, round, spawnUntil, root } from './util.js';
+
+const MESSAGES = Number(process.env.BENCH_INGEST_MESSAGES ?? 2000);
+const CONNECTIONS = 8;
+const BODY = 'x'.repeat(76).concat('\r\n').repeat(128); // ~10 KB
+const INBOX = 'bench@ingest.test';
+
+/** A DNS server that answers every question with an empty NOERROR, so mail checks never wait on the network. */
+async function emptyDns(): Promise<{ server: string; close(): Promise<void> }> {
+  const server = dns2.createServer({ udp: true, handle: (request, send) => send(dns2.Packet.createResponseFromRequest(request)) });
+  const addresses = await server.listen({ udp: { port: 0, address: '127.0.0.1' } });
+  return { server: `127.0.0.1:${(addresses as { udp: { port: number } }).udp.port}`, close: () => server.close() };
+}
+
+/** Sends MESSAGES mails with CONNECTIONS pooled connections; returns per-subject accept times. */
+async function blast(port: number): Promise<{ accepted: Map<string, number>; seconds: number }> {
+  const transport = nodemailer.createTransport({ host: '127.0.0.1', port, secure: false, ignoreTLS: true, pool: true, maxConnections: CONNECTIONS, maxMessages: Infinity });
+  const accepted = new Map<string, number>();
+  const started = performance.now();
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: CONNECTIONS * 2 }, async () => {
+      while (next < MESSAGES) {
+        const subject = `bench ${next++}`;
+        await transport.sendMail({ from: 'load@sender.test', to: INBOX, subject, text: BODY });
+        accepted.set(subject, performance.now());
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  transport.close();
+  return { accepted, seconds };
+}
+
+async function baseline(): Promise<number> {
+  const server = new SMTPServer({ authOptional: true, disabledCommands: ['STARTTLS'], logger: false, onData: (stream, _s, done) => { stream.resume(); stream.on('end', () => done()); } });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.server.address() as { port: number }).port;
+  const { seconds } = await blast(port);
+  await new Promise<void>((r) => server.close(() => r()));
+  return MESSAGES / seconds;
+}
+
+export async function benchIngest(): Promise<void> {
+  const baselineRate = await baseline();
+  const dns = await emptyDns();
+  const home = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-ingest-')), 'home');
+  let smtpPort = 0;
+  const svc = await spawnUntil([path.join(root, 'bin', 'svc'), 'serve', '--init', '--home', home, '--local-edge', '--edge-dns', dns.server], (line) => {
+    try {
+      const data = JSON.parse(line) as { event?: string; url?: string; smtp?: string };
+      if (data.event !== 'server.ready') return null;
+      smtpPort = Number(data.smtp?.split(':')[1]);
+      return data.url ?? null;
+    } catch {
+      return null;
+    }
+  });
+  const { owner_token: token } = JSON.parse(fs.readFileSync(path.join(home, 'connection.json'), 'utf8')) as { owner_token: string };
+  await fetch(`${svc.url}/v0/inboxes`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ username: 'bench', domain: 'ingest.test' }) });
+  // Wait for the routing push: the edge answers 451 until it knows the address.
+  for (let i = 0; i < 100; i++) {
+    const probe = nodemailer.createTransport({ host: '127.0.0.1', port: smtpPort, secure: false, ignoreTLS: true });
+    try {
+      await probe.sendMail({ from: 'load@sender.test', to: INBOX, subject: 'warm-up', text: 'hi' });
+      break;
+    } catch {
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  const ws = new WebSocket(svc.url.replace('http', 'ws') + '/v0/ws', { headers: { authorization: `Bearer ${token}` } });
+  await new Promise((r) => ws.once('open', r));
+  ws.send(JSON.stringify({ type: 'subscribe', event_types: ['message.received'] }));
+  const committed = new Map<string, number>();
+  let resolveAll!: () => void;
+  const all = new Promise<void>((r) => (resolveAll = r));
+  ws.on('message', (data) => {
+    const frame = JSON.parse(String(data)) as { event_type?: string; message?: { subject?: string } };
+    const subject = frame.message?.subject;
+    if (frame.event_type === 'message.received' && subject?.startsWith('bench ')) {
+      committed.set(subject, performance.now());
+      if (committed.size === MESSAGES) resolveAll();
+    }
+  });
+  await new Promise((r) => setTimeout(r, 300));
+  const started = performance.now();
+  const { accepted, seconds: acceptSeconds } = await blast(smtpPort);
+  await Promise.race([all, new Promise((r) => setTimeout(r, 120_000))]);
+  const elapsed = (Math.max(...committed.values()) - started) / 1000;
+  const latencies = [...committed].map(([subject, at]) => at - (accepted.get(subject) ?? at));
+  ws.close();
+  await svc.stop();
+  await dns.close();
+  console.log(JSON.stringify({
+    bench: 'ingest',
+    messages: MESSAGES,
+    message_bytes: BODY.length,
+    smtp_connections: CONNECTIONS,
+    committed: committed.size,
+    edge_accept_msgs_per_s: round(MESSAGES / acceptSeconds, 0),
+    svc_msgs_per_s: round(committed.size / elapsed, 0),
+    baseline_accept_discard_msgs_per_s: round(baselineRate, 0),
+    ratio: round(committed.size / elapsed / baselineRate),
+    accept_to_event_p50_ms: round(percentile(latencies, 50)),
+    accept_to_event_p99_ms: round(percentile(latencies, 99)),
+  }));
+}
