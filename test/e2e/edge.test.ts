@@ -248,6 +248,18 @@ t.test('svc-selftest@ is accepted on a routed domain and refused on a domain tha
   t.equal(err.rejectedErrors?.[0]?.responseCode ?? err.responseCode, 550);
 });
 
+t.test('more than 100 recipients in one message: the extra ones get 452 and the first 100 are accepted', async (t) => {
+  const edge = await startEdge(t, { route: false });
+  const many = Array.from({ length: 101 }, (_, i) => `user${i}@${HOME_DOMAIN}`);
+  t.equal((await edge.call('PUT', '/routing', { recipient_public_key: edge.home.publicJwk, domains: [HOME_DOMAIN], addresses: many })).status, 200);
+  const info = await sendRaw(edge.smtpPort, rawMail('many', 'x'), { from: 'alice@sender.test', to: many });
+  t.equal(info.accepted.length, 100);
+  t.same(info.rejected, [many[100]]);
+  t.equal((info.rejectedErrors as SmtpFailure[])[0].responseCode, 452);
+  const { payload } = await openLatest(edge);
+  t.equal(payload.envelope.rcpt_to.length, 100);
+});
+
 t.test('a routing update takes effect at once: an address removed from routing gets 550', async (t) => {
   const edge = await startEdge(t);
   t.equal((await sendRaw(edge.smtpPort, rawMail('before', 'x'), { from: 'alice@sender.test', to: [CAROL] })).accepted.length, 1);
@@ -283,6 +295,7 @@ t.test('a message over the size limit sent without SIZE is refused after DATA wi
   const result = await sendWithConnection(edge.smtpPort, { from: 'alice@sender.test', to: [BOB] }, rawMail('big', 'y'.repeat(10_000)));
   t.equal(result.ok, false);
   t.equal(result.code, 552);
+  t.match(result.response, /^552 5\.3\.4 /);
   t.same(await listKeys(edge), []);
   const small = await sendWithConnection(edge.smtpPort, { from: 'alice@sender.test', to: [BOB] }, rawMail('small', 'fits'));
   t.equal(small.ok, true, 'a message under the limit on the same edge is accepted');
@@ -721,8 +734,9 @@ t.test('svc edge makes a 0600 token, prints edge.ready and how to pair, serves w
   t.teardown(() => {
     if (proc.exitCode === null) proc.kill('SIGKILL');
   });
-  const ready = await new Promise<Record<string, any>>((resolve, reject) => {
-    readline.createInterface({ input: proc.stdout }).on('line', (l) => resolve(JSON.parse(l)));
+  // Parsed JSON, checked field by field with t.match right below.
+  const ready = await new Promise<{ api: { url: string }; token_file: string }>((resolve, reject) => {
+    readline.createInterface({ input: proc.stdout }).on('line', (l) => resolve(JSON.parse(l) as { api: { url: string }; token_file: string }));
     void exited.then((code) => reject(new Error(`exited ${code}: ${stderr}`)));
   });
   t.match(ready, { event: 'edge.ready', smtp: { host: '127.0.0.1', port: Number }, api: { host: '127.0.0.1', port: Number, url: /^http:\/\/127\.0\.0\.1:\d+$/ }, token_file: path.join(dataDir, 'api-token') });
