@@ -17,6 +17,7 @@ import {
   type MessageBodyRow,
   type MessageItem,
   type MessageRow,
+  type ThreadMessageRow,
 } from './serialize.js';
 import { prepared } from './statements.js';
 
@@ -26,8 +27,9 @@ export function normalizeMessageId(id: string): string {
   return trimmed.startsWith('<') ? trimmed : `<${trimmed}>`;
 }
 
-/** Attachment metadata (never the content) of each message, in one query. */
-export function attachmentsOf(db: Db, messageRowids: readonly number[]): Map<number, AttachmentRow[]> {
+/** Attachment metadata (never the content) of the messages that have any, in one query. */
+export function attachmentsOf(db: Db, messages: readonly ThreadMessageRow[]): Map<number, AttachmentRow[]> {
+  const messageRowids = messages.filter((m) => m.has_attachments).map((m) => m.id);
   const result = new Map<number, AttachmentRow[]>(messageRowids.map((id) => [id, []]));
   if (messageRowids.length === 0) return result;
   const rows = prepared(db, `SELECT ${ATTACHMENT_COLUMNS} FROM attachments a WHERE a.message_rowid IN (SELECT value FROM json_each(?)) ORDER BY a.message_rowid, a.rowid`).all(
@@ -38,17 +40,13 @@ export function attachmentsOf(db: Db, messageRowids: readonly number[]): Map<num
 }
 
 export function messageItems(db: Db, rows: MessageRow[]): MessageItem[] {
-  const ids = rows.map((r) => r.id);
-  const labels = labelsOf(db, ids);
-  const attachments = attachmentsOf(db, ids);
-  return rows.map((r) => messageItemShape(r, labels.get(r.id) ?? [], attachments.get(r.id) ?? []));
+  const attachments = attachmentsOf(db, rows);
+  return rows.map((r) => messageItemShape(r, attachments.get(r.id) ?? []));
 }
 
 export function fullMessages(db: Db, rows: MessageBodyRow[]): Message[] {
-  const ids = rows.map((r) => r.id);
-  const labels = labelsOf(db, ids);
-  const attachments = attachmentsOf(db, ids);
-  return rows.map((r) => messageShape(r, labels.get(r.id) ?? [], attachments.get(r.id) ?? []));
+  const attachments = attachmentsOf(db, rows);
+  return rows.map((r) => messageShape(r, attachments.get(r.id) ?? []));
 }
 
 /** Messages by internal row id, full shape, in the given order. */

@@ -98,29 +98,41 @@ export function ListOf(key: string, item: TSchema) {
 
 // ---- rows ----
 
+/**
+ * Each message row carries its labels (joined by U+001F, which labels never contain) and whether
+ * it has attachments, so a page of messages is one query plus one for the few with attachments.
+ */
+const MESSAGE_EXTRAS =
+  '(SELECT group_concat(l.label, char(31)) FROM message_labels l WHERE l.message_rowid = m.id) AS label_list, EXISTS (SELECT 1 FROM attachments xa WHERE xa.message_rowid = m.id) AS has_attachments';
+/** The columns a thread summary needs. */
+export const THREAD_MESSAGE_COLUMNS = `m.id, m.thread_id, m.message_id, m.from_address, m.to_addresses, m.cc_addresses, m.bcc_addresses, m.subject, m.preview, m.size, m.timestamp, m.direction, ${MESSAGE_EXTRAS}`;
 /** The messages columns read for items (never the bodies). */
-export const MESSAGE_ITEM_COLUMNS =
-  'm.id, m.inbox_id, m.thread_id, m.message_id, m.from_address, m.to_addresses, m.cc_addresses, m.bcc_addresses, m.reply_to, m.subject, m.preview, m.headers, m.in_reply_to, m.refs, m.size, m.timestamp, m.direction, m.send_status, m.send_reason, m.created_at, m.updated_at';
+export const MESSAGE_ITEM_COLUMNS = `${THREAD_MESSAGE_COLUMNS}, m.inbox_id, m.reply_to, m.headers, m.in_reply_to, m.refs, m.send_status, m.send_reason, m.created_at, m.updated_at`;
 export const MESSAGE_BODY_COLUMNS = 'm.text, m.html, m.extracted_text, m.extracted_html';
 
-export interface MessageRow {
+export interface ThreadMessageRow {
   id: number;
-  inbox_id: string;
   thread_id: string;
   message_id: string;
   from_address: string | null;
   to_addresses: string;
   cc_addresses: string | null;
   bcc_addresses: string | null;
-  reply_to: string | null;
   subject: string | null;
   preview: string | null;
-  headers: string | null;
-  in_reply_to: string | null;
-  refs: string | null;
   size: number;
   timestamp: string;
   direction: 'inbound' | 'outbound';
+  label_list: string | null;
+  has_attachments: 0 | 1;
+}
+
+export interface MessageRow extends ThreadMessageRow {
+  inbox_id: string;
+  reply_to: string | null;
+  headers: string | null;
+  in_reply_to: string | null;
+  refs: string | null;
   send_status: string | null;
   send_reason: string | null;
   created_at: string;
@@ -133,6 +145,9 @@ export interface MessageBodyRow extends MessageRow {
   extracted_text: string | null;
   extracted_html: string | null;
 }
+
+/** The row's labels, sorted. */
+export const rowLabels = (row: ThreadMessageRow): string[] => (row.label_list === null ? [] : row.label_list.split('\u001f').sort());
 
 export const ATTACHMENT_COLUMNS = 'a.message_rowid, a.attachment_id, a.filename, a.content_type, a.content_disposition, a.content_id, a.size';
 
@@ -161,12 +176,12 @@ export function attachmentShape(a: AttachmentRow): Attachment {
   return { attachment_id: a.attachment_id, filename: a.filename, size: a.size, content_type: a.content_type, content_disposition: a.content_disposition, content_id: a.content_id };
 }
 
-export function messageItemShape(row: MessageRow, labels: string[], attachments: AttachmentRow[]): MessageItem {
+export function messageItemShape(row: MessageRow, attachments: AttachmentRow[]): MessageItem {
   return {
     inbox_id: row.inbox_id,
     thread_id: row.thread_id,
     message_id: row.message_id,
-    labels,
+    labels: rowLabels(row),
     timestamp: row.timestamp,
     from: row.from_address ?? '',
     reply_to: list(row.reply_to),
@@ -185,9 +200,9 @@ export function messageItemShape(row: MessageRow, labels: string[], attachments:
   };
 }
 
-export function messageShape(row: MessageBodyRow, labels: string[], attachments: AttachmentRow[]): Message {
+export function messageShape(row: MessageBodyRow, attachments: AttachmentRow[]): Message {
   return {
-    ...messageItemShape(row, labels, attachments),
+    ...messageItemShape(row, attachments),
     text: row.text,
     html: row.html,
     extracted_text: row.extracted_text,
@@ -223,16 +238,16 @@ function uniqueByAddress(displays: Iterable<string>): string[] {
 const later = (a: string | null, b: string) => (a === null || b > a ? b : a);
 
 /**
- * A thread summary from its visible messages (oldest first) and their labels and attachments.
+ * A thread summary from its visible messages (oldest first) and their attachments.
  * Thread labels are the union of the messages' labels; the subject is the first message's.
  */
-export function threadItemShape(thread: ThreadRow, messages: MessageRow[], labels: Map<number, string[]>, attachments: Map<number, AttachmentRow[]>): ThreadItem {
+export function threadItemShape(thread: ThreadRow, messages: ThreadMessageRow[], attachments: Map<number, AttachmentRow[]>): ThreadItem {
   const labelSet = new Set<string>();
   let received: string | null = null;
   let sent: string | null = null;
   let size = 0;
   for (const m of messages) {
-    for (const l of labels.get(m.id) ?? []) labelSet.add(l);
+    for (const l of rowLabels(m)) labelSet.add(l);
     if (m.direction === 'inbound') received = later(received, m.timestamp);
     else sent = later(sent, m.timestamp);
     size += m.size;

@@ -8,7 +8,19 @@ import { bumpSearchGeneration, type Cursor } from '../http/pagination.js';
 import { redactMessageEvents } from '../events/log.js';
 import { applyLabelEdit, labelsOf, touchesHidden, visibleSql, type LabelEdit, type Visibility } from './labels.js';
 import { anySubstring, attachmentsOf, fullMessages, type PageRequest } from './messages.js';
-import { ATTACHMENT_COLUMNS, MESSAGE_BODY_COLUMNS, MESSAGE_ITEM_COLUMNS, threadItemShape, type AttachmentRow, type MessageBodyRow, type MessageRow, type Thread, type ThreadItem, type ThreadRow } from './serialize.js';
+import {
+  ATTACHMENT_COLUMNS,
+  MESSAGE_BODY_COLUMNS,
+  MESSAGE_ITEM_COLUMNS,
+  THREAD_MESSAGE_COLUMNS,
+  threadItemShape,
+  type AttachmentRow,
+  type MessageBodyRow,
+  type Thread,
+  type ThreadItem,
+  type ThreadMessageRow,
+  type ThreadRow,
+} from './serialize.js';
 import { prepared } from './statements.js';
 
 const THREAD_COLUMNS = 't.rowid AS rid, t.thread_id, t.inbox_id, t.subject, t.created_at, t.updated_at';
@@ -18,14 +30,12 @@ export function threadSummaries(db: Db, threads: ThreadRow[], v: Visibility): Th
   if (threads.length === 0) return [];
   const messages = prepared(
     db,
-    `SELECT ${MESSAGE_ITEM_COLUMNS} FROM messages m WHERE m.thread_id IN (SELECT value FROM json_each(?)) AND ${visibleSql('m', v)} ORDER BY m.thread_id, m.timestamp, m.id`,
-  ).all(JSON.stringify(threads.map((t) => t.thread_id))) as MessageRow[];
-  const ids = messages.map((m) => m.id);
-  const labels = labelsOf(db, ids);
-  const attachments = attachmentsOf(db, ids);
-  const byThread = new Map<string, MessageRow[]>(threads.map((t) => [t.thread_id, []]));
+    `SELECT ${THREAD_MESSAGE_COLUMNS} FROM messages m WHERE m.thread_id IN (SELECT value FROM json_each(?)) AND ${visibleSql('m', v)} ORDER BY m.thread_id, m.timestamp, m.id`,
+  ).all(JSON.stringify(threads.map((t) => t.thread_id))) as ThreadMessageRow[];
+  const attachments = attachmentsOf(db, messages);
+  const byThread = new Map<string, ThreadMessageRow[]>(threads.map((t) => [t.thread_id, []]));
   for (const m of messages) byThread.get(m.thread_id)?.push(m);
-  return threads.map((t) => threadItemShape(t, byThread.get(t.thread_id) ?? [], labels, attachments));
+  return threads.map((t) => threadItemShape(t, byThread.get(t.thread_id) ?? [], attachments));
 }
 
 export interface ThreadFilters {

@@ -12,6 +12,7 @@ import { searchGeneration } from '../http/pagination.js';
 import { labelEdit, LabelEditBody, listVisibility, readVisibility } from '../mail/labels.js';
 import { batchGetMessages, deleteMessage, getMessage, listMessages, messageAttachment, updateMessageLabels, visibleMessage } from '../mail/messages.js';
 import { keysetPage, MessageListQuery, queryList, SearchQuery, timeBounds } from '../mail/query.js';
+import { cachedRead } from '../mail/read-cache.js';
 import { searchMessages } from '../mail/search.js';
 import { attachmentShape, AttachmentDownload, DownloadLink, LabelsResult, ListOf, Message, MessageItem } from '../mail/serialize.js';
 
@@ -44,34 +45,36 @@ export const messageRoutes: FastifyPluginAsync = async (app) => {
   app.get<{ Params: InboxParams; Querystring: MessageListQuery }>(
     base,
     { config: { auth: 'agent' }, schema: { params: InboxParams, querystring: MessageListQuery, response: { 200: ListOf('messages', MessageItem) } } },
-    async (request) => {
-      const p = request.principal!;
-      const q = request.query;
-      const inbox = inboxFor(db, p, request.params.inbox_id, 'message_read');
-      const visibility = listVisibility(p, q);
-      const filters = { ...timeBounds(q), labels: queryList(q.labels), from: queryList(q.from), to: queryList(q.to), subject: queryList(q.subject) };
-      const { page, respond } = keysetPage(
-        db,
-        { route: 'messages.list', filters: { inbox: inbox.inbox_id, ...filters, ascending: q.ascending === true, excluded: visibility.excluded.join(',') }, principal: p },
-        q,
-      );
-      const { items, next } = listMessages(db, inbox.inbox_id, filters, visibility, page);
-      return respond('messages', items, next);
-    },
+    async (request, reply) =>
+      cachedRead(db, request, reply, () => {
+        const p = request.principal!;
+        const q = request.query;
+        const inbox = inboxFor(db, p, request.params.inbox_id, 'message_read');
+        const visibility = listVisibility(p, q);
+        const filters = { ...timeBounds(q), labels: queryList(q.labels), from: queryList(q.from), to: queryList(q.to), subject: queryList(q.subject) };
+        const { page, respond } = keysetPage(
+          db,
+          { route: 'messages.list', filters: { inbox: inbox.inbox_id, ...filters, ascending: q.ascending === true, excluded: visibility.excluded.join(',') }, principal: p },
+          q,
+        );
+        const { items, next } = listMessages(db, inbox.inbox_id, filters, visibility, page);
+        return respond('messages', items, next);
+      }),
   );
 
   app.get<{ Params: InboxParams; Querystring: SearchQuery }>(
     `${base}/search`,
     { config: { auth: 'agent' }, schema: { params: InboxParams, querystring: SearchQuery, response: { 200: ListOf('messages', MessageItem) } } },
-    async (request) => {
-      const p = request.principal!;
-      const q = request.query;
-      const inbox = inboxFor(db, p, request.params.inbox_id, 'message_read');
-      const bounds = timeBounds(q);
-      const { page, respond } = keysetPage(db, { route: 'messages.search', filters: { inbox: inbox.inbox_id, q: q.q, ...bounds }, principal: p, generation: searchGeneration(db) }, q);
-      const { items, next } = searchMessages(db, { q: q.q, inboxIds: [inbox.inbox_id], ...bounds, limit: page.limit, cursor: page.cursor });
-      return respond('messages', items, next);
-    },
+    async (request, reply) =>
+      cachedRead(db, request, reply, () => {
+        const p = request.principal!;
+        const q = request.query;
+        const inbox = inboxFor(db, p, request.params.inbox_id, 'message_read');
+        const bounds = timeBounds(q);
+        const { page, respond } = keysetPage(db, { route: 'messages.search', filters: { inbox: inbox.inbox_id, q: q.q, ...bounds }, principal: p, generation: searchGeneration(db) }, q);
+        const { items, next } = searchMessages(db, { q: q.q, inboxIds: [inbox.inbox_id], ...bounds, limit: page.limit, cursor: page.cursor });
+        return respond('messages', items, next);
+      }),
   );
 
   app.post<{ Params: InboxParams; Body: Static<typeof BatchGet> }>(
@@ -103,13 +106,14 @@ export const messageRoutes: FastifyPluginAsync = async (app) => {
   app.get<{ Params: MessageParams }>(
     `${base}/:message_id`,
     { config: { auth: 'agent' }, schema: { params: MessageParams, response: { 200: Message } } },
-    async (request) => {
-      const p = request.principal!;
-      const inbox = inboxFor(db, p, request.params.inbox_id, 'message_read');
-      const message = getMessage(db, inbox.inbox_id, request.params.message_id, readVisibility(p));
-      if (!message) throw notFound('message');
-      return message;
-    },
+    async (request, reply) =>
+      cachedRead(db, request, reply, () => {
+        const p = request.principal!;
+        const inbox = inboxFor(db, p, request.params.inbox_id, 'message_read');
+        const message = getMessage(db, inbox.inbox_id, request.params.message_id, readVisibility(p));
+        if (!message) throw notFound('message');
+        return message;
+      }),
   );
 
   app.patch<{ Params: MessageParams; Body: Static<typeof UpdateMessage> }>(

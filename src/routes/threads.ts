@@ -13,6 +13,7 @@ import { searchGeneration } from '../http/pagination.js';
 import { inScope, type Principal } from '../http/principal.js';
 import { labelEdit, LabelEditBody, listVisibility, readVisibility } from '../mail/labels.js';
 import { keysetPage, queryList, scopeInboxes, SearchQuery, ThreadListQuery, ThreadPageQuery, timeBounds } from '../mail/query.js';
+import { cachedRead } from '../mail/read-cache.js';
 import { searchThreads } from '../mail/search.js';
 import { attachmentShape, AttachmentDownload, LabelsResult, ListOf, Thread, ThreadItem } from '../mail/serialize.js';
 import { deleteThread, getThread, listThreads, threadAttachment, threadInbox, updateThreadLabels } from '../mail/threads.js';
@@ -55,56 +56,59 @@ function register(app: FastifyInstance, base: string): void {
   app.get<{ Params: InboxParams; Querystring: ThreadListQuery }>(
     base,
     { config: { auth: 'agent' }, schema: { params: InboxParams, querystring: ThreadListQuery, response: { 200: ListOf('threads', ThreadItem) } } },
-    async (request) => {
-      const p = request.principal!;
-      const q = request.query;
-      const inboxIds = inboxesFor(db, p, request.params.inbox_id);
-      const visibility = listVisibility(p, q);
-      const filters = { ...timeBounds(q), labels: queryList(q.labels), senders: queryList(q.senders), recipients: queryList(q.recipients), subject: queryList(q.subject) };
-      const { page, respond } = keysetPage(
-        db,
-        {
-          route: `threads.list.${form}`,
-          filters: { inbox: request.params.inbox_id ?? '*', ...filters, ascending: q.ascending === true, excluded: visibility.excluded.join(',') },
-          principal: p,
-        },
-        q,
-      );
-      const { items, next } = listThreads(db, inboxIds, filters, visibility, page);
-      return respond('threads', items, next);
-    },
+    async (request, reply) =>
+      cachedRead(db, request, reply, () => {
+        const p = request.principal!;
+        const q = request.query;
+        const inboxIds = inboxesFor(db, p, request.params.inbox_id);
+        const visibility = listVisibility(p, q);
+        const filters = { ...timeBounds(q), labels: queryList(q.labels), senders: queryList(q.senders), recipients: queryList(q.recipients), subject: queryList(q.subject) };
+        const { page, respond } = keysetPage(
+          db,
+          {
+            route: `threads.list.${form}`,
+            filters: { inbox: request.params.inbox_id ?? '*', ...filters, ascending: q.ascending === true, excluded: visibility.excluded.join(',') },
+            principal: p,
+          },
+          q,
+        );
+        const { items, next } = listThreads(db, inboxIds, filters, visibility, page);
+        return respond('threads', items, next);
+      }),
   );
 
   app.get<{ Params: InboxParams; Querystring: SearchQuery }>(
     `${base}/search`,
     { config: { auth: 'agent' }, schema: { params: InboxParams, querystring: SearchQuery, response: { 200: ListOf('threads', ThreadItem) } } },
-    async (request) => {
-      const p = request.principal!;
-      const q = request.query;
-      const inboxIds = inboxesFor(db, p, request.params.inbox_id);
-      const bounds = timeBounds(q);
-      const { page, respond } = keysetPage(
-        db,
-        { route: `threads.search.${form}`, filters: { inbox: request.params.inbox_id ?? '*', q: q.q, ...bounds }, principal: p, generation: searchGeneration(db) },
-        q,
-      );
-      const { items, next } = searchThreads(db, { q: q.q, inboxIds, ...bounds, limit: page.limit, cursor: page.cursor });
-      return respond('threads', items, next);
-    },
+    async (request, reply) =>
+      cachedRead(db, request, reply, () => {
+        const p = request.principal!;
+        const q = request.query;
+        const inboxIds = inboxesFor(db, p, request.params.inbox_id);
+        const bounds = timeBounds(q);
+        const { page, respond } = keysetPage(
+          db,
+          { route: `threads.search.${form}`, filters: { inbox: request.params.inbox_id ?? '*', q: q.q, ...bounds }, principal: p, generation: searchGeneration(db) },
+          q,
+        );
+        const { items, next } = searchThreads(db, { q: q.q, inboxIds, ...bounds, limit: page.limit, cursor: page.cursor });
+        return respond('threads', items, next);
+      }),
   );
 
   app.get<{ Params: ThreadParams; Querystring: ThreadPageQuery }>(
     `${base}/:thread_id`,
     { config: { auth: 'agent' }, schema: { params: ThreadParams, querystring: ThreadPageQuery, response: { 200: Thread } } },
-    async (request) => {
-      const p = request.principal!;
-      const inboxId = threadScope(db, p, request.params, 'message_read');
-      const { page, token } = keysetPage(db, { route: 'threads.get', filters: { thread: request.params.thread_id }, principal: p }, request.query);
-      const found = getThread(db, inboxId, request.params.thread_id, readVisibility(p), page);
-      if (!found) throw notFound('thread');
-      const next = token(found.next);
-      return { ...found.thread, ...(next ? { next_page_token: next } : {}) };
-    },
+    async (request, reply) =>
+      cachedRead(db, request, reply, () => {
+        const p = request.principal!;
+        const inboxId = threadScope(db, p, request.params, 'message_read');
+        const { page, token } = keysetPage(db, { route: 'threads.get', filters: { thread: request.params.thread_id }, principal: p }, request.query);
+        const found = getThread(db, inboxId, request.params.thread_id, readVisibility(p), page);
+        if (!found) throw notFound('thread');
+        const next = token(found.next);
+        return { ...found.thread, ...(next ? { next_page_token: next } : {}) };
+      }),
   );
 
   app.patch<{ Params: ThreadParams; Body: Static<typeof UpdateThread> }>(
