@@ -10,7 +10,7 @@ import { buildEdgeApi } from './api.js';
 import { dnsResolver, evaluateAuth, type DNSResolver } from './auth.js';
 import { SealedBuffer } from './buffer.js';
 import { ensurePrivateDir } from './durable-files.js';
-import { API_DRAIN_MS, DEFAULT_MAX_MESSAGE_BYTES } from './limits.js';
+import { API_DRAIN_MS, DEFAULT_MAX_MESSAGE_BYTES, MIN_API_TOKEN_LENGTH } from './limits.js';
 import { RoutingCorrupt, RoutingTable, type ReportAddressPolicy } from './routing.js';
 import { SEALED_VERSION, sealObject, type InboundObject } from './sealed.js';
 import { createSmtpReceiver, SmtpReply, type ReceivedMessage, type TlsFiles } from './smtp.js';
@@ -70,6 +70,10 @@ export class Edge {
   private stopping = false;
 
   constructor(private readonly options: EdgeOptions) {
+    // A short or empty token would make the whole buffer guessable; refuse it outright.
+    if (options.apiToken.length < MIN_API_TOKEN_LENGTH || /\s/.test(options.apiToken)) {
+      throw new Error(`The edge API token must be at least ${MIN_API_TOKEN_LENGTH} characters without spaces.`);
+    }
     this.routing = new RoutingTable(options.dataDir, options.reportAddress);
     this.buffer = new SealedBuffer(options.dataDir);
     this.resolver = options.resolver ?? dnsResolver();

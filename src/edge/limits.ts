@@ -38,3 +38,6 @@ export const MAX_ROUTED_ADDRESSES = 100_000;
 
 /** On stop, in-flight edge API requests (long-polls are released first) get this long. */
 export const API_DRAIN_MS = 5_000;
+
+/** Shortest edge API token an Edge accepts (generated tokens are `edge_` + 43 characters). */
+export const MIN_API_TOKEN_LENGTH = 32;

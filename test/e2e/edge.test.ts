@@ -286,7 +286,7 @@ t.test('the size limit is advertised with SIZE and a larger declared SIZE is ref
   // A hand-driven session: nodemailer refuses on its own side before sending an oversized SIZE.
   const replies = await smtpDialog(edge.smtpPort, [`EHLO ${HELO}`, 'MAIL FROM:<alice@sender.test> SIZE=10000', 'QUIT']);
   t.match(replies[1], /^250[- ]SIZE 4096$/m, 'EHLO advertises the limit');
-  t.match(replies[2], /^552 /, 'MAIL FROM with SIZE over the limit is refused');
+  t.match(replies[2], /^552 5\.3\.4 /, 'MAIL FROM with SIZE over the limit is refused');
   t.same(await listKeys(edge), []);
 });
 
