@@ -9,6 +9,7 @@ import type { Principal } from '../http/principal.js';
 import { prepared } from './statements.js';
 import { MAX_LABEL_LENGTH, MAX_LABELS_PER_EDIT } from './labels.js';
 import type { PageRequest } from './messages.js';
+import { MAX_QUERY_LENGTH } from './search.js';
 
 const MAX_FILTER_VALUES = 20;
 const FilterList = Type.Array(Type.String({ minLength: 1, maxLength: 998 }), { maxItems: MAX_FILTER_VALUES });
@@ -58,7 +59,7 @@ export type MessageListQuery = Static<typeof MessageListQuery>;
 
 export const SearchQuery = Type.Object(
   {
-    q: Type.String({ minLength: 1, maxLength: 512 }),
+    q: Type.String({ minLength: 1, maxLength: MAX_QUERY_LENGTH }),
     limit: PageQuery.limit,
     page_token: PageQuery.page_token,
     ...TimeQuery,
