@@ -108,6 +108,17 @@ function fail(deps: IngestDeps, key: string, size: number | null, inboxId: strin
 
 const FETCH_CONCURRENCY = 16;
 
+/**
+ * The edge listed an object it can no longer produce. If its queue entry is still there the mail
+ * was accepted but its ciphertext is lost: keep the metadata as a `queue_message` item.
+ */
+async function quarantineOrphanEntry(deps: IngestDeps, key: string): Promise<void> {
+  const entry = await deps.edge.queueEntry(key);
+  if (!entry) return;
+  const seq = quarantine(deps.db, { sourceKind: 'queue_message', sourceKey: key, reasonCode: 'object_missing', size: entry.size, inboxId: entry.recipients[0] ?? null, attempts: null });
+  if (seq !== null) deps.publish(seq);
+}
+
 async function mapLimited<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
   const out: R[] = new Array(items.length);
   let next = 0;
@@ -134,7 +145,10 @@ export async function ingestBatch(deps: IngestDeps, objects: { key: string; size
   });
   const opened = await mapLimited(pending, FETCH_CONCURRENCY, async ({ key, size }) => {
     const jwe = await edge.getObject(key);
-    if (jwe === null) return null;
+    if (jwe === null) {
+      await quarantineOrphanEntry(deps, key);
+      return null;
+    }
     try {
       return { key, size, mail: await deps.open(jwe) };
     } catch (err) {

@@ -46,10 +46,10 @@ export const inboundRoutes: FastifyPluginAsync = async (app) => {
     const item = quarantineById(db, request.params.id);
     if (!item || item.status === 'deleted') throw notFound('quarantine item');
     if (item.status === 'released') return { status: 'released' };
+    if (item.status === 'delete_pending') throw new ApiError('action_required', 'This item is being deleted.', { fix: 'Repeat DELETE /v0/owner/quarantine/{id} to finish the deletion.' });
     if (item.source_kind === 'queue_message') {
       throw new ApiError('not_supported', 'A queue-message item holds metadata only; there is nothing to retry.', { fix: 'Delete the item, and ask the sender to send the message again.' });
     }
-    if (item.status === 'delete_pending') throw new ApiError('action_required', 'This item is being deleted.', { fix: 'Repeat DELETE /v0/owner/quarantine/{id} to finish the deletion.' });
     const { edge } = readTransport(db);
     if (!edge) throw edgeMissing();
     const client = new EdgeClient(edge.url, edge.token);

@@ -15,8 +15,7 @@ import { Bus } from './bus.js';
 import { LoopSupervisor } from './loops.js';
 import { CpuPool } from './pool.js';
 import type { LoopName } from './loop-table.js';
-import { Edge } from '../edge/edge.js';
-import { dnsResolver } from '../edge/auth.js';
+import type { Edge } from '../edge/edge.js';
 import { newSecret } from '../http/secrets.js';
 import { readTransport, writeTransport } from '../mail/transport.js';
 
@@ -134,6 +133,8 @@ export async function serve(opts: ServeOptions): Promise<number> {
  * the database, and the home paired with it on every start (its API port changes each time).
  */
 async function startLocalEdge(db: Db, home: string, opts: NonNullable<ServeOptions['localEdge']>): Promise<{ edge: Edge; smtp: { host: string; port: number } }> {
+  // Loaded only when asked for: a home paired with a remote edge never loads the SMTP stack.
+  const [{ Edge }, { dnsResolver }] = await Promise.all([import('../edge/edge.js'), import('../edge/auth.js')]);
   const row = db.prepare("SELECT value FROM settings WHERE key = 'local_edge_token'").get() as { value: string } | undefined;
   const token = row?.value ?? newSecret('edge_');
   if (!row) db.prepare("INSERT INTO settings (key, value) VALUES ('local_edge_token', ?)").run(token);
