@@ -3,6 +3,7 @@
  * permission (else 403). Authentication and owner-only checks happen earlier, in the app hook.
  */
 import type { Db } from '../db/open.js';
+import { prepared } from '../mail/statements.js';
 import { ApiError, missingPermission, notFound } from './errors.js';
 import { hasPermission, inScope, type Principal } from './principal.js';
 
@@ -27,7 +28,7 @@ export interface InboxRow {
 /** The inbox if it exists and is in the caller's scope (else 404), after the permission check (403). */
 export function inboxFor(db: Db, p: Principal, inboxId: string, ...permissions: string[]): InboxRow {
   const id = normalizeInboxId(inboxId);
-  const row = inScope(p, id) ? (db.prepare('SELECT * FROM inboxes WHERE inbox_id = ?').get(id) as InboxRow | undefined) : undefined;
+  const row = inScope(p, id) ? (prepared(db, 'SELECT * FROM inboxes WHERE inbox_id = ?').get(id) as InboxRow | undefined) : undefined;
   if (!row) throw notFound('inbox');
   requirePermission(p, ...permissions);
   return row;

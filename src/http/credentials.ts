@@ -6,6 +6,7 @@ import type { Db } from '../db/open.js';
 import type { OwnerAccount } from '../owner/owner-account.js';
 import type { Principal, SendPolicy } from './principal.js';
 import { sha256Hex } from './secrets.js';
+import { prepared } from '../mail/statements.js';
 
 export const API_KEY_PREFIX = 'svc_key_';
 
@@ -35,7 +36,7 @@ const API_KEY_COLUMNS = 'api_key_id, permissions, send_policy, inbox_ids, expire
 export function resolveBearer(db: Db, owner: OwnerAccount, token: string): Principal | null {
   if (owner.isBearer(token)) return owner.ownerPrincipal();
   if (token.startsWith(API_KEY_PREFIX)) {
-    return apiKeyPrincipal(db.prepare(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE key_hash = ?`).get(sha256Hex(token)) as ApiKeyRow | undefined);
+    return apiKeyPrincipal(prepared(db, `SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE key_hash = ?`).get(sha256Hex(token)) as ApiKeyRow | undefined);
   }
   return null;
 }
@@ -49,11 +50,11 @@ export function refreshPrincipal(db: Db, p: Principal): Principal | null {
     case 'owner':
       return p;
     case 'session': {
-      const row = db.prepare('SELECT expires_at FROM owner_sessions WHERE session_id = ?').get(p.id) as { expires_at: string } | undefined;
+      const row = prepared(db, 'SELECT expires_at FROM owner_sessions WHERE session_id = ?').get(p.id) as { expires_at: string } | undefined;
       return row && Date.parse(row.expires_at) > Date.now() ? p : null;
     }
     case 'api_key':
-      return apiKeyPrincipal(db.prepare(`SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE api_key_id = ?`).get(p.id) as ApiKeyRow | undefined);
+      return apiKeyPrincipal(prepared(db, `SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE api_key_id = ?`).get(p.id) as ApiKeyRow | undefined);
     default:
       return null;
   }

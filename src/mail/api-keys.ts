@@ -5,6 +5,7 @@
  */
 import { Type, type Static } from 'typebox';
 import type { Db } from '../db/open.js';
+import { prepared } from './statements.js';
 import { uuidv7 } from '../db/ids.js';
 import { ApiError, notFound } from '../http/errors.js';
 import type { Principal, SendPolicy } from '../http/principal.js';
@@ -227,7 +228,13 @@ export const USED_AT_RESOLUTION_MS = 60 * 1000;
  * Records that a key was used. For the authentication path (`resolveBearer`) to call; writes
  * only when the stored time is older than USED_AT_RESOLUTION_MS.
  */
+/** When this process last wrote used_at per key, so most requests skip the statement entirely. */
+const lastUseWrite = new Map<string, number>();
+
 export function markApiKeyUsed(db: Db, apiKeyId: string, now = new Date()): void {
+  const last = lastUseWrite.get(apiKeyId);
+  if (last !== undefined && now.getTime() - last < USED_AT_RESOLUTION_MS) return;
+  lastUseWrite.set(apiKeyId, now.getTime());
   const threshold = new Date(now.getTime() - USED_AT_RESOLUTION_MS).toISOString();
-  db.prepare('UPDATE api_keys SET used_at = ? WHERE api_key_id = ? AND (used_at IS NULL OR used_at < ?)').run(now.toISOString(), apiKeyId, threshold);
+  prepared(db, 'UPDATE api_keys SET used_at = ? WHERE api_key_id = ? AND (used_at IS NULL OR used_at < ?)').run(now.toISOString(), apiKeyId, threshold);
 }
