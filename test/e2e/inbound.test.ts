@@ -9,7 +9,7 @@ import path from 'node:path';
 import nodemailer from 'nodemailer';
 import WebSocket from 'ws';
 import { Edge } from '../../src/edge/edge.js';
-import { api, startSvc, tempDir, type RunningSvc } from '../helpers/svc.js';
+import { api, failingStart, startSvc, tempDir, type RunningSvc } from '../helpers/svc.js';
 import { startLoopbackDns, type LoopbackDns } from '../helpers/dns.js';
 
 const DOMAIN = 'agents.test';
@@ -206,9 +206,9 @@ t.test('mail sent while the home is stopped arrives after the next start; a corr
 t.test('kill -9 between commit and edge delete loses and duplicates nothing', async (t) => {
   t.equal(await svc.stop(), 0);
   await send({ from: 'alice@sender.test', to: INBOX, subject: 'Crash window', text: 'exactly once' });
-  const crashing = await startSvc({ home, init: false, env: { SVC_TEST_FAULT: 'inbound-kill-after-commit' } });
-  const code = await crashing.exited;
-  t.equal(code, null, 'killed by SIGKILL');
+  // The pull loop may reach the crash point before the ready line: wait for the exit instead.
+  const crashed = await failingStart({ home, env: { SVC_TEST_FAULT: 'inbound-kill-after-commit' } });
+  t.equal(crashed.code, null, 'killed by SIGKILL');
   t.equal(fs.readdirSync(path.join(edgeDir, 'objects')).filter((f) => f.endsWith('.jwe')).length, 1, 'the object is still at the edge');
   svc = await startSvc({ home, init: false });
   await waitForMessage(svc, (x) => x.subject === 'Crash window');
