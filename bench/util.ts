@@ -52,7 +52,9 @@ process.on('SIGTERM', () => app.close().then(() => process.exit(0)));`,
 
 /** svc serve on an existing home. */
 export function startSvc(home: string, init = false): Promise<Child> {
-  return spawnUntil([path.join(root, 'bin', 'svc'), 'serve', '--home', home, ...(init ? ['--init'] : [])], (l) => {
+  // BENCH_CPU_PROF=<dir> writes a V8 CPU profile of the service for each run into <dir>.
+  const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  return spawnUntil([...profile, path.join(root, 'bin', 'svc'), 'serve', '--home', home, ...(init ? ['--init'] : [])], (l) => {
     try {
       const data = JSON.parse(l) as { event?: string; url?: string };
       return data.event === 'server.ready' ? (data.url ?? null) : null;

@@ -15,6 +15,7 @@ import type { Bus } from '../supervisor/bus.js';
 import type { CpuPool } from '../supervisor/pool.js';
 import { CSRF_HEADER, SESSION_COOKIE } from '../owner/limits.js';
 import { resolveBearer } from './credentials.js';
+import { noteChange } from '../db/stamp.js';
 import { markApiKeyUsed } from '../mail/api-keys.js';
 import { ownerRoutes } from '../routes/owner.js';
 import { transportRoutes } from '../routes/transport.js';
@@ -156,8 +157,15 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     if (request.body === undefined && UNSAFE.has(request.method)) request.body = {};
   });
 
+  // Writes invalidate the in-memory caches derived from the database (src/db/stamp.ts).
+  ctx.bus.subscribe('event', () => noteChange());
+  app.addHook('preHandler', async (request) => {
+    if (request.method !== 'GET' && request.method !== 'HEAD') noteChange();
+  });
+
   // Inbox changes alter what the edge must accept: push routing now rather than at the next tick.
   app.addHook('onResponse', async (request, reply) => {
+    if (request.method !== 'GET' && request.method !== 'HEAD') noteChange();
     const url = request.routeOptions.url;
     if (request.method !== 'GET' && reply.statusCode < 300 && (url === '/v0/inboxes' || url === '/v0/inboxes/:inbox_id')) {
       ctx.bus.publish({ kind: 'wake', loop: 'provisioning' });

@@ -7,6 +7,7 @@ import type { OwnerAccount } from '../owner/owner-account.js';
 import type { Principal, SendPolicy } from './principal.js';
 import { sha256Hex } from './secrets.js';
 import { prepared } from '../mail/statements.js';
+import { dbStamp } from '../db/stamp.js';
 
 export const API_KEY_PREFIX = 'svc_key_';
 
@@ -32,12 +33,31 @@ function apiKeyPrincipal(row: ApiKeyRow | undefined): Principal | null {
 
 const API_KEY_COLUMNS = 'api_key_id, permissions, send_policy, inbox_ids, expires_at';
 
+/**
+ * API key rows by secret hash, valid while the database is unchanged (dbStamp): a revocation or
+ * permission change is a write, so it takes effect on the very next request.
+ */
+const keyCache = new WeakMap<Db, { stamp: string; rows: Map<string, ApiKeyRow | undefined> }>();
+const KEY_CACHE_MAX = 10_000;
+
+function apiKeyRow(db: Db, hash: string): ApiKeyRow | undefined {
+  const stamp = dbStamp(db);
+  let cache = keyCache.get(db);
+  if (!cache || cache.stamp !== stamp) {
+    cache = { stamp, rows: new Map() };
+    keyCache.set(db, cache);
+  }
+  if (cache.rows.has(hash)) return cache.rows.get(hash);
+  const row = prepared(db, `SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE key_hash = ?`).get(hash) as ApiKeyRow | undefined;
+  if (cache.rows.size >= KEY_CACHE_MAX) cache.rows.clear();
+  cache.rows.set(hash, row);
+  return row;
+}
+
 /** Owner bearer or API key; null when the token matches nothing active (revoked, expired, unknown). */
 export function resolveBearer(db: Db, owner: OwnerAccount, token: string): Principal | null {
   if (owner.isBearer(token)) return owner.ownerPrincipal();
-  if (token.startsWith(API_KEY_PREFIX)) {
-    return apiKeyPrincipal(prepared(db, `SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE key_hash = ?`).get(sha256Hex(token)) as ApiKeyRow | undefined);
-  }
+  if (token.startsWith(API_KEY_PREFIX)) return apiKeyPrincipal(apiKeyRow(db, sha256Hex(token)));
   return null;
 }
 

@@ -11,7 +11,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Db } from '../db/open.js';
 import type { Principal } from '../http/principal.js';
-import { prepared } from './statements.js';
+import { dbStamp } from '../db/stamp.js';
 
 export const MAX_CACHE_BYTES = 16 * 1024 * 1024;
 /** Bigger answers are served but not kept, so one large thread cannot evict everything. */
@@ -29,9 +29,7 @@ export class ReadCache {
 
   /** The database state now; entries stored under another state are invalid. */
   stamp(): string {
-    const version = prepared(this.#db, 'PRAGMA data_version').pluck().get() as number;
-    const changes = prepared(this.#db, 'SELECT total_changes()').pluck().get() as number;
-    return `${changes}:${version}`;
+    return dbStamp(this.#db);
   }
 
   /** The cached body for `key`, if still valid, and the state to store a fresh one under. */
