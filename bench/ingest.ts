@@ -9,19 +9,27 @@ import path from 'node:path';
 import nodemailer from 'nodemailer';
 import { SMTPServer } from 'smtp-server';
 import WebSocket from 'ws';
-import dns2 from 'dns2';
-import { percentile, round, spawnUntil, root } from './util.js';
+import { percentile, profileFlags, round, spawnUntil, root } from './util.js';
 
 const MESSAGES = Number(process.env.BENCH_INGEST_MESSAGES ?? 2000);
-const CONNECTIONS = 8;
+const CONNECTIONS = Number(process.env.BENCH_INGEST_CONNECTIONS ?? 8);
 const BODY = 'x'.repeat(76).concat('\r\n').repeat(128); // ~10 KB
 const INBOX = 'bench@ingest.test';
 
-/** A DNS server that answers every question with an empty NOERROR, so mail checks never wait on the network. */
+/**
+ * A DNS server that answers every question with an empty NOERROR, so mail checks never wait on
+ * the network. It runs in its own process: answered from this busy load-generating process, DNS
+ * replies would queue behind the client's own work and be measured as edge latency.
+ */
 async function emptyDns(): Promise<{ server: string; close(): Promise<void> }> {
-  const server = dns2.createServer({ udp: true, handle: (request, send) => send(dns2.Packet.createResponseFromRequest(request)) });
-  const addresses = await server.listen({ udp: { port: 0, address: '127.0.0.1' } });
-  return { server: `127.0.0.1:${(addresses as { udp: { port: number } }).udp.port}`, close: () => server.close() };
+  const script = `import dns2 from '${path.join(root, 'node_modules', 'dns2', 'index.js')}';
+const server = dns2.createServer({ udp: true, handle: (request, send) => send(dns2.Packet.createResponseFromRequest(request)) });
+const a = await server.listen({ udp: { port: 0, address: '127.0.0.1' } });
+console.log('ready 127.0.0.1:' + a.udp.port);`;
+  const file = path.join(os.tmpdir(), `svc-bench-dns-${process.pid}.mjs`);
+  fs.writeFileSync(file, script);
+  const child = await spawnUntil([file], (l) => (l.startsWith('ready ') ? l.slice(6) : null));
+  return { server: child.url, close: async () => { await child.stop(); fs.rmSync(file, { force: true }); } };
 }
 
 /** Sends MESSAGES mails with CONNECTIONS pooled connections; returns per-subject accept times. */
@@ -58,7 +66,7 @@ export async function benchIngest(): Promise<void> {
   const dns = await emptyDns();
   const home = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-ingest-')), 'home');
   let smtpPort = 0;
-  const svc = await spawnUntil([path.join(root, 'bin', 'svc'), 'serve', '--init', '--home', home, '--local-edge', '--edge-dns', dns.server], (line) => {
+  const svc = await spawnUntil([...profileFlags(), path.join(root, 'bin', 'svc'), 'serve', '--init', '--home', home, '--local-edge', '--edge-dns', dns.server], (line) => {
     try {
       const data = JSON.parse(line) as { event?: string; url?: string; smtp?: string };
       if (data.event !== 'server.ready') return null;

@@ -51,10 +51,11 @@ process.on('SIGTERM', () => app.close().then(() => process.exit(0)));`,
 }
 
 /** svc serve on an existing home. */
+/** BENCH_CPU_PROF=<dir> writes V8 CPU profiles of the service (every thread) into <dir>. */
+export const profileFlags = () => (process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []);
+
 export function startSvc(home: string, init = false): Promise<Child> {
-  // BENCH_CPU_PROF=<dir> writes a V8 CPU profile of the service for each run into <dir>.
-  const profile = process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
-  return spawnUntil([...profile, path.join(root, 'bin', 'svc'), 'serve', '--home', home, ...(init ? ['--init'] : [])], (l) => {
+  return spawnUntil([...profileFlags(), path.join(root, 'bin', 'svc'), 'serve', '--home', home, ...(init ? ['--init'] : [])], (l) => {
     try {
       const data = JSON.parse(l) as { event?: string; url?: string };
       return data.event === 'server.ready' ? (data.url ?? null) : null;

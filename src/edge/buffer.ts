@@ -156,9 +156,10 @@ export class SealedBuffer {
         group.flatMap((c, i) => [writeNewFileSynced(files[i].objectTemp, c.jwe), writeNewFileSynced(files[i].entryTemp, JSON.stringify(entries[i]) + '\n')]),
       );
       // Entries first, objects last: an object is visible only with its entry already durable.
-      for (const f of files) await fsp.rename(f.entryTemp, f.entry);
+      // Renames inside one directory don't depend on each other; only the fsync orders them.
+      await Promise.all(files.map((f) => fsp.rename(f.entryTemp, f.entry)));
       await fsyncDirectoryAsync(this.queueDir);
-      for (const f of files) await fsp.rename(f.objectTemp, f.object);
+      await Promise.all(files.map((f) => fsp.rename(f.objectTemp, f.object)));
       await fsyncDirectoryAsync(this.objectsDir);
     } catch (err) {
       // None of the group was answered 250, so none of it may stay behind half-written.
