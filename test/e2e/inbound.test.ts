@@ -124,7 +124,23 @@ t.test('attachments, HTML-only mail and non-UTF-8 charsets', async (t) => {
   const html = await waitForMessage(svc, (x) => x.subject === 'HTML only');
   const full = await api<{ html: string; text: string | null }>(svc.url, 'GET', `/v0/inboxes/${encodeURIComponent(INBOX)}/messages/${encodeURIComponent(html.message_id)}`, { token: svc.ownerToken });
   t.match(full.body.html, /<b>HTML<\/b>/);
-  await send({ from: 'alice@sender.test', to: INBOX, subject: 'Grüße aus Köln', text: 'Straße, Größe, Übermaß', textEncoding: 'quoted-printable', headers: {}, encoding: 'latin1' } as nodemailer.SendMailOptions);
+  // Real ISO-8859-1 bytes on the wire, with an RFC 2047 encoded subject.
+  const latin1 = Buffer.from(
+    [
+      'From: alice@sender.test',
+      `To: ${INBOX}`,
+      'Subject: =?ISO-8859-1?Q?Gr=FC=DFe_aus_K=F6ln?=',
+      'Message-ID: <latin1@sender.test>',
+      'MIME-Version: 1.0',
+      'Content-Type: text/plain; charset=ISO-8859-1',
+      'Content-Transfer-Encoding: 8bit',
+      '',
+      'Straße, Größe, Übermaß',
+      '',
+    ].join('\r\n'),
+    'latin1',
+  );
+  await send({ envelope: { from: 'alice@sender.test', to: INBOX }, raw: latin1 });
   const latin = await waitForMessage(svc, (x) => x.subject === 'Grüße aus Köln');
   const body = await api<{ text: string }>(svc.url, 'GET', `/v0/inboxes/${encodeURIComponent(INBOX)}/messages/${encodeURIComponent(latin.message_id)}`, { token: svc.ownerToken });
   t.match(body.body.text, /Straße, Größe, Übermaß/);
