@@ -9,7 +9,7 @@ const TASK_FILE = fileURLToPath(new URL('../../workers/pool/tasks.js', import.me
 export class CpuPool {
   readonly #pool = new Piscina({
     filename: TASK_FILE,
-    minThreads: 1,
+    minThreads: 0,
     maxThreads: Math.max(2, os.availableParallelism()),
     idleTimeout: 30_000,
   });
