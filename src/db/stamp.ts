@@ -2,29 +2,33 @@
  * A token that changes whenever the database may have changed, for in-memory caches derived from
  * it (the read cache, API key lookups).
  *
- * Asking SQLite costs a read transaction on the encrypted database — about as much as the cached
- * work itself — so the answer is reused for a few milliseconds, unless this process noted a change
- * in between: every non-GET request (before and after its handler) and every event a loop commits
- * calls `noteChange()`. Only writes by other processes wait for the next SQLite check.
+ * In WAL mode every commit, by any connection or process, appends to `svc.db-wal`, so the WAL
+ * file's size and modification time (nanoseconds) change with it: one stat call instead of a read
+ * transaction on the encrypted database. The stat is shared by all requests handled in the same
+ * event-loop turn (a write that finished before a request was sent is always seen by it), and
+ * `noteChange()` marks this process's own writes at once.
  */
+import fs from 'node:fs';
 import type { Db } from './open.js';
-import { prepared } from '../mail/statements.js';
-
-const REUSE_MS = 5;
 
 let generation = 0;
-const last = new WeakMap<Db, { at: number; generation: number; stamp: string }>();
+const walThisTurn = new Map<string, string>();
 
 export function noteChange(): void {
   generation++;
 }
 
+function walState(file: string): string {
+  let state = walThisTurn.get(file);
+  if (state === undefined) {
+    const wal = fs.statSync(`${file}-wal`, { bigint: true, throwIfNoEntry: false });
+    state = wal ? `${wal.size}:${wal.mtimeNs}:${wal.ino}` : 'none';
+    if (walThisTurn.size === 0) setImmediate(() => walThisTurn.clear());
+    walThisTurn.set(file, state);
+  }
+  return state;
+}
+
 export function dbStamp(db: Db): string {
-  const now = performance.now();
-  const seen = last.get(db);
-  if (seen && seen.generation === generation && now - seen.at < REUSE_MS) return seen.stamp;
-  const row = prepared(db, 'SELECT total_changes() AS c, (SELECT data_version FROM pragma_data_version()) AS v').get() as { c: number; v: number };
-  const stamp = `${row.c}:${row.v}:${generation}`;
-  last.set(db, { at: now, generation, stamp });
-  return stamp;
+  return `${walState(db.name)}:${generation}`;
 }
