@@ -93,3 +93,21 @@ export function decodePageToken(db: Db, token: string, binding: PageBinding): Cu
 export function pageResponse<T>(key: string, items: T[], limit: number, nextToken: string | null): Record<string, unknown> {
   return { count: items.length, limit, ...(nextToken ? { next_page_token: nextToken } : {}), [key]: items };
 }
+
+/** The cursor of a keyset token that must hold `length` values (e.g. [created_at, id]). */
+export function readCursor(db: Db, token: string, binding: PageBinding, length: number): Cursor {
+  const cursor = decodePageToken(db, token, binding);
+  if (cursor.length !== length) throw invalid();
+  return cursor;
+}
+
+/**
+ * One list response from rows fetched with `limit + 1`: the extra row only says whether another
+ * page exists; the next token points after the last row shown.
+ */
+export function pageFromRows<T>(db: Db, binding: PageBinding, key: string, rows: T[], limit: number, cursorOf: (row: T) => Cursor, view: (row: T) => unknown = (r) => r) {
+  const items = rows.slice(0, limit);
+  const last = items.at(-1);
+  const next = rows.length > limit && last !== undefined ? encodePageToken(db, binding, cursorOf(last)) : null;
+  return pageResponse(key, items.map(view), limit, next);
+}

@@ -11,7 +11,7 @@ import { ApiError, notFound } from '../http/errors.js';
 import type { Principal, SendPolicy } from '../http/principal.js';
 import { API_KEY_PREFIX } from '../http/credentials.js';
 import { newSecret, sha256Hex } from '../http/secrets.js';
-import { decodePageToken, DEFAULT_LIMIT, encodePageToken, pageResponse, type PageBinding } from '../http/pagination.js';
+import { DEFAULT_LIMIT, pageFromRows, readCursor, type PageBinding } from '../http/pagination.js';
 import { normalizeInboxId } from '../http/access.js';
 import { permissionObject, permissionSet, PermissionsInput, storedPermissions } from './permissions.js';
 
@@ -208,17 +208,13 @@ export function listApiKeys(db: Db, p: Principal, query: ApiKeyPageQuery, inboxI
     params.push(inbox);
   }
   if (query.page_token !== undefined) {
-    const cursor = decodePageToken(db, query.page_token, binding);
-    if (cursor.length !== 2) throw new ApiError('validation_error', 'The page_token is not valid.', { fix: 'Start again without page_token.' });
+    const cursor = readCursor(db, query.page_token, binding, 2);
     where.push(`(created_at, api_key_id) ${ascending ? '>' : '<'} (?, ?)`);
     params.push(...cursor);
   }
   const order = ascending ? 'ASC' : 'DESC';
   const rows = db.prepare(`SELECT ${COLUMNS} FROM api_keys WHERE ${where.join(' AND ')} ORDER BY created_at ${order}, api_key_id ${order} LIMIT ?`).all(...params, limit + 1) as ApiKeyRow[];
-  const items = rows.slice(0, limit);
-  const last = items[items.length - 1];
-  const next = rows.length > limit ? encodePageToken(db, binding, [last.created_at, last.api_key_id]) : null;
-  return pageResponse('api_keys', items.map(apiKeyResponse), limit, next);
+  return pageFromRows(db, binding, 'api_keys', rows, limit, (r) => [r.created_at, r.api_key_id], apiKeyResponse);
 }
 
 /** Used-at is written at most this often per key, so authenticated reads stay cheap. */

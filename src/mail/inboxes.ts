@@ -9,7 +9,7 @@ import type { Db } from '../db/open.js';
 import { ApiError } from '../http/errors.js';
 import { requirePermission, scopeFilter, type InboxRow } from '../http/access.js';
 import { inScope, type Principal } from '../http/principal.js';
-import { bumpSearchGeneration, decodePageToken, DEFAULT_LIMIT, encodePageToken, pageResponse, type PageBinding } from '../http/pagination.js';
+import { bumpSearchGeneration, DEFAULT_LIMIT, pageFromRows, readCursor, type PageBinding } from '../http/pagination.js';
 import { redactMessageEvents } from '../events/log.js';
 
 /** Reserved on every domain for the domain self-test (spec §2.1). */
@@ -239,16 +239,11 @@ export function listInboxes(db: Db, p: Principal, query: InboxPageQuery, q?: str
     params.push(needle, needle);
   }
   if (query.page_token !== undefined) {
-    const cursor = decodePageToken(db, query.page_token, binding);
-    if (cursor.length !== 2) throw new ApiError('validation_error', 'The page_token is not valid.', { fix: 'Start again without page_token.' });
+    const cursor = readCursor(db, query.page_token, binding, 2);
     where.push(`(created_at, inbox_id) ${ascending ? '>' : '<'} (?, ?)`);
     params.push(...cursor);
   }
   const order = ascending ? 'ASC' : 'DESC';
   const rows = db.prepare(`SELECT * FROM inboxes WHERE ${where.join(' AND ')} ORDER BY created_at ${order}, inbox_id ${order} LIMIT ?`).all(...params, limit + 1) as InboxRow[];
-  const more = rows.length > limit;
-  const items = rows.slice(0, limit);
-  const last = items[items.length - 1];
-  const next = more ? encodePageToken(db, binding, [last.created_at, last.inbox_id]) : null;
-  return pageResponse('inboxes', items.map(inboxResponse), limit, next);
+  return pageFromRows(db, binding, 'inboxes', rows, limit, (r) => [r.created_at, r.inbox_id], inboxResponse);
 }

@@ -6,7 +6,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { ApiError, notFound } from '../http/errors.js';
-import { decodePageToken, encodePageToken, pageResponse, PageQuery, DEFAULT_LIMIT } from '../http/pagination.js';
+import { pageFromRows, PageQuery, DEFAULT_LIMIT, readCursor } from '../http/pagination.js';
 import { readTransport } from '../mail/transport.js';
 import { EdgeClient, EdgeUnavailable } from '../inbound/edge-client.js';
 import { homeKeyPair } from '../inbound/home-key.js';
@@ -34,12 +34,9 @@ export const inboundRoutes: FastifyPluginAsync = async (app) => {
   app.get<{ Querystring: Static<typeof QuarantineQuery> }>('/quarantine', { config: { auth: 'owner' }, schema: { querystring: QuarantineQuery } }, async (request) => {
     const limit = request.query.limit ?? DEFAULT_LIMIT;
     const binding = { route: 'quarantine', filters: {}, principal: request.principal! };
-    const after = request.query.page_token ? (decodePageToken(db, request.query.page_token, binding) as [string, string]) : null;
+    const after = request.query.page_token ? (readCursor(db, request.query.page_token, binding, 2) as [string, string]) : null;
     const rows = listQuarantine(db, after, limit + 1);
-    const page = rows.slice(0, limit);
-    const last = page.at(-1);
-    const next = rows.length > limit && last ? encodePageToken(db, binding, [last.first_seen, last.quarantine_id]) : null;
-    return { ...pageResponse('items', page.map(quarantineView), limit, next) };
+    return pageFromRows(db, binding, 'items', rows, limit, (r) => [r.first_seen, r.quarantine_id], quarantineView);
   });
 
   app.post<{ Params: Static<typeof IdParams> }>('/quarantine/:id/retry', { config: { auth: 'owner' }, schema: { params: IdParams, body: Empty } }, async (request) => {
@@ -99,12 +96,9 @@ export const inboundRoutes: FastifyPluginAsync = async (app) => {
     const limit = request.query.limit ?? DEFAULT_LIMIT;
     const inboxId = request.query.inbox_id?.trim().toLowerCase() ?? null;
     const binding = { route: 'rejections', filters: { inbox_id: inboxId }, principal: request.principal! };
-    const before = request.query.page_token ? (decodePageToken(db, request.query.page_token, binding) as [string, string]) : null;
+    const before = request.query.page_token ? (readCursor(db, request.query.page_token, binding, 2) as [string, string]) : null;
     const rows = listRejections(db, inboxId, before, limit + 1);
-    const page = rows.slice(0, limit);
-    const last = page.at(-1);
-    const next = rows.length > limit && last ? encodePageToken(db, binding, [last.created_at, last.rejection_id]) : null;
-    return pageResponse('rejections', page, limit, next);
+    return pageFromRows(db, binding, 'rejections', rows, limit, (r) => [r.created_at, r.rejection_id]);
   });
 
   app.delete<{ Params: Static<typeof IdParams> }>('/lists/rejections/:id', { config: { auth: 'owner' }, schema: { params: IdParams } }, async (request, reply) => {

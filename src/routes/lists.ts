@@ -7,7 +7,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { inboxFor, requirePermission, requireUnrestricted } from '../http/access.js';
 import { ApiError } from '../http/errors.js';
-import { DEFAULT_LIMIT, PageQuery, decodePageToken, encodePageToken, pageResponse } from '../http/pagination.js';
+import { DEFAULT_LIMIT, PageQuery, pageFromRows, readCursor } from '../http/pagination.js';
 import {
   DIRECTIONS,
   LIST_TYPES,
@@ -78,11 +78,9 @@ export const listRoutes: FastifyPluginAsync = async (app) => {
             const key = listFor(db, request, direction, type, 'list_entry_read');
             const limit = request.query.limit ?? DEFAULT_LIMIT;
             const binding = { route: 'lists', filters: { inbox_id: key.inboxId, direction, type }, principal: request.principal! };
-            const after = request.query.page_token ? String(decodePageToken(db, request.query.page_token, binding)[0]) : null;
+            const after = request.query.page_token ? String(readCursor(db, request.query.page_token, binding, 1)[0]) : null;
             const rows = listListEntries(db, key, after, limit + 1);
-            const page = rows.slice(0, limit);
-            const next = rows.length > limit ? encodePageToken(db, binding, [page[page.length - 1].entry]) : null;
-            return pageResponse('entries', page, limit, next);
+            return pageFromRows(db, binding, 'entries', rows, limit, (r) => [r.entry]);
           },
         );
 
