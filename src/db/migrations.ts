@@ -174,4 +174,81 @@ export const MIGRATIONS: readonly string[] = [
   ) STRICT;
   CREATE INDEX inbound_rejections_inbox ON inbound_rejections (inbox_id, created_at);
   `,
+  // 4: outbound mail: the outbox, drafts and their attachments, idempotency keys
+  `
+  CREATE TABLE outbox (
+    message_rowid INTEGER PRIMARY KEY REFERENCES messages (id) ON DELETE CASCADE,
+    inbox_id TEXT NOT NULL,
+    ref TEXT NOT NULL UNIQUE,             -- transport reference: the edge relay is idempotent on it
+    kind TEXT NOT NULL CHECK (kind IN ('send', 'reply', 'forward')),
+    mail_from TEXT NOT NULL,              -- envelope sender (VERP return path)
+    recipients TEXT NOT NULL,             -- JSON array of bare addresses (to, cc and bcc)
+    state TEXT NOT NULL CHECK (state IN ('queued', 'handing_over', 'done')),
+    transport TEXT,                       -- 'edge' or 'smtp' once handed over
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at TEXT NOT NULL,
+    last_error TEXT,                      -- an error code, never content
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+  ) STRICT;
+  CREATE INDEX outbox_due ON outbox (state, next_attempt_at);
+
+  CREATE TABLE drafts (
+    draft_id TEXT PRIMARY KEY,
+    inbox_id TEXT NOT NULL REFERENCES inboxes (inbox_id) ON DELETE CASCADE,
+    client_id TEXT,
+    to_addresses TEXT,                    -- JSON arrays of display forms, or NULL
+    cc_addresses TEXT,
+    bcc_addresses TEXT,
+    reply_to TEXT,
+    subject TEXT,
+    text TEXT,
+    html TEXT,
+    headers TEXT,                         -- JSON object or NULL
+    labels TEXT NOT NULL DEFAULT '[]',    -- JSON array
+    in_reply_to TEXT,                     -- Message-ID of the message replied to
+    forward_of TEXT,                      -- Message-ID of the message forwarded
+    reply_all INTEGER NOT NULL DEFAULT 0,
+    refs TEXT,                            -- JSON array of Message-IDs
+    send_at TEXT,
+    send_status TEXT NOT NULL CHECK (send_status IN ('draft', 'pending_approval', 'scheduled', 'sending', 'sent', 'rejected', 'failed')),
+    send_reason TEXT,
+    approved INTEGER NOT NULL DEFAULT 0,  -- the owner approved it, or a direct-policy credential scheduled it
+    created_by TEXT,                      -- 'owner' or the credential id
+    message_id TEXT,                      -- once sent
+    thread_id TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    UNIQUE (inbox_id, client_id)
+  ) STRICT;
+  CREATE INDEX drafts_inbox ON drafts (inbox_id, updated_at);
+  CREATE INDEX drafts_due ON drafts (send_status, send_at);
+
+  CREATE TABLE draft_attachments (
+    draft_id TEXT NOT NULL REFERENCES drafts (draft_id) ON DELETE CASCADE,
+    attachment_id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    filename TEXT,
+    content_type TEXT,
+    content_disposition TEXT,
+    content_id TEXT,
+    size INTEGER NOT NULL,
+    content BLOB NOT NULL,
+    PRIMARY KEY (draft_id, attachment_id)
+  ) STRICT;
+
+  CREATE TABLE idempotency_keys (
+    inbox_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    request_hash TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('send', 'approval', 'draft_send', 'draft_approve')),
+    message_id TEXT,
+    thread_id TEXT,
+    draft_id TEXT,
+    final_at TEXT,                        -- when the send reached a final state (reusable 24 h later)
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (inbox_id, key)
+  ) STRICT;
+  CREATE INDEX idempotency_message ON idempotency_keys (inbox_id, message_id);
+  `,
 ];

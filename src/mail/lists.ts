@@ -77,6 +77,18 @@ function canonicalDomain(value: string): string | null {
   return ascii;
 }
 
+/** `local@domain` lower-cased with the domain in punycode, or null when it is not a mail address. */
+export function canonicalAddress(raw: string): string | null {
+  const value = raw.trim().toLowerCase();
+  const at = value.lastIndexOf('@');
+  if (at <= 0) return null;
+  const local = value.slice(0, at);
+  const domain = canonicalDomain(value.slice(at + 1));
+  if (!domain || Buffer.byteLength(local) > LOCAL_MAX || !LOCAL.test(local)) return null;
+  const address = `${local}@${domain}`;
+  return Buffer.byteLength(address) <= ADDRESS_MAX ? address : null;
+}
+
 /**
  * The stored form of an entry: `local@domain` or a bare domain, trimmed and lower-cased, with an
  * international domain in punycode. Throws `validation_error` for anything else.

@@ -73,7 +73,7 @@ function headerRecord(lines: [string, string][]): Record<string, string> {
   return out;
 }
 
-function stableAttachmentId(messageId: string, index: number): string {
+export function stableAttachmentId(messageId: string, index: number): string {
   return `att_${createHash('sha256').update(`${messageId}\u0000${index}`).digest('hex').slice(0, 24)}`;
 }
 
@@ -185,7 +185,7 @@ export function commitInbound(db: Db, input: InboundMail): CommitResult {
 }
 
 /** The thread of the newest message in the inbox whose Message-ID the mail refers to. */
-function joinThread(db: Db, inboxId: string, referenced: string[], timestamp: string): string | null {
+export function joinThread(db: Db, inboxId: string, referenced: string[], timestamp: string): string | null {
   if (referenced.length === 0) return null;
   const row = prepared(
     db,
@@ -196,7 +196,7 @@ function joinThread(db: Db, inboxId: string, referenced: string[], timestamp: st
   return row.thread_id;
 }
 
-function newThread(db: Db, inboxId: string, subject: string | null, timestamp: string): string {
+export function newThread(db: Db, inboxId: string, subject: string | null, timestamp: string): string {
   const threadId = uuidv7();
   prepared(db, 'INSERT INTO threads (thread_id, inbox_id, subject, created_at, updated_at) VALUES (?, ?, ?, ?, ?)').run(threadId, inboxId, subject, timestamp, timestamp);
   return threadId;

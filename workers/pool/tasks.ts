@@ -5,6 +5,7 @@
 import { simpleParser } from 'mailparser';
 import type { JWK } from 'jose';
 import { openObject, rawMessage, type InboundObject } from '../../src/edge/sealed.js';
+import { composeMime } from './compose.js';
 
 export interface ParsedAttachment {
   filename: string | null;
@@ -95,7 +96,7 @@ export async function openInbound({ jwe, privateJwk }: { jwe: string; privateJwk
   }
 }
 
-const TASKS = { parseMime, openInbound } as const;
+const TASKS = { parseMime, openInbound, composeMime } as const;
 export type TaskName = keyof typeof TASKS;
 
 export default async function run({ task, input }: { task: TaskName; input: never }): Promise<unknown> {

@@ -1,0 +1,198 @@
+/**
+ * The one path every send takes — REST send/reply/reply-all/forward, draft send, owner approve,
+ * the scheduled-drafts loop and MCP — with the checks of spec §4.5 in their order:
+ * idempotent replay → derive and validate → 413 → `message_rejected` → `inbox_paused` → 503 →
+ * send policy (`approval_required` with a draft, `read_only` → `missing_permission`) → queue.
+ */
+import type { Db } from '../db/open.js';
+import type { InboxRow } from '../http/access.js';
+import { ApiError } from '../http/errors.js';
+import type { Principal } from '../http/principal.js';
+import { parseRecipients, type Composition } from './compose.js';
+import { draftAttachmentContents, draftEvent, draftRow, insertDraft, setDraftStatus, type DraftRow } from './drafts.js';
+import { recordIdempotent, replayIdempotent, type IdempotentKind } from './idempotency.js';
+import {
+  deriveForward,
+  deriveReply,
+  loadOriginal,
+  originalAttachments,
+  prepareSend,
+  queueOutbound,
+  sendChecks,
+  type ComposeMime,
+  type OriginalMessage,
+  type OutboundKind,
+  type Threading,
+} from './outbound.js';
+
+export interface SendContext {
+  db: Db;
+  principal: Principal;
+  compose: ComposeMime;
+  /** Publishes an appended event after its commit. */
+  publish: (seq: number) => void;
+  /** Wakes the outbox after a message was queued. */
+  wakeOutbox: () => void;
+}
+
+export type SendSource =
+  | { type: 'new'; kind: OutboundKind; composition: Composition; original: OriginalMessage | null; replyAll: boolean }
+  | { type: 'draft'; draft: DraftRow; approve: boolean; extraLabels?: string[]; removeLabels?: string[] };
+
+export interface SendSpec {
+  inbox: InboxRow;
+  source: SendSource;
+  idempotency: { key: string; hash: string } | null;
+}
+
+export interface SendResult {
+  message_id: string;
+  thread_id: string;
+}
+
+export const approvalRequired = (draftId: string) =>
+  new ApiError('approval_required', 'This credential sends only with the owner’s approval: the message was saved as a draft awaiting approval.', {
+    fix: 'Wait for the owner to approve the draft (event `draft.approved`, then `draft.sent`), or ask for a `direct` send policy.',
+    extra: { draft_id: draftId },
+  });
+
+const readOnly = () =>
+  new ApiError('missing_permission', 'This credential has the `read_only` send policy and cannot send mail.', { fix: 'Ask the owner for a key with the `direct` or `approval` send policy.' });
+
+function replayed(result: ReturnType<typeof replayIdempotent>): SendResult | null {
+  if (!result) return null;
+  if (result.kind === 'approval') throw approvalRequired(result.draftId!);
+  return { message_id: result.messageId!, thread_id: result.threadId! };
+}
+
+const ALL_VISIBLE = { excluded: [] } as const;
+
+/** The composition and threading a draft sends as: stored fields, plus the forwarded original. */
+function fromDraft(db: Db, inboxId: string, d: DraftRow): { kind: OutboundKind; composition: Composition; threading: Threading } {
+  const parse = (json: string | null, name: string) => parseRecipients(json ? (JSON.parse(json) as string[]) : [], name);
+  const composition: Composition = {
+    to: parse(d.to_addresses, 'to'),
+    cc: parse(d.cc_addresses, 'cc'),
+    bcc: parse(d.bcc_addresses, 'bcc'),
+    replyTo: parse(d.reply_to, 'reply_to'),
+    subject: d.subject,
+    text: d.text,
+    html: d.html,
+    attachments: draftAttachmentContents(db, d.draft_id),
+    headers: d.headers ? (JSON.parse(d.headers) as Record<string, string>) : {},
+    labels: JSON.parse(d.labels) as string[],
+  };
+  if (d.forward_of) {
+    const original = loadOriginal(db, inboxId, d.forward_of, ALL_VISIBLE);
+    if (!original) throw new ApiError('validation_error', 'The message this draft forwards no longer exists.', { fix: 'Delete the draft and forward another message.' });
+    return { kind: 'forward', ...deriveForward(original, composition, originalAttachments(db, original.rowid)) };
+  }
+  if (d.in_reply_to) {
+    const original = loadOriginal(db, inboxId, d.in_reply_to, ALL_VISIBLE);
+    const refs = d.refs ? (JSON.parse(d.refs) as string[]) : [];
+    return { kind: 'reply', composition, threading: { threadId: original?.threadId ?? null, inReplyTo: d.in_reply_to, references: refs.length ? refs : [d.in_reply_to] } };
+  }
+  return { kind: 'send', composition, threading: { threadId: null, inReplyTo: null, references: [] } };
+}
+
+function derive(db: Db, inbox: InboxRow, source: SendSource): { kind: OutboundKind; composition: Composition; threading: Threading } {
+  if (source.type === 'draft') {
+    const derived = fromDraft(db, inbox.inbox_id, source.draft);
+    const remove = new Set(source.removeLabels ?? []);
+    const labels = [...new Set([...derived.composition.labels, ...(source.extraLabels ?? [])])].filter((l) => !remove.has(l));
+    return { ...derived, composition: { ...derived.composition, labels } };
+  }
+  const { kind, composition, original, replyAll } = source;
+  if (kind === 'reply') return { kind, ...deriveReply(inbox.inbox_id, original!, composition, replyAll) };
+  if (kind === 'forward') return { kind, ...deriveForward(original!, composition, originalAttachments(db, original!.rowid)) };
+  return { kind, composition, threading: { threadId: null, inReplyTo: null, references: [] } };
+}
+
+/** The draft an approval-policy send becomes: what was asked, not yet merged with a forwarded original. */
+function approvalDraft(db: Db, ctx: SendContext, inbox: InboxRow, source: Extract<SendSource, { type: 'new' }>, derived: { composition: Composition; threading: Threading }): DraftRow {
+  const base = { inboxId: inbox.inbox_id, status: 'pending_approval' as const, approved: false, createdBy: ctx.principal.id };
+  if (source.kind === 'forward') return insertDraft(db, { ...base, composition: source.composition, forwardOf: source.original!.messageId });
+  if (source.kind === 'reply') {
+    return insertDraft(db, { ...base, composition: derived.composition, inReplyTo: source.original!.messageId, replyAll: source.replyAll, references: derived.threading.references });
+  }
+  return insertDraft(db, { ...base, composition: derived.composition });
+}
+
+function idempotentKindFor(source: SendSource): IdempotentKind {
+  return source.type === 'new' ? 'send' : source.approve ? 'draft_approve' : 'draft_send';
+}
+
+/**
+ * Sends (queues) or, under the `approval` policy, turns the send into a draft awaiting the owner.
+ * Throws the documented ApiError for every refusal; nothing is stored when it throws, except the
+ * approval draft (with its event and idempotency key).
+ */
+export async function performSend(ctx: SendContext, spec: SendSpec): Promise<SendResult> {
+  const { db, principal } = ctx;
+  const { inbox, source, idempotency } = spec;
+  if (idempotency) {
+    const earlier = replayed(replayIdempotent(db, inbox.inbox_id, idempotency.key, idempotency.hash));
+    if (earlier) return earlier;
+  }
+  if (source.type === 'draft') checkDraftSendable(source.draft);
+
+  const derived = derive(db, inbox, source);
+  const prepared = await prepareSend(inbox, derived.kind, derived.composition, derived.threading, ctx.compose);
+  sendChecks(db, inbox, derived.kind, derived.composition);
+
+  const preApproved = source.type === 'draft' && (source.approve || source.draft.approved === 1);
+  if (principal.sendPolicy === 'approval' && !preApproved) {
+    const seqs: number[] = [];
+    const draftId = db.transaction(() => {
+      if (idempotency) {
+        const again = replayed(replayIdempotent(db, inbox.inbox_id, idempotency.key, idempotency.hash));
+        if (again) return null;
+      }
+      let draft: DraftRow;
+      if (source.type === 'new') {
+        draft = approvalDraft(db, ctx, inbox, source, derived);
+      } else {
+        setDraftStatus(db, source.draft.draft_id, 'pending_approval', { approved: false });
+        draft = draftRow(db, inbox.inbox_id, source.draft.draft_id)!;
+      }
+      seqs.push(draftEvent(db, 'draft.approval_required', draft));
+      if (idempotency) recordIdempotent(db, inbox.inbox_id, idempotency.key, idempotency.hash, { kind: 'approval', messageId: null, threadId: null, draftId: draft.draft_id });
+      return draft.draft_id;
+    }).immediate();
+    seqs.forEach(ctx.publish);
+    if (draftId === null) return replayed(replayIdempotent(db, inbox.inbox_id, idempotency!.key, idempotency!.hash))!;
+    throw approvalRequired(draftId);
+  }
+  if (principal.sendPolicy === 'read_only' && !(source.type === 'draft' && source.approve)) throw readOnly();
+
+  const seqs: number[] = [];
+  const result = db.transaction((): SendResult => {
+    if (idempotency) {
+      const again = replayed(replayIdempotent(db, inbox.inbox_id, idempotency.key, idempotency.hash));
+      if (again) return again;
+    }
+    if (source.type === 'draft') checkDraftSendable(draftRow(db, inbox.inbox_id, source.draft.draft_id) ?? source.draft);
+    const queued = queueOutbound(db, prepared);
+    if (source.type === 'draft') {
+      setDraftStatus(db, source.draft.draft_id, 'sent', { messageId: queued.messageId, threadId: queued.threadId, approved: source.approve ? true : undefined });
+      const row = draftRow(db, inbox.inbox_id, source.draft.draft_id)!;
+      if (source.approve) seqs.push(draftEvent(db, 'draft.approved', row));
+      seqs.push(draftEvent(db, 'draft.sent', row));
+    }
+    if (idempotency) {
+      recordIdempotent(db, inbox.inbox_id, idempotency.key, idempotency.hash, { kind: idempotentKindFor(source), messageId: queued.messageId, threadId: queued.threadId, draftId: source.type === 'draft' ? source.draft.draft_id : null });
+    }
+    return { message_id: queued.messageId, thread_id: queued.threadId };
+  }).immediate();
+  seqs.forEach(ctx.publish);
+  ctx.wakeOutbox();
+  return result;
+}
+
+/** Sent and rejected drafts are final. */
+export function checkDraftSendable(d: DraftRow): void {
+  if (d.send_status === 'sent') {
+    throw new ApiError('conflict', 'This draft was already sent.', { fix: `Read the sent message ${d.message_id ?? ''} instead; create a new draft to send again.`.replace('  ', ' ') });
+  }
+  if (d.send_status === 'rejected') throw new ApiError('conflict', 'The owner rejected this draft; it cannot be sent.', { fix: 'Create a new draft.' });
+}

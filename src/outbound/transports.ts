@@ -1,0 +1,148 @@
+/**
+ * Handing a composed message to the provider (ARCHITECTURE §6): the paired edge's relay
+ * (`POST /outbound`, idempotent on the message's ref, so a repeat never sends twice) or an SMTP
+ * smart host. Each answers one `Handover`:
+ *   accepted  — the provider took it (→ `sent`);
+ *   rejected  — a permanent 5xx at submission (→ `rejected`, `provider_rejected`);
+ *   retry     — nothing was handed over (connection, auth, 4xx): safe to try again;
+ *   unknown   — the message was handed over but the answer was lost (→ ask the edge, or `send_unknown`).
+ */
+import { Readable } from 'node:stream';
+import SMTPConnection from 'nodemailer/lib/smtp-connection';
+import type { EdgeSettings, SmtpSettings } from '../mail/transport.js';
+
+export interface OutboundJob {
+  ref: string;
+  mailFrom: string;
+  recipients: string[];
+  raw: Uint8Array;
+}
+
+export type Handover =
+  | { kind: 'accepted'; recipients: string[] }
+  | { kind: 'rejected'; code: number | null }
+  | { kind: 'retry'; error: string }
+  | { kind: 'unknown'; error: string };
+
+export interface Transport {
+  readonly name: 'edge' | 'smtp';
+  send(job: OutboundJob): Promise<Handover>;
+}
+
+const REQUEST_TIMEOUT_MS = 60_000;
+
+// ---- edge relay ----
+
+export type EdgeOutboundStatus = { ref: string; status: string; recipients: { address: string; status: string; code?: number; message?: string }[] };
+
+export class EdgeRelay implements Transport {
+  readonly name = 'edge' as const;
+  constructor(private readonly edge: EdgeSettings) {}
+
+  private async call(method: string, path: string, body?: unknown): Promise<Response> {
+    return fetch(this.edge.url + path, {
+      method,
+      headers: { authorization: `Bearer ${this.edge.token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      body: body !== undefined ? JSON.stringify(body) : undefined,
+      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+    });
+  }
+
+  async send(job: OutboundJob): Promise<Handover> {
+    let res: Response;
+    try {
+      res = await this.call('POST', '/outbound', { ref: job.ref, mail_from: job.mailFrom, recipients: job.recipients, raw: Buffer.from(job.raw).toString('base64') });
+    } catch {
+      // The edge may or may not have stored it; the ref makes a repeat harmless.
+      return { kind: 'retry', error: 'edge_unreachable' };
+    }
+    await res.body?.cancel().catch(() => {});
+    if (res.status === 200 || res.status === 202) return { kind: 'accepted', recipients: job.recipients };
+    if (res.status === 400 || res.status === 413) return { kind: 'rejected', code: res.status };
+    return { kind: 'retry', error: `edge_status_${res.status}` };
+  }
+
+  /** What the edge knows of a ref: its status, null when it never received it; throws when unreachable. */
+  async status(ref: string): Promise<EdgeOutboundStatus | null> {
+    const res = await this.call('GET', `/outbound/${encodeURIComponent(ref)}`);
+    if (res.status === 404) {
+      await res.body?.cancel().catch(() => {});
+      return null;
+    }
+    if (!res.ok) {
+      await res.body?.cancel().catch(() => {});
+      throw new Error(`edge_status_${res.status}`);
+    }
+    return (await res.json()) as EdgeOutboundStatus;
+  }
+}
+
+// ---- SMTP smart host ----
+
+interface SmtpError extends Error {
+  code?: string;
+  responseCode?: number;
+}
+
+export class SmtpSmartHost implements Transport {
+  readonly name = 'smtp' as const;
+  constructor(
+    private readonly smtp: SmtpSettings,
+    private readonly hostname: string,
+  ) {}
+
+  send(job: OutboundJob): Promise<Handover> {
+    const { smtp } = this;
+    return new Promise((resolve) => {
+      let streamed = false;
+      let settled = false;
+      const connection = new SMTPConnection({
+        host: smtp.host,
+        port: smtp.port,
+        secure: smtp.secure ?? false,
+        name: this.hostname,
+        connectionTimeout: 30_000,
+        greetingTimeout: 30_000,
+        socketTimeout: REQUEST_TIMEOUT_MS,
+      });
+      const done = (h: Handover) => {
+        if (settled) return;
+        settled = true;
+        try {
+          connection.close();
+        } catch {
+          /* already closed */
+        }
+        resolve(h);
+      };
+      const classify = (err: SmtpError): Handover => {
+        const code = err.responseCode ?? null;
+        // Authentication is the owner's configuration, not a verdict on the message: retry, then fail.
+        if (err.code === 'EAUTH') return { kind: 'retry', error: 'smtp_auth_failed' };
+        if (code !== null && code >= 500) return { kind: 'rejected', code };
+        if (code !== null && code >= 400) return { kind: 'retry', error: `smtp_${code}` };
+        // No answer: before the data was through nothing was handed over; after it, we cannot know.
+        return streamed ? { kind: 'unknown', error: err.code ?? 'smtp_no_answer' } : { kind: 'retry', error: err.code ?? 'smtp_error' };
+      };
+      connection.on('error', (err: SmtpError) => done(classify(err)));
+      connection.on('end', () => done(streamed ? { kind: 'unknown', error: 'smtp_closed' } : { kind: 'retry', error: 'smtp_closed' }));
+      connection.connect(() => {
+        const transmit = () => {
+          const body = Readable.from(
+            (async function* () {
+              yield Buffer.from(job.raw);
+              streamed = true;
+            })(),
+          );
+          connection.send({ from: job.mailFrom, to: job.recipients }, body, (err, info) => {
+            if (err) return done(classify(err as SmtpError));
+            connection.quit();
+            done({ kind: 'accepted', recipients: (info.accepted as string[] | undefined) ?? job.recipients });
+          });
+        };
+        if (smtp.username) connection.login({ user: smtp.username, pass: smtp.password ?? '' }, (err) => (err ? done(classify(err as SmtpError)) : transmit()));
+        else transmit();
+      });
+    });
+  }
+}

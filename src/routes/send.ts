@@ -1,0 +1,94 @@
+/**
+ * Sending (spec §4.5): send, reply, reply-all, forward (idempotent, checks in the order of §4.5)
+ * and the owner's resolve of a `send_unknown` message. The flow itself is src/mail/send-flow.ts.
+ */
+import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
+import { Type, type Static } from 'typebox';
+import { inboxFor } from '../http/access.js';
+import { ApiError, notFound } from '../http/errors.js';
+import type { Principal } from '../http/principal.js';
+import { composition, ReplyAllBody, ReplyBody, SendBody, type ComposeInput } from '../mail/compose.js';
+import { idempotencyKey, requestHash } from '../mail/idempotency.js';
+import { readVisibility } from '../mail/labels.js';
+import { normalizeMessageId } from '../mail/messages.js';
+import { loadOriginal, type OutboundKind } from '../mail/outbound.js';
+import { resolveSendUnknown } from '../mail/outbox.js';
+import { performSend, type SendContext } from '../mail/send-flow.js';
+import type { MimeSpec } from '../../workers/pool/compose.js';
+
+const InboxParams = Type.Object({ inbox_id: Type.String({ maxLength: 320 }) });
+const MessageParams = Type.Object({ inbox_id: Type.String({ maxLength: 320 }), message_id: Type.String({ minLength: 1, maxLength: 998 }) });
+const SendResponse = Type.Object({ message_id: Type.String(), thread_id: Type.String() });
+const ResolveBody = Type.Object({ decision: Type.Union([Type.Literal('sent'), Type.Literal('failed')]) }, { additionalProperties: false });
+
+type MessageParams = Static<typeof MessageParams>;
+
+export function sendContext(app: FastifyInstance, principal: Principal): SendContext {
+  const { db, bus, pool } = app.svc;
+  return {
+    db,
+    principal,
+    compose: (spec: MimeSpec) => pool.run('composeMime', spec) as Promise<Uint8Array>,
+    publish: (seq) => bus.publish({ kind: 'event', seq }),
+    wakeOutbox: () => bus.publish({ kind: 'wake', loop: 'outbox' }),
+  };
+}
+
+export const sendRoutes: FastifyPluginAsync = async (app) => {
+  const { db } = app.svc;
+  const base = '/inboxes/:inbox_id/messages';
+
+  /** Shared by the four send routes: scope, permissions, original, idempotency, the flow. */
+  async function send(request: FastifyRequest, kind: OutboundKind, body: ComposeInput & { reply_all?: boolean | null }, replyAll: boolean, permissions: string[]) {
+    const p = request.principal!;
+    const params = request.params as { inbox_id: string; message_id?: string };
+    const inbox = inboxFor(db, p, params.inbox_id, ...permissions);
+    const original = params.message_id === undefined ? null : loadOriginal(db, inbox.inbox_id, params.message_id, readVisibility(p));
+    if (params.message_id !== undefined && !original) throw notFound('message');
+    const key = idempotencyKey(request.headers['idempotency-key']);
+    const { reply_all: _ignored, ...fields } = body;
+    const c = composition(p, fields);
+    const operation = kind === 'reply' ? (replyAll ? 'reply-all' : 'reply') : kind;
+    const idempotency = key ? { key, hash: requestHash(operation, original?.messageId ?? null, body) } : null;
+    return performSend(sendContext(app, p), { inbox, idempotency, source: { type: 'new', kind, composition: c, original, replyAll } });
+  }
+
+  app.post<{ Params: Static<typeof InboxParams>; Body: SendBody }>(
+    `${base}/send`,
+    { config: { auth: 'agent' }, schema: { params: InboxParams, body: SendBody, response: { 200: SendResponse } } },
+    async (request) => send(request, 'send', request.body, false, ['message_send']),
+  );
+
+  app.post<{ Params: MessageParams; Body: ReplyBody }>(
+    `${base}/:message_id/reply`,
+    { config: { auth: 'agent' }, schema: { params: MessageParams, body: ReplyBody, response: { 200: SendResponse } } },
+    async (request) => send(request, 'reply', request.body, request.body.reply_all === true, ['message_reply', 'message_read']),
+  );
+
+  app.post<{ Params: MessageParams; Body: ReplyAllBody }>(
+    `${base}/:message_id/reply-all`,
+    { config: { auth: 'agent' }, schema: { params: MessageParams, body: ReplyAllBody, response: { 200: SendResponse } } },
+    async (request) => send(request, 'reply', request.body, true, ['message_reply', 'message_read']),
+  );
+
+  app.post<{ Params: MessageParams; Body: SendBody }>(
+    `${base}/:message_id/forward`,
+    { config: { auth: 'agent' }, schema: { params: MessageParams, body: SendBody, response: { 200: SendResponse } } },
+    async (request) => send(request, 'forward', request.body, false, ['message_send', 'message_read']),
+  );
+
+  app.post<{ Params: MessageParams; Body: Static<typeof ResolveBody> }>(
+    `${base}/:message_id/resolve`,
+    { config: { auth: 'owner' }, schema: { params: MessageParams, body: ResolveBody } },
+    async (request) => {
+      const inbox = inboxFor(db, request.principal!, request.params.inbox_id);
+      const outcome = resolveSendUnknown(db, inbox.inbox_id, normalizeMessageId(request.params.message_id), request.body.decision);
+      if (outcome === 'not_found') throw notFound('message');
+      if (outcome === 'not_send_unknown') {
+        throw new ApiError('conflict', 'Only a message in `send_unknown` can be resolved.', { fix: 'Read the message: its `send_status` says what happened to it.' });
+      }
+      app.svc.bus.publish({ kind: 'event', seq: outcome.seq });
+      return { message_id: outcome.messageId, thread_id: outcome.threadId, send_status: request.body.decision };
+    },
+  );
+};

@@ -1,0 +1,51 @@
+/**
+ * Pool task: builds the RFC 5322 message for an outbound send with nodemailer's MailComposer.
+ * Bcc recipients travel in the envelope only, never in the headers.
+ */
+import MailComposer from 'nodemailer/lib/mail-composer';
+
+export interface MimeSpec {
+  from: string;
+  to: string[];
+  cc: string[];
+  replyTo: string[];
+  subject: string | null;
+  text: string | null;
+  html: string | null;
+  messageId: string;
+  inReplyTo: string | null;
+  references: string[];
+  /** RFC 3339; becomes the Date header. */
+  date: string;
+  headers: Record<string, string>;
+  attachments: { filename: string | null; contentType: string | null; contentDisposition: 'inline' | 'attachment' | null; contentId: string | null; content: Uint8Array }[];
+}
+
+export function composeMime(spec: MimeSpec): Promise<Uint8Array> {
+  const composer = new MailComposer({
+    from: spec.from,
+    to: spec.to.length ? spec.to : undefined,
+    cc: spec.cc.length ? spec.cc : undefined,
+    replyTo: spec.replyTo.length ? spec.replyTo : undefined,
+    subject: spec.subject ?? undefined,
+    text: spec.text ?? undefined,
+    html: spec.html ?? undefined,
+    messageId: spec.messageId,
+    inReplyTo: spec.inReplyTo ?? undefined,
+    references: spec.references.length ? spec.references : undefined,
+    date: new Date(spec.date),
+    headers: spec.headers,
+    attachments: spec.attachments.map((a) => ({
+      filename: a.filename ?? undefined,
+      contentType: a.contentType ?? undefined,
+      contentDisposition: a.contentDisposition ?? undefined,
+      cid: a.contentId ?? undefined,
+      content: Buffer.from(a.content),
+    })),
+    disableFileAccess: true,
+    disableUrlAccess: true,
+  });
+  return new Promise((resolve, reject) => {
+    composer.compile().build((err, message) => (err ? reject(err) : resolve(new Uint8Array(message))));
+  });
+}
