@@ -41,3 +41,49 @@ export const API_DRAIN_MS = 5_000;
 
 /** Shortest edge API token an Edge accepts (generated tokens are `edge_` + 43 characters). */
 export const MIN_API_TOKEN_LENGTH = 32;
+
+// ---------------------------------------------------------------------------------------------
+// Outbound relay (docs/edge.md "Outbound")
+
+/** Recipients in one `POST /outbound` job (the same cap as inbound RCPT). */
+export const MAX_OUTBOUND_RECIPIENTS = MAX_RECIPIENTS_PER_MESSAGE;
+
+/** `ref` of an outbound job: the home's message reference, also the VERP tag of its return path. */
+export const OUTBOUND_REF_PATTERN = '^[A-Za-z0-9._-]{1,128}$';
+
+/**
+ * Waits after the 1st, 2nd, … failed attempt of a recipient; once they are used up the next
+ * temporary failure bounces. The default adds up to about two days (RFC 5321 §4.5.4.1 asks for 4–5).
+ */
+export const DEFAULT_RETRY_SCHEDULE_MS: readonly number[] = [
+  60_000, 300_000, 900_000, 1_800_000, 3_600_000, 7_200_000,
+  ...Array.from({ length: 11 }, () => 14_400_000),
+];
+
+/** Jobs delivered at the same time (each may hold one SMTP session per recipient domain). */
+export const MAX_PARALLEL_DELIVERIES = 8;
+
+/** SMTP client timeouts towards remote MX hosts. */
+export const RELAY_CONNECT_TIMEOUT_MS = 30_000;
+export const RELAY_GREETING_TIMEOUT_MS = 60_000;
+export const RELAY_SOCKET_TIMEOUT_MS = 300_000;
+
+/** The remote reply kept per recipient and in reports. */
+export const MAX_REPLY_CHARS = 500;
+
+/** Finished job records (no MIME) and delivery reports are kept at least this long. */
+export const OUTBOUND_RETENTION_MS = 7 * 24 * 3_600_000;
+
+/** How often old job records and report segments are pruned. */
+export const OUTBOUND_PRUNE_INTERVAL_MS = 3_600_000;
+
+/** A report segment file is closed and a new one started after this long. */
+export const REPORT_SEGMENT_MS = 24 * 3_600_000;
+
+/** `GET /events` page size. */
+export const EVENTS_DEFAULT_LIMIT = 100;
+export const EVENTS_MAX_LIMIT = 500;
+
+/** Parts and nesting a delivery report may have before it is treated as unparseable. */
+export const MAX_REPORT_PARTS = 50;
+export const MAX_REPORT_DEPTH = 5;

@@ -15,6 +15,26 @@ import { fsyncDirectory } from './durable-files.js';
 /** The local part every routed domain accepts for the home's domain self-test (spec §4.12). */
 export const SELFTEST_LOCAL_PART = 'svc-selftest';
 
+/** VERP return path of outbound mail: `svc-bounce+<ref>@<routed domain>`; DSNs sent there become reports. */
+export const BOUNCE_LOCAL_PREFIX = 'svc-bounce+';
+/** Where feedback loops (ARF complaint reports) are pointed: `svc-feedback@<routed domain>`. */
+export const FEEDBACK_LOCAL_PART = 'svc-feedback';
+
+/** True for the local parts whose mail is a delivery report for the relay, never stored as mail. */
+export function isReportLocalPart(local: string): boolean {
+  const lower = local.toLowerCase();
+  return lower === FEEDBACK_LOCAL_PART || (lower.startsWith(BOUNCE_LOCAL_PREFIX) && lower.length > BOUNCE_LOCAL_PREFIX.length);
+}
+
+/** The outbound `ref` a VERP return path carries (`svc-bounce+<ref>@…`), or null. */
+export function bounceRef(address: string): string | null {
+  const at = address.lastIndexOf('@');
+  const local = at > 0 ? address.slice(0, at) : '';
+  if (!local.toLowerCase().startsWith(BOUNCE_LOCAL_PREFIX)) return null;
+  const ref = local.slice(BOUNCE_LOCAL_PREFIX.length);
+  return /^[A-Za-z0-9._-]{1,128}$/.test(ref) ? ref : null;
+}
+
 const Domain = Type.String({ minLength: 1, maxLength: 253, pattern: '^[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?$' });
 const Address = Type.String({ minLength: 3, maxLength: 320, pattern: '^[^\\s@<>"]+@[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?$' });
 
@@ -42,14 +62,17 @@ export type Routing = Static<typeof Routing>;
 
 const StoredRouting = Type.Intersect([Type.Object({ version: Type.Literal(1) }), Routing]);
 
+/** How a routed recipient is handled: stored in the buffer as mail, or read by the relay as a report. */
+export type RecipientKind = 'mail' | 'report';
+
 /** The outcome of RCPT TO for one address. */
 export type RecipientDecision =
   | { accept: true; address: string }
   | { accept: false; code: 451 | 550; message: string };
 
 /**
- * Recipients outside the routed addresses that a routed domain still accepts. Issue 5 plugs
- * the VERP return-path and ARF feedback addresses of routed domains in here.
+ * Extra local parts a routed domain accepts as mail (stored like a routed address). The VERP
+ * return path and the feedback address are built in (`kindOf` → `report`) and need no hook.
  */
 export type ReportAddressPolicy = (localPart: string, domain: string) => boolean;
 
@@ -122,18 +145,29 @@ export class RoutingTable {
   }
 
   decide(recipient: string): RecipientDecision {
+    if (!this.active) return { accept: false, code: 451, message: 'This edge has no routing yet; try again later' };
+    const address = recipient.toLowerCase();
+    if (this.kindOf(address) === null) return { accept: false, code: 550, message: `Mailbox unavailable: ${address} is not hosted here` };
+    return { accept: true, address };
+  }
+
+  /**
+   * Whether this edge hosts `recipient`, and how: a routed address, `svc-selftest@` or a hook
+   * address of a routed domain is `mail`; the VERP return path and feedback address of a routed
+   * domain are `report`. null when it is not hosted here (or before any routing).
+   */
+  kindOf(recipient: string): RecipientKind | null {
     const active = this.active;
-    if (!active) return { accept: false, code: 451, message: 'This edge has no routing yet; try again later' };
+    if (!active) return null;
     const address = recipient.toLowerCase();
     const at = address.lastIndexOf('@');
+    if (at <= 0) return null;
+    if (active.addresses.has(address)) return 'mail';
     const local = address.slice(0, at);
     const domain = address.slice(at + 1);
-    const routed =
-      at > 0 &&
-      (active.addresses.has(address) ||
-        (active.domains.has(domain) && (local === SELFTEST_LOCAL_PART || this.reportAddress(local, domain))));
-    if (!routed) return { accept: false, code: 550, message: `Mailbox unavailable: ${address} is not hosted here` };
-    return { accept: true, address };
+    if (!active.domains.has(domain)) return null;
+    if (isReportLocalPart(local)) return 'report';
+    return local === SELFTEST_LOCAL_PART || this.reportAddress(local, domain) ? 'mail' : null;
   }
 }
 
