@@ -361,3 +361,19 @@ t.test('the outbox rechecks the send lists: a recipient blocked after queueing f
   const event = await events.next('message.failed', (e) => (e.failure as { message_id: string }).message_id === res.body.message_id);
   t.equal((event.failure as { reason: string }).reason, 'recipient_refused_by_lists');
 });
+
+t.test('a send key is reusable 24 hours after its send became final, not before', async (t) => {
+  const inbox = newInbox();
+  const token = keyFor(inbox);
+  const headers = { 'idempotency-key': 'daily-report' };
+  const first = await api<{ message_id: string }>(svc.url, 'POST', sendPath(inbox), { token, body: { to: 'bob@remote.example', subject: 'Day 1', text: 'x' }, headers });
+  await settled(inbox, first.body.message_id);
+  const row = db.prepare('SELECT final_at FROM idempotency_keys WHERE inbox_id = ? AND key = ?').get(inbox, 'daily-report') as { final_at: string | null };
+  t.ok(row.final_at, 'the key records when the send became final');
+  let res = await api(svc.url, 'POST', sendPath(inbox), { token, body: { to: 'bob@remote.example', subject: 'Day 2', text: 'x' }, headers });
+  t.equal(res.status, 409, 'within 24 hours the key still guards the first send');
+  db.prepare('UPDATE idempotency_keys SET final_at = ? WHERE inbox_id = ? AND key = ?').run(new Date(Date.now() - 24 * 3600_000 - 1000).toISOString(), inbox, 'daily-report');
+  res = await api(svc.url, 'POST', sendPath(inbox), { token, body: { to: 'bob@remote.example', subject: 'Day 2', text: 'x' }, headers });
+  t.equal(res.status, 200, 'after 24 hours the key is new again');
+  t.not(res.body.message_id, first.body.message_id);
+});
