@@ -251,4 +251,14 @@ export const MIGRATIONS: readonly string[] = [
   ) STRICT;
   CREATE INDEX idempotency_message ON idempotency_keys (inbox_id, message_id);
   `,
+  // 5: per-domain DKIM signing keys the home generates (the public half is published in DNS)
+  `
+  CREATE TABLE dkim_keys (
+    domain TEXT PRIMARY KEY,
+    selector TEXT NOT NULL,
+    private_key TEXT NOT NULL,            -- PKCS#8 PEM, inside the encrypted database only
+    public_key TEXT NOT NULL,             -- base64 SubjectPublicKeyInfo, the p= of the DNS record
+    created_at TEXT NOT NULL
+  ) STRICT;
+  `,
 ];

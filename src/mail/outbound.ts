@@ -13,6 +13,7 @@ import { ApiError } from '../http/errors.js';
 import { bumpSearchGeneration } from '../http/pagination.js';
 import type { MimeSpec } from '../../workers/pool/compose.js';
 import { checkAttachmentCount, checkComplete, checkSubject, dedupeRecipients, MAX_MESSAGE_BYTES, parseRecipients, tooLarge, type Composition, type OutgoingAttachment, type Recipient } from './compose.js';
+import type { DkimKey } from './dkim-keys.js';
 import { extractHtml, extractText } from './extract.js';
 import { markSendFinal } from './idempotency.js';
 import { visibleSql, type Visibility } from './labels.js';
@@ -174,7 +175,7 @@ export const fromHeader = (inbox: Pick<InboxRow, 'inbox_id' | 'display_name'>) =
   inbox.display_name ? `${/[()<>[\]:;@\\,."]/.test(inbox.display_name) ? JSON.stringify(inbox.display_name) : inbox.display_name} <${inbox.inbox_id}>` : inbox.inbox_id;
 
 /** Validates the final composition and builds its MIME (in the pool); 413 when it is 5 MiB or more. */
-export async function prepareSend(inbox: InboxRow, kind: OutboundKind, composition: Composition, threading: Threading, compose: ComposeMime): Promise<PreparedSend> {
+export async function prepareSend(inbox: InboxRow, kind: OutboundKind, composition: Composition, threading: Threading, compose: ComposeMime, dkim: DkimKey | null): Promise<PreparedSend> {
   checkComplete(composition);
   const estimate = composition.attachments.reduce((n, a) => n + Math.ceil(a.content.byteLength / 3) * 4, 0) + Buffer.byteLength(composition.text ?? '') + Buffer.byteLength(composition.html ?? '');
   if (estimate >= MAX_MESSAGE_BYTES) throw tooLarge(estimate);
@@ -194,6 +195,7 @@ export async function prepareSend(inbox: InboxRow, kind: OutboundKind, compositi
     references: threading.references,
     date: timestamp,
     headers: c.headers,
+    dkim: dkim ? { domainName: dkim.domain, keySelector: dkim.selector, privateKey: dkim.privateKey } : null,
     attachments: c.attachments.map((a) => ({ ...a, content: new Uint8Array(a.content.buffer, a.content.byteOffset, a.content.byteLength) })),
   });
   if (raw.byteLength >= MAX_MESSAGE_BYTES) throw tooLarge(raw.byteLength);

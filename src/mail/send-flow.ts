@@ -9,6 +9,7 @@ import type { InboxRow } from '../http/access.js';
 import { ApiError } from '../http/errors.js';
 import type { Principal } from '../http/principal.js';
 import { parseRecipients, type Composition } from './compose.js';
+import { domainDkimKey } from './dkim-keys.js';
 import { draftAttachmentContents, draftEvent, draftRow, insertDraft, setDraftStatus, type DraftRow } from './drafts.js';
 import { recordIdempotent, replayIdempotent, type IdempotentKind } from './idempotency.js';
 import {
@@ -137,7 +138,7 @@ export async function performSend(ctx: SendContext, spec: SendSpec): Promise<Sen
   if (source.type === 'draft') checkDraftSendable(source.draft);
 
   const derived = derive(db, inbox, source);
-  const prepared = await prepareSend(inbox, derived.kind, derived.composition, derived.threading, ctx.compose);
+  const prepared = await prepareSend(inbox, derived.kind, derived.composition, derived.threading, ctx.compose, await domainDkimKey(db, inbox.domain));
   sendChecks(db, inbox, derived.kind, derived.composition);
 
   const preApproved = source.type === 'draft' && (source.approve || source.draft.approved === 1);
@@ -171,7 +172,12 @@ export async function performSend(ctx: SendContext, spec: SendSpec): Promise<Sen
       const again = replayed(replayIdempotent(db, inbox.inbox_id, idempotency.key, idempotency.hash));
       if (again) return again;
     }
-    if (source.type === 'draft') checkDraftSendable(draftRow(db, inbox.inbox_id, source.draft.draft_id) ?? source.draft);
+    if (source.type === 'draft') {
+      // Deleted while the MIME was being built: nothing to send (and no row to mark sent).
+      const current = draftRow(db, inbox.inbox_id, source.draft.draft_id);
+      if (!current) throw new ApiError('not_found', 'The draft was deleted.', { fix: 'Create a new draft.' });
+      checkDraftSendable(current);
+    }
     const queued = queueOutbound(db, prepared);
     if (source.type === 'draft') {
       setDraftStatus(db, source.draft.draft_id, 'sent', { messageId: queued.messageId, threadId: queued.threadId, approved: source.approve ? true : undefined });

@@ -7,6 +7,7 @@
 import t from 'tap';
 import { AgentMailClient } from 'agentmail';
 import { simpleParser } from 'mailparser';
+import { dkimVerify } from 'mailauth';
 import type { Db } from '../../src/db/open.js';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
 import { insertApiKey, insertInbox, openHomeDb } from '../helpers/db.js';
@@ -150,8 +151,22 @@ t.test('reply, reply-all and forward derive recipients, subject, threading and a
 
   const delivered = (await sink.waitFor(before + 3)).slice(before);
   const parsed = await Promise.all(delivered.map((d) => simpleParser(d.raw)));
-  const replyMime = parsed.find((p) => p.messageId === reply.messageId)!;
+  const replyIndex = parsed.findIndex((p) => p.messageId === reply.messageId);
+  const replyMime = parsed[replyIndex];
   t.equal(replyMime.inReplyTo, '<plans-1@remote.example>');
+  t.same(replyMime.headers.get('references'), ['<older@remote.example>', '<plans-1@remote.example>']);
+
+  // The DKIM signature verifies against the domain's published key (served here by a resolver function).
+  const key = db.prepare('SELECT selector, public_key FROM dkim_keys WHERE domain = ?').get('home.example') as { selector: string; public_key: string };
+  const resolver = async (name: string, type: string) => {
+    if (type === 'TXT' && name === `${key.selector}._domainkey.home.example`) return [[`v=DKIM1; k=rsa; p=${key.public_key}`]];
+    throw Object.assign(new Error('not found'), { code: 'ENOTFOUND' });
+  };
+  const verified = await dkimVerify(delivered[replyIndex].raw, { resolver });
+  t.equal(verified.results[0]?.status?.result, 'pass', 'DKIM pass');
+  t.equal(verified.results[0]?.signingDomain, 'home.example');
+  const tampered = Buffer.from(delivered[replyIndex].raw.toString('latin1').replace('Yes.', 'No.'), 'latin1');
+  t.not((await dkimVerify(tampered, { resolver })).results[0]?.status?.result, 'pass', 'a changed body does not verify');
   const fwdMime = parsed.find((p) => p.messageId === fwd.messageId)!;
   t.ok(fwdMime.attachments.length >= 1);
 });

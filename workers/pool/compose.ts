@@ -1,8 +1,10 @@
 /**
  * Pool task: builds the RFC 5322 message for an outbound send with nodemailer's MailComposer.
- * Bcc recipients travel in the envelope only, never in the headers.
+ * Bcc recipients travel in the envelope only, never in the headers. With a key it is DKIM-signed
+ * (relaxed/relaxed, rsa-sha256) for the inbox's domain.
  */
 import MailComposer from 'nodemailer/lib/mail-composer';
+import DKIM from 'nodemailer/lib/dkim';
 
 export interface MimeSpec {
   from: string;
@@ -18,6 +20,8 @@ export interface MimeSpec {
   /** RFC 3339; becomes the Date header. */
   date: string;
   headers: Record<string, string>;
+  /** Signs the built message when given. */
+  dkim: { domainName: string; keySelector: string; privateKey: string } | null;
   attachments: { filename: string | null; contentType: string | null; contentDisposition: 'inline' | 'attachment' | null; contentId: string | null; content: Uint8Array }[];
 }
 
@@ -45,7 +49,19 @@ export function composeMime(spec: MimeSpec): Promise<Uint8Array> {
     disableFileAccess: true,
     disableUrlAccess: true,
   });
+  const built = new Promise<Buffer>((resolve, reject) => {
+    composer.compile().build((err, message) => (err ? reject(err) : resolve(message)));
+  });
+  return built.then((message) => (spec.dkim ? sign(message, spec.dkim) : new Uint8Array(message)));
+}
+
+function sign(message: Buffer, key: NonNullable<MimeSpec['dkim']>): Promise<Uint8Array> {
+  const signer = new DKIM({ ...key, cacheDir: false });
   return new Promise((resolve, reject) => {
-    composer.compile().build((err, message) => (err ? reject(err) : resolve(new Uint8Array(message))));
+    const chunks: Buffer[] = [];
+    const out = signer.sign(message);
+    out.on('data', (c: Buffer) => chunks.push(c));
+    out.on('error', reject);
+    out.on('end', () => resolve(new Uint8Array(Buffer.concat(chunks))));
   });
 }
