@@ -21,9 +21,14 @@ export const DEFAULT_EDGE_API_PORT = 8026;
 const LOOPBACK = '127.0.0.1';
 const MIN_MESSAGE_BYTES = 1024;
 
+/** The smart host password comes from the environment only: flags are visible in process lists. */
+export const SMART_HOST_PASSWORD_ENV = 'SVC_EDGE_SMART_HOST_PASSWORD';
+
 const USAGE = `svc edge [--data DIR | --home DIR] [--host IP] [--smtp-port N] [--api-port N] [--api-host IP]
          [--hostname NAME] [--max-message-bytes N] [--spam-url URL] [--dns HOST[:PORT],...]
-         [--tls-key FILE --tls-cert FILE] [--flavor development|production] [--json]`;
+         [--tls-key FILE --tls-cert FILE] [--relay-port N] [--smart-host HOST:PORT [--smart-host-user NAME]]
+         [--flavor development|production] [--json]
+The smart host password is read from the environment variable ${SMART_HOST_PASSWORD_ENV}.`;
 
 const FLAGS = {
   data: 'string',
@@ -39,6 +44,9 @@ const FLAGS = {
   dns: 'string',
   'tls-key': 'string',
   'tls-cert': 'string',
+  'relay-port': 'string',
+  'smart-host': 'string',
+  'smart-host-user': 'string',
   json: 'boolean',
 } as const;
 
@@ -60,12 +68,31 @@ function ipFlag(value: string | undefined, name: string, fallback: string): stri
   return value;
 }
 
-function portFlag(value: string | undefined, name: string, fallback: number): number {
+function portFlag(value: string | undefined, name: string, fallback: number, allowZero = true): number {
   try {
-    return parsePort(value, fallback, true);
+    return parsePort(value, fallback, allowZero);
   } catch {
-    throw invalid(`--${name} must be an integer from 0 to 65535.`);
+    throw invalid(`--${name} must be an integer from ${allowZero ? 0 : 1} to 65535.`);
   }
+}
+
+/** `--smart-host HOST:PORT` (`[v6]:PORT`); port 465 is implicit TLS. The password only from the environment. */
+function readSmartHost(value: string | undefined, user: string | undefined, env: NodeJS.ProcessEnv): EdgeOptions['smartHost'] {
+  if (value === undefined) {
+    if (user !== undefined) throw invalid('--smart-host-user needs --smart-host.');
+    return undefined;
+  }
+  const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:\s\[\]]+)):(\d+)$/.exec(value);
+  if (!match) throw invalid('--smart-host must be HOST:PORT, e.g. smtp.example.com:587 or [::1]:25.');
+  const port = portFlag(match[3], 'smart-host port', 0, false);
+  const password = env[SMART_HOST_PASSWORD_ENV];
+  if (user !== undefined && !password) throw invalid(`--smart-host-user needs the password in the environment variable ${SMART_HOST_PASSWORD_ENV}.`);
+  return {
+    host: match[1] ?? match[2],
+    port,
+    secure: port === 465,
+    ...(user !== undefined ? { username: user, password } : {}),
+  };
 }
 
 function readTls(keyFile: string | undefined, certFile: string | undefined): EdgeOptions['tls'] {
@@ -88,7 +115,7 @@ interface EdgeCommand {
   json: boolean;
 }
 
-function parseEdgeArgs(args: string[]): EdgeCommand {
+function parseEdgeArgs(args: string[], env: NodeJS.ProcessEnv = process.env): EdgeCommand {
   const { flags, positionals } = parseArgs(args, FLAGS);
   if (positionals.length > 0) throw invalid(`Unexpected argument "${positionals[0]}".`);
   const flavor = stringFlag(flags, 'flavor');
@@ -120,6 +147,8 @@ function parseEdgeArgs(args: string[]): EdgeCommand {
       spam,
       resolver: dns === undefined ? undefined : dnsResolver(dns.split(',').map((s) => s.trim()).filter(Boolean)),
       tls: readTls(stringFlag(flags, 'tls-key'), stringFlag(flags, 'tls-cert')),
+      deliveryPort: portFlag(stringFlag(flags, 'relay-port'), 'relay-port', 25, false),
+      smartHost: readSmartHost(stringFlag(flags, 'smart-host'), stringFlag(flags, 'smart-host-user'), env),
     },
   };
 }

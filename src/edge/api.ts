@@ -11,6 +11,7 @@ import { Type, type Static } from 'typebox';
 import type { SealedBuffer } from './buffer.js';
 import { API_BODY_LIMIT, LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, WAIT_MAX_MS } from './limits.js';
 import { OBJECT_KEY_PATTERN } from './object-key.js';
+import { registerOutboundRoutes, type OutboundApiContext } from './outbound-api.js';
 import { RoutingUpdate, type RoutingTable } from './routing.js';
 import type { TlsFiles } from './smtp.js';
 
@@ -54,6 +55,8 @@ export interface EdgeApiContext {
   routing: RoutingTable;
   apiToken: string;
   tls?: TlsFiles;
+  /** `POST /outbound`, `GET /outbound/{ref}`, `GET /events` (src/edge/outbound-api.ts). */
+  outbound?: OutboundApiContext;
 }
 
 function digest(value: string): Buffer {
@@ -188,6 +191,8 @@ export async function buildEdgeApi(ctx: EdgeApiContext): Promise<FastifyInstance
     const available = await buffer.waitForNewer(request.query.after || null, request.query.timeout_ms ?? WAIT_MAX_MS, gone);
     return { available, latest: buffer.latest };
   });
+
+  if (ctx.outbound) registerOutboundRoutes(app, ctx.outbound);
 
   return app;
 }

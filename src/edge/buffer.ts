@@ -45,6 +45,8 @@ export interface Page<T> {
 }
 
 interface PendingCommit {
+  /** A key reserved earlier (`reserveKey`), else one is issued at write time. */
+  key?: string;
   jwe: string;
   receivedAt: string;
   recipients: string[];
@@ -108,12 +110,25 @@ export class SealedBuffer {
     if (newest) this.clock.observe(newest);
   }
 
-  /** Writes one sealed object and its queue entry durably; resolves with the key once both are on disk. */
-  commit(jwe: string, meta: { receivedAt: string; recipients: string[]; keyId: string }): Promise<string> {
+  /**
+   * Writes one sealed object and its queue entry durably; resolves with the key once both are on
+   * disk. With `key` (from `reserveKey`) the write is idempotent: an object already stored under
+   * it is not written again.
+   */
+  commit(jwe: string, meta: { receivedAt: string; recipients: string[]; keyId: string; key?: string }): Promise<string> {
+    if (meta.key !== undefined && this.objectSizes.has(meta.key)) return Promise.resolve(meta.key);
     return new Promise<string>((resolve, reject) => {
       this.pending.push({ jwe, ...meta, resolve, reject });
       this.flushing ??= this.flush();
     });
+  }
+
+  /**
+   * Issues a key now for a commit made later (the relay's local delivery saves it first, so a
+   * repeat after a crash reuses it). Objects committed under it sort by this moment, not by the commit.
+   */
+  reserveKey(): string {
+    return this.clock.next();
   }
 
   /** Waits for commits already accepted by `commit` (used on stop). */
@@ -137,7 +152,7 @@ export class SealedBuffer {
   private async commitGroup(): Promise<void> {
     const group = this.pending;
     this.pending = [];
-    const keys = group.map(() => this.clock.next());
+    const keys = group.map((c) => c.key ?? this.clock.next());
     const files = keys.map((key) => ({
       object: this.objectPath(key),
       entry: this.entryPath(key),
@@ -168,9 +183,9 @@ export class SealedBuffer {
       return;
     }
     for (const [i, key] of keys.entries()) {
-      this.objectKeys.push(key);
+      if (!this.objectSizes.has(key)) insertSorted(this.objectKeys, key);
       this.objectSizes.set(key, entries[i].size);
-      this.entryKeys.push(key);
+      if (!this.entries.has(key)) insertSorted(this.entryKeys, key);
       this.entries.set(key, entries[i]);
       group[i].resolve(key);
     }
@@ -294,6 +309,12 @@ function firstAfter(keys: string[], after: string): number {
 function pageOf(keys: string[], after: string | null, limit: number): Page<string> {
   const start = after === null ? 0 : firstAfter(keys, after);
   return { items: keys.slice(start, start + limit), hasMore: start + limit < keys.length };
+}
+
+/** Appends in the common case (a new newest key); a reserved, older key goes to its place. */
+function insertSorted(keys: string[], key: string): void {
+  if (keys.length === 0 || keys[keys.length - 1] < key) keys.push(key);
+  else keys.splice(firstAfter(keys, key), 0, key);
 }
 
 function removeSorted(keys: string[], key: string): void {

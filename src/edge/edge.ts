@@ -4,15 +4,19 @@
  * Runs standalone (`svc edge`) or inside `svc serve --local-edge`; the same code either way.
  */
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { SMTPServer } from 'smtp-server';
 import { buildEdgeApi } from './api.js';
 import { dnsResolver, evaluateAuth, type DNSResolver } from './auth.js';
 import { SealedBuffer } from './buffer.js';
 import { ensurePrivateDir } from './durable-files.js';
-import { API_DRAIN_MS, DEFAULT_MAX_MESSAGE_BYTES, MIN_API_TOKEN_LENGTH } from './limits.js';
+import { API_DRAIN_MS, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_RETRY_SCHEDULE_MS, MIN_API_TOKEN_LENGTH } from './limits.js';
+import { OutboundStore } from './outbound-store.js';
+import { OutboundRelay, type SmartHost } from './relay.js';
+import { ReportLog } from './reports.js';
 import { RoutingCorrupt, RoutingTable, type ReportAddressPolicy } from './routing.js';
-import { SEALED_VERSION, sealObject, type InboundObject } from './sealed.js';
+import { SEALED_VERSION, sealObject, type InboundAuth, type InboundObject, type SpamVerdict } from './sealed.js';
 import { createSmtpReceiver, SmtpReply, type ReceivedMessage, type TlsFiles } from './smtp.js';
 import { checkSpam } from './spam.js';
 
@@ -42,6 +46,12 @@ export interface EdgeOptions {
   reportAddress?: ReportAddressPolicy;
   /** Operational lines (never content, addresses or credentials), e.g. storage failures. */
   log?: (line: Record<string, unknown>) => void;
+  /** Port of remote MX hosts for outbound mail (default 25; tests point it at a loopback sink). */
+  deliveryPort?: number;
+  /** Send all outbound mail not hosted here through this host instead of the recipients' MX. */
+  smartHost?: SmartHost;
+  /** Waits after the 1st, 2nd, … temporary failure of a recipient; then it bounces. Default ≈ 2 days. */
+  retryScheduleMs?: readonly number[];
 }
 
 export interface EdgeAddresses {
@@ -65,6 +75,9 @@ export class Edge {
   private readonly buffer: SealedBuffer;
   private readonly resolver: DNSResolver;
   private readonly maxMessageBytes: number;
+  private readonly outbound: OutboundStore;
+  private readonly reports: ReportLog;
+  private readonly relay: OutboundRelay;
   private smtp: SMTPServer | null = null;
   private api: FastifyInstance | null = null;
   private stopping = false;
@@ -78,6 +91,24 @@ export class Edge {
     this.buffer = new SealedBuffer(options.dataDir);
     this.resolver = options.resolver ?? dnsResolver();
     this.maxMessageBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+    const outboundDir = path.join(options.dataDir, 'outbound');
+    this.outbound = new OutboundStore(outboundDir);
+    this.reports = new ReportLog(outboundDir);
+    this.relay = new OutboundRelay({
+      store: this.outbound,
+      reports: this.reports,
+      hostname: options.hostname,
+      resolver: this.resolver,
+      deliveryPort: options.deliveryPort ?? 25,
+      smartHost: options.smartHost,
+      retryScheduleMs: options.retryScheduleMs ?? DEFAULT_RETRY_SCHEDULE_MS,
+      local: {
+        kindOf: (address) => this.routing.kindOf(address),
+        reserveKey: () => this.buffer.reserveKey(),
+        deliver: (input) => this.deliverLocally(input),
+      },
+      log: options.log,
+    });
   }
 
   async start(): Promise<EdgeAddresses> {
@@ -85,6 +116,8 @@ export class Edge {
     try {
       ensurePrivateDir(dataDir);
       this.buffer.open();
+      this.outbound.open();
+      this.reports.open();
     } catch {
       throw new EdgeStartError('service_unavailable', `The edge data directory ${dataDir} cannot be created or written.`, 'Choose a writable directory with --data, or fix its permissions and free disk space.');
     }
@@ -99,6 +132,7 @@ export class Edge {
     try {
       const smtp = await this.listenSmtp();
       const api = await this.listenApi();
+      this.relay.start();
       return { smtp, api };
     } catch (err) {
       await this.stop();
@@ -117,8 +151,9 @@ export class Edge {
     await Promise.all([
       smtp ? new Promise<void>((resolve) => smtp.close(() => resolve())) : undefined,
       api ? closeApi(api) : undefined,
+      this.relay.stop(),
     ]);
-    await this.buffer.settle();
+    await Promise.all([this.buffer.settle(), this.reports.settle(), this.outbound.settle()]);
   }
 
   private async listenSmtp(): Promise<EdgeAddresses['smtp']> {
@@ -147,7 +182,13 @@ export class Edge {
 
   private async listenApi(): Promise<EdgeAddresses['api']> {
     const { host, port } = this.options.api;
-    const api = await buildEdgeApi({ buffer: this.buffer, routing: this.routing, apiToken: this.options.apiToken, tls: this.options.tls });
+    const api = await buildEdgeApi({
+      buffer: this.buffer,
+      routing: this.routing,
+      apiToken: this.options.apiToken,
+      tls: this.options.tls,
+      outbound: { store: this.outbound, reports: this.reports, relay: this.relay, maxMessageBytes: this.maxMessageBytes },
+    });
     this.api = api;
     try {
       await api.listen({ host, port });
@@ -159,15 +200,35 @@ export class Edge {
     return { host, port: bound, url: `${scheme}://${host.includes(':') ? `[${host}]` : host}:${bound}` };
   }
 
-  /** Auth → spam → seal → durable commit; only then may the receiver answer 250. */
+  /**
+   * Reports (mail to the VERP return path or the feedback address) go to the relay; the rest is
+   * auth → spam → seal → durable commit. Only then may the receiver answer 250.
+   */
   private async accept(message: ReceivedMessage): Promise<string> {
+    if (!this.routing.sealingKey) throw new SmtpReply(451, 'This edge has no routing yet; try again later');
+    const reportTo = message.recipients.filter((r) => this.routing.kindOf(r) === 'report');
+    if (reportTo.length > 0) {
+      try {
+        await this.relay.takeReportMail(message.raw, reportTo);
+      } catch (err) {
+        this.options.log?.({ event: 'edge.store_failed', code: (err as NodeJS.ErrnoException).code ?? 'unknown', message: 'A delivery report could not be stored; the sender was told to retry (451).' });
+        throw new SmtpReply(451, 'Temporary storage problem; please try again later');
+      }
+      if (reportTo.length === message.recipients.length) return 'report';
+    }
+    const mail = reportTo.length > 0 ? { ...message, recipients: message.recipients.filter((r) => !reportTo.includes(r)) } : message;
+    const facts = { clientIp: mail.clientIp, helo: mail.helo, mailFrom: mail.mailFrom };
+    const [auth, spam] = await Promise.all([
+      evaluateAuth(mail.raw, { ...facts, hostname: this.options.hostname }, this.resolver),
+      this.options.spam ? checkSpam(this.options.spam, mail.raw, { ...facts, recipients: mail.recipients }) : Promise.resolve(null),
+    ]);
+    return this.store(mail, auth, spam);
+  }
+
+  /** Seals one message with its verdicts and commits it (under `key` when given: idempotent). */
+  private async store(message: ReceivedMessage, auth: InboundAuth, spam: SpamVerdict, key?: string): Promise<string> {
     const sealing = this.routing.sealingKey;
     if (!sealing) throw new SmtpReply(451, 'This edge has no routing yet; try again later');
-    const facts = { clientIp: message.clientIp, helo: message.helo, mailFrom: message.mailFrom };
-    const [auth, spam] = await Promise.all([
-      evaluateAuth(message.raw, { ...facts, hostname: this.options.hostname }, this.resolver),
-      this.options.spam ? checkSpam(this.options.spam, message.raw, { ...facts, recipients: message.recipients }) : Promise.resolve(null),
-    ]);
     const receivedAt = message.receivedAt.toISOString();
     const payload: InboundObject = {
       version: SEALED_VERSION,
@@ -178,12 +239,40 @@ export class Edge {
     };
     const jwe = await sealObject(payload, sealing);
     try {
-      return await this.buffer.commit(jwe, { receivedAt, recipients: message.recipients, keyId: sealing.keyId });
+      return await this.buffer.commit(jwe, { receivedAt, recipients: message.recipients, keyId: sealing.keyId, key });
     } catch (err) {
       this.options.log?.({ event: 'edge.store_failed', code: (err as NodeJS.ErrnoException).code ?? 'unknown', message: 'A message could not be stored; the sender was told to retry (451).' });
       throw new SmtpReply(451, 'Temporary storage problem; please try again later');
     }
   }
+
+  /**
+   * The relay's delivery to a recipient this edge hosts: stored exactly like mail received over
+   * SMTP, under the key the relay reserved. The home handed it over with its token, so the
+   * verdict is an internal pass rather than a DNS check of the edge's own address.
+   */
+  private async deliverLocally(input: { raw: Buffer; mailFrom: string; recipient: string; key: string }): Promise<void> {
+    const message: ReceivedMessage = {
+      raw: input.raw,
+      clientIp: '127.0.0.1',
+      helo: this.options.hostname,
+      mailFrom: input.mailFrom,
+      recipients: [input.recipient],
+      receivedAt: new Date(),
+    };
+    await this.store(message, localAuth(input.mailFrom), null, input.key);
+  }
+}
+
+/** The verdict of mail the home itself handed to this edge for a local recipient. */
+function localAuth(mailFrom: string): InboundAuth {
+  const domain = mailFrom.includes('@') ? mailFrom.slice(mailFrom.lastIndexOf('@') + 1).toLowerCase() : null;
+  return {
+    spf: { result: 'pass', domain },
+    dkim: { result: 'none', signatures: [] },
+    dmarc: { result: 'pass', policy: null, domain },
+    arc: { result: 'none' },
+  };
 }
 
 function listenFailed(what: string, host: string, port: number, flag: string): EdgeStartError {

@@ -10,6 +10,8 @@
  *
  * Outcomes per recipient: 2xx after DATA → delivered; 5xx → bounced; 4xx, DNS trouble or no
  * reachable host → deferred and retried per the schedule; the schedule used up → bounced.
+ * A report carries `code` only when a server answered with one: the home reads a `bounced`
+ * without a code as "the provider failed to deliver" (message.failed), with one as a bounce.
  */
 import net from 'node:net';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
@@ -325,9 +327,9 @@ export class OutboundRelay {
       }
       await local.deliver({ raw, mailFrom: job.mail_from, recipient: r.address.toLowerCase(), key: r.local_key ?? local.reserveKey() });
       return { status: 'delivered', code: 250, message: '2.0.0 Delivered on this edge' };
-    } catch (err) {
-      const code = (err as { responseCode?: number }).responseCode;
-      return { status: 'deferred', code: code && code >= 400 && code < 500 ? code : 451, message: '4.3.0 Local delivery failed (storage problem or no routing); will retry' };
+    } catch {
+      // No code: no server answered, so running out of retries reads as a delivery failure, not a bounce.
+      return { status: 'deferred', message: '4.3.0 Local delivery failed (storage problem or no routing); will retry' };
     }
   }
 
@@ -406,7 +408,7 @@ export class OutboundRelay {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENODATA') return { hosts: [domain] };
       if (code === 'ENOTFOUND') return { outcome: { status: 'bounced', code: 550, message: `5.1.2 The domain ${domain} does not exist` } };
-      return { outcome: { status: 'deferred', code: 451, message: `4.4.3 The mail hosts of ${domain} could not be looked up (${code ?? 'DNS error'})` } };
+      return { outcome: { status: 'deferred', message: `4.4.3 The mail hosts of ${domain} could not be looked up (${code ?? 'DNS error'})` } };
     }
     if (records.length === 0) return { hosts: [domain] };
     if (records.length === 1 && (records[0].exchange === '' || records[0].exchange === '.')) {

@@ -25,6 +25,7 @@ import { apiKeyRoutes } from '../routes/api-keys.js';
 import { threadRoutes } from '../routes/threads.js';
 import { messageRoutes } from '../routes/messages.js';
 import { sendRoutes } from '../routes/send.js';
+import { draftRoutes } from '../routes/drafts.js';
 import { listRoutes } from '../routes/lists.js';
 import { downloadRoutes } from '../routes/downloads.js';
 import { wsRoutes } from '../routes/ws.js';
@@ -181,7 +182,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(ownerRoutes, { prefix: '/v0/owner' });
   await app.register(transportRoutes, { prefix: '/v0/owner' });
   await app.register(inboundRoutes, { prefix: '/v0/owner' });
-  for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, sendRoutes, listRoutes, downloadRoutes, wsRoutes]) {
+  for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, sendRoutes, draftRoutes, listRoutes, downloadRoutes, wsRoutes]) {
     await app.register(routes, { prefix: '/v0' });
   }
   return app;

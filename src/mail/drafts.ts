@@ -8,7 +8,30 @@ import { Type, type Static } from 'typebox';
 import type { Db } from '../db/open.js';
 import { uuidv7 } from '../db/ids.js';
 import { appendEvent } from '../events/log.js';
-import type { Composition, OutgoingAttachment } from './compose.js';
+import type { InboxRow } from '../http/access.js';
+import { requirePermission } from '../http/access.js';
+import { ApiError, notFound } from '../http/errors.js';
+import type { Cursor } from '../http/pagination.js';
+import { isOwner, type Principal } from '../http/principal.js';
+import {
+  Addresses,
+  AttachmentInput,
+  checkAttachmentCount,
+  checkSubject,
+  composition,
+  decodeAttachment,
+  dedupeRecipients,
+  MAX_MESSAGE_BYTES,
+  MAX_RECIPIENTS,
+  parseRecipients,
+  tooLarge,
+  type Composition,
+  type OutgoingAttachment,
+  type Recipient,
+} from './compose.js';
+import { labelEdit, LabelList, readVisibility } from './labels.js';
+import type { PageRequest } from './messages.js';
+import { deriveReply, loadOriginal } from './outbound.js';
 import { Attachment } from './serialize.js';
 import { previewOf, stableAttachmentId } from './store.js';
 import { extractText } from './extract.js';
@@ -246,4 +269,414 @@ export function setDraftStatus(db: Db, draftId: string, status: DraftStatus, fie
     `UPDATE drafts SET send_status = ?, send_reason = ?, message_id = coalesce(?, message_id), thread_id = coalesce(?, thread_id),
        approved = coalesce(?, approved), updated_at = ? WHERE draft_id = ?`,
   ).run(status, fields.reason ?? null, fields.messageId ?? null, fields.threadId ?? null, fields.approved === undefined ? null : fields.approved ? 1 : 0, new Date().toISOString(), draftId);
+}
+
+// ---- creating, editing, listing and deleting (the draft routes) ----
+
+/** References a draft may carry, like the threading of a reply. */
+export const MAX_DRAFT_REFERENCES = 100;
+export const MAX_REJECT_REASON = 1000;
+const MAX_MESSAGE_ID = 998;
+
+const invalid = (message: string, fix: string) => new ApiError('validation_error', message, { fix });
+const NullableString = (maxLength: number) => Type.Optional(Type.Union([Type.String({ maxLength }), Type.Null()]));
+const OptionalAddresses = Type.Optional(Type.Union([Addresses, Type.Null()]));
+const Attachments = Type.Optional(Type.Union([Type.Array(AttachmentInput, { maxItems: 1000 }), Type.Null()]));
+
+/** Creation fields (spec §2.5). Recipient fields take a list, or a single string. */
+export const CreateDraftBody = Type.Object(
+  {
+    to: OptionalAddresses,
+    cc: OptionalAddresses,
+    bcc: OptionalAddresses,
+    reply_to: OptionalAddresses,
+    subject: NullableString(64 * 1024),
+    text: NullableString(6 * 1024 * 1024),
+    html: NullableString(6 * 1024 * 1024),
+    attachments: Attachments,
+    labels: Type.Optional(Type.Union([LabelList, Type.Null()])),
+    in_reply_to: NullableString(MAX_MESSAGE_ID + 2),
+    forward_of: NullableString(MAX_MESSAGE_ID + 2),
+    reply_all: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
+    references: Type.Optional(Type.Union([Type.Array(Type.String({ maxLength: MAX_MESSAGE_ID + 2 }), { maxItems: MAX_DRAFT_REFERENCES }), Type.Null()])),
+    send_at: NullableString(64),
+    client_id: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 128 }), Type.Null()])),
+  },
+  { additionalProperties: false },
+);
+export type CreateDraftBody = Static<typeof CreateDraftBody>;
+
+/** Patch fields (spec §2.5): content fields (`null` clears), attachment and label edits, `send_at`. */
+export const UpdateDraftBody = Type.Object(
+  {
+    to: OptionalAddresses,
+    cc: OptionalAddresses,
+    bcc: OptionalAddresses,
+    reply_to: OptionalAddresses,
+    subject: NullableString(64 * 1024),
+    text: NullableString(6 * 1024 * 1024),
+    html: NullableString(6 * 1024 * 1024),
+    add_attachments: Attachments,
+    remove_attachments: Type.Optional(Type.Union([Type.Array(Type.String({ maxLength: 128 }), { maxItems: 1000 }), Type.Null()])),
+    add_labels: Type.Optional(Type.Union([LabelList, Type.Null()])),
+    remove_labels: Type.Optional(Type.Union([LabelList, Type.Null()])),
+    send_at: NullableString(64),
+  },
+  { additionalProperties: false },
+);
+export type UpdateDraftBody = Static<typeof UpdateDraftBody>;
+
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-](\d{2}):(\d{2}))$/;
+
+/** `send_at` as stored: RFC 3339 in, UTC with milliseconds out. A time in the past is allowed. */
+export function parseSendAt(value: string): string {
+  const bad = () => invalid(`\`send_at\` is not an RFC 3339 timestamp: ${JSON.stringify(value.slice(0, 64))}.`, 'Use a timestamp with a time zone, e.g. `2030-01-31T09:00:00Z` or `2030-01-31T10:00:00+01:00`.');
+  const m = RFC3339.exec(value);
+  if (!m) throw bad();
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number);
+  const offsetHours = m[9] === undefined ? 0 : Number(m[9]);
+  const offsetMinutes = m[10] === undefined ? 0 : Number(m[10]);
+  const calendarDay = new Date(Date.UTC(year, month - 1, day));
+  const dayExists = month >= 1 && month <= 12 && calendarDay.getUTCMonth() === month - 1 && calendarDay.getUTCDate() === day;
+  if (!dayExists || hour > 23 || minute > 59 || second > 59 || offsetHours > 23 || offsetMinutes > 59) throw bad();
+  const ms = Date.parse(value.replace(/[t ]/, 'T'));
+  if (Number.isNaN(ms)) throw bad();
+  return new Date(ms).toISOString();
+}
+
+/** A referenced Message-ID, with angle brackets. */
+function messageIdRef(value: string, field: string): string {
+  const id = value.trim().startsWith('<') ? value.trim() : `<${value.trim()}>`;
+  if (!/^<[^\s<>]+>$/.test(id) || id.length > MAX_MESSAGE_ID) throw invalid(`\`${field}\` holds something that is not a Message-ID: ${JSON.stringify(value.slice(0, 100))}.`, 'Give Message-IDs like `<id@example.com>`.');
+  return id;
+}
+
+/** Draft limits: a draft may have no recipient yet, but never more than a message may. */
+function checkDraftLimits(to: Recipient[], cc: Recipient[], bcc: Recipient[], attachmentCount: number, bytes: number): void {
+  const total = to.length + cc.length + bcc.length;
+  if (total > MAX_RECIPIENTS) throw invalid(`A draft has at most ${MAX_RECIPIENTS} recipients in total; this one would have ${total}.`, 'Split the message, or put the recipients on a mailing list.');
+  checkAttachmentCount(attachmentCount);
+  if (bytes >= MAX_MESSAGE_BYTES) throw tooLarge(bytes);
+}
+
+/** What a message built from these parts would at least weigh: base64 attachments plus the bodies. */
+const estimate = (attachmentBytes: number[], text: string | null, html: string | null) =>
+  attachmentBytes.reduce((n, b) => n + Math.ceil(b / 3) * 4, 0) + Buffer.byteLength(text ?? '') + Buffer.byteLength(html ?? '');
+
+const readOnlyScheduling = () =>
+  new ApiError('missing_permission', 'This credential has the `read_only` send policy, so it cannot schedule a draft to be sent.', {
+    fix: 'Leave out `send_at` (the owner can send or schedule the draft), or ask for the `direct` or `approval` send policy.',
+  });
+
+/**
+ * How a schedule set by this caller starts: the owner and `direct` credentials schedule it
+ * approved; under `approval` it waits for the owner; `read_only` cannot schedule at all.
+ */
+function scheduleBy(p: Principal): { status: 'scheduled' | 'pending_approval'; approved: boolean } {
+  if (isOwner(p) || p.sendPolicy === 'direct') return { status: 'scheduled', approved: true };
+  if (p.sendPolicy === 'approval') return { status: 'pending_approval', approved: false };
+  throw readOnlyScheduling();
+}
+
+/** Edits by anyone but the owner or a `direct` credential withdraw the owner's approval. */
+const keepsApproval = (p: Principal) => isOwner(p) || p.sendPolicy === 'direct';
+
+export function draftByClientId(db: Db, inboxId: string, clientId: string): DraftRow | null {
+  return (prepared(db, 'SELECT rowid, * FROM drafts WHERE inbox_id = ? AND client_id = ?').get(inboxId, clientId) as DraftRow | undefined) ?? null;
+}
+
+/** The draft by id alone, for the instance-wide routes; the caller checks its inbox is in scope. */
+export function draftById(db: Db, draftId: string): DraftRow | null {
+  return (prepared(db, 'SELECT rowid, * FROM drafts WHERE draft_id = ?').get(draftId) as DraftRow | undefined) ?? null;
+}
+
+export interface DraftWrite {
+  draft: Draft;
+  /** Events appended, to publish after the commit. */
+  seqs: number[];
+  /** The scheduled-drafts loop may have new work. */
+  wake: boolean;
+}
+
+/**
+ * Creates a draft (spec §2.5), or returns the one already created in this inbox with the same
+ * `client_id` (no event). The caller has checked scope and `draft_create`. Order: `draft_send`
+ * for `send_at` → send policy → `message_read` for a reply or forward → client_id → the payload
+ * → the referenced message (404) → limits → one transaction with `draft.created` (and
+ * `draft.approval_required` when the schedule waits for the owner).
+ */
+export function createDraft(db: Db, p: Principal, inbox: Pick<InboxRow, 'inbox_id'>, body: CreateDraftBody): DraftWrite {
+  const schedule = body.send_at != null ? (requirePermission(p, 'draft_send'), scheduleBy(p)) : null;
+  const inReplyTo = body.in_reply_to ?? null;
+  const forwardOf = body.forward_of ?? null;
+  if (inReplyTo !== null || forwardOf !== null) requirePermission(p, 'message_read');
+  const clientId = body.client_id ?? null;
+  const earlier = clientId === null ? null : draftByClientId(db, inbox.inbox_id, clientId);
+  if (earlier) return { draft: draftShape(earlier, draftAttachments(db, earlier.draft_id)), seqs: [], wake: false };
+
+  if (inReplyTo !== null && forwardOf !== null) throw invalid('`in_reply_to` and `forward_of` cannot both be set.', 'A draft either replies to a message or forwards one.');
+  const replyAll = body.reply_all === true;
+  if (replyAll && inReplyTo === null) throw invalid('`reply_all` needs `in_reply_to`.', 'Set `in_reply_to` to the message the draft replies to.');
+  if (replyAll && (body.to != null || body.cc != null || body.bcc != null)) {
+    throw invalid('A reply-all draft takes its recipients from the original message: leave out `to`, `cc` and `bcc`.', 'Drop `reply_all` to choose the recipients yourself.');
+  }
+  const sendAt = body.send_at != null ? parseSendAt(body.send_at) : null;
+  let c = composition(p, { to: body.to, cc: body.cc, bcc: body.bcc, reply_to: body.reply_to, subject: body.subject, text: body.text, html: body.html, attachments: body.attachments, labels: body.labels });
+  let references = (body.references ?? []).map((r) => messageIdRef(r, 'references'));
+
+  const referenced = inReplyTo ?? forwardOf;
+  const original = referenced === null ? null : loadOriginal(db, inbox.inbox_id, messageIdRef(referenced, inReplyTo !== null ? 'in_reply_to' : 'forward_of'), readVisibility(p));
+  if (referenced !== null && !original) throw notFound('message');
+  if (inReplyTo !== null) {
+    const derived = deriveReply(inbox.inbox_id, original!, c, replyAll);
+    // The derived subject (`Re: …`) is the default; a subject the caller gave is kept.
+    c = { ...derived.composition, subject: c.subject ?? derived.composition.subject };
+    if (references.length === 0) references = derived.threading.references;
+  }
+  checkDraftLimits(c.to, c.cc, c.bcc, c.attachments.length, estimate(c.attachments.map((a) => a.content.byteLength), c.text, c.html));
+
+  const status = schedule?.status ?? 'draft';
+  return db.transaction((): DraftWrite => {
+    const raced = clientId === null ? null : draftByClientId(db, inbox.inbox_id, clientId);
+    if (raced) return { draft: draftShape(raced, draftAttachments(db, raced.draft_id)), seqs: [], wake: false };
+    const row = insertDraft(db, {
+      inboxId: inbox.inbox_id,
+      clientId,
+      composition: c,
+      inReplyTo: original && inReplyTo !== null ? original.messageId : null,
+      forwardOf: original && forwardOf !== null ? original.messageId : null,
+      replyAll,
+      references,
+      sendAt,
+      status,
+      approved: schedule?.approved ?? false,
+      createdBy: isOwner(p) ? 'owner' : p.id,
+    });
+    const seqs = [draftEvent(db, 'draft.created', row)];
+    if (status === 'pending_approval') seqs.push(draftEvent(db, 'draft.approval_required', row));
+    return { draft: draftShape(row, draftAttachments(db, row.draft_id)), seqs, wake: status === 'scheduled' };
+  }).immediate();
+}
+
+const draftConflict = (d: DraftRow) =>
+  d.send_status === 'sending'
+    ? new ApiError('conflict', 'This draft is being sent right now and cannot change.', { fix: 'Read the draft again in a moment: it will be `sent` or `failed`.' })
+    : d.send_status === 'sent'
+      ? new ApiError('conflict', 'This draft was already sent and cannot change.', { fix: 'Create a new draft.' })
+      : new ApiError('conflict', 'The owner rejected this draft; it is final.', { fix: 'Create a new draft.' });
+
+const FROZEN = new Set<DraftStatus>(['sending', 'sent', 'rejected']);
+
+/**
+ * Applies a patch (spec §2.5). Content fields replace (null clears); attachments are removed by
+ * id (unknown ids are ignored), then added; labels are added and removed; `send_at` schedules
+ * (needs `draft_send`) or, with null, cancels the schedule. An edit by a caller other than the
+ * owner or a `direct` credential withdraws approval: a scheduled draft then waits for the owner
+ * again (`draft.approval_required`). Sending, sent and rejected drafts are `409 conflict`.
+ */
+export function updateDraft(db: Db, p: Principal, inbox: Pick<InboxRow, 'inbox_id'>, draftId: string, body: UpdateDraftBody): DraftWrite {
+  const schedule = typeof body.send_at === 'string' ? (requirePermission(p, 'draft_send'), scheduleBy(p)) : null;
+  const before = draftRow(db, inbox.inbox_id, draftId);
+  if (!before) throw notFound('draft');
+  if (FROZEN.has(before.send_status)) throw draftConflict(before);
+
+  const sendAt = typeof body.send_at === 'string' ? parseSendAt(body.send_at) : body.send_at;
+  const replyTo = body.reply_to === undefined ? undefined : parseRecipients(body.reply_to, 'reply_to');
+  if (replyTo && replyTo.length > 1) throw invalid('`reply_to` takes at most one address.', 'Give a single reply-to address.');
+  const fields = { to: body.to === undefined ? undefined : parseRecipients(body.to, 'to'), cc: body.cc === undefined ? undefined : parseRecipients(body.cc, 'cc'), bcc: body.bcc === undefined ? undefined : parseRecipients(body.bcc, 'bcc') };
+  const subject = body.subject === undefined ? undefined : checkSubject(body.subject);
+  const added = (body.add_attachments ?? []).map(decodeAttachment);
+  const labels = labelEdit(p, body.add_labels, body.remove_labels);
+
+  return db.transaction((): DraftWrite => {
+    const row = draftRow(db, inbox.inbox_id, draftId);
+    if (!row) throw notFound('draft');
+    if (FROZEN.has(row.send_status)) throw draftConflict(row);
+    const stored = (json: string | null, name: string) => parseRecipients(list(json) ?? [], name);
+    const [to, cc, bcc] = dedupeRecipients(fields.to ?? stored(row.to_addresses, 'to'), fields.cc ?? stored(row.cc_addresses, 'cc'), fields.bcc ?? stored(row.bcc_addresses, 'bcc'));
+    const text = body.text === undefined ? row.text : body.text;
+    const html = body.html === undefined ? row.html : body.html;
+    const removed = new Set(body.remove_attachments ?? []);
+    const kept = draftAttachments(db, row.draft_id).filter((a) => !removed.has(a.attachment_id));
+    checkDraftLimits(to, cc, bcc, kept.length + added.length, estimate([...kept.map((a) => a.size), ...added.map((a) => a.content.byteLength)], text, html));
+
+    const approved = schedule ? schedule.approved : keepsApproval(p) && row.approved === 1;
+    const status: DraftStatus =
+      sendAt === null
+        ? 'draft'
+        : schedule || row.send_status === 'scheduled'
+          ? approved
+            ? 'scheduled'
+            : 'pending_approval'
+          : row.send_status;
+    const currentLabels = JSON.parse(row.labels) as string[];
+    const nextLabels = [...new Set([...currentLabels, ...labels.add])].filter((l) => !labels.remove.includes(l));
+    const now = new Date().toISOString();
+    prepared(
+      db,
+      `UPDATE drafts SET to_addresses = ?, cc_addresses = ?, bcc_addresses = ?, reply_to = ?, subject = ?, text = ?, html = ?, labels = ?, send_at = ?,
+         send_status = ?, send_reason = ?, approved = ?, updated_at = ? WHERE draft_id = ?`,
+    ).run(
+      json(to.map((r) => r.display)),
+      json(cc.map((r) => r.display)),
+      json(bcc.map((r) => r.display)),
+      replyTo === undefined ? row.reply_to : json(replyTo.map((r) => r.display)),
+      subject === undefined ? row.subject : subject,
+      text,
+      html,
+      JSON.stringify(nextLabels),
+      sendAt === undefined ? row.send_at : sendAt,
+      status,
+      status === row.send_status ? row.send_reason : null,
+      approved ? 1 : 0,
+      now,
+      row.draft_id,
+    );
+    if (removed.size > 0) {
+      const remove = prepared(db, 'DELETE FROM draft_attachments WHERE draft_id = ? AND attachment_id = ?');
+      for (const id of removed) remove.run(row.draft_id, id);
+    }
+    addDraftAttachments(db, row.draft_id, added);
+    const after = draftRow(db, inbox.inbox_id, row.draft_id)!;
+    const seqs: number[] = [];
+    if (status === 'pending_approval' && row.send_status !== 'pending_approval') seqs.push(draftEvent(db, 'draft.approval_required', after));
+    if (status === 'scheduled' && row.send_status === 'pending_approval') seqs.push(draftEvent(db, 'draft.approved', after));
+    return { draft: draftShape(after, draftAttachments(db, after.draft_id)), seqs, wake: status === 'scheduled' || row.send_status === 'scheduled' };
+  }).immediate();
+}
+
+export function deleteDraft(db: Db, inboxId: string, draftId: string): boolean {
+  return prepared(db, 'DELETE FROM drafts WHERE inbox_id = ? AND draft_id = ?').run(inboxId, draftId).changes > 0;
+}
+
+/**
+ * The owner approves a draft whose `send_at` is still ahead: it becomes `scheduled` and approved
+ * (`draft.approved`, once). Returns null when the draft should be sent now instead.
+ */
+export function approveScheduled(db: Db, inboxId: string, draftId: string, now = Date.now()): { row: DraftRow; seqs: number[] } | null {
+  const row = draftRow(db, inboxId, draftId);
+  if (!row) throw notFound('draft');
+  if (row.send_status === 'sent' || row.send_status === 'rejected') throw draftConflict(row);
+  if (row.send_at === null || Date.parse(row.send_at) <= now) return null;
+  const seqs: number[] = [];
+  if (!(row.send_status === 'scheduled' && row.approved === 1)) {
+    setDraftStatus(db, row.draft_id, 'scheduled', { approved: true });
+    seqs.push(draftEvent(db, 'draft.approved', row));
+  }
+  return { row: draftRow(db, inboxId, draftId)!, seqs };
+}
+
+/** The owner rejects a draft: final, with the reason. Rejecting again changes nothing (no event). */
+export function rejectDraft(db: Db, inboxId: string, draftId: string, reason: string | null): { row: DraftRow; seqs: number[] } {
+  return db.transaction(() => {
+    const row = draftRow(db, inboxId, draftId);
+    if (!row) throw notFound('draft');
+    if (row.send_status === 'rejected') return { row, seqs: [] };
+    if (FROZEN.has(row.send_status)) throw draftConflict(row);
+    setDraftStatus(db, row.draft_id, 'rejected', { reason, approved: false });
+    const after = draftRow(db, inboxId, draftId)!;
+    return { row: after, seqs: [draftEvent(db, 'draft.rejected', after)] };
+  }).immediate();
+}
+
+export interface DraftFilters {
+  before?: string;
+  after?: string;
+  labels?: string[];
+}
+
+/** Drafts of the given inboxes ('all': every inbox) by last update, keyset-paged on [updated_at, rowid]. */
+export function listDrafts(db: Db, inboxIds: readonly string[] | 'all', filters: DraftFilters, page: PageRequest): { items: DraftItem[]; next: Cursor | null } {
+  const where: string[] = [];
+  const params: unknown[] = [];
+  if (inboxIds !== 'all') {
+    where.push('d.inbox_id IN (SELECT value FROM json_each(?))');
+    params.push(JSON.stringify(inboxIds));
+  }
+  if (filters.before) {
+    where.push('d.updated_at < ?');
+    params.push(filters.before);
+  }
+  if (filters.after) {
+    where.push('d.updated_at > ?');
+    params.push(filters.after);
+  }
+  for (const label of filters.labels ?? []) {
+    where.push('EXISTS (SELECT 1 FROM json_each(d.labels) WHERE value = ?)');
+    params.push(label);
+  }
+  const [cmp, dir] = page.ascending ? ['>', 'ASC'] : ['<', 'DESC'];
+  if (page.cursor) {
+    where.push(`d.updated_at ${cmp}= ? AND (d.updated_at ${cmp} ? OR d.rowid ${cmp} ?)`);
+    params.push(page.cursor[0], page.cursor[0], page.cursor[1]);
+  }
+  const rows = prepared(db, `SELECT d.rowid, d.* FROM drafts d ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY d.updated_at ${dir}, d.rowid ${dir} LIMIT ?`).all(
+    ...params,
+    page.limit + 1,
+  ) as DraftRow[];
+  const more = rows.length > page.limit;
+  if (more) rows.length = page.limit;
+  const byDraft = new Map<string, DraftAttachmentRow[]>();
+  const attachmentRows = prepared(
+    db,
+    'SELECT draft_id, attachment_id, filename, content_type, content_disposition, content_id, size FROM draft_attachments WHERE draft_id IN (SELECT value FROM json_each(?)) ORDER BY draft_id, position',
+  ).all(JSON.stringify(rows.map((r) => r.draft_id))) as (DraftAttachmentRow & { draft_id: string })[];
+  for (const { draft_id, ...a } of attachmentRows) byDraft.set(draft_id, [...(byDraft.get(draft_id) ?? []), a]);
+  const last = rows[rows.length - 1];
+  return { items: rows.map((r) => draftItemShape(r, byDraft.get(r.draft_id) ?? [])), next: more ? [last.updated_at, last.rowid] : null };
+}
+
+export function draftAttachment(db: Db, draftId: string, attachmentId: string): DraftAttachmentRow | null {
+  return (
+    (prepared(db, 'SELECT attachment_id, filename, content_type, content_disposition, content_id, size FROM draft_attachments WHERE draft_id = ? AND attachment_id = ?').get(draftId, attachmentId) as
+      | DraftAttachmentRow
+      | undefined) ?? null
+  );
+}
+
+/** The bytes of a draft attachment, for a download URL. */
+export function draftAttachmentFile(db: Db, inboxId: string, draftId: string, attachmentId: string): { filename: string | null; content_type: string | null; content: Buffer } | null {
+  return (
+    (prepared(
+      db,
+      'SELECT a.filename, a.content_type, a.content FROM draft_attachments a JOIN drafts d ON d.draft_id = a.draft_id WHERE d.inbox_id = ? AND d.draft_id = ? AND a.attachment_id = ?',
+    ).get(inboxId, draftId, attachmentId) as { filename: string | null; content_type: string | null; content: Buffer } | undefined) ?? null
+  );
+}
+
+// ---- the scheduled-drafts loop ----
+
+/** Approved scheduled drafts whose time has come, oldest first (overdue ones included). */
+export function dueDrafts(db: Db, now: string, limit: number): Pick<DraftRow, 'draft_id' | 'inbox_id'>[] {
+  return prepared(db, "SELECT draft_id, inbox_id FROM drafts WHERE send_status = 'scheduled' AND approved = 1 AND send_at <= ? ORDER BY send_at, rowid LIMIT ?").all(now, limit) as Pick<
+    DraftRow,
+    'draft_id' | 'inbox_id'
+  >[];
+}
+
+/** When the next approved scheduled draft is due, or null. */
+export function nextDraftDue(db: Db): string | null {
+  return (prepared(db, "SELECT min(send_at) AS next FROM drafts WHERE send_status = 'scheduled' AND approved = 1").get() as { next: string | null }).next;
+}
+
+/** Takes a due draft for sending (`sending`, so edits wait); false when it changed meanwhile. */
+export function claimDueDraft(db: Db, draftId: string, now: string): boolean {
+  return (
+    prepared(db, "UPDATE drafts SET send_status = 'sending', updated_at = ? WHERE draft_id = ? AND send_status = 'scheduled' AND approved = 1 AND send_at <= ?").run(new Date().toISOString(), draftId, now)
+      .changes === 1
+  );
+}
+
+/** A claimed draft that was not sent: back to `scheduled`, or to `failed` with the reason. */
+export function releaseDraft(db: Db, draftId: string, to: { status: 'scheduled' } | { status: 'failed'; reason: string }): boolean {
+  const reason = to.status === 'failed' ? to.reason : null;
+  return prepared(db, "UPDATE drafts SET send_status = ?, send_reason = ?, updated_at = ? WHERE draft_id = ? AND send_status = 'sending'").run(to.status, reason, new Date().toISOString(), draftId).changes === 1;
+}
+
+/**
+ * Drafts a stop or crash left `sending` go back to `scheduled`: a send commits the message and
+ * the draft's `sent` together, so a draft still `sending` was not queued.
+ */
+export function resetInterruptedDrafts(db: Db): number {
+  return prepared(db, "UPDATE drafts SET send_status = 'scheduled' WHERE send_status = 'sending'").run().changes;
 }

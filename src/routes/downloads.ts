@@ -10,6 +10,7 @@ import { refreshPrincipal } from '../http/credentials.js';
 import { readDownloadToken, type DownloadClaims } from '../http/downloads.js';
 import { ApiError, missingPermission, unauthorized } from '../http/errors.js';
 import { hasPermission, inScope, type Principal } from '../http/principal.js';
+import { draftAttachmentFile } from '../mail/drafts.js';
 import { isVisible, readVisibility } from '../mail/labels.js';
 
 /** Longest filename sent in Content-Disposition, in characters. */
@@ -85,8 +86,11 @@ export function verifyDownload(claims: DownloadClaims, now: number, db: Db, orig
   if (!inScope(issuer, target.inboxId)) return { status: 404 };
   const permission = target.kind === 'draft_attachment' ? 'draft_read' : 'message_read';
   if (!hasPermission(issuer, permission)) return { status: 403, permission };
-  // Drafts are not stored yet (no drafts table), so no draft attachment can be found.
-  if (target.kind === 'draft_attachment') return { status: 404 };
+  if (target.kind === 'draft_attachment') {
+    const file = draftAttachmentFile(db, target.inboxId, target.draftId, target.attachmentId);
+    if (!file) return { status: 404 };
+    return { status: 200, file: { content: file.content, contentType: servedType(file.content_type), filename: safeFilename(file.filename, `attachment-${target.attachmentId}`) } };
+  }
 
   const message = db.prepare('SELECT id, message_id FROM messages WHERE inbox_id = ? AND message_id = ?').get(target.inboxId, target.messageId) as MessageRow | undefined;
   if (!message) return { status: 404 };

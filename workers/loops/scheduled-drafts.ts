@@ -1,4 +1,87 @@
-/** The scheduled-drafts loop (spec §8). Its work arrives with a later capability; until then a pass finds nothing to do. */
-import { runLoop } from './run-loop.js';
+/**
+ * The scheduled-drafts loop (spec §8): wakes on create, edit or approval; waits until the next
+ * due time, capped at 30 s idle and 2 s after work. Each approved `scheduled` draft whose
+ * `send_at` has passed (overdue ones after an outage too) is claimed (`sending`, so edits wait),
+ * then sent through the one send path with the owner-equivalent scheduler principal: success
+ * marks it `sent` with `draft.sent`; no transport leaves it scheduled for a later pass; any other
+ * refusal makes it `failed` with the error code as `send_reason`.
+ */
+import { runLoop, type LoopContext } from './run-loop.js';
+import { LOOPS } from '../../src/supervisor/loop-table.js';
+import { ApiError } from '../../src/http/errors.js';
+import type { InboxRow } from '../../src/http/access.js';
+import type { Principal } from '../../src/http/principal.js';
+import { claimDueDraft, draftRow, dueDrafts, nextDraftDue, releaseDraft, resetInterruptedDrafts } from '../../src/mail/drafts.js';
+import { performSend, type SendContext } from '../../src/mail/send-flow.js';
+import { readTransport } from '../../src/mail/transport.js';
+import type { MimeSpec } from '../pool/compose.js';
 
-runLoop(async () => 'idle');
+const BATCH = 20;
+const { busyMs, idleMs } = LOOPS['scheduled-drafts'];
+
+/** Drafts it sends were approved by the owner or scheduled by a `direct` credential. */
+const SCHEDULER: Principal = { kind: 'owner', id: 'scheduler', inboxScope: 'all', permissions: 'all', sendPolicy: 'direct' };
+
+let recovered = false;
+
+function sendContext(ctx: LoopContext): SendContext {
+  return {
+    db: ctx.db,
+    principal: SCHEDULER,
+    compose: (spec: MimeSpec) => ctx.runTask('composeMime', spec) as Promise<Uint8Array>,
+    publish: (seq) => ctx.publish({ kind: 'event', seq }),
+    wakeOutbox: () => ctx.publish({ kind: 'wake', loop: 'outbox' }),
+  };
+}
+
+type Outcome = 'sent' | 'deferred' | 'failed' | 'skipped';
+
+async function sendDue(ctx: LoopContext, draftId: string, inboxId: string, now: string): Promise<Outcome> {
+  const { db } = ctx;
+  if (!db.transaction(() => claimDueDraft(db, draftId, now)).immediate()) return 'skipped';
+  const inbox = db.prepare('SELECT * FROM inboxes WHERE inbox_id = ?').get(inboxId) as InboxRow | undefined;
+  const draft = draftRow(db, inboxId, draftId);
+  if (!inbox || !draft) return 'skipped'; // deleted meanwhile (the inbox's deletion cascades)
+  try {
+    await performSend(sendContext(ctx), { inbox, idempotency: null, source: { type: 'draft', draft, approve: false } });
+    return 'sent';
+  } catch (err) {
+    if (!(err instanceof ApiError)) {
+      // A bug, not a refusal: record it so a restart does not retry the same draft forever, then stop.
+      db.transaction(() => releaseDraft(db, draftId, { status: 'failed', reason: 'internal_error' })).immediate();
+      throw err;
+    }
+    // Sent by someone else, rejected or deleted while the MIME was being built: nothing to undo.
+    if (err.code === 'conflict' || err.code === 'not_found') return 'skipped';
+    if (err.code === 'service_unavailable') {
+      db.transaction(() => releaseDraft(db, draftId, { status: 'scheduled' })).immediate();
+      return 'deferred';
+    }
+    db.transaction(() => releaseDraft(db, draftId, { status: 'failed', reason: err.code })).immediate();
+    return 'failed';
+  }
+}
+
+runLoop(async (ctx) => {
+  const { db } = ctx;
+  if (!recovered) {
+    db.transaction(() => resetInterruptedDrafts(db)).immediate();
+    recovered = true;
+  }
+  // Without a transport nothing can be sent: due drafts stay scheduled until one is configured.
+  const transport = readTransport(db);
+  if (!transport.edge && !transport.smtp) return 'idle';
+
+  const now = new Date().toISOString();
+  const due = dueDrafts(db, now, BATCH);
+  let deferred = false;
+  for (const { draft_id, inbox_id } of due) {
+    if (ctx.stopped.aborted) break;
+    if ((await sendDue(ctx, draft_id, inbox_id, now)) === 'deferred') deferred = true;
+  }
+  if (deferred) return 'idle';
+  if (due.length === BATCH) return { delayMs: 0 };
+  const next = nextDraftDue(db);
+  const cap = due.length > 0 ? busyMs : idleMs;
+  return { delayMs: next === null ? cap : Math.min(cap, Math.max(0, Date.parse(next) - Date.now())) };
+});
