@@ -93,7 +93,8 @@ function fromDraft(db: Db, inboxId: string, d: DraftRow): { kind: OutboundKind; 
     const refs = d.refs ? (JSON.parse(d.refs) as string[]) : [];
     return { kind: 'reply', composition, threading: { threadId: original?.threadId ?? null, inReplyTo: d.in_reply_to, references: refs.length ? refs : [d.in_reply_to] } };
   }
-  return { kind: 'send', composition, threading: { threadId: null, inReplyTo: null, references: [] } };
+  // A plain draft's own `references` thread it with the conversation they name.
+  return { kind: 'send', composition, threading: { threadId: null, inReplyTo: null, references: d.refs ? (JSON.parse(d.refs) as string[]) : [] } };
 }
 
 function derive(db: Db, inbox: InboxRow, source: SendSource): { kind: OutboundKind; composition: Composition; threading: Threading } {

@@ -298,6 +298,35 @@ t.test('a reply draft derives recipients, subject and references; sending it thr
   t.match(await getDraft(inbox, reply.draft_id), { send_status: 'sent', message_id: sent.body.message_id, thread_id: sent.body.thread_id });
 });
 
+t.test('a plain draft with references is sent with them and joins the thread they name', async (t) => {
+  const inbox = newInbox();
+  await seedMail(db, fixture('multipart-attachment.eml'), { inboxId: inbox });
+  const draft = await createDraft(inbox, { to: ['bob@example.org'], subject: 'Following up', text: 'Following up on the photos.', references: ['multi-1@example.org'] });
+  t.same(draft.references, ['<multi-1@example.org>']);
+  t.equal(draft.in_reply_to, null);
+  const sent = await api<{ message_id: string; thread_id: string }>(svc.url, 'POST', draftsPath(inbox, `/${draft.draft_id}/send`), { token: svc.ownerToken, body: {} });
+  t.equal(sent.status, 200, sent.text);
+  const mail = await waitForSunk('Following up on the photos.');
+  t.match(mail.raw, /References: <multi-1@example\.org>/);
+  const original = await api<{ thread_id: string }>(svc.url, 'GET', `/v0/inboxes/${enc(inbox)}/messages/${enc('<multi-1@example.org>')}`, { token: svc.ownerToken });
+  t.equal(sent.body.thread_id, original.body.thread_id);
+});
+
+t.test('draft send under the approval policy asks the owner instead, once per unapproved draft', async (t) => {
+  const inbox = newInbox();
+  const agent = key(DRAFT_ALL, { sendPolicy: 'approval' });
+  const draft = await createDraft(inbox, { to: ['ann@example.net'], subject: 'Agent draft send', text: 'x' }, agent);
+  t.equal(draft.send_status, 'draft');
+  const res = await api<ErrorBody>(svc.url, 'POST', draftsPath(inbox, `/${draft.draft_id}/send`), { token: agent, body: {} });
+  expectError(t, res, 403, 'approval_required', 'draft send by an approval-policy credential');
+  t.equal(res.body.draft_id, draft.draft_id, 'the same draft now waits');
+  t.equal((await getDraft(inbox, draft.draft_id)).send_status, 'pending_approval');
+  await nextEvent('draft.approval_required', draft.draft_id);
+  const approved = await api<{ message_id: string }>(svc.url, 'POST', draftsPath(inbox, `/${draft.draft_id}/approve`), { token: svc.ownerToken });
+  t.equal(approved.status, 200, approved.text);
+  await waitForSunk('Agent draft send');
+});
+
 t.test('a forward draft keeps the caller’s subject choice and sends the original attachments', async (t) => {
   const inbox = newInbox();
   await seedMail(db, fixture('multipart-attachment.eml'), { inboxId: inbox });
