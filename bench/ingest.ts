@@ -9,7 +9,7 @@ import path from 'node:path';
 import nodemailer from 'nodemailer';
 import { SMTPServer } from 'smtp-server';
 import WebSocket from 'ws';
-import { percentile, profileFlags, round, spawnUntil, root } from './util.js';
+import { cpuSnapshot, percentile, profileFlags, round, spawnUntil, root } from './util.js';
 
 const MESSAGES = Number(process.env.BENCH_INGEST_MESSAGES ?? 2000);
 const CONNECTIONS = Number(process.env.BENCH_INGEST_CONNECTIONS ?? 8);
@@ -21,7 +21,7 @@ const INBOX = 'bench@ingest.test';
  * the network. It runs in its own process: answered from this busy load-generating process, DNS
  * replies would queue behind the client's own work and be measured as edge latency.
  */
-async function emptyDns(): Promise<{ server: string; close(): Promise<void> }> {
+async function emptyDns(): Promise<{ server: string; pid: number | undefined; close(): Promise<void> }> {
   const script = `import dns2 from '${path.join(root, 'node_modules', 'dns2', 'index.js')}';
 const server = dns2.createServer({ udp: true, handle: (request, send) => send(dns2.Packet.createResponseFromRequest(request)) });
 const a = await server.listen({ udp: { port: 0, address: '127.0.0.1' } });
@@ -29,7 +29,7 @@ console.log('ready 127.0.0.1:' + a.udp.port);`;
   const file = path.join(os.tmpdir(), `svc-bench-dns-${process.pid}.mjs`);
   fs.writeFileSync(file, script);
   const child = await spawnUntil([file], (l) => (l.startsWith('ready ') ? l.slice(6) : null));
-  return { server: child.url, close: async () => { await child.stop(); fs.rmSync(file, { force: true }); } };
+  return { server: child.url, pid: child.proc.pid, close: async () => { await child.stop(); fs.rmSync(file, { force: true }); } };
 }
 
 /** Sends MESSAGES mails with CONNECTIONS pooled connections; returns per-subject accept times. */
@@ -104,9 +104,15 @@ export async function benchIngest(): Promise<void> {
     }
   });
   await new Promise((r) => setTimeout(r, 300));
+  const cpuBefore = cpuSnapshot(svc.proc.pid);
+  const dnsBefore = cpuSnapshot(dns.pid);
+  const clientBefore = process.cpuUsage();
   const started = performance.now();
   const { accepted, seconds: acceptSeconds } = await blast(smtpPort);
   await Promise.race([all, new Promise((r) => setTimeout(r, 120_000))]);
+  const cpu = cpuSnapshot(svc.proc.pid).since(cpuBefore);
+  const dnsCpu = cpuSnapshot(dns.pid).since(dnsBefore);
+  const client = process.cpuUsage(clientBefore);
   const elapsed = (Math.max(...committed.values()) - started) / 1000;
   const latencies = [...committed].map(([subject, at]) => at - (accepted.get(subject) ?? at));
   ws.close();
@@ -124,5 +130,10 @@ export async function benchIngest(): Promise<void> {
     ratio: round(committed.size / elapsed / baselineRate),
     accept_to_event_p50_ms: round(percentile(latencies, 50)),
     accept_to_event_p99_ms: round(percentile(latencies, 99)),
+    // Where the CPU went while the messages flowed: the machine has few cores, shared with the load generator.
+    host_cpu_busy_pct: round(cpu.hostBusyPct, 0),
+    svc_cpu_ms_per_msg: cpu.processMs === null ? null : round(cpu.processMs / Math.max(1, committed.size)),
+    load_cpu_ms_per_msg: round((client.user + client.system) / 1000 / MESSAGES),
+    dns_cpu_ms_per_msg: dnsCpu.processMs === null ? null : round(dnsCpu.processMs / MESSAGES),
   }));
 }

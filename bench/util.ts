@@ -71,3 +71,40 @@ export function percentile(values: number[], p: number): number {
 }
 
 export const round = (n: number, digits = 2) => +n.toFixed(digits);
+
+export interface CpuSnapshot {
+  /** CPU use between an earlier snapshot and this one. */
+  since(earlier: CpuSnapshot): { hostBusyPct: number; processMs: number | null };
+  readonly host: { busy: number; total: number };
+  readonly processMs: number | null;
+}
+
+/** CPU time of the whole host (all cores) and of one process (all its threads; Linux only, else null). */
+export function cpuSnapshot(pid: number | undefined): CpuSnapshot {
+  let busy = 0;
+  let total = 0;
+  for (const { times } of os.cpus()) {
+    const sum = times.user + times.nice + times.sys + times.irq + times.idle;
+    total += sum;
+    busy += sum - times.idle;
+  }
+  let processMs: number | null = null;
+  try {
+    // Fields 14 and 15 of /proc/<pid>/stat (after the parenthesised name) are utime and stime in clock ticks.
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    processMs = ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    processMs = null;
+  }
+  return {
+    host: { busy, total },
+    processMs,
+    since(earlier) {
+      const dTotal = this.host.total - earlier.host.total;
+      return {
+        hostBusyPct: dTotal > 0 ? (100 * (this.host.busy - earlier.host.busy)) / dTotal : 0,
+        processMs: this.processMs !== null && earlier.processMs !== null ? this.processMs - earlier.processMs : null,
+      };
+    },
+  };
+}

@@ -9,7 +9,7 @@ import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import { Ajv } from 'ajv';
 import { Type, type Static } from 'typebox';
 import type { SealedBuffer } from './buffer.js';
-import { API_BODY_LIMIT, LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, WAIT_MAX_MS } from './limits.js';
+import { API_BODY_LIMIT, BATCH_FETCH_MAX_BYTES, BATCH_MAX_KEYS, LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, WAIT_MAX_MS } from './limits.js';
 import { OBJECT_KEY_PATTERN } from './object-key.js';
 import { registerOutboundRoutes, type OutboundApiContext } from './outbound-api.js';
 import { RoutingUpdate, type RoutingTable } from './routing.js';
@@ -43,6 +43,11 @@ const KeyParams = Type.Object({ key: Type.String({ pattern: OBJECT_KEY_PATTERN }
 const After = Type.String({ pattern: `^(?:${OBJECT_KEY_PATTERN.slice(1, -1)})?$` });
 const ListQuery = Type.Object(
   { after: Type.Optional(After), limit: Type.Optional(Type.Integer({ minimum: 1, maximum: LIST_MAX_LIMIT })) },
+  { additionalProperties: false },
+);
+/** The body of the batch routes: distinct keys, at most BATCH_MAX_KEYS. */
+const KeyBatch = Type.Object(
+  { keys: Type.Array(Type.String({ pattern: OBJECT_KEY_PATTERN }), { minItems: 1, maxItems: BATCH_MAX_KEYS, uniqueItems: true }) },
   { additionalProperties: false },
 );
 const WaitQuery = Type.Object(
@@ -141,6 +146,17 @@ export async function buildEdgeApi(ctx: EdgeApiContext): Promise<FastifyInstance
   app.delete<{ Params: Static<typeof KeyParams> }>('/objects/:key', { schema: { params: KeyParams } }, async (request, reply) => {
     await buffer.deleteObject(request.params.key);
     return reply.code(204).send();
+  });
+
+  // Batch forms of the two routes above, so the home moves a page of mail in two requests
+  // instead of two per message. Keys without an object are reported, never an error.
+  app.post<{ Body: Static<typeof KeyBatch> }>('/objects/fetch', { schema: { body: KeyBatch } }, async (request) => {
+    const { objects, missing, deferred } = await buffer.readObjects(request.body.keys, BATCH_FETCH_MAX_BYTES);
+    return { objects, missing, deferred };
+  });
+
+  app.post<{ Body: Static<typeof KeyBatch> }>('/objects/delete', { schema: { body: KeyBatch } }, async (request) => {
+    return buffer.deleteObjects(request.body.keys);
   });
 
   app.get<{ Querystring: Static<typeof ListQuery> }>('/queue', { schema: { querystring: ListQuery } }, async (request) => {

@@ -217,6 +217,44 @@ export class SealedBuffer {
     }
   }
 
+  /**
+   * Several sealed objects in key order of the request, for one batch answer: objects are read
+   * until their stored sizes pass `maxBytes` (the first present one is always read, so a caller
+   * always makes progress); keys with no object are `missing`, keys left out for size `deferred`.
+   */
+  async readObjects(keys: string[], maxBytes: number): Promise<{ objects: { key: string; jwe: string }[]; missing: string[]; deferred: string[] }> {
+    const chosen: string[] = [];
+    const missing: string[] = [];
+    const deferred: string[] = [];
+    let bytes = 0;
+    for (const key of keys) {
+      const size = this.objectSizes.get(key);
+      if (size === undefined) missing.push(key);
+      else if (chosen.length > 0 && bytes + size > maxBytes) deferred.push(key);
+      else {
+        chosen.push(key);
+        bytes += size;
+      }
+    }
+    const read = await Promise.all(chosen.map(async (key) => ({ key, jwe: await this.readObject(key) })));
+    const objects: { key: string; jwe: string }[] = [];
+    for (const o of read) {
+      // Deleted between the index check and the read: as absent as if it had never been listed.
+      if (o.jwe === null) missing.push(o.key);
+      else objects.push({ key: o.key, jwe: o.jwe });
+    }
+    return { objects, missing, deferred };
+  }
+
+  /** Deletes several objects with their queue entries (see deleteObject); reports which keys had an object. */
+  async deleteObjects(keys: string[]): Promise<{ deleted: string[]; absent: string[] }> {
+    const deleted: string[] = [];
+    const absent: string[] = [];
+    for (const key of keys) (this.objectSizes.has(key) ? deleted : absent).push(key);
+    await Promise.all(keys.map((key) => this.deleteObject(key)));
+    return { deleted, absent };
+  }
+
   entry(key: string): QueueEntry | null {
     return this.entries.get(key) ?? null;
   }

@@ -26,6 +26,12 @@ export const SPAM_CHECK_TIMEOUT_MS = 10_000;
 export const LIST_DEFAULT_LIMIT = 100;
 export const LIST_MAX_LIMIT = 1_000;
 
+/** Keys in one `POST /objects/fetch` or `POST /objects/delete` request. */
+export const BATCH_MAX_KEYS = 1_000;
+
+/** Sealed bytes in one `POST /objects/fetch` answer (at least one object is always included). */
+export const BATCH_FETCH_MAX_BYTES = 16 * 1024 * 1024;
+
 /** `GET /wait` holds at most this long (and this long when `timeout_ms` is not given). */
 export const WAIT_MAX_MS = 30_000;
 

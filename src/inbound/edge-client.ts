@@ -1,6 +1,7 @@
 /** The home's client for the edge API (ARCHITECTURE §6; routes in docs/edge.md). */
 import type { RoutingUpdate } from '../edge/routing.js';
 import type { QueueEntry } from '../edge/buffer.js';
+import { BATCH_MAX_KEYS } from '../edge/limits.js';
 
 const REQUEST_TIMEOUT_MS = 30_000;
 
@@ -52,6 +53,55 @@ export class EdgeClient {
     await this.call('DELETE', `/objects/${key}`);
   }
 
+  /**
+   * Several sealed objects in one request (`POST /objects/fetch`). Keys the edge left out of this
+   * answer for size are fetched with further requests; keys without an object come back in
+   * `missing`. An edge without the batch route (older release) is asked one key at a time.
+   */
+  async fetchObjects(keys: string[]): Promise<{ objects: Map<string, string>; missing: string[] }> {
+    const objects = new Map<string, string>();
+    const missing: string[] = [];
+    for (let i = 0; i < keys.length; i += BATCH_MAX_KEYS) {
+      const part = await this.fetchSome(keys.slice(i, i + BATCH_MAX_KEYS));
+      for (const [key, jwe] of part.objects) objects.set(key, jwe);
+      missing.push(...part.missing);
+    }
+    return { objects, missing };
+  }
+
+  private async fetchSome(keys: string[]): Promise<{ objects: Map<string, string>; missing: string[] }> {
+    const objects = new Map<string, string>();
+    const missing: string[] = [];
+    let todo = keys;
+    while (todo.length > 0) {
+      const res = await this.call('POST', '/objects/fetch', { body: { keys: todo }, allow404: true });
+      if (!res) {
+        for (const key of todo) {
+          const jwe = await this.getObject(key);
+          if (jwe === null) missing.push(key);
+          else objects.set(key, jwe);
+        }
+        break;
+      }
+      const page = (await res.json()) as { objects: { key: string; jwe: string }[]; missing: string[]; deferred: string[] };
+      for (const o of page.objects) objects.set(o.key, o.jwe);
+      missing.push(...page.missing);
+      // The edge always answers at least one object when any exists, so this shrinks every round.
+      todo = page.objects.length > 0 ? page.deferred : [];
+    }
+    return { objects, missing };
+  }
+
+  /** Deletes several objects with their queue entries in one request (`POST /objects/delete`); absent keys are fine. */
+  async deleteObjects(keys: string[]): Promise<void> {
+    for (let i = 0; i < keys.length; i += BATCH_MAX_KEYS) {
+      const part = keys.slice(i, i + BATCH_MAX_KEYS);
+      const res = await this.call('POST', '/objects/delete', { body: { keys: part }, allow404: true });
+      if (res) await res.body?.cancel();
+      else for (const key of part) await this.deleteObject(key);
+    }
+  }
+
   async listQueue(after: string | null, limit: number): Promise<{ entries: QueueEntry[]; has_more: boolean }> {
     const res = await this.call('GET', `/queue?limit=${limit}${after ? `&after=${after}` : ''}`);
     return (await res!.json()) as { entries: QueueEntry[]; has_more: boolean };
@@ -70,9 +120,12 @@ export class EdgeClient {
     await this.call('PUT', '/routing', { body: routing });
   }
 
-  /** Long-poll: resolves true as soon as objects newer than `after` exist, false at the timeout. */
-  async wait(after: string | null, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
+  /**
+   * Long-poll: answers as soon as objects newer than `after` exist (`available: true`), or with
+   * `available: false` at the timeout; `latest` is the edge's newest key either way.
+   */
+  async wait(after: string | null, timeoutMs: number, signal?: AbortSignal): Promise<{ available: boolean; latest: string | null }> {
     const res = await this.call('GET', `/wait?timeout_ms=${timeoutMs}${after ? `&after=${after}` : ''}`, { timeoutMs: timeoutMs + 10_000, signal });
-    return ((await res!.json()) as { available: boolean }).available;
+    return (await res!.json()) as { available: boolean; latest: string | null };
   }
 }

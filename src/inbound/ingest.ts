@@ -106,8 +106,6 @@ function fail(deps: IngestDeps, key: string, size: number | null, inboxId: strin
   return { outcome: 'failed', reason };
 }
 
-const FETCH_CONCURRENCY = 16;
-
 /**
  * The edge listed an object it can no longer produce. If its queue entry is still there the mail
  * was accepted but its ciphertext is lost: keep the metadata as a `queue_message` item.
@@ -119,44 +117,51 @@ async function quarantineOrphanEntry(deps: IngestDeps, key: string): Promise<voi
   if (seq !== null) deps.publish(seq);
 }
 
-async function mapLimited<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i]);
-    }
-  }));
-  return out;
+/** A page of objects fetched and opened, not yet committed. */
+export interface PreparedBatch {
+  ready: { key: string; size: number; mail: OpenedInbound }[];
+  /** Objects looked at, not counting ones held in quarantine. */
+  processed: number;
 }
 
 /**
- * A page of objects at once: fetch and open concurrently, commit them all in ONE transaction
- * (one fsync instead of one per message), then delete them at the edge. A failing commit falls
- * back to one transaction per object so only the bad one is quarantined. Returns how many
- * objects were processed (not counting ones already held in quarantine).
+ * Stage 1 of a page: skip objects held in quarantine, fetch the rest in one request, open and
+ * parse them in the pool concurrently. Objects that cannot be opened are quarantined here.
  */
-export async function ingestBatch(deps: IngestDeps, objects: { key: string; size: number }[]): Promise<number> {
+export async function prepareBatch(deps: IngestDeps, objects: { key: string; size: number }[]): Promise<PreparedBatch> {
   const { db, edge } = deps;
   const pending = objects.filter(({ key }) => {
     const held = quarantineByKey(db, key);
     return !held || held.status === 'released' || held.status === 'deleted';
   });
-  const opened = await mapLimited(pending, FETCH_CONCURRENCY, async ({ key, size }) => {
-    const jwe = await edge.getObject(key);
-    if (jwe === null) {
-      await quarantineOrphanEntry(deps, key);
-      return null;
-    }
-    try {
-      return { key, size, mail: await deps.open(jwe) };
-    } catch (err) {
-      fail(deps, key, size, null, (err as Error).message === 'parse_failed' ? 'parse_failed' : 'open_failed');
-      return null;
-    }
-  });
-  const ready = opened.filter((o): o is { key: string; size: number; mail: OpenedInbound } => o !== null);
+  if (pending.length === 0) return { ready: [], processed: 0 };
+  const { objects: fetched, missing } = await edge.fetchObjects(pending.map((o) => o.key));
+  for (const key of missing) await quarantineOrphanEntry(deps, key);
+  const opened = await Promise.all(
+    pending.map(async ({ key, size }) => {
+      const jwe = fetched.get(key);
+      if (jwe === undefined) return null;
+      try {
+        return { key, size, mail: await deps.open(jwe) };
+      } catch (err) {
+        fail(deps, key, size, null, (err as Error).message === 'parse_failed' ? 'parse_failed' : 'open_failed');
+        return null;
+      }
+    }),
+  );
+  return { ready: opened.filter((o): o is PreparedBatch['ready'][number] => o !== null), processed: pending.length };
+}
+
+/**
+ * Stage 2: commit every prepared object in ONE transaction (one WAL fsync for the page; each
+ * message still gets its own event row in it). A failing commit falls back to one transaction
+ * per object so only the bad one is quarantined. Returns the keys now durably committed.
+ * Listeners only need "the log head moved", so one notice with the highest seq covers the page.
+ */
+export function commitBatch(deps: IngestDeps, batch: PreparedBatch): string[] {
+  const { db } = deps;
+  const ready = batch.ready;
+  if (ready.length === 0) return [];
   let committed = ready;
   let seqs: number[] = [];
   try {
@@ -172,8 +177,20 @@ export async function ingestBatch(deps: IngestDeps, objects: { key: string; size
       }
     }
   }
-  for (const seq of seqs) deps.publish(seq);
-  if (committed.length) deps.beforeDelete?.();
-  await mapLimited(committed, FETCH_CONCURRENCY, (o) => edge.deleteObject(o.key));
-  return pending.length;
+  if (seqs.length > 0) deps.publish(Math.max(...seqs));
+  return committed.map((o) => o.key);
+}
+
+/** Stage 3: only after the commit is durable (synchronous=FULL), delete the objects at the edge in one request. */
+export async function deleteCommitted(deps: IngestDeps, keys: string[]): Promise<void> {
+  if (keys.length === 0) return;
+  deps.beforeDelete?.();
+  await deps.edge.deleteObjects(keys);
+}
+
+/** The three stages for one page, one after the other. Returns how many objects were processed. */
+export async function ingestBatch(deps: IngestDeps, objects: { key: string; size: number }[]): Promise<number> {
+  const batch = await prepareBatch(deps, objects);
+  await deleteCommitted(deps, commitBatch(deps, batch));
+  return batch.processed;
 }

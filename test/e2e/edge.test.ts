@@ -541,6 +541,72 @@ t.test('DELETE /objects/{key} removes the object and its queue entry, and repeat
   t.equal((await edge.call('DELETE', '/objects/0190a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2b')).status, 204, 'deleting a key that never existed answers 204');
 });
 
+t.test('POST /objects/fetch answers several objects in request order and reports keys without an object', async (t) => {
+  const edge = await startEdge(t);
+  for (const i of [1, 2, 3]) await sendRaw(edge.smtpPort, rawMail(`batch ${i}`, 'x'), { from: 'alice@sender.test', to: [BOB] });
+  const keys = await listKeys(edge);
+  const unknown = '0190a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2b';
+  const res = await edge.call<{ objects: { key: string; jwe: string }[]; missing: string[]; deferred: string[] }>('POST', '/objects/fetch', { keys: [keys[2], unknown, keys[0]] });
+  t.equal(res.status, 200);
+  t.same(res.body.objects.map((o) => o.key), [keys[2], keys[0]], 'in the order asked for');
+  for (const o of res.body.objects) t.equal(o.jwe, fs.readFileSync(path.join(edge.dataDir, 'objects', `${o.key}.jwe`), 'utf8'), 'exactly the stored object');
+  t.same(res.body.missing, [unknown]);
+  t.same(res.body.deferred, []);
+  const opened = await openObject(res.body.objects[0].jwe, edge.home.privateJwk);
+  t.match(rawMessage(opened).toString(), /Subject: batch 3/);
+  t.same(await listKeys(edge), keys, 'fetching deletes nothing');
+});
+
+t.test('POST /objects/delete removes several objects with their queue entries; absent keys are reported and repeating is harmless', async (t) => {
+  const edge = await startEdge(t);
+  for (const i of [1, 2, 3]) await sendRaw(edge.smtpPort, rawMail(`gone ${i}`, 'x'), { from: 'alice@sender.test', to: [BOB] });
+  const keys = await listKeys(edge);
+  const unknown = '0190a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2b';
+  const res = await edge.call<{ deleted: string[]; absent: string[] }>('POST', '/objects/delete', { keys: [keys[0], keys[2], unknown] });
+  t.equal(res.status, 200);
+  t.same(res.body, { deleted: [keys[0], keys[2]], absent: [unknown] });
+  t.same(await listKeys(edge), [keys[1]], 'the other object stays');
+  t.same(filesUnder(path.join(edge.dataDir, 'objects')), [`${keys[1]}.jwe`]);
+  t.same(filesUnder(path.join(edge.dataDir, 'queue')), [`${keys[1]}.json`], 'queue entries go with their objects');
+  const again = await edge.call<{ deleted: string[]; absent: string[] }>('POST', '/objects/delete', { keys: [keys[0], keys[2]] });
+  t.equal(again.status, 200, 'repeating answers 200');
+  t.same(again.body, { deleted: [], absent: [keys[0], keys[2]] });
+});
+
+t.test('the batch routes need the token and refuse bad input with 400 before touching the disk', async (t) => {
+  const edge = await startEdge(t);
+  await sendRaw(edge.smtpPort, rawMail('keep', 'x'), { from: 'alice@sender.test', to: [BOB] });
+  const keys = await listKeys(edge);
+  const key = (i: number) => `0190a1b2-c3d4-7e5f-8a6b-${i.toString(16).padStart(12, '0')}`;
+  for (const route of ['/objects/fetch', '/objects/delete']) {
+    const none = await api(edge.apiUrl, 'POST', route, { body: { keys } });
+    t.equal(none.status, 401, `${route} without a token`);
+    const wrong = await api(edge.apiUrl, 'POST', route, { token: edge.token.slice(0, -1) + (edge.token.endsWith('A') ? 'B' : 'A'), body: { keys } });
+    t.equal(wrong.status, 401, `${route} with a wrong token`);
+    t.equal(wrong.body.error, 'unauthorized');
+    for (const [what, body] of [
+      ['more than 1000 keys', { keys: Array.from({ length: 1001 }, (_, i) => key(i)) }],
+      ['no keys', { keys: [] }],
+      ['a key that is not an object key', { keys: ['../routing.json'] }],
+      ['an upper-case key', { keys: [keys[0].toUpperCase()] }],
+      ['the same key twice', { keys: [keys[0], keys[0]] }],
+      ['keys that are not a list', { keys: keys[0] }],
+      ['an unknown field', { keys, all: true }],
+      ['no body fields', {}],
+    ] as const) {
+      const res = await edge.call('POST', route, body);
+      t.equal(res.status, 400, `${route}: ${what}`);
+      t.equal(res.body.error, 'validation_error');
+    }
+    const text = await api(edge.apiUrl, 'POST', route, { token: edge.token, rawBody: keys[0], headers: { 'content-type': 'application/octet-stream' } });
+    t.equal(text.status, 415, `${route}: a body that is not JSON`);
+    const exactly = await edge.call('POST', route, { keys: Array.from({ length: 1000 }, (_, i) => key(i)) });
+    t.equal(exactly.status, 200, `${route}: 1000 keys are accepted`);
+  }
+  t.same(await listKeys(edge), keys, 'nothing was deleted by a refused request');
+  t.ok(fs.existsSync(path.join(edge.dataDir, 'routing.json')), 'routing.json is untouched');
+});
+
 t.test('queue entries are listed and deleted on their own; deleting one leaves the object', async (t) => {
   const edge = await startEdge(t);
   for (const i of [1, 2]) await sendRaw(edge.smtpPort, rawMail(`q ${i}`, 'x'), { from: 'alice@sender.test', to: [BOB] });

@@ -65,3 +65,31 @@ t.test('reopening applies the crash rules and keeps committed objects', async (t
   t.same(fs.readdirSync(path.join(dir, 'queue')), [], 'and so is the temp file');
   t.ok((await second.commit('next', META)) > key, 'new keys sort after every object on disk');
 });
+
+t.test('a batch read stops at the byte cap but always answers one object; the rest is deferred, unknown keys are missing', async (t) => {
+  const buffer = new SealedBuffer(tempDir('svc-buffer-'));
+  buffer.open();
+  const keys: string[] = [];
+  for (const body of ['a'.repeat(60), 'b'.repeat(60), 'c'.repeat(10)]) keys.push(await buffer.commit(body, META));
+  const unknown = '0190a1b2-c3d4-7e5f-8a6b-7c8d9e0f1a2b';
+  const capped = await buffer.readObjects([keys[0], unknown, keys[1], keys[2]], 100);
+  t.same(capped.objects, [{ key: keys[0], jwe: 'a'.repeat(60) }, { key: keys[2], jwe: 'c'.repeat(10) }], 'objects that fit, in request order');
+  t.same(capped.deferred, [keys[1]], 'the one that would pass the cap waits for the next request');
+  t.same(capped.missing, [unknown]);
+  const tiny = await buffer.readObjects([keys[1], keys[0]], 1);
+  t.same(tiny.objects.map((o) => o.key), [keys[1]], 'one object even when it alone is over the cap');
+  t.same(tiny.deferred, [keys[0]]);
+});
+
+t.test('a batch delete removes objects and entries, reports absent keys, and is idempotent', async (t) => {
+  const dir = tempDir('svc-buffer-');
+  const buffer = new SealedBuffer(dir);
+  buffer.open();
+  const keys = [await buffer.commit('one', META), await buffer.commit('two', META)];
+  t.same(await buffer.deleteObjects([keys[0]]), { deleted: [keys[0]], absent: [] });
+  t.same(buffer.listObjects(null, 10).items.map((o) => o.key), [keys[1]]);
+  t.same(buffer.listEntries(null, 10).items.map((e) => e.key), [keys[1]]);
+  t.same(fs.readdirSync(path.join(dir, 'objects')), [`${keys[1]}.jwe`]);
+  t.same(await buffer.deleteObjects(keys), { deleted: [keys[1]], absent: [keys[0]] });
+  t.same(fs.readdirSync(path.join(dir, 'queue')), []);
+});

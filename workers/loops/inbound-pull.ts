@@ -1,21 +1,23 @@
 /**
  * The inbound pull loop (spec §8: every 2 s while busy, 30 s idle; woken at once by the edge's
  * long-poll): fetch → open and parse in the pool → lists and verdicts → commit → delete at the edge.
+ *
+ * A pass is a pipeline over pages of the edge listing: while page n is committed (one
+ * transaction) and then deleted at the edge (one request, only after the commit is durable),
+ * page n+1 is already being listed, fetched (one request) and opened in the pool.
  */
 import { runLoop, type LoopContext } from './run-loop.js';
 import { readTransport } from '../../src/mail/transport.js';
 import { EdgeClient } from '../../src/inbound/edge-client.js';
 import { homeKeyPair } from '../../src/inbound/home-key.js';
-import { ingestBatch } from '../../src/inbound/ingest.js';
+import { commitBatch, deleteCommitted, prepareBatch, type IngestDeps, type PreparedBatch } from '../../src/inbound/ingest.js';
 import type { OpenedInbound } from '../pool/tasks.js';
 
 const BATCH = 100;
-const MAX_PER_PASS = 500;
+const MAX_PER_PASS = 2_000;
 const LONG_POLL_MS = 25_000;
 const RETRY_POLL_MS = 2_000;
 
-/** The newest object key seen, so the long-poll only wakes us for newer mail. */
-let newestSeen: string | null = null;
 let polling = false;
 
 function pause(ms: number, signal: AbortSignal): Promise<void> {
@@ -30,8 +32,14 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-/** Runs beside the passes for the life of the worker: wakes the loop as soon as mail lands. */
+/**
+ * Runs beside the passes for the life of the worker: wakes the loop as soon as mail lands. It
+ * waits for keys newer than the newest it has announced, so it never spins while a pass catches
+ * up; a quiet timeout resets that cursor to the edge's newest key (or none), so keys made after a
+ * clock step back on an edge restart still wake the loop.
+ */
 async function longPoll(ctx: LoopContext): Promise<void> {
+  let announced: string | null = null;
   while (!ctx.stopped.aborted) {
     const { edge } = readTransport(ctx.db);
     if (!edge) {
@@ -39,14 +47,19 @@ async function longPoll(ctx: LoopContext): Promise<void> {
       continue;
     }
     try {
-      if (await new EdgeClient(edge.url, edge.token).wait(newestSeen, LONG_POLL_MS, ctx.stopped)) {
-        ctx.wakeSelf();
-        await pause(100, ctx.stopped); // let the pass list the new object before asking again
-      }
+      const { available, latest } = await new EdgeClient(edge.url, edge.token).wait(announced, LONG_POLL_MS, ctx.stopped);
+      if (available) ctx.wakeSelf();
+      announced = latest;
     } catch {
       await pause(RETRY_POLL_MS, ctx.stopped);
     }
   }
+}
+
+/** Marks a promise's rejection as handled now; awaiting it later still throws. */
+function quiet<T>(p: Promise<T>): Promise<T> {
+  p.catch(() => undefined);
+  return p;
 }
 
 runLoop(async (ctx) => {
@@ -59,7 +72,7 @@ runLoop(async (ctx) => {
   if (!edge) return 'idle';
   const client = new EdgeClient(edge.url, edge.token);
   const { privateJwk } = await homeKeyPair(db);
-  const deps = {
+  const deps: IngestDeps = {
     db,
     edge: client,
     open: (jwe: string) => ctx.runTask('openInbound', { jwe, privateJwk }) as Promise<OpenedInbound>,
@@ -67,21 +80,34 @@ runLoop(async (ctx) => {
     // Test-only (docs/testing.md): die like `kill -9` after a commit, before the edge delete.
     beforeDelete: ctx.fault === 'inbound-kill-after-commit' ? () => process.kill(process.pid, 'SIGKILL') : undefined,
   };
+  // Page past objects held in quarantine so they never hide newer mail.
+  const nextPage = async (after: string | null): Promise<{ last: string | null; batch: PreparedBatch }> => {
+    const page = await client.listObjects(after, BATCH);
+    return { last: page.objects.at(-1)?.key ?? null, batch: await prepareBatch(deps, page.objects) };
+  };
+  type Prepared = { last: string | null; batch: PreparedBatch };
   let worked = 0;
-  let after: string | null = null;
-  let more = true;
+  let capped = false;
+  let upcoming: Promise<Prepared> = quiet(nextPage(null));
+  let deleting: Promise<void> = Promise.resolve();
   try {
-    // Page past objects held in quarantine so they never hide newer mail.
-    while (more && worked < MAX_PER_PASS) {
-      const page = await client.listObjects(after, BATCH);
-      more = page.has_more;
-      for (const { key } of page.objects) if (newestSeen === null || key > newestSeen) newestSeen = key;
-      after = page.objects.at(-1)?.key ?? after;
-      worked += await ingestBatch(deps, page.objects);
+    for (;;) {
+      const { last, batch }: Prepared = await upcoming;
+      if (last === null) break; // nothing after the cursor: the pass is done
+      worked += batch.processed;
+      capped = worked >= MAX_PER_PASS;
+      if (!capped) upcoming = quiet(nextPage(last));
+      const committed = commitBatch(deps, batch);
+      await deleting; // one delete request in flight at a time
+      deleting = quiet(deleteCommitted(deps, committed));
+      if (capped) break;
     }
+    await deleting;
   } catch {
-    return 'idle'; // edge unreachable: try again on the idle schedule or at the next long-poll
+    // Edge unreachable: try again on the idle schedule or at the next long-poll. Objects committed
+    // but not deleted are fetched again later and skipped as already committed.
+    return 'idle';
   }
-  if (more) return { delayMs: 0 }; // a backlog remains: continue at once
+  if (capped) return { delayMs: 0 }; // a backlog remains: continue at once
   return worked > 0 ? 'busy' : 'idle';
 });
