@@ -84,64 +84,115 @@ interface SmtpError extends Error {
   responseCode?: number;
 }
 
+/** Idle connections are kept this long for the next message (a greeting can cost 100 ms or more). */
+const IDLE_CLOSE_MS = 10_000;
+const MAX_IDLE = 16;
+
 export class SmtpSmartHost implements Transport {
   readonly name = 'smtp' as const;
+  readonly #idle: { connection: SMTPConnection; timer: NodeJS.Timeout }[] = [];
+
   constructor(
     private readonly smtp: SmtpSettings,
     private readonly hostname: string,
   ) {}
 
-  send(job: OutboundJob): Promise<Handover> {
-    const { smtp } = this;
-    return new Promise((resolve) => {
-      let streamed = false;
-      let settled = false;
-      const connection = new SMTPConnection({
-        host: smtp.host,
-        port: smtp.port,
-        secure: smtp.secure ?? false,
-        name: this.hostname,
-        connectionTimeout: 30_000,
-        greetingTimeout: 30_000,
-        socketTimeout: REQUEST_TIMEOUT_MS,
+  /** Closes the idle connections. */
+  close(): void {
+    for (const { connection, timer } of this.#idle.splice(0)) {
+      clearTimeout(timer);
+      connection.quit();
+    }
+  }
+
+  #park(connection: SMTPConnection): void {
+    if (this.#idle.length >= MAX_IDLE) return connection.quit();
+    const entry = {
+      connection,
+      timer: setTimeout(() => {
+        this.#idle.splice(this.#idle.indexOf(entry), 1);
+        connection.quit();
+      }, IDLE_CLOSE_MS).unref(),
+    };
+    this.#idle.push(entry);
+  }
+
+  /** A ready connection: an idle one after a successful RSET, else a new one (connected and logged in). */
+  async #connection(): Promise<SMTPConnection> {
+    while (this.#idle.length > 0) {
+      const { connection, timer } = this.#idle.pop()!;
+      clearTimeout(timer);
+      const ok = await new Promise<boolean>((resolve) => {
+        connection.once('error', () => resolve(false));
+        try {
+          connection.reset((err) => resolve(!err));
+        } catch {
+          resolve(false);
+        }
       });
-      const done = (h: Handover) => {
+      connection.removeAllListeners('error');
+      if (ok) return connection;
+      connection.close();
+    }
+    const { smtp } = this;
+    const connection = new SMTPConnection({
+      host: smtp.host,
+      port: smtp.port,
+      secure: smtp.secure ?? false,
+      name: this.hostname,
+      connectionTimeout: 30_000,
+      greetingTimeout: 30_000,
+      socketTimeout: REQUEST_TIMEOUT_MS,
+    });
+    await new Promise<void>((resolve, reject) => {
+      connection.once('error', reject);
+      connection.connect(() => {
+        if (!smtp.username) return resolve();
+        connection.login({ user: smtp.username, pass: smtp.password ?? '' }, (err) => (err ? reject(err) : resolve()));
+      });
+    }).finally(() => connection.removeAllListeners('error'));
+    return connection;
+  }
+
+  async send(job: OutboundJob): Promise<Handover> {
+    let streamed = false;
+    const classify = (err: SmtpError): Handover => {
+      const code = err.responseCode ?? null;
+      // Authentication is the owner's configuration, not a verdict on the message: retry, then fail.
+      if (err.code === 'EAUTH') return { kind: 'retry', error: 'smtp_auth_failed' };
+      if (code !== null && code >= 500) return { kind: 'rejected', code };
+      if (code !== null && code >= 400) return { kind: 'retry', error: `smtp_${code}` };
+      // No answer: before the data was through nothing was handed over; after it, we cannot know.
+      return streamed ? { kind: 'unknown', error: err.code ?? 'smtp_no_answer' } : { kind: 'retry', error: err.code ?? 'smtp_error' };
+    };
+    let connection: SMTPConnection;
+    try {
+      connection = await this.#connection();
+    } catch (err) {
+      return classify(err as SmtpError);
+    }
+    return new Promise((resolve) => {
+      let settled = false;
+      const done = (h: Handover, reusable: boolean) => {
         if (settled) return;
         settled = true;
-        try {
-          connection.close();
-        } catch {
-          /* already closed */
-        }
+        connection.removeAllListeners('error');
+        connection.removeAllListeners('end');
+        if (reusable) this.#park(connection);
+        else connection.close();
         resolve(h);
       };
-      const classify = (err: SmtpError): Handover => {
-        const code = err.responseCode ?? null;
-        // Authentication is the owner's configuration, not a verdict on the message: retry, then fail.
-        if (err.code === 'EAUTH') return { kind: 'retry', error: 'smtp_auth_failed' };
-        if (code !== null && code >= 500) return { kind: 'rejected', code };
-        if (code !== null && code >= 400) return { kind: 'retry', error: `smtp_${code}` };
-        // No answer: before the data was through nothing was handed over; after it, we cannot know.
-        return streamed ? { kind: 'unknown', error: err.code ?? 'smtp_no_answer' } : { kind: 'retry', error: err.code ?? 'smtp_error' };
-      };
-      connection.on('error', (err: SmtpError) => done(classify(err)));
-      connection.on('end', () => done(streamed ? { kind: 'unknown', error: 'smtp_closed' } : { kind: 'retry', error: 'smtp_closed' }));
-      connection.connect(() => {
-        const transmit = () => {
-          const body = Readable.from(
-            (async function* () {
-              yield Buffer.from(job.raw);
-              streamed = true;
-            })(),
-          );
-          connection.send({ from: job.mailFrom, to: job.recipients }, body, (err, info) => {
-            if (err) return done(classify(err as SmtpError));
-            connection.quit();
-            done({ kind: 'accepted', recipients: (info.accepted as string[] | undefined) ?? job.recipients });
-          });
-        };
-        if (smtp.username) connection.login({ user: smtp.username, pass: smtp.password ?? '' }, (err) => (err ? done(classify(err as SmtpError)) : transmit()));
-        else transmit();
+      connection.on('error', (err: SmtpError) => done(classify(err), false));
+      connection.on('end', () => done(streamed ? { kind: 'unknown', error: 'smtp_closed' } : { kind: 'retry', error: 'smtp_closed' }, false));
+      const body = Readable.from(
+        (async function* () {
+          yield Buffer.from(job.raw);
+          streamed = true;
+        })(),
+      );
+      connection.send({ from: job.mailFrom, to: job.recipients }, body, (err, info) => {
+        if (err) return done(classify(err as SmtpError), (err as SmtpError).responseCode !== undefined);
+        done({ kind: 'accepted', recipients: (info.accepted as string[] | undefined) ?? job.recipients }, true);
       });
     });
   }

@@ -12,18 +12,25 @@ import { recordSendOutcome, refusedRecipients } from '../../src/mail/outbound.js
 import { dueOutbox, interruptedOutbox, markHandingOver, nextDue, outboxRaw, requeue, RETRY_DELAYS_MS, type OutboxRow } from '../../src/mail/outbox.js';
 import { EdgeRelay, SmtpSmartHost, type Handover, type Transport } from '../../src/outbound/transports.js';
 
-const BATCH = 20;
+const BATCH = 64;
+/** Messages handed over at once; each commits its own `handing_over` mark before its transport call. */
+const CONCURRENCY = 8;
 /** Test-only (docs/testing.md): every retry delay becomes this many milliseconds. */
 const testRetryMs = process.env.SVC_TEST_OUTBOX_RETRY_MS ? Number(process.env.SVC_TEST_OUTBOX_RETRY_MS) : null;
 const retryDelay = (attempt: number) => testRetryMs ?? RETRY_DELAYS_MS[attempt - 1];
 
 let recovered = false;
 
-/** The smart host when one is set (the owner chose it for outbound), else the edge relay. */
+let current: { fingerprint: string; transport: Transport | null } = { fingerprint: '', transport: null };
+
+/** The smart host when one is set (the owner chose it for outbound), else the edge relay; kept while the configuration holds (SMTP connections are reused). */
 function transportFor(config: TransportConfig): Transport | null {
-  if (config.smtp) return new SmtpSmartHost(config.smtp, os.hostname());
-  if (config.edge) return new EdgeRelay(config.edge);
-  return null;
+  const fingerprint = JSON.stringify(config);
+  if (fingerprint === current.fingerprint) return current.transport;
+  if (current.transport instanceof SmtpSmartHost) current.transport.close();
+  const transport = config.smtp ? new SmtpSmartHost(config.smtp, os.hostname()) : config.edge ? new EdgeRelay(config.edge) : null;
+  current = { fingerprint, transport };
+  return transport;
 }
 
 function settle(ctx: LoopContext, rowid: number, outcome: Parameters<typeof recordSendOutcome>[2]): void {
@@ -52,46 +59,71 @@ async function recover(ctx: LoopContext, config: TransportConfig): Promise<boole
   return complete;
 }
 
-async function deliver(ctx: LoopContext, transport: Transport, row: OutboxRow): Promise<void> {
-  const { db } = ctx;
-  const recipients = JSON.parse(row.recipients) as string[];
-  if (refusedRecipients(db, row.inbox_id, row.kind === 'reply' ? 'reply' : 'send', recipients).length > 0) {
-    settle(ctx, row.message_rowid, { status: 'failed', reason: 'recipient_refused_by_lists' });
-    return;
-  }
-  const raw = outboxRaw(db, row.message_rowid);
-  if (!raw) return; // deleted meanwhile: the cascade removed the outbox row as well
-  db.transaction(() => markHandingOver(db, row.message_rowid, transport.name)).immediate();
-  const handover: Handover = await transport.send({ ref: row.ref, mailFrom: row.mail_from, recipients, raw });
-  if (ctx.fault === 'outbox-kill-after-handover') process.kill(process.pid, 'SIGKILL');
+type Action = { kind: 'settle'; outcome: Parameters<typeof recordSendOutcome>[2] } | { kind: 'requeue'; delayMs: number; error: string };
+
+/** What to do with a message after its handover attempt (may ask the edge before giving up). */
+async function decide(transport: Transport, row: OutboxRow, recipients: string[], handover: Handover): Promise<Action> {
   const attempt = row.attempts + 1;
   switch (handover.kind) {
     case 'accepted':
-      settle(ctx, row.message_rowid, { status: 'sent', recipients: handover.recipients });
-      return;
+      return { kind: 'settle', outcome: { status: 'sent', recipients: handover.recipients } };
     case 'rejected':
-      settle(ctx, row.message_rowid, { status: 'rejected', reason: 'provider_rejected' });
-      return;
+      return { kind: 'settle', outcome: { status: 'rejected', reason: 'provider_rejected' } };
     case 'unknown':
-      if (transport instanceof EdgeRelay) {
-        db.transaction(() => requeue(db, row.message_rowid, retryDelay(attempt), handover.error)).immediate();
-        return;
-      }
-      settle(ctx, row.message_rowid, { status: 'send_unknown', reason: 'answer_lost_after_handover' });
-      return;
+      // The edge is idempotent on the ref: asking again is safe. SMTP cannot be asked.
+      if (transport instanceof EdgeRelay) return { kind: 'requeue', delayMs: retryDelay(attempt), error: handover.error };
+      return { kind: 'settle', outcome: { status: 'send_unknown', reason: 'answer_lost_after_handover' } };
     case 'retry':
-      if (attempt > RETRY_DELAYS_MS.length) {
-        // With the edge a lost answer is retried like this, so ask before giving up.
-        if (transport instanceof EdgeRelay) {
-          const known = await transport.status(row.ref).catch(() => undefined);
-          if (known) return settle(ctx, row.message_rowid, { status: 'sent', recipients });
-          if (known === undefined) return settle(ctx, row.message_rowid, { status: 'send_unknown', reason: 'edge_unreachable' });
-        }
-        settle(ctx, row.message_rowid, { status: 'failed', reason: 'transport_failed' });
-        return;
+      if (attempt <= RETRY_DELAYS_MS.length) return { kind: 'requeue', delayMs: retryDelay(attempt), error: handover.error };
+      if (transport instanceof EdgeRelay) {
+        // A lost answer from the edge is retried like this, so ask before giving up.
+        const known = await transport.status(row.ref).catch(() => undefined);
+        if (known) return { kind: 'settle', outcome: { status: 'sent', recipients } };
+        if (known === undefined) return { kind: 'settle', outcome: { status: 'send_unknown', reason: 'edge_unreachable' } };
       }
-      db.transaction(() => requeue(db, row.message_rowid, retryDelay(attempt), handover.error)).immediate();
+      return { kind: 'settle', outcome: { status: 'failed', reason: 'transport_failed' } };
   }
+}
+
+/**
+ * One group of messages: refused ones fail at once; the rest are marked `handing_over` in ONE
+ * transaction, handed over concurrently, and their outcomes recorded in ONE transaction — two
+ * commits per group instead of two per message, so request handlers rarely wait for the lock.
+ */
+async function deliverGroup(ctx: LoopContext, transport: Transport, rows: OutboxRow[]): Promise<void> {
+  const { db } = ctx;
+  const refused: OutboxRow[] = [];
+  const jobs: { row: OutboxRow; recipients: string[]; raw: Buffer }[] = [];
+  for (const row of rows) {
+    const recipients = JSON.parse(row.recipients) as string[];
+    if (refusedRecipients(db, row.inbox_id, row.kind === 'reply' ? 'reply' : 'send', recipients).length > 0) refused.push(row);
+    else {
+      const raw = outboxRaw(db, row.message_rowid);
+      if (raw) jobs.push({ row, recipients, raw }); // no raw: deleted meanwhile, the cascade removed the outbox row too
+    }
+  }
+  const seqs = db
+    .transaction(() => {
+      for (const job of jobs) markHandingOver(db, job.row.message_rowid, transport.name);
+      return refused.map((row) => recordSendOutcome(db, row.message_rowid, { status: 'failed', reason: 'recipient_refused_by_lists' }));
+    })
+    .immediate();
+  const handovers = await Promise.all(jobs.map((job) => transport.send({ ref: job.row.ref, mailFrom: job.row.mail_from, recipients: job.recipients, raw: job.raw })));
+  if (ctx.fault === 'outbox-kill-after-handover' && jobs.length > 0) process.kill(process.pid, 'SIGKILL');
+  const actions = await Promise.all(jobs.map((job, i) => decide(transport, job.row, job.recipients, handovers[i])));
+  seqs.push(
+    ...db
+      .transaction(() =>
+        jobs.map((job, i) => {
+          const action = actions[i];
+          if (action.kind === 'settle') return recordSendOutcome(db, job.row.message_rowid, action.outcome);
+          requeue(db, job.row.message_rowid, action.delayMs, action.error);
+          return null;
+        }),
+      )
+      .immediate(),
+  );
+  for (const seq of seqs) if (seq !== null) ctx.publish({ kind: 'event', seq });
 }
 
 runLoop(async (ctx) => {
@@ -100,10 +132,7 @@ runLoop(async (ctx) => {
   if (!recovered) recovered = await recover(ctx, config);
   if (!transport) return 'idle';
   const due = dueOutbox(ctx.db, new Date().toISOString(), BATCH);
-  for (const row of due) {
-    if (ctx.stopped.aborted) break;
-    await deliver(ctx, transport, row);
-  }
+  for (let i = 0; i < due.length && !ctx.stopped.aborted; i += CONCURRENCY) await deliverGroup(ctx, transport, due.slice(i, i + CONCURRENCY));
   if (due.length > 0) return 'busy';
   const next = nextDue(ctx.db);
   return next === null ? 'idle' : { delayMs: Math.max(0, Date.parse(next) - Date.now()) };
