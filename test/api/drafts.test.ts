@@ -581,3 +581,34 @@ t.test('draft attachments: metadata with a download URL that serves the bytes; r
   expectError(t, await api(svc.url, 'GET', draftsPath(inbox, `/${draft.draft_id}/attachments/${attachmentId}`), { token: reader }), 404, 'not_found', 'a removed attachment');
   t.equal((await fetch(meta.body.download_url)).status, 404, 'its URL no longer serves it');
 });
+
+t.test('without a transport a due draft stays scheduled, and a draft send is 503; once configured it goes', async (t) => {
+  const bare = await startSvc();
+  const bareDb = openHomeDb(bare.home);
+  t.teardown(async () => {
+    bareDb.close();
+    await bare.stop();
+  });
+  const inbox = insertInbox(bareDb, 'waiting@example.com');
+  const path = (rest = '') => `/v0/inboxes/${enc(inbox)}/drafts${rest}`;
+  const created = await api<DraftBody>(bare.url, 'POST', path(), { token: bare.ownerToken, body: { to: ['x@example.net'], subject: 'Waits for a transport', text: 'x', send_at: new Date().toISOString() } });
+  t.equal(created.body.send_status, 'scheduled');
+  const now = await api(bare.url, 'POST', path(`/${created.body.draft_id}/send`), { token: bare.ownerToken, body: {} });
+  expectError(t, now, 503, 'service_unavailable', 'draft send with no transport');
+  await sleep(1500);
+  const waiting = await api<DraftBody>(bare.url, 'GET', path(`/${created.body.draft_id}`), { token: bare.ownerToken });
+  t.match(waiting.body, { send_status: 'scheduled', send_reason: null }, 'still scheduled, not failed');
+
+  const port = (sinkServer.server.address() as AddressInfo).port;
+  t.equal((await api(bare.url, 'PUT', '/v0/owner/transport', { token: bare.ownerToken, body: { smtp: { host: '127.0.0.1', port } } })).status, 200);
+  // An edit wakes the loop (a transport change does not; the loop's idle pass would find it within 30 s).
+  await api(bare.url, 'PATCH', path(`/${created.body.draft_id}`), { token: bare.ownerToken, body: { text: 'now it can go' } });
+  const until = Date.now() + 15_000;
+  let status = '';
+  while (Date.now() < until && status !== 'sent') {
+    status = (await api<DraftBody>(bare.url, 'GET', path(`/${created.body.draft_id}`), { token: bare.ownerToken })).body.send_status;
+    await sleep(100);
+  }
+  t.equal(status, 'sent');
+  await waitForSunk('now it can go');
+});
