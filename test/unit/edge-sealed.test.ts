@@ -1,6 +1,6 @@
 /** The sealed-object format: what the edge seals only the home's private key opens, unaltered. */
 import t from 'tap';
-import { decodeProtectedHeader } from 'jose';
+import { CompactEncrypt, compactDecrypt, decodeProtectedHeader, importJWK } from 'jose';
 import {
   generateHomeKeyPair,
   openObject,
@@ -117,4 +117,61 @@ t.test('a JWE whose content is not the inbound object shape is refused (invalid_
   const wrong = { ...payload(), version: 2 } as unknown as InboundObject;
   const jwe = await sealObject(wrong, home.publicJwk);
   t.match(await openFailure(jwe, home.privateJwk), { reason: 'invalid_payload' });
+});
+
+// The sealer and opener use node:crypto directly; jose is the reference implementation of the format.
+
+t.test('what the edge seals, jose opens to the same payload with the documented header', async (t) => {
+  const home = await generateHomeKeyPair();
+  const jwe = await sealObject(payload(), home.publicJwk);
+  const { plaintext, protectedHeader } = await compactDecrypt(jwe, await importJWK(home.privateJwk, 'ECDH-ES+A256KW'), {
+    keyManagementAlgorithms: ['ECDH-ES+A256KW'],
+    contentEncryptionAlgorithms: ['A256GCM'],
+  });
+  t.same(JSON.parse(Buffer.from(plaintext).toString('utf8')), payload());
+  t.same(Object.keys(protectedHeader), ['alg', 'enc', 'cty', 'kid', 'epk']);
+  t.match(protectedHeader.epk, { kty: 'OKP', crv: 'X25519', x: /^[A-Za-z0-9_-]{43}$/ });
+});
+
+t.test('what jose seals in the format (also with apu/apv), the home opens', async (t) => {
+  const home = await generateHomeKeyPair();
+  const publicKey = await importJWK({ ...home.publicJwk }, 'ECDH-ES+A256KW');
+  for (const extra of [{}, { apu: Buffer.from('edge'), apv: Buffer.from('home') }]) {
+    const jwe = await new CompactEncrypt(Buffer.from(JSON.stringify(payload())))
+      .setProtectedHeader({ alg: 'ECDH-ES+A256KW', enc: 'A256GCM', cty: 'svc-inbound+json', kid: await publicKeyId(home.publicJwk) })
+      .setKeyManagementParameters(extra)
+      .encrypt(publicKey);
+    t.same(await openObject(jwe, home.privateJwk), payload(), Object.keys(extra).length ? 'with apu/apv' : 'plain');
+  }
+});
+
+t.test('a header with another algorithm, compression or a critical extension is malformed', async (t) => {
+  const home = await generateHomeKeyPair();
+  const jwe = await sealObject(payload(), home.publicJwk);
+  const [header, ...rest] = jwe.split('.');
+  const fields = JSON.parse(Buffer.from(header, 'base64url').toString('utf8')) as Record<string, unknown>;
+  for (const [what, change] of [
+    ['alg ECDH-ES', { alg: 'ECDH-ES' }],
+    ['enc A128GCM', { enc: 'A128GCM' }],
+    ['zip', { zip: 'DEF' }],
+    ['crit', { crit: ['exp'], exp: 1 }],
+    ['an epk on another curve', { epk: { kty: 'OKP', crv: 'Ed25519', x: (fields.epk as { x: string }).x } }],
+    ['no epk', { epk: undefined }],
+  ] as const) {
+    const changed = Buffer.from(JSON.stringify({ ...fields, ...change })).toString('base64url');
+    t.match(await openFailure([changed, ...rest].join('.'), home.privateJwk), { reason: 'malformed' }, what);
+  }
+  t.match(await openFailure(jwe.replace(/\.[^.]*$/, '.AAAA'), home.privateJwk), { reason: 'malformed' }, 'a short tag');
+  t.match(await openFailure(`${jwe}.`, home.privateJwk), { reason: 'malformed' }, 'six segments');
+});
+
+t.test('an ephemeral key of low order does not open (decrypt_failed)', async (t) => {
+  const home = await generateHomeKeyPair();
+  const jwe = await sealObject(payload(), home.publicJwk);
+  const [header, ...rest] = jwe.split('.');
+  const fields = JSON.parse(Buffer.from(header, 'base64url').toString('utf8')) as Record<string, unknown>;
+  const zero = Buffer.from(JSON.stringify({ ...fields, epk: { kty: 'OKP', crv: 'X25519', x: Buffer.alloc(32).toString('base64url') } })).toString('base64url');
+  const err = await openFailure([zero, ...rest].join('.'), home.privateJwk);
+  t.ok(err instanceof SealedObjectError);
+  t.match(err, { reason: /^(decrypt_failed|malformed)$/ });
 });
