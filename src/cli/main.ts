@@ -8,7 +8,7 @@ const USAGE = `svc — a self-hosted mail service for AI agents
 
 Usage:
   svc serve [--init] [--port N] [--home DIR] [--flavor development|production]
-            [--local-edge [--smtp-port N] [--edge-dns IP[:PORT],...]]
+            [--local-edge [--smtp-port N] [--edge-dns IP[:PORT],...] [--relay-port N]]
   svc service install|status|uninstall [--home DIR] [--flavor F] [--port N] [--json]
   svc edge [--data DIR] [--host H] [--smtp-port N] [--api-port N] [--hostname NAME]
 `;
@@ -25,15 +25,19 @@ async function main(argv: string[]): Promise<number> {
   try {
     switch (command) {
       case 'serve': {
-        const { flags, positionals } = parseArgs(rest, { init: 'boolean', port: 'string', home: 'string', flavor: 'string', 'local-edge': 'boolean', 'smtp-port': 'string', 'edge-dns': 'string' });
+        const { flags, positionals } = parseArgs(rest, { init: 'boolean', port: 'string', home: 'string', flavor: 'string', 'local-edge': 'boolean', 'smtp-port': 'string', 'edge-dns': 'string', 'relay-port': 'string' });
         if (positionals.length) throw new CliError('validation_error', `Unexpected argument ${positionals[0]}.`);
         const { serve } = await import('../supervisor/serve.js');
         const home = resolveHome({ home: flags.home as string | undefined, flavor: flavorOf(flags.flavor) });
         const localEdge = flags['local-edge'] === true
-          ? { smtpPort: parsePort(flags['smtp-port'], 0, true), dns: typeof flags['edge-dns'] === 'string' ? flags['edge-dns'].split(',').map((s) => s.trim()).filter(Boolean) : null }
+          ? {
+              smtpPort: parsePort(flags['smtp-port'], 0, true),
+              dns: typeof flags['edge-dns'] === 'string' ? flags['edge-dns'].split(',').map((s) => s.trim()).filter(Boolean) : null,
+              relayPort: flags['relay-port'] === undefined ? null : parsePort(flags['relay-port'], 25, false),
+            }
           : null;
-        if (!localEdge && (flags['smtp-port'] !== undefined || flags['edge-dns'] !== undefined)) {
-          throw new CliError('validation_error', '--smtp-port and --edge-dns go with --local-edge.');
+        if (!localEdge && (flags['smtp-port'] !== undefined || flags['edge-dns'] !== undefined || flags['relay-port'] !== undefined)) {
+          throw new CliError('validation_error', '--smtp-port, --edge-dns and --relay-port go with --local-edge.');
         }
         return await serve({ home, init: flags.init === true, port: parsePort(flags.port, 0, true), localEdge });
       }

@@ -192,6 +192,7 @@ export const MIGRATIONS: readonly string[] = [
     updated_at TEXT NOT NULL
   ) STRICT;
   CREATE INDEX outbox_due ON outbox (state, next_attempt_at);
+  CREATE INDEX outbox_recent ON outbox (state, updated_at);
 
   CREATE TABLE drafts (
     draft_id TEXT PRIMARY KEY,

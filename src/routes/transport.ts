@@ -5,7 +5,7 @@ import { clearTransport, readTransport, TransportBody, transportView, writeTrans
 export const transportRoutes: FastifyPluginAsync = async (app) => {
   const { db, bus } = app.svc;
   const changed = () => {
-    for (const loop of ['provisioning', 'inbound-pull', 'outbox']) bus.publish({ kind: 'wake', loop });
+    for (const loop of ['provisioning', 'inbound-pull', 'outbox', 'scheduled-drafts', 'delivery-events']) bus.publish({ kind: 'wake', loop });
   };
 
   app.get('/transport', { config: { auth: 'owner' } }, async () => transportView(readTransport(db)));

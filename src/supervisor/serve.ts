@@ -24,7 +24,7 @@ export interface ServeOptions {
   init: boolean;
   port: number;
   /** Run the built-in edge in-process on loopback and pair with it (ARCHITECTURE §6). */
-  localEdge: { smtpPort: number; dns: string[] | null } | null;
+  localEdge: { smtpPort: number; dns: string[] | null; relayPort?: number | null } | null;
 }
 
 /** In-flight requests get this long after a stop signal (spec §8). */
@@ -145,6 +145,8 @@ async function startLocalEdge(db: Db, home: string, opts: NonNullable<ServeOptio
     apiToken: token,
     hostname: 'localhost',
     resolver: opts.dns ? dnsResolver(opts.dns) : undefined,
+    // Outbound to other domains goes to their MX on port 25 (tests point --relay-port at a sink).
+    ...(opts.relayPort ? { deliveryPort: opts.relayPort } : {}),
   });
   let bound;
   try {

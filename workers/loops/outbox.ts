@@ -124,6 +124,8 @@ async function deliverGroup(ctx: LoopContext, transport: Transport, rows: Outbox
       .immediate(),
   );
   for (const seq of seqs) if (seq !== null) ctx.publish({ kind: 'event', seq });
+  // The edge reports delivery soon after a handover: look for it now rather than after an idle wait.
+  if (transport instanceof EdgeRelay && jobs.length > 0) ctx.publish({ kind: 'wake', loop: 'delivery-events' });
 }
 
 runLoop(async (ctx) => {
