@@ -115,6 +115,9 @@ export async function benchIngest(): Promise<void> {
   const client = process.cpuUsage(clientBefore);
   const elapsed = (Math.max(...committed.values()) - started) / 1000;
   const latencies = [...committed].map(([subject, at]) => at - (accepted.get(subject) ?? at));
+  // In send order: a p50 that grows from the first quarter to the last means a backlog is building.
+  const bySend = [...accepted].sort((a, b) => a[1] - b[1]).map(([subject, at]) => (committed.get(subject) ?? at) - at);
+  const quarter = Math.max(1, Math.floor(bySend.length / 4));
   ws.close();
   await svc.stop();
   await dns.close();
@@ -130,6 +133,8 @@ export async function benchIngest(): Promise<void> {
     ratio: round(committed.size / elapsed / baselineRate),
     accept_to_event_p50_ms: round(percentile(latencies, 50)),
     accept_to_event_p99_ms: round(percentile(latencies, 99)),
+    accept_to_event_p50_first_quarter_ms: round(percentile(bySend.slice(0, quarter), 50)),
+    accept_to_event_p50_last_quarter_ms: round(percentile(bySend.slice(-quarter), 50)),
     // Where the CPU went while the messages flowed: the machine has few cores, shared with the load generator.
     host_cpu_busy_pct: round(cpu.hostBusyPct, 0),
     svc_cpu_ms_per_msg: cpu.processMs === null ? null : round(cpu.processMs / Math.max(1, committed.size)),

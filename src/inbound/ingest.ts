@@ -7,6 +7,7 @@
 import type { Db } from '../db/open.js';
 import { commitInbound } from '../mail/store.js';
 import { listVerdict } from '../mail/lists.js';
+import { prepared } from '../mail/statements.js';
 import type { InboundAuth } from '../edge/sealed.js';
 import type { OpenedInbound } from '../../workers/pool/tasks.js';
 import type { EdgeClient } from './edge-client.js';
@@ -41,7 +42,7 @@ export function isUnauthenticated(auth: InboundAuth): boolean {
 const commitKey = (objectKey: string, inboxId: string) => `${objectKey}:${inboxId}`;
 
 function alreadyHandled(db: Db, sourceKey: string): boolean {
-  return Boolean(db.prepare('SELECT 1 FROM messages WHERE source_key = ?').get(sourceKey)) || isRejected(db, sourceKey);
+  return Boolean(prepared(db, 'SELECT 1 FROM messages WHERE source_key = ?').get(sourceKey)) || isRejected(db, sourceKey);
 }
 
 /** Commits every routed recipient of an opened object; returns the event seqs to publish. Throws when a commit fails. */
@@ -57,7 +58,7 @@ function commitRecipients(deps: IngestDeps, objectKey: string, opened: OpenedInb
     const sourceKey = commitKey(objectKey, inboxId);
     if (alreadyHandled(db, sourceKey)) continue;
     // The edge may still route an address the home deleted a moment ago; nothing to store it in.
-    if (!db.prepare('SELECT 1 FROM inboxes WHERE inbox_id = ?').get(inboxId)) continue;
+    if (!prepared(db, 'SELECT 1 FROM inboxes WHERE inbox_id = ?').get(inboxId)) continue;
     const verdict = sender ? listVerdict(db, { inboxId, direction: 'receive', address: sender }) : 'none';
     if (verdict === 'block') {
       recordRejection(db, { sourceKey, inboxId, sender: sender || null, reason: 'receive_block_list', receivedAt: opened.envelope.received_at });

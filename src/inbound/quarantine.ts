@@ -4,6 +4,7 @@
  * commit together.
  */
 import type { Db } from '../db/open.js';
+import { prepared } from '../mail/statements.js';
 import { uuidv7 } from '../db/ids.js';
 import { appendEvent } from '../events/log.js';
 
@@ -47,7 +48,7 @@ function event(db: Db, type: 'inbound.quarantined' | 'inbound.released' | 'inbou
 }
 
 export function quarantineByKey(db: Db, sourceKey: string): QuarantineRow | undefined {
-  return db.prepare('SELECT * FROM inbound_quarantine WHERE source_key = ?').get(sourceKey) as QuarantineRow | undefined;
+  return prepared(db, 'SELECT * FROM inbound_quarantine WHERE source_key = ?').get(sourceKey) as QuarantineRow | undefined;
 }
 
 export function quarantineById(db: Db, id: string): QuarantineRow | undefined {

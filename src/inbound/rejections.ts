@@ -4,6 +4,7 @@
  */
 import type { Db } from '../db/open.js';
 import { uuidv7 } from '../db/ids.js';
+import { prepared } from '../mail/statements.js';
 
 export interface RejectionRow {
   rejection_id: string;
@@ -21,7 +22,7 @@ export function recordRejection(db: Db, r: { sourceKey: string; inboxId: string;
 }
 
 export function isRejected(db: Db, sourceKey: string): boolean {
-  return Boolean(db.prepare('SELECT 1 FROM inbound_rejections WHERE source_key = ?').get(sourceKey));
+  return Boolean(prepared(db, 'SELECT 1 FROM inbound_rejections WHERE source_key = ?').get(sourceKey));
 }
 
 /** Newest first, keyset-paged by (created_at, id), optionally for one inbox. */

@@ -80,23 +80,25 @@ runLoop(async (ctx) => {
     // Test-only (docs/testing.md): die like `kill -9` after a commit, before the edge delete.
     beforeDelete: ctx.fault === 'inbound-kill-after-commit' ? () => process.kill(process.pid, 'SIGKILL') : undefined,
   };
-  // Page past objects held in quarantine so they never hide newer mail.
-  const nextPage = async (after: string | null): Promise<{ last: string | null; batch: PreparedBatch }> => {
+  // Page past objects held in quarantine so they never hide newer mail. The next page is listed
+  // as soon as this one's listing returns, so listing, fetching and opening overlap the commit.
+  type Listed = { last: string | null; batch: Promise<PreparedBatch> };
+  const listAfter = async (after: string | null): Promise<Listed> => {
     const page = await client.listObjects(after, BATCH);
-    return { last: page.objects.at(-1)?.key ?? null, batch: await prepareBatch(deps, page.objects) };
+    return { last: page.objects.at(-1)?.key ?? null, batch: quiet(prepareBatch(deps, page.objects)) };
   };
-  type Prepared = { last: string | null; batch: PreparedBatch };
   let worked = 0;
   let capped = false;
-  let upcoming: Promise<Prepared> = quiet(nextPage(null));
+  let listing: Promise<Listed> = quiet(listAfter(null));
   let deleting: Promise<void> = Promise.resolve();
   try {
     for (;;) {
-      const { last, batch }: Prepared = await upcoming;
+      const { last, batch: preparing }: Listed = await listing;
       if (last === null) break; // nothing after the cursor: the pass is done
-      worked += batch.processed;
       capped = worked >= MAX_PER_PASS;
-      if (!capped) upcoming = quiet(nextPage(last));
+      if (!capped) listing = quiet(listAfter(last));
+      const batch = await preparing;
+      worked += batch.processed;
       const committed = commitBatch(deps, batch);
       await deleting; // one delete request in flight at a time
       deleting = quiet(deleteCommitted(deps, committed));
