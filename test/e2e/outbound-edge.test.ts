@@ -123,6 +123,41 @@ t.test('through the local edge: delivered to the remote MX, bounced by a 5xx and
     'the DSN did not become mail',
   );
 
+  // 3b. A feedback-loop complaint (ARF) naming the message by its Message-ID: complained.
+  const arf = [
+    'From: Feedback Loop <fbl@remote.example>',
+    'To: svc-feedback@home.example',
+    'Subject: Abuse report',
+    'MIME-Version: 1.0',
+    'Content-Type: multipart/report; report-type=feedback-report; boundary="F"',
+    '',
+    '--F',
+    'Content-Type: text/plain',
+    '',
+    'A recipient marked this message as spam.',
+    '--F',
+    'Content-Type: message/feedback-report',
+    '',
+    'Feedback-Type: abuse',
+    'User-Agent: fbl/1.0',
+    'Version: 1',
+    '',
+    '--F',
+    'Content-Type: text/rfc822-headers',
+    '',
+    `From: ${alice}`,
+    'To: erin@remote.example',
+    `Message-ID: ${later.message_id}`,
+    'Subject: Later bounce',
+    '',
+    '--F--',
+    '',
+  ].join('\r\n');
+  await client.sendMail({ envelope: { from: 'fbl@remote.example', to: ['svc-feedback@home.example'] }, raw: arf });
+  const complaint = await events.next('message.complained', (e) => (e.complaint as { message_id: string }).message_id === later.message_id);
+  t.match(complaint.complaint, { type: 'unknown', sub_type: 'unknown' });
+  t.ok(((await messageOf(svc, alice, later.message_id)).labels as string[]).includes('complained'));
+
   // 4. Another inbox of this home: delivered into the buffer and received like any mail.
   const before3 = sink.messages.length;
   const local = await send(svc, alice, { to: bob, subject: 'Hi Bob', text: 'Local mail' });
