@@ -34,6 +34,8 @@ export interface SendContext {
   publish: (seq: number) => void;
   /** Wakes the outbox after a message was queued. */
   wakeOutbox: () => void;
+  /** Runs the queueing write in a transaction and resolves once it is durable (request handlers share commits). */
+  commit?: <T>(fn: () => T) => Promise<T>;
 }
 
 export type SendSource =
@@ -167,11 +169,12 @@ export async function performSend(ctx: SendContext, spec: SendSpec): Promise<Sen
   }
   if (principal.sendPolicy === 'read_only' && !(source.type === 'draft' && source.approve)) throw readOnly();
 
-  const seqs: number[] = [];
-  const result = db.transaction((): SendResult => {
+  const commit = ctx.commit ?? (<T>(fn: () => T) => Promise.resolve(db.transaction(fn).immediate()));
+  const { result, seqs } = await commit((): { result: SendResult; seqs: number[] } => {
+    const seqs: number[] = [];
     if (idempotency) {
       const again = replayed(replayIdempotent(db, inbox.inbox_id, idempotency.key, idempotency.hash));
-      if (again) return again;
+      if (again) return { result: again, seqs };
     }
     if (source.type === 'draft') {
       // Deleted while the MIME was being built: nothing to send (and no row to mark sent).
@@ -189,8 +192,8 @@ export async function performSend(ctx: SendContext, spec: SendSpec): Promise<Sen
     if (idempotency) {
       recordIdempotent(db, inbox.inbox_id, idempotency.key, idempotency.hash, { kind: idempotentKindFor(source), messageId: queued.messageId, threadId: queued.threadId, draftId: source.type === 'draft' ? source.draft.draft_id : null });
     }
-    return { message_id: queued.messageId, thread_id: queued.threadId };
-  }).immediate();
+    return { result: { message_id: queued.messageId, thread_id: queued.threadId }, seqs };
+  });
   seqs.forEach(ctx.publish);
   ctx.wakeOutbox();
   return result;

@@ -4,6 +4,7 @@
  */
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
+import { groupCommit } from '../db/group-commit.js';
 import { inboxFor } from '../http/access.js';
 import { ApiError, notFound } from '../http/errors.js';
 import type { Principal } from '../http/principal.js';
@@ -31,6 +32,7 @@ export function sendContext(app: FastifyInstance, principal: Principal): SendCon
     compose: (spec: MimeSpec) => pool.run('composeMime', spec) as Promise<Uint8Array>,
     publish: (seq) => bus.publish({ kind: 'event', seq }),
     wakeOutbox: () => bus.publish({ kind: 'wake', loop: 'outbox' }),
+    commit: (fn) => groupCommit(db, fn),
   };
 }
 
