@@ -1,4 +1,6 @@
 /** Numbered schema migrations; `PRAGMA user_version` records how many have run. */
+import { DOMAINS_MIGRATION } from './migrations-domains.js';
+import { WEBHOOKS_MIGRATION } from './migrations-webhooks.js';
 
 export const MIGRATIONS: readonly string[] = [
   // 1: settings and the owner account
@@ -262,4 +264,8 @@ export const MIGRATIONS: readonly string[] = [
     created_at TEXT NOT NULL
   ) STRICT;
   `,
+  // 6: webhooks (src/db/migrations-webhooks.ts)
+  WEBHOOKS_MIGRATION,
+  // 7: domains (src/db/migrations-domains.ts)
+  DOMAINS_MIGRATION,
 ];
