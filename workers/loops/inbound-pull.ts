@@ -13,7 +13,11 @@ import { homeKeyPair } from '../../src/inbound/home-key.js';
 import { commitBatch, deleteCommitted, prepareBatch, type IngestDeps, type PreparedBatch } from '../../src/inbound/ingest.js';
 import type { OpenedInbound } from '../pool/tasks.js';
 
-const BATCH = 100;
+const BATCH = 50;
+/** Pages listed and being fetched and opened ahead of the committer. */
+const PAGES_AHEAD = 4;
+/** A pass that has caught up waits this long for the next object before it ends. */
+const CAUGHT_UP_WAIT_MS = 2_000;
 const MAX_PER_PASS = 2_000;
 const LONG_POLL_MS = 25_000;
 const RETRY_POLL_MS = 2_000;
@@ -80,36 +84,85 @@ runLoop(async (ctx) => {
     // Test-only (docs/testing.md): die like `kill -9` after a commit, before the edge delete.
     beforeDelete: ctx.fault === 'inbound-kill-after-commit' ? () => process.kill(process.pid, 'SIGKILL') : undefined,
   };
-  // Page past objects held in quarantine so they never hide newer mail. The next page is listed
-  // as soon as this one's listing returns, so listing, fetching and opening overlap the commit.
-  type Listed = { last: string | null; batch: Promise<PreparedBatch> };
-  const listAfter = async (after: string | null): Promise<Listed> => {
-    const page = await client.listObjects(after, BATCH);
-    return { last: page.objects.at(-1)?.key ?? null, batch: quiet(prepareBatch(deps, page.objects)) };
-  };
-  let worked = 0;
-  let capped = false;
-  let listing: Promise<Listed> = quiet(listAfter(null));
+  // Two halves run side by side. The lister lists whatever is new after its cursor (paging past
+  // objects held in quarantine, so they never hide newer mail) and starts fetching and opening it
+  // at once; when caught up it long-polls the edge for the next object instead of listing again.
+  // The committer takes the pages in key order and commits every page that is ready in one
+  // transaction, so it batches more when it falls behind and waits for nothing when it does not.
+  type Page = { prepared: Promise<PreparedBatch>; ready: boolean };
+  const pages: Page[] = [];
+  let listed = 0;
+  let listing = true;
+  let stop = false;
+  let failed = false;
+  let wakeCommitter = () => {};
+  let wakeLister = () => {};
+  const lister = (async () => {
+    let cursor: string | null = null;
+    try {
+      while (!stop && listed < MAX_PER_PASS) {
+        if (pages.length >= PAGES_AHEAD) {
+          await new Promise<void>((resolve) => (wakeLister = resolve));
+          continue;
+        }
+        const page = await client.listObjects(cursor, BATCH);
+        if (stop) break;
+        if (page.objects.length === 0) {
+          const { available } = await client.wait(cursor, CAUGHT_UP_WAIT_MS, ctx.stopped);
+          if (!available) break; // quiet for a while: end the pass, the long-poll wakes the next
+          continue;
+        }
+        cursor = page.objects.at(-1)!.key;
+        listed += page.objects.length;
+        const entry: Page = { prepared: quiet(prepareBatch(deps, page.objects)), ready: false };
+        // Settled either way: a failed page makes the committer end the pass when it reaches it.
+        const settle = () => {
+          entry.ready = true;
+          wakeCommitter();
+        };
+        entry.prepared.then(settle, settle);
+        pages.push(entry);
+        wakeCommitter();
+      }
+    } catch {
+      failed = true;
+    } finally {
+      listing = false;
+      wakeCommitter();
+    }
+  })();
+
   let deleting: Promise<void> = Promise.resolve();
   try {
     for (;;) {
-      const { last, batch: preparing }: Listed = await listing;
-      if (last === null) break; // nothing after the cursor: the pass is done
-      capped = worked >= MAX_PER_PASS;
-      if (!capped) listing = quiet(listAfter(last));
-      const batch = await preparing;
-      worked += batch.processed;
-      const committed = commitBatch(deps, batch);
+      if (pages.length === 0 || !pages[0].ready) {
+        if (pages.length === 0 && !listing) break;
+        await new Promise<void>((resolve) => (wakeCommitter = resolve));
+        continue;
+      }
+      // Every page already prepared, oldest first, goes into this one transaction.
+      const ready: PreparedBatch = { ready: [], processed: 0 };
+      while (pages.length > 0 && pages[0].ready) {
+        const batch = await pages.shift()!.prepared;
+        ready.ready.push(...batch.ready);
+        ready.processed += batch.processed;
+      }
+      wakeLister();
+      const committed = commitBatch(deps, ready);
       await deleting; // one delete request in flight at a time
       deleting = quiet(deleteCommitted(deps, committed));
-      if (capped) break;
     }
     await deleting;
   } catch {
-    // Edge unreachable: try again on the idle schedule or at the next long-poll. Objects committed
-    // but not deleted are fetched again later and skipped as already committed.
-    return 'idle';
+    failed = true;
+  } finally {
+    stop = true;
+    wakeLister();
   }
-  if (capped) return { delayMs: 0 }; // a backlog remains: continue at once
-  return worked > 0 ? 'busy' : 'idle';
+  // Edge unreachable: try again on the idle schedule or at the next long-poll. Objects committed
+  // but not deleted are fetched again later and skipped as already committed.
+  if (failed) return 'idle';
+  await lister;
+  if (listed >= MAX_PER_PASS) return { delayMs: 0 }; // a backlog may remain: continue at once
+  return listed > 0 ? 'busy' : 'idle';
 });
