@@ -9,6 +9,7 @@ const USAGE = `svc — a self-hosted mail service for AI agents
 Usage:
   svc serve [--init] [--port N] [--home DIR] [--flavor development|production]
             [--local-edge [--smtp-port N] [--edge-dns IP[:PORT],...] [--relay-port N]]
+            [--dns IP[:PORT],...]
   svc service install|status|uninstall [--home DIR] [--flavor F] [--port N] [--json]
   svc edge [--data DIR] [--host H] [--smtp-port N] [--api-port N] [--hostname NAME]
 `;
@@ -25,7 +26,7 @@ async function main(argv: string[]): Promise<number> {
   try {
     switch (command) {
       case 'serve': {
-        const { flags, positionals } = parseArgs(rest, { init: 'boolean', port: 'string', home: 'string', flavor: 'string', 'local-edge': 'boolean', 'smtp-port': 'string', 'edge-dns': 'string', 'relay-port': 'string' });
+        const { flags, positionals } = parseArgs(rest, { init: 'boolean', port: 'string', home: 'string', flavor: 'string', 'local-edge': 'boolean', 'smtp-port': 'string', 'edge-dns': 'string', 'relay-port': 'string', dns: 'string' });
         if (positionals.length) throw new CliError('validation_error', `Unexpected argument ${positionals[0]}.`);
         const { serve } = await import('../supervisor/serve.js');
         const home = resolveHome({ home: flags.home as string | undefined, flavor: flavorOf(flags.flavor) });
@@ -39,7 +40,9 @@ async function main(argv: string[]): Promise<number> {
         if (!localEdge && (flags['smtp-port'] !== undefined || flags['edge-dns'] !== undefined || flags['relay-port'] !== undefined)) {
           throw new CliError('validation_error', '--smtp-port, --edge-dns and --relay-port go with --local-edge.');
         }
-        return await serve({ home, init: flags.init === true, port: parsePort(flags.port, 0, true), localEdge });
+        // Name servers for the home's domain checks (docs/domains.md); default: the --edge-dns servers.
+        const dns = typeof flags.dns === 'string' ? flags.dns.split(',').map((s) => s.trim()).filter(Boolean) : (localEdge?.dns ?? null);
+        return await serve({ home, init: flags.init === true, port: parsePort(flags.port, 0, true), localEdge, dns });
       }
       case 'edge': {
         const { runEdgeCommand } = await import('./edge.js');

@@ -13,6 +13,7 @@ import type { OpenedInbound } from '../../workers/pool/tasks.js';
 import type { EdgeClient } from './edge-client.js';
 import { quarantine, quarantineByKey } from './quarantine.js';
 import { isRejected, recordRejection } from './rejections.js';
+import { isSelftestRecipient, receiveSelftest } from '../domains/store.js';
 
 export interface IngestDeps {
   db: Db;
@@ -57,6 +58,12 @@ function commitRecipients(deps: IngestDeps, objectKey: string, opened: OpenedInb
   for (const inboxId of new Set(opened.envelope.rcpt_to.map((r) => r.toLowerCase()))) {
     const sourceKey = commitKey(objectKey, inboxId);
     if (alreadyHandled(db, sourceKey)) continue;
+    // The domain self-test (docs/domains.md) is consumed here, never stored as mail.
+    if (isSelftestRecipient(inboxId)) {
+      const seq = receiveSelftest(db, inboxId, opened.parsed.headers);
+      if (seq !== null) seqs.push(seq);
+      continue;
+    }
     // The edge may still route an address the home deleted a moment ago; nothing to store it in.
     if (!prepared(db, 'SELECT 1 FROM inboxes WHERE inbox_id = ?').get(inboxId)) continue;
     const verdict = sender ? listVerdict(db, { inboxId, direction: 'receive', address: sender }) : 'none';

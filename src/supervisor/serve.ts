@@ -18,6 +18,7 @@ import type { LoopName } from './loop-table.js';
 import type { Edge } from '../edge/edge.js';
 import { newSecret } from '../http/secrets.js';
 import { readTransport, writeTransport } from '../mail/transport.js';
+import { storeCheckServers } from '../domains/checks.js';
 
 export interface ServeOptions {
   home: string;
@@ -25,6 +26,8 @@ export interface ServeOptions {
   port: number;
   /** Run the built-in edge in-process on loopback and pair with it (ARCHITECTURE §6). */
   localEdge: { smtpPort: number; dns: string[] | null; relayPort?: number | null } | null;
+  /** Name servers for the domain checks (`--dns`); null: the system's (docs/domains.md). */
+  dns?: string[] | null;
 }
 
 /** In-flight requests get this long after a stop signal (spec §8). */
@@ -92,6 +95,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
     db = openDatabase(files.db, dbKey, { migrate: true });
     fs.chmodSync(files.db, 0o600);
     const owner = new OwnerAccount(db);
+    storeCheckServers(db, opts.dns ?? null);
     let smtp: { host: string; port: number } | null = null;
     if (opts.localEdge) {
       const started = await startLocalEdge(db, opts.home, opts.localEdge);

@@ -1,35 +1,130 @@
 /**
- * The provisioning loop (spec §8): every 10 s push the routing (active inboxes, their domains and
- * the home's public key) to the edge when it changed, and all of it every 5 minutes regardless.
- * Domain provisioning joins this loop with the domains capability.
+ * The provisioning loop (spec §8): every 10 s push the routing (active inboxes, their domains,
+ * applied domains and the home's public key) to the edge when it changed, and all of it every 5
+ * minutes regardless. Then it drives the domain state machine (docs/domains.md):
+ * provisioning → verifying once the edge routes the domain; the DNS checks and the self-test of
+ * verifying domains; tearing_down → torn_down once the edge no longer routes it.
  */
-import { runLoop } from './run-loop.js';
+import os from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { runLoop, type LoopContext } from './run-loop.js';
 import { readTransport } from '../../src/mail/transport.js';
 import { EdgeClient } from '../../src/inbound/edge-client.js';
 import { homeKeyPair } from '../../src/inbound/home-key.js';
 import { desiredRouting } from '../../src/inbound/routing.js';
+import { uuidv7 } from '../../src/db/ids.js';
+import { domainPlan } from '../../src/domains/plan.js';
+import { checkRecords, checkServers } from '../../src/domains/checks.js';
+import { domainRowsIn, noteReason, recordChecks, recordSelftestSent, selftestAddress, SELFTEST_HEADER, transition, type DomainRow } from '../../src/domains/store.js';
+import { EdgeRelay, SmtpSmartHost, type Transport } from '../../src/outbound/transports.js';
+import type { MimeSpec } from '../pool/compose.js';
 
 const FULL_RECONCILE_MS = 5 * 60_000;
+/** A self-test that has not come back by then fails the verification. */
+const SELFTEST_TIMEOUT_MS = 10 * 60_000;
 
 let lastPushed = '';
 let lastFullAt = 0;
+/** The domains the edge routes according to the last successful push; null when unknown. */
+let routedAtEdge: Set<string> | null = null;
 
-runLoop(async ({ db }) => {
+const NO_EDGE = 'Waiting for a transport: pair an edge with PUT /v0/owner/transport; the domain is routed as soon as one is configured.';
+
+runLoop(async (ctx) => {
+  const { db } = ctx;
   const { edge } = readTransport(db);
+  let busy = false;
   if (!edge) {
     lastPushed = '';
-    return 'idle';
+    routedAtEdge = null;
+    // Nothing routes anything without an edge: a teardown is complete at once.
+    for (const d of domainRowsIn(db, ['tearing_down'])) busy = transition(db, d.domain_id, 'tearing_down', 'torn_down', null) || busy;
+    for (const d of domainRowsIn(db, ['provisioning'])) noteReason(db, d.domain_id, 'provisioning', NO_EDGE);
+    return busy ? 'busy' : 'idle';
   }
   const { publicJwk } = await homeKeyPair(db);
   const routing = { recipient_public_key: publicJwk, ...desiredRouting(db) };
   const fingerprint = JSON.stringify([edge.url, routing]);
-  if (fingerprint === lastPushed && Date.now() - lastFullAt < FULL_RECONCILE_MS) return 'idle';
-  try {
-    await new EdgeClient(edge.url, edge.token).putRouting(routing);
-  } catch {
-    return 'idle'; // the edge is down or refused; the next pass tries again
+  if (fingerprint !== lastPushed || Date.now() - lastFullAt >= FULL_RECONCILE_MS) {
+    try {
+      await new EdgeClient(edge.url, edge.token).putRouting(routing);
+      lastPushed = fingerprint;
+      lastFullAt = Date.now();
+      routedAtEdge = new Set(routing.domains);
+      busy = true;
+    } catch {
+      // The edge is down or refused; the next pass tries again.
+      for (const d of domainRowsIn(db, ['provisioning'])) noteReason(db, d.domain_id, 'provisioning', `The edge at ${edge.url} did not accept the routing yet; retrying every 10 s.`);
+    }
   }
-  lastPushed = fingerprint;
-  lastFullAt = Date.now();
-  return 'busy';
+  if (routedAtEdge) busy = followRouting(ctx, routedAtEdge) || busy;
+  busy = (await verifyDomains(ctx)) || busy;
+  return busy ? 'busy' : 'idle';
 });
+
+/** Status changes that wait for the edge's routing: provisioned and torn-down domains. */
+function followRouting({ db }: LoopContext, routed: Set<string>): boolean {
+  let changed = false;
+  for (const d of domainRowsIn(db, ['provisioning'])) {
+    if (routed.has(d.domain)) changed = transition(db, d.domain_id, 'provisioning', 'verifying', null) || changed;
+  }
+  for (const d of domainRowsIn(db, ['tearing_down'])) {
+    if (!routed.has(d.domain)) changed = transition(db, d.domain_id, 'tearing_down', 'torn_down', null) || changed;
+  }
+  return changed;
+}
+
+/** Verifying domains: check DNS, then send the self-test; a self-test that never arrives fails. */
+async function verifyDomains(ctx: LoopContext): Promise<boolean> {
+  const { db } = ctx;
+  let worked = false;
+  for (const d of domainRowsIn(db, ['verifying'])) {
+    if (d.selftest_sent_at) {
+      if (Date.now() - Date.parse(d.selftest_sent_at) > SELFTEST_TIMEOUT_MS) {
+        transition(db, d.domain_id, 'verifying', 'failed', `The self-test message to ${selftestAddress(d.domain)} did not come back through the edge within ${SELFTEST_TIMEOUT_MS / 60_000} minutes. Check that the MX of ${d.domain} reaches the edge and that the edge is running, then POST /v0/domains/${d.domain_id}/verify.`);
+        worked = true;
+      }
+      continue;
+    }
+    worked = true;
+    const plan = await domainPlan(db, d.domain, { domainId: d.domain_id });
+    const checks = await checkRecords(plan.records, checkServers(db));
+    if (recordChecks(db, d, checks) !== 'valid') continue;
+    await sendSelftest(ctx, d, plan.dkim);
+  }
+  return worked;
+}
+
+async function sendSelftest(ctx: LoopContext, d: DomainRow, dkim: { selector: string; privateKey: string }): Promise<void> {
+  const { db } = ctx;
+  const config = readTransport(db);
+  const transport: Transport | null = config.smtp ? new SmtpSmartHost(config.smtp, os.hostname()) : config.edge ? new EdgeRelay(config.edge) : null;
+  if (!transport) return;
+  const token = `${d.domain_id}.${randomBytes(16).toString('base64url')}`;
+  const address = selftestAddress(d.domain);
+  const ref = `selftest-${uuidv7()}`;
+  const spec: MimeSpec = {
+    from: address,
+    to: [address],
+    cc: [],
+    replyTo: [],
+    subject: `svc self-test for ${d.domain}`,
+    text: `This message checks that mail for ${d.domain} leaves through svc's transport and comes back through its edge. It is never stored in an inbox.\n`,
+    html: null,
+    messageId: `<${ref}@${d.domain}>`,
+    inReplyTo: null,
+    references: [],
+    date: new Date().toISOString(),
+    headers: { [SELFTEST_HEADER]: token },
+    dkim: { domainName: d.domain, keySelector: dkim.selector, privateKey: dkim.privateKey },
+    attachments: [],
+  };
+  // Recorded before the handover, so a self-test that comes back at once always finds its token.
+  if (!recordSelftestSent(db, d.domain_id, token)) return;
+  const raw = (await ctx.runTask('composeMime', spec)) as Uint8Array;
+  const handover = await transport.send({ ref, mailFrom: `svc-bounce+${ref}@${d.domain}`, recipients: [address], raw });
+  if (transport instanceof SmtpSmartHost) transport.close();
+  if (handover.kind === 'accepted' || handover.kind === 'unknown') return;
+  const why = handover.kind === 'rejected' ? `was refused by the ${transport.name} (code ${handover.code ?? 'none'})` : `could not be handed to the ${transport.name} (${handover.error})`;
+  transition(db, d.domain_id, 'verifying', 'failed', `The DNS records are right, but the self-test message ${why}. Check the transport (GET /v0/owner/transport), then POST /v0/domains/${d.domain_id}/verify.`);
+}

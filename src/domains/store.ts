@@ -1,0 +1,281 @@
+/**
+ * Registered domains and their state machine (docs/domains.md):
+ *
+ *   pending ──apply──▶ provisioning ──edge routes it──▶ verifying ──records valid + self-test back──▶ verified
+ *                           ▲                              │  ▲                                          │
+ *                           │ apply                 invalid│  │verify                              verify │
+ *                           │                              ▼  │                                          ▼
+ *                         failed ◀─────────────────────────┘  └───────────────── failed / verifying ◀───┘
+ *   any but torn_down ──teardown──▶ tearing_down ──edge no longer routes it──▶ torn_down ──apply──▶ provisioning
+ *
+ * Every change of status (and `domain.verified`) is written in one transaction.
+ */
+import { Type, type Static } from 'typebox';
+import type { Db } from '../db/open.js';
+import { uuidv7 } from '../db/ids.js';
+import { appendEvent } from '../events/log.js';
+import { ApiError, notFound } from '../http/errors.js';
+import { DEFAULT_LIMIT, pageFromRows, readCursor, type PageBinding } from '../http/pagination.js';
+import type { Principal } from '../http/principal.js';
+import { normalizeDomainName } from './names.js';
+import { domainPlan, type PlannedRecord } from './plan.js';
+import type { RecordCheck } from './checks.js';
+
+export const DOMAIN_STATUSES = ['pending', 'provisioning', 'verifying', 'verified', 'failed', 'tearing_down', 'torn_down'] as const;
+export type DomainStatus = (typeof DOMAIN_STATUSES)[number];
+/** Statuses in which the edge routes the domain (svc-selftest@, VERP return paths, svc-feedback@). */
+export const ROUTED_STATUSES: readonly DomainStatus[] = ['provisioning', 'verifying', 'verified', 'failed'];
+/** Statuses in which the edge must not route the domain at all, not even its inboxes. */
+export const UNROUTED_STATUSES: readonly DomainStatus[] = ['tearing_down', 'torn_down'];
+
+const Flags = {
+  feedback_enabled: Type.Optional(Type.Boolean()),
+  subdomains_enabled: Type.Optional(Type.Boolean()),
+  tracking_enabled: Type.Optional(Type.Boolean()),
+};
+export const CreateDomainBody = Type.Object({ domain: Type.String({ minLength: 1, maxLength: 300 }), ...Flags }, { additionalProperties: false });
+export type CreateDomainBody = Static<typeof CreateDomainBody>;
+export const UpdateDomainBody = Type.Object(Flags, { additionalProperties: false });
+export type UpdateDomainBody = Static<typeof UpdateDomainBody>;
+
+export interface DomainRow {
+  domain_id: string;
+  domain: string;
+  status: DomainStatus;
+  reason: string | null;
+  feedback_enabled: number;
+  subdomains_enabled: number;
+  tracking_enabled: number;
+  checks: string;
+  checked_at: string | null;
+  selftest_token: string | null;
+  selftest_sent_at: string | null;
+  selftest_received_at: string | null;
+  created_at: string;
+  updated_at: string;
+  verified_at: string | null;
+}
+
+export interface DomainRecordView {
+  type: string;
+  name: string;
+  value: string;
+  priority?: number;
+  status: 'pending' | 'valid' | 'invalid';
+  reason?: string;
+  checked_at?: string;
+}
+
+const now = () => new Date().toISOString();
+
+export function domainRow(db: Db, domainId: string): DomainRow {
+  const row = db.prepare('SELECT * FROM domains WHERE domain_id = ?').get(domainId) as DomainRow | undefined;
+  if (!row) throw notFound('domain');
+  return row;
+}
+
+export function domainRowsIn(db: Db, statuses: readonly DomainStatus[]): DomainRow[] {
+  return db.prepare(`SELECT * FROM domains WHERE status IN (${statuses.map(() => '?').join(', ')}) ORDER BY domain`).all(...statuses) as DomainRow[];
+}
+
+/** The planned records with the status of their last check (a check of another value is stale: pending). */
+export function recordViews(records: PlannedRecord[], checksJson: string): DomainRecordView[] {
+  const checks = JSON.parse(checksJson) as RecordCheck[];
+  return records.map((r) => {
+    const check = checks.find((c) => c.type === r.type && c.name === r.name && c.expected === r.value);
+    return {
+      type: r.type,
+      name: r.name,
+      value: r.value,
+      ...(r.priority !== undefined ? { priority: r.priority } : {}),
+      status: check?.status ?? 'pending',
+      ...(check?.reason ? { reason: check.reason } : {}),
+      ...(check ? { checked_at: check.checked_at } : {}),
+    };
+  });
+}
+
+function itemView(row: DomainRow) {
+  return {
+    domain_id: row.domain_id,
+    domain: row.domain,
+    status: row.status,
+    reason: row.reason,
+    feedback_enabled: row.feedback_enabled === 1,
+    subdomains_enabled: row.subdomains_enabled === 1,
+    tracking_enabled: row.tracking_enabled === 1,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    verified_at: row.verified_at,
+  };
+}
+
+/** The full domain: fields, records with their check status, and the self-test's progress. */
+export async function domainView(db: Db, row: DomainRow) {
+  const plan = await domainPlan(db, row.domain, { domainId: row.domain_id, feedbackEnabled: row.feedback_enabled === 1 });
+  return {
+    ...itemView(row),
+    records: recordViews(plan.records, row.checks),
+    checked_at: row.checked_at,
+    selftest: {
+      status: row.selftest_received_at ? 'received' : row.selftest_sent_at ? 'sent' : 'not_sent',
+      sent_at: row.selftest_sent_at,
+      received_at: row.selftest_received_at,
+    },
+  };
+}
+
+function checkTracking(value: boolean | undefined): void {
+  if (value === true) {
+    throw new ApiError('validation_error', 'svc does not track opens or clicks, so `tracking_enabled` cannot be true.', { fix: 'Omit `tracking_enabled` or send false.' });
+  }
+}
+
+export async function createDomain(db: Db, body: CreateDomainBody) {
+  const domain = normalizeDomainName(body.domain);
+  checkTracking(body.tracking_enabled);
+  const existing = db.prepare('SELECT domain_id FROM domains WHERE domain = ?').get(domain) as { domain_id: string } | undefined;
+  if (existing) {
+    throw new ApiError('already_exists', `The domain ${domain} is already registered.`, { fix: `Use GET /v0/domains/${existing.domain_id}.`, extra: { domain_id: existing.domain_id } });
+  }
+  const id = uuidv7();
+  const at = now();
+  db.prepare(
+    'INSERT INTO domains (domain_id, domain, status, feedback_enabled, subdomains_enabled, tracking_enabled, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+  ).run(id, domain, 'pending', body.feedback_enabled === false ? 0 : 1, body.subdomains_enabled ? 1 : 0, 0, at, at);
+  return domainView(db, domainRow(db, id)); // creates the DKIM key, so the plan is ready at once
+}
+
+export async function updateDomain(db: Db, domainId: string, patch: UpdateDomainBody) {
+  const row = domainRow(db, domainId);
+  checkTracking(patch.tracking_enabled);
+  const flag = (v: boolean | undefined, current: number) => (v === undefined ? current : v ? 1 : 0);
+  db.prepare('UPDATE domains SET feedback_enabled = ?, subdomains_enabled = ?, updated_at = ? WHERE domain_id = ?').run(
+    flag(patch.feedback_enabled, row.feedback_enabled),
+    flag(patch.subdomains_enabled, row.subdomains_enabled),
+    now(),
+    domainId,
+  );
+  return domainView(db, domainRow(db, domainId));
+}
+
+/** Removes the registration; only when nothing is provisioned (never applied, or torn down). */
+export function deleteDomain(db: Db, domainId: string): void {
+  const row = domainRow(db, domainId);
+  if (row.status !== 'pending' && row.status !== 'torn_down') {
+    throw new ApiError('conflict', `The domain ${row.domain} is ${row.status}; it can be deleted only after teardown.`, {
+      fix: row.status === 'tearing_down' ? 'Wait until its status is torn_down (the edge stops routing it within seconds), then delete it.' : `POST /v0/domains/${domainId}/teardown, wait for status torn_down, then delete it.`,
+    });
+  }
+  db.prepare('DELETE FROM domains WHERE domain_id = ?').run(domainId);
+}
+
+export function listDomains(db: Db, p: Principal, query: { limit?: number; page_token?: string; ascending?: boolean }): Record<string, unknown> {
+  const limit = query.limit ?? DEFAULT_LIMIT;
+  const ascending = query.ascending ?? false;
+  const binding: PageBinding = { route: 'domains.list', filters: { ascending }, principal: p };
+  const params: (string | number)[] = [];
+  let where = '1 = 1';
+  if (query.page_token !== undefined) {
+    where = `(created_at, domain_id) ${ascending ? '>' : '<'} (?, ?)`;
+    params.push(...readCursor(db, query.page_token, binding, 2));
+  }
+  const order = ascending ? 'ASC' : 'DESC';
+  const rows = db.prepare(`SELECT * FROM domains WHERE ${where} ORDER BY created_at ${order}, domain_id ${order} LIMIT ?`).all(...params, limit + 1) as DomainRow[];
+  return pageFromRows(db, binding, 'domains', rows, limit, (r) => [r.created_at, r.domain_id], itemView);
+}
+
+const RESET_VERIFICATION = "checks = '[]', checked_at = NULL, selftest_token = NULL, selftest_sent_at = NULL, selftest_received_at = NULL";
+
+/** Provision or resume: idempotent while provisioning, verifying or verified. */
+export function applyDomain(db: Db, domainId: string): DomainRow {
+  const row = domainRow(db, domainId);
+  if (['provisioning', 'verifying', 'verified'].includes(row.status)) return row;
+  db.prepare(`UPDATE domains SET status = 'provisioning', reason = NULL, ${RESET_VERIFICATION}, updated_at = ? WHERE domain_id = ?`).run(now(), domainId);
+  return domainRow(db, domainId);
+}
+
+/** Starts a new check of a provisioned domain: records back to pending, a new self-test. */
+export function requestVerification(db: Db, domainId: string): DomainRow {
+  const row = domainRow(db, domainId);
+  if (row.status === 'provisioning') return row; // verification starts by itself once the edge routes it
+  if (!['verifying', 'verified', 'failed'].includes(row.status)) {
+    throw new ApiError('conflict', `The domain ${row.domain} is ${row.status}; only a provisioned domain can be verified.`, {
+      fix: `POST /v0/domains/${domainId}/apply first; it starts the verification by itself.`,
+    });
+  }
+  db.prepare(`UPDATE domains SET status = 'verifying', reason = NULL, ${RESET_VERIFICATION}, updated_at = ? WHERE domain_id = ?`).run(now(), domainId);
+  return domainRow(db, domainId);
+}
+
+export function teardownDomain(db: Db, domainId: string): DomainRow {
+  const row = domainRow(db, domainId);
+  if (row.status === 'tearing_down' || row.status === 'torn_down') return row;
+  db.prepare(`UPDATE domains SET status = 'tearing_down', reason = NULL, ${RESET_VERIFICATION}, updated_at = ? WHERE domain_id = ?`).run(now(), domainId);
+  return domainRow(db, domainId);
+}
+
+// ---- transitions the provisioning loop makes ----
+
+/** Moves a domain from one status to another only if it is still in `from` (a concurrent request wins). */
+export function transition(db: Db, domainId: string, from: DomainStatus, to: DomainStatus, reason: string | null, set: Record<string, string | null> = {}): boolean {
+  const extra = Object.keys(set).map((k) => `, ${k} = ?`).join('');
+  const result = db.prepare(`UPDATE domains SET status = ?, reason = ?${extra}, updated_at = ? WHERE domain_id = ? AND status = ?`).run(to, reason, ...Object.values(set), now(), domainId, from);
+  return result.changes === 1;
+}
+
+/** Notes a reason without changing the status (e.g. "waiting for a transport"). */
+export function noteReason(db: Db, domainId: string, status: DomainStatus, reason: string | null): void {
+  db.prepare('UPDATE domains SET reason = ?, updated_at = ? WHERE domain_id = ? AND status = ? AND reason IS NOT ?').run(reason, now(), domainId, status, reason);
+}
+
+/** Stores a DNS check; a failing one ends the verification as `failed` with a summary reason. */
+export function recordChecks(db: Db, row: DomainRow, checks: RecordCheck[]): 'valid' | 'invalid' | 'stale' {
+  const invalid = checks.filter((c) => c.status === 'invalid');
+  return db.transaction(() => {
+    const at = now();
+    const fresh = db.prepare("UPDATE domains SET checks = ?, checked_at = ?, updated_at = ? WHERE domain_id = ? AND status = 'verifying' AND selftest_sent_at IS NULL").run(JSON.stringify(checks), at, at, row.domain_id);
+    if (fresh.changes === 0) return 'stale' as const;
+    if (invalid.length === 0) return 'valid' as const;
+    const summary = `${invalid.length} of ${checks.length} DNS records are not right yet: ${invalid.map((c) => c.reason).join(' ')} Fix them, then POST /v0/domains/${row.domain_id}/verify.`;
+    transition(db, row.domain_id, 'verifying', 'failed', summary);
+    return 'invalid' as const;
+  })();
+}
+
+// ---- the self-test ----
+
+export const SELFTEST_HEADER = 'X-Svc-Selftest';
+export const selftestAddress = (domain: string) => `svc-selftest@${domain}`;
+
+/** Marks the self-test as handed to the transport, with the token it carries. */
+export function recordSelftestSent(db: Db, domainId: string, token: string): boolean {
+  const at = now();
+  return db.prepare("UPDATE domains SET selftest_token = ?, selftest_sent_at = ?, updated_at = ? WHERE domain_id = ? AND status = 'verifying' AND selftest_sent_at IS NULL").run(token, at, at, domainId).changes === 1;
+}
+
+/**
+ * The inbound hook: mail to `svc-selftest@<domain>` is never stored. When it carries the token of
+ * the domain's pending self-test, the domain becomes `verified` and `domain.verified` is appended
+ * in the same transaction (the caller's). Returns the event's seq, or null.
+ */
+export function receiveSelftest(db: Db, recipient: string, headers: [string, string][]): number | null {
+  const domain = recipient.slice(recipient.lastIndexOf('@') + 1).toLowerCase();
+  const value = headers.find(([name]) => name.toLowerCase() === SELFTEST_HEADER.toLowerCase())?.[1]?.trim();
+  if (!value) return null;
+  const row = db.prepare("SELECT * FROM domains WHERE domain = ? AND status = 'verifying' AND selftest_token = ?").get(domain, value) as DomainRow | undefined;
+  if (!row) return null;
+  const at = now();
+  return db.transaction(() => {
+    db.prepare("UPDATE domains SET status = 'verified', reason = NULL, selftest_received_at = ?, verified_at = ?, updated_at = ? WHERE domain_id = ?").run(at, at, at, row.domain_id);
+    return appendEvent(db, {
+      eventType: 'domain.verified',
+      inboxId: null,
+      payloadKey: 'domain',
+      payload: { domain_id: row.domain_id, domain: row.domain, status: 'verified', timestamp: at },
+    }).seq;
+  })();
+}
+
+/** True for the address the self-test is sent to (any routed domain's `svc-selftest@`). */
+export const isSelftestRecipient = (address: string) => address.toLowerCase().startsWith('svc-selftest@');

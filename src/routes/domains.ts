@@ -1,0 +1,77 @@
+/**
+ * Domains, owner only (spec §4.12, docs/domains.md): register, plan, zone file, and the
+ * provisioning state machine's triggers (apply, verify, teardown). The provisioning loop does
+ * the work; each trigger wakes it.
+ */
+import type { FastifyPluginAsync } from 'fastify';
+import { Type, type Static } from 'typebox';
+import { PageQuery } from '../http/pagination.js';
+import {
+  applyDomain,
+  createDomain,
+  CreateDomainBody,
+  deleteDomain,
+  domainRow,
+  domainView,
+  listDomains,
+  requestVerification,
+  teardownDomain,
+  updateDomain,
+  UpdateDomainBody,
+} from '../domains/store.js';
+import { domainPlan, zoneFile } from '../domains/plan.js';
+
+const Params = Type.Object({ domain_id: Type.String({ minLength: 1, maxLength: 64 }) });
+const ListQuery = Type.Object(PageQuery);
+type Params = Static<typeof Params>;
+type ListQuery = Static<typeof ListQuery>;
+
+const owner = { auth: 'owner' } as const;
+
+export const domainRoutes: FastifyPluginAsync = async (app) => {
+  const { db, bus } = app.svc;
+  const wakeProvisioning = () => bus.publish({ kind: 'wake', loop: 'provisioning' });
+
+  app.get<{ Querystring: ListQuery }>('/domains', { config: owner, schema: { querystring: ListQuery } }, async (request) => listDomains(db, request.principal!, request.query));
+  app.post<{ Body: CreateDomainBody }>('/domains', { config: owner, schema: { body: CreateDomainBody } }, async (request) => createDomain(db, request.body));
+  app.get<{ Params: Params }>('/domains/:domain_id', { config: owner, schema: { params: Params } }, async (request) => domainView(db, domainRow(db, request.params.domain_id)));
+  app.patch<{ Params: Params; Body: UpdateDomainBody }>('/domains/:domain_id', { config: owner, schema: { params: Params, body: UpdateDomainBody } }, async (request) =>
+    updateDomain(db, request.params.domain_id, request.body),
+  );
+  app.delete<{ Params: Params }>('/domains/:domain_id', { config: owner, schema: { params: Params } }, async (request, reply) => {
+    deleteDomain(db, request.params.domain_id);
+    return reply.send();
+  });
+
+  app.get<{ Params: Params }>('/domains/:domain_id/plan', { config: owner, schema: { params: Params } }, async (request) => {
+    const row = domainRow(db, request.params.domain_id);
+    const plan = await domainPlan(db, row.domain, { domainId: row.domain_id, feedbackEnabled: row.feedback_enabled === 1 });
+    return {
+      domain: plan.domain,
+      steps: plan.steps,
+      records: plan.records.map(({ type, name, value, priority }) => ({ type, name, value, ...(priority !== undefined ? { priority } : {}) })),
+      warnings: plan.warnings,
+    };
+  });
+  app.get<{ Params: Params }>('/domains/:domain_id/zone-file', { config: owner, schema: { params: Params } }, async (request, reply) => {
+    const row = domainRow(db, request.params.domain_id);
+    const plan = await domainPlan(db, row.domain, { domainId: row.domain_id, feedbackEnabled: row.feedback_enabled === 1 });
+    return reply.type('text/plain; charset=utf-8').header('content-disposition', `attachment; filename="${row.domain}.zone"`).send(zoneFile(plan));
+  });
+
+  app.post<{ Params: Params }>('/domains/:domain_id/apply', { config: owner, schema: { params: Params } }, async (request, reply) => {
+    const row = applyDomain(db, request.params.domain_id);
+    wakeProvisioning();
+    return reply.code(202).send(await domainView(db, row));
+  });
+  app.post<{ Params: Params }>('/domains/:domain_id/verify', { config: owner, schema: { params: Params } }, async (request, reply) => {
+    const row = requestVerification(db, request.params.domain_id);
+    wakeProvisioning();
+    return reply.code(202).send(await domainView(db, row));
+  });
+  app.post<{ Params: Params }>('/domains/:domain_id/teardown', { config: owner, schema: { params: Params } }, async (request, reply) => {
+    const row = teardownDomain(db, request.params.domain_id);
+    wakeProvisioning();
+    return reply.code(202).send(await domainView(db, row));
+  });
+};
