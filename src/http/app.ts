@@ -29,6 +29,7 @@ import { draftRoutes } from '../routes/drafts.js';
 import { listRoutes } from '../routes/lists.js';
 import { downloadRoutes } from '../routes/downloads.js';
 import { wsRoutes } from '../routes/ws.js';
+import { webhookRoutes } from '../routes/webhooks.js';
 import { domainRoutes } from '../routes/domains.js';
 
 /** Everything route plugins need, decorated onto the instance as `app.svc`. */
@@ -183,7 +184,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(ownerRoutes, { prefix: '/v0/owner' });
   await app.register(transportRoutes, { prefix: '/v0/owner' });
   await app.register(inboundRoutes, { prefix: '/v0/owner' });
-  for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, sendRoutes, draftRoutes, listRoutes, downloadRoutes, wsRoutes, domainRoutes]) {
+  for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, sendRoutes, draftRoutes, listRoutes, downloadRoutes, wsRoutes, domainRoutes, webhookRoutes]) {
     await app.register(routes, { prefix: '/v0' });
   }
   return app;

@@ -1,0 +1,345 @@
+/**
+ * The webhook store (spec §2.8, §4.9): create with a secret shown once, read with health fields,
+ * patch, delete, and write-only custom headers. A webhook remembers who created it — the owner,
+ * or the API key / OAuth grant of an agent — because delivery filters every event by that
+ * creator's current scope and permissions (workers/loops/webhooks.ts), and agents see only the
+ * webhooks their own credential created.
+ */
+import { randomBytes } from 'node:crypto';
+import { Type, type Static } from 'typebox';
+import type { Db } from '../db/open.js';
+import { uuidv7 } from '../db/ids.js';
+import { ApiError, notFound } from '../http/errors.js';
+import { isOwner, type Principal } from '../http/principal.js';
+import { normalizeInboxId } from '../http/access.js';
+import { DEFAULT_LIMIT, pageFromRows, readCursor, type PageBinding } from '../http/pagination.js';
+import { latestSeq } from '../events/log.js';
+import { audienceOf, EVENT_TYPES } from '../events/visibility.js';
+import { internalTargetProblem, parseTarget, URL_MAX } from '../events/webhook-target.js';
+
+export const WEBHOOK_SECRET_PREFIX = 'whsec_';
+/** Random bytes behind a secret (Standard Webhooks asks for 24 to 64). */
+const SECRET_BYTES = 32;
+export const WEBHOOK_INBOX_IDS_MAX = 1000;
+/** Custom header limits: the caller-header limits of spec §8, applied per webhook. */
+export const HEADER_NAME_MAX_BYTES = 100;
+export const HEADER_VALUE_MAX_BYTES = 2048;
+export const HEADERS_TOTAL_MAX_BYTES = 16 * 1024;
+export const HEADERS_MAX_COUNT = 20;
+/** Names svc sets itself, or that would change how the request is framed or routed. */
+const RESERVED_HEADERS = new Set(['content-type', 'content-length', 'content-encoding', 'transfer-encoding', 'connection', 'keep-alive', 'host', 'te', 'trailer', 'upgrade', 'expect', 'user-agent']);
+const RESERVED_PREFIXES = ['webhook-', 'svix-', 'proxy-'];
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** Visible ASCII, space and tab: no CR, LF or other control characters. */
+const HEADER_VALUE = /^[\t\x20-\x7e]*$/;
+
+const Address = Type.String({ minLength: 3, maxLength: 320 });
+const EventTypes = Type.Array(Type.String({ maxLength: 100 }), { maxItems: EVENT_TYPES.length * 2 });
+const Headers = Type.Record(Type.String(), Type.String());
+const InboxIds = Type.Array(Address, { maxItems: WEBHOOK_INBOX_IDS_MAX });
+
+export const CreateInboxWebhookBody = Type.Object(
+  { url: Type.String({ minLength: 1, maxLength: URL_MAX }), event_types: EventTypes, headers: Type.Optional(Headers) },
+  { additionalProperties: false },
+);
+export type CreateInboxWebhookBody = Static<typeof CreateInboxWebhookBody>;
+
+export const CreateWebhookBody = Type.Object(
+  { url: Type.String({ minLength: 1, maxLength: URL_MAX }), event_types: EventTypes, headers: Type.Optional(Headers), inbox_ids: Type.Optional(Type.Union([InboxIds, Type.Null()])) },
+  { additionalProperties: false },
+);
+export type CreateWebhookBody = Static<typeof CreateWebhookBody>;
+
+export const UpdateInboxWebhookBody = Type.Object({ event_types: Type.Optional(EventTypes), enabled: Type.Optional(Type.Boolean()) }, { additionalProperties: false });
+export type UpdateInboxWebhookBody = Static<typeof UpdateInboxWebhookBody>;
+
+export const UpdateWebhookBody = Type.Object(
+  { event_types: Type.Optional(EventTypes), enabled: Type.Optional(Type.Boolean()), add_inbox_ids: Type.Optional(InboxIds), remove_inbox_ids: Type.Optional(InboxIds) },
+  { additionalProperties: false },
+);
+export type UpdateWebhookBody = Static<typeof UpdateWebhookBody>;
+
+export const UpdateHeadersBody = Type.Object(
+  { headers: Type.Optional(Headers), remove_headers: Type.Optional(Type.Array(Type.String({ maxLength: HEADER_NAME_MAX_BYTES * 4 }), { maxItems: 100 })) },
+  { additionalProperties: false },
+);
+export type UpdateHeadersBody = Static<typeof UpdateHeadersBody>;
+
+export interface WebhookRow {
+  webhook_id: string;
+  owner_kind: 'owner' | 'api_key' | 'oauth';
+  creator_id: string | null;
+  inbox_scope: string | null;
+  inbox_ids: string | null;
+  url: string;
+  event_types: string;
+  secret: string;
+  enabled: number;
+  disabled_reason: string | null;
+  epoch: number;
+  failure_count: number;
+  dropped_count: number;
+  last_error_code: string | null;
+  last_success_at: string | null;
+  first_failure_at: string | null;
+  cursor_seq: number;
+  retry_seq: number | null;
+  attempts: number;
+  next_attempt_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export const WebhookResponse = Type.Object({
+  webhook_id: Type.String(),
+  url: Type.String(),
+  event_types: Type.Array(Type.String()),
+  /** The inbox of an inbox webhook; null for instance-wide ones. */
+  inbox_id: Type.Union([Type.String(), Type.Null()]),
+  /** Instance-wide filter; null = every inbox the creator can see. */
+  inbox_ids: Type.Union([Type.Array(Type.String()), Type.Null()]),
+  enabled: Type.Boolean(),
+  created_at: Type.String(),
+  updated_at: Type.String(),
+  failure_count: Type.Optional(Type.Integer()),
+  dropped_count: Type.Optional(Type.Integer()),
+  disabled_reason: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  last_error_code: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  last_success_at: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  secret: Type.Optional(Type.String()),
+});
+export type WebhookResponse = Static<typeof WebhookResponse>;
+
+function webhookResponse(row: WebhookRow, health: boolean): WebhookResponse {
+  const base: WebhookResponse = {
+    webhook_id: row.webhook_id,
+    url: row.url,
+    event_types: JSON.parse(row.event_types) as string[],
+    inbox_id: row.inbox_scope,
+    inbox_ids: row.inbox_ids === null ? null : (JSON.parse(row.inbox_ids) as string[]),
+    enabled: row.enabled === 1,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+  if (!health) return base;
+  return {
+    ...base,
+    failure_count: row.failure_count,
+    dropped_count: row.dropped_count,
+    disabled_reason: row.disabled_reason,
+    last_error_code: row.last_error_code,
+    last_success_at: row.last_success_at,
+  };
+}
+
+const invalid = (message: string, fix: string) => new ApiError('validation_error', message, { fix });
+
+/** Who a new webhook belongs to. Browser sessions are the owner too. */
+function creatorOf(p: Principal): { kind: WebhookRow['owner_kind']; id: string | null } {
+  if (isOwner(p)) return { kind: 'owner', id: null };
+  return { kind: p.kind === 'oauth' ? 'oauth' : 'api_key', id: p.id };
+}
+
+/** SQL limiting rows to the webhooks a caller may see: all for the owner, else its own. */
+function visibleTo(p: Principal): { sql: string; params: string[] } {
+  if (isOwner(p)) return { sql: '1 = 1', params: [] };
+  const c = creatorOf(p);
+  return { sql: 'owner_kind = ? AND creator_id = ?', params: [c.kind, c.id!] };
+}
+
+/** Known, deduplicated event types; agents may not ask for owner-only ones they could never get. */
+function checkEventTypes(p: Principal, types: string[]): string[] {
+  if (types.length === 0) throw invalid('`event_types` must name at least one event type.', `Use event types from: ${EVENT_TYPES.join(', ')}.`);
+  const known: ReadonlySet<string> = new Set(EVENT_TYPES);
+  const unknown = types.filter((t) => !known.has(t));
+  if (unknown.length > 0) throw invalid(`Unknown event type \`${unknown[0]}\`.`, `Use event types from: ${EVENT_TYPES.join(', ')}.`);
+  if (!isOwner(p)) {
+    const ownerOnly = types.find((t) => audienceOf(t) === 'owner');
+    if (ownerOnly) throw invalid(`\`${ownerOnly}\` events are delivered to the owner only.`, 'Remove owner-only event types (domain.*, inbound.*, oauth.*), or ask the owner to create this webhook.');
+  }
+  return [...new Set(types)];
+}
+
+/** Existing inboxes, deduplicated and normalized; an agent's out-of-scope inbox is not found. */
+function checkInboxIds(db: Db, p: Principal, ids: string[]): string[] {
+  const exists = db.prepare('SELECT 1 FROM inboxes WHERE inbox_id = ?').pluck();
+  const out = [...new Set(ids.map(normalizeInboxId))];
+  for (const id of out) {
+    if (p.inboxScope !== 'all' && !p.inboxScope.has(id)) throw notFound('inbox');
+    if (!exists.get(id)) throw invalid(`The inbox \`${id}\` does not exist.`, `Create \`${id}\` first, or remove it from \`inbox_ids\`.`);
+  }
+  return out;
+}
+
+async function checkUrl(p: Principal, raw: string): Promise<string> {
+  const parsed = parseTarget(raw);
+  if (!(parsed instanceof URL)) throw invalid(parsed.message, parsed.fix);
+  if (!isOwner(p)) {
+    const problem = await internalTargetProblem(parsed);
+    if (problem) throw invalid(problem.message, problem.fix);
+  }
+  return parsed.toString();
+}
+
+interface HeaderChange {
+  set: [name: string, value: string][];
+  remove: string[];
+}
+
+/** One header's rules (names: RFC 9110 tokens; values: no CR/LF or controls; reserved names refused). */
+function checkHeader(name: string, value: string | null): void {
+  if (!TOKEN.test(name) || Buffer.byteLength(name) > HEADER_NAME_MAX_BYTES) {
+    throw invalid(`\`${name.slice(0, 100)}\` is not a valid header name.`, `Header names are 1 to ${HEADER_NAME_MAX_BYTES} token characters (letters, digits and !#$%&'*+.^_\`|~-).`);
+  }
+  const key = name.toLowerCase();
+  if (RESERVED_HEADERS.has(key) || RESERVED_PREFIXES.some((prefix) => key.startsWith(prefix))) {
+    throw invalid(`The header \`${name}\` is set by svc and cannot be customized.`, 'Choose another name; Content-Type, Host, Content-Length, webhook-*, svix-* and connection headers are reserved.');
+  }
+  if (value === null) return;
+  if (!HEADER_VALUE.test(value)) throw invalid(`The value of \`${name}\` contains a line break or control character.`, 'Send a single-line value of printable ASCII characters.');
+  if (Buffer.byteLength(value) > HEADER_VALUE_MAX_BYTES) throw invalid(`The value of \`${name}\` is longer than ${HEADER_VALUE_MAX_BYTES} bytes.`, 'Shorten the value.');
+}
+
+function headerChange(headers: Record<string, string> | undefined, remove: string[] | undefined): HeaderChange {
+  const set = Object.entries(headers ?? {});
+  for (const [name, value] of set) checkHeader(name, value);
+  for (const name of remove ?? []) checkHeader(name, null);
+  const keys = set.map(([n]) => n.toLowerCase());
+  if (new Set(keys).size !== keys.length) throw invalid('The same header is named twice (header names are case-insensitive).', 'Send each header once.');
+  const removed = (remove ?? []).map((n) => n.toLowerCase());
+  const both = removed.find((n) => keys.includes(n));
+  if (both) throw invalid(`The header \`${both}\` is both set and removed.`, 'Either set it in `headers` or remove it in `remove_headers`.');
+  return { set, remove: removed };
+}
+
+/** Applies a header change and enforces the per-webhook totals; runs inside the caller's transaction. */
+function applyHeaders(db: Db, webhookId: string, change: HeaderChange): void {
+  const del = db.prepare('DELETE FROM webhook_headers WHERE webhook_id = ? AND name_key = ?');
+  for (const key of change.remove) del.run(webhookId, key);
+  const upsert = db.prepare('INSERT INTO webhook_headers (webhook_id, name_key, name, value) VALUES (?, ?, ?, ?) ON CONFLICT (webhook_id, name_key) DO UPDATE SET name = excluded.name, value = excluded.value');
+  for (const [name, value] of change.set) upsert.run(webhookId, name.toLowerCase(), name, value);
+  const rows = db.prepare('SELECT name, value FROM webhook_headers WHERE webhook_id = ?').all(webhookId) as { name: string; value: string }[];
+  if (rows.length > HEADERS_MAX_COUNT) throw invalid(`A webhook has at most ${HEADERS_MAX_COUNT} custom headers.`, 'Remove some headers with `remove_headers`.');
+  const total = rows.reduce((sum, r) => sum + Buffer.byteLength(r.name) + Buffer.byteLength(r.value), 0);
+  if (total > HEADERS_TOTAL_MAX_BYTES) throw invalid(`A webhook's custom headers total at most ${HEADERS_TOTAL_MAX_BYTES} bytes.`, 'Shorten or remove headers.');
+}
+
+/** The webhook if the caller may see it; `inbox` set on the inbox routes limits it to that inbox. */
+function webhookRow(db: Db, p: Principal, webhookId: string, inbox: string | null): WebhookRow {
+  const vis = visibleTo(p);
+  const row = db
+    .prepare(`SELECT * FROM webhooks WHERE webhook_id = ? AND ${vis.sql}${inbox === null ? '' : ' AND inbox_scope = ?'}`)
+    .get(webhookId, ...vis.params, ...(inbox === null ? [] : [inbox])) as WebhookRow | undefined;
+  // An instance-wide route sees an inbox webhook only when the caller could use its inbox route.
+  if (!row || (row.inbox_scope !== null && p.inboxScope !== 'all' && !p.inboxScope.has(row.inbox_scope))) throw notFound('webhook');
+  return row;
+}
+
+const newWebhookSecret = () => WEBHOOK_SECRET_PREFIX + randomBytes(SECRET_BYTES).toString('base64');
+
+/**
+ * Creates a webhook. `inbox` is the path's inbox on the inbox route (already checked for scope),
+ * null on the instance-wide route. Delivery starts with events after this moment.
+ */
+export async function createWebhook(db: Db, p: Principal, body: CreateWebhookBody | CreateInboxWebhookBody, inbox: string | null): Promise<WebhookResponse & { secret: string }> {
+  const eventTypes = checkEventTypes(p, body.event_types);
+  const inboxIds = inbox === null && 'inbox_ids' in body && body.inbox_ids != null ? checkInboxIds(db, p, body.inbox_ids) : null;
+  const headers = headerChange(body.headers, undefined);
+  const url = await checkUrl(p, body.url);
+  const creator = creatorOf(p);
+  const id = uuidv7();
+  const secret = newWebhookSecret();
+  const now = new Date().toISOString();
+  db.transaction(() => {
+    db.prepare(
+      `INSERT INTO webhooks (webhook_id, owner_kind, creator_id, inbox_scope, inbox_ids, url, event_types, secret, cursor_seq, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ).run(id, creator.kind, creator.id, inbox, inboxIds === null ? null : JSON.stringify(inboxIds), url, JSON.stringify(eventTypes), secret, latestSeq(db), now, now);
+    applyHeaders(db, id, headers);
+  })();
+  return { ...webhookResponse(webhookRow(db, p, id, null), true), secret };
+}
+
+export function getWebhook(db: Db, p: Principal, webhookId: string, inbox: string | null): WebhookResponse {
+  return webhookResponse(webhookRow(db, p, webhookId, inbox), true);
+}
+
+/**
+ * Patches event types, `enabled` and (instance-wide) the inbox filter. Disabling records
+ * `disabled_reason` = `manual`; re-enabling clears the failure state and starts delivery with
+ * events after that moment (docs/webhooks.md).
+ */
+export function updateWebhook(db: Db, p: Principal, webhookId: string, inbox: string | null, patch: UpdateWebhookBody): WebhookResponse {
+  return db.transaction(() => {
+    const row = webhookRow(db, p, webhookId, inbox);
+    const eventTypes = patch.event_types === undefined ? row.event_types : JSON.stringify(checkEventTypes(p, patch.event_types));
+    let inboxIds = row.inbox_ids;
+    if (patch.add_inbox_ids !== undefined || patch.remove_inbox_ids !== undefined) {
+      if (row.inbox_scope !== null) throw invalid('An inbox webhook has no `inbox_ids` filter.', `It receives events of ${row.inbox_scope} only; create an instance-wide webhook to filter by several inboxes.`);
+      const current = new Set(row.inbox_ids === null ? [] : (JSON.parse(row.inbox_ids) as string[]));
+      for (const id of checkInboxIds(db, p, patch.add_inbox_ids ?? [])) current.add(id);
+      for (const id of (patch.remove_inbox_ids ?? []).map(normalizeInboxId)) current.delete(id);
+      inboxIds = row.inbox_ids === null && patch.add_inbox_ids === undefined ? null : JSON.stringify([...current]);
+    }
+    const now = new Date().toISOString();
+    db.prepare('UPDATE webhooks SET event_types = ?, inbox_ids = ?, updated_at = ? WHERE webhook_id = ?').run(eventTypes, inboxIds, now, row.webhook_id);
+    if (patch.enabled === false && row.enabled === 1) {
+      db.prepare("UPDATE webhooks SET enabled = 0, disabled_reason = 'manual', epoch = epoch + 1, retry_seq = NULL, attempts = 0, next_attempt_at = NULL WHERE webhook_id = ?").run(row.webhook_id);
+    } else if (patch.enabled === true && row.enabled === 0) {
+      db.prepare(
+        `UPDATE webhooks SET enabled = 1, disabled_reason = NULL, epoch = epoch + 1, failure_count = 0, last_error_code = NULL, first_failure_at = NULL,
+         retry_seq = NULL, attempts = 0, next_attempt_at = NULL, cursor_seq = ? WHERE webhook_id = ?`,
+      ).run(latestSeq(db), row.webhook_id);
+    }
+    return webhookResponse(webhookRow(db, p, row.webhook_id, null), true);
+  })();
+}
+
+export function deleteWebhook(db: Db, p: Principal, webhookId: string, inbox: string | null): void {
+  const row = webhookRow(db, p, webhookId, inbox);
+  db.prepare('DELETE FROM webhooks WHERE webhook_id = ?').run(row.webhook_id);
+}
+
+/** Header names only: values are write-only. */
+export function webhookHeaderNames(db: Db, p: Principal, webhookId: string, inbox: string | null): { header_names: string[] } {
+  const row = webhookRow(db, p, webhookId, inbox);
+  const names = db.prepare('SELECT name FROM webhook_headers WHERE webhook_id = ? ORDER BY name_key').pluck().all(row.webhook_id) as string[];
+  return { header_names: names };
+}
+
+export function updateWebhookHeaders(db: Db, p: Principal, webhookId: string, inbox: string | null, body: UpdateHeadersBody): void {
+  const change = headerChange(body.headers, body.remove_headers);
+  db.transaction(() => {
+    const row = webhookRow(db, p, webhookId, inbox);
+    applyHeaders(db, row.webhook_id, change);
+    db.prepare('UPDATE webhooks SET updated_at = ? WHERE webhook_id = ?').run(new Date().toISOString(), row.webhook_id);
+  })();
+}
+
+export interface WebhookPageQuery {
+  limit?: number;
+  page_token?: string;
+  ascending?: boolean;
+}
+
+/** One page of the caller's webhooks, newest first unless `ascending`; on the inbox route, that inbox's only. */
+export function listWebhooks(db: Db, p: Principal, query: WebhookPageQuery, inbox: string | null): Record<string, unknown> {
+  const limit = query.limit ?? DEFAULT_LIMIT;
+  const ascending = query.ascending ?? false;
+  const binding: PageBinding = { route: 'webhooks.list', filters: { ascending, inbox_id: inbox }, principal: p };
+  const vis = visibleTo(p);
+  const where = [vis.sql];
+  const params: (string | number)[] = [...vis.params];
+  if (inbox !== null) {
+    where.push('inbox_scope = ?');
+    params.push(inbox);
+  }
+  if (query.page_token !== undefined) {
+    const cursor = readCursor(db, query.page_token, binding, 2);
+    where.push(`(created_at, webhook_id) ${ascending ? '>' : '<'} (?, ?)`);
+    params.push(...cursor);
+  }
+  const order = ascending ? 'ASC' : 'DESC';
+  const rows = db.prepare(`SELECT * FROM webhooks WHERE ${where.join(' AND ')} ORDER BY created_at ${order}, webhook_id ${order} LIMIT ?`).all(...params, limit + 1) as WebhookRow[];
+  return pageFromRows(db, binding, 'webhooks', rows, limit, (r) => [r.created_at, r.webhook_id], (r) => webhookResponse(r, false));
+}
