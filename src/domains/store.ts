@@ -261,7 +261,9 @@ export function recordSelftestSent(db: Db, domainId: string, token: string): boo
  */
 export function receiveSelftest(db: Db, recipient: string, headers: [string, string][]): number | null {
   const domain = recipient.slice(recipient.lastIndexOf('@') + 1).toLowerCase();
-  const value = headers.find(([name]) => name.toLowerCase() === SELFTEST_HEADER.toLowerCase())?.[1]?.trim();
+  // Parsed headers are [lower-case name, the whole raw line]: the value follows the first colon.
+  const line = headers.find(([name]) => name.toLowerCase() === SELFTEST_HEADER.toLowerCase())?.[1];
+  const value = line?.slice(line.indexOf(':') + 1).replace(/\s+/g, '').trim();
   if (!value) return null;
   const row = db.prepare("SELECT * FROM domains WHERE domain = ? AND status = 'verifying' AND selftest_token = ?").get(domain, value) as DomainRow | undefined;
   if (!row) return null;
