@@ -14,8 +14,11 @@ import { commitBatch, deleteCommitted, prepareBatch, type IngestDeps, type Prepa
 import type { OpenedInbound } from '../pool/tasks.js';
 
 const BATCH = 50;
-/** Pages listed and being fetched and opened ahead of the committer. */
+/** Pages listed and being fetched and opened ahead of the committer, and their sealed bytes. */
 const PAGES_AHEAD = 4;
+const AHEAD_MAX_BYTES = 64 * 1024 * 1024;
+/** Sealed bytes in one page (at least one object), so large mail is held a few at a time. */
+const PAGE_MAX_BYTES = 16 * 1024 * 1024;
 /** A pass that has caught up waits this long for the next object before it ends. */
 const CAUGHT_UP_WAIT_MS = 2_000;
 const MAX_PER_PASS = 2_000;
@@ -89,8 +92,9 @@ runLoop(async (ctx) => {
   // at once; when caught up it long-polls the edge for the next object instead of listing again.
   // The committer takes the pages in key order and commits every page that is ready in one
   // transaction, so it batches more when it falls behind and waits for nothing when it does not.
-  type Page = { prepared: Promise<PreparedBatch>; ready: boolean };
+  type Page = { prepared: Promise<PreparedBatch>; ready: boolean; bytes: number };
   const pages: Page[] = [];
+  let aheadBytes = 0;
   let listed = 0;
   let listing = true;
   let stop = false;
@@ -101,7 +105,7 @@ runLoop(async (ctx) => {
     let cursor: string | null = null;
     try {
       while (!stop && listed < MAX_PER_PASS) {
-        if (pages.length >= PAGES_AHEAD) {
+        if (pages.length >= PAGES_AHEAD || (pages.length > 0 && aheadBytes >= AHEAD_MAX_BYTES)) {
           await new Promise<void>((resolve) => (wakeLister = resolve));
           continue;
         }
@@ -112,9 +116,17 @@ runLoop(async (ctx) => {
           if (!available) break; // quiet for a while: end the pass, the long-poll wakes the next
           continue;
         }
-        cursor = page.objects.at(-1)!.key;
-        listed += page.objects.length;
-        const entry: Page = { prepared: quiet(prepareBatch(deps, page.objects)), ready: false };
+        const objects: typeof page.objects = [];
+        let bytes = 0;
+        for (const o of page.objects) {
+          if (objects.length > 0 && bytes + o.size > PAGE_MAX_BYTES) break;
+          objects.push(o);
+          bytes += o.size;
+        }
+        cursor = objects.at(-1)!.key;
+        listed += objects.length;
+        aheadBytes += bytes;
+        const entry: Page = { prepared: quiet(prepareBatch(deps, objects)), ready: false, bytes };
         // Settled either way: a failed page makes the committer end the pass when it reaches it.
         const settle = () => {
           entry.ready = true;
@@ -143,7 +155,9 @@ runLoop(async (ctx) => {
       // Every page already prepared, oldest first, goes into this one transaction.
       const ready: PreparedBatch = { ready: [], processed: 0 };
       while (pages.length > 0 && pages[0].ready) {
-        const batch = await pages.shift()!.prepared;
+        const page = pages.shift()!;
+        aheadBytes -= page.bytes;
+        const batch = await page.prepared;
         ready.ready.push(...batch.ready);
         ready.processed += batch.processed;
       }
