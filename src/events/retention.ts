@@ -21,10 +21,23 @@ export interface PruneOptions {
   oldestUndeliveredSeq?: number | null;
 }
 
-/** Deletes events older than the retention period that no delivery still needs; returns how many. */
+/**
+ * The oldest event an enabled webhook has not yet delivered, dropped or filtered out (the
+ * smallest cursor + 1), or null when no enabled webhook exists. Disabled webhooks hold nothing:
+ * re-enabling one starts with new events (docs/webhooks.md).
+ */
+export function oldestUndeliveredSeq(db: Db): number | null {
+  const row = db.prepare('SELECT min(cursor_seq) AS c FROM webhooks WHERE enabled = 1').get() as { c: number | null };
+  return row.c === null ? null : row.c + 1;
+}
+
+/**
+ * Deletes events older than the retention period that no delivery still needs; returns how many.
+ * Without `oldestUndeliveredSeq`, the webhooks table says what is still needed.
+ */
 export function pruneEvents(db: Db, opts: PruneOptions = {}): number {
   const cutoff = new Date((opts.now ?? Date.now()) - EVENT_RETENTION_MS).toISOString();
-  const keepFrom = opts.oldestUndeliveredSeq ?? Number.MAX_SAFE_INTEGER;
+  const keepFrom = (opts.oldestUndeliveredSeq === undefined ? oldestUndeliveredSeq(db) : opts.oldestUndeliveredSeq) ?? Number.MAX_SAFE_INTEGER;
   const deleteChunk = db.prepare(
     'DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE created_at < ? AND seq < ? ORDER BY seq LIMIT ?)',
   );

@@ -20,6 +20,8 @@ export class LoopSupervisor {
     private readonly onCrash: (name: LoopName) => void,
   ) {
     bus.subscribe('wake', (m) => this.#post(m.loop as LoopName, { kind: 'wake' }));
+    // Webhooks deliver new events at once rather than at the next one-second tick.
+    bus.subscribe('event', () => this.#post('webhooks', { kind: 'wake' }));
   }
 
   /** Starts every loop and resolves when all have opened the database. */

@@ -1,13 +1,200 @@
 /**
- * The webhooks loop (spec §8): every second. Delivery arrives with a later capability; for now a
- * pass only keeps the event log within its retention (spec §6.3), at most once an hour.
+ * The webhooks loop (spec §8: every second; also woken on new events). Each pass:
+ *
+ *   wake → prune the event log when due (keeping what enabled webhooks still need) → for every
+ *   enabled webhook with new events or a retry that is due and no delivery running, start a
+ *   drain → sleep until the next retry is due (at most a second).
+ *
+ * A drain reads the log forward from the webhook's cursor and POSTs each event that passes the
+ * filters, one at a time and in order, so a failing event holds back later ones of that webhook
+ * only; drains of different webhooks run concurrently. Every event is filtered by the CREATOR's
+ * current scope and permissions (src/events/visibility.ts): a deleted or expired key sees
+ * nothing, so nothing is delivered. Delivery is at least once: the cursor is written in batches,
+ * so after a crash a receiver may see a few events again (same `webhook-id`).
  */
-import { runLoop } from './run-loop.js';
+import { runLoop, type LoopContext } from './run-loop.js';
 import { EventPruneSchedule } from '../../src/events/retention.js';
+import { latestSeq } from '../../src/events/log.js';
+import { isEventVisible } from '../../src/events/visibility.js';
+import { deliver, DELIVERY_TIMEOUT_MS } from '../../src/events/webhook-delivery.js';
+import { refreshPrincipal } from '../../src/http/credentials.js';
+import type { Principal } from '../../src/http/principal.js';
+import type { Db } from '../../src/db/open.js';
+import type { WebhookRow } from '../../src/mail/webhooks.js';
+
+/** Waits before each retry after a failed attempt; after the last retry fails the delivery is dropped. */
+const RETRY_SCHEDULE_MS = [5_000, 5 * 60_000, 30 * 60_000, 2 * 3600_000, 5 * 3600_000, 10 * 3600_000, 10 * 3600_000];
+/** Unbroken failure this long disables the webhook. */
+const DISABLE_AFTER_MS = 5 * 24 * 3600_000;
+const READ_BATCH = 200;
+/** The cursor is written after this many events or this long, whichever comes first. */
+const CURSOR_FLUSH_EVENTS = 500;
+const CURSOR_FLUSH_MS = 250;
+
+/** Test-only shortenings (docs/testing.md); unset, the values above apply. */
+function fromEnv(name: string): number | null {
+  const value = Number(process.env[name]);
+  return process.env[name] !== undefined && Number.isFinite(value) && value >= 0 ? value : null;
+}
+const TEST_RETRY_MS = fromEnv('SVC_TEST_WEBHOOK_RETRY_MS');
+const retryDelayMs = (attempt: number) => TEST_RETRY_MS ?? RETRY_SCHEDULE_MS[attempt - 1];
+const disableAfterMs = fromEnv('SVC_TEST_WEBHOOK_DISABLE_MS') ?? DISABLE_AFTER_MS;
+const timeoutMs = fromEnv('SVC_TEST_WEBHOOK_TIMEOUT_MS') ?? DELIVERY_TIMEOUT_MS;
+/** Lets tests point agent-created webhooks at a loopback receiver; creation still refuses such URLs. */
+const unguarded = process.env.SVC_TEST_WEBHOOK_UNGUARDED === '1';
+
+const OWNER: Principal = { kind: 'owner', id: 'owner', inboxScope: 'all', permissions: 'all', sendPolicy: 'direct' };
+
+interface LogRow {
+  seq: number;
+  event_id: string;
+  event_type: string;
+  inbox_id: string | null;
+  payload: string;
+}
+
+/** The creator as it stands now; null once its key is deleted or expired. */
+function creatorPrincipal(db: Db, hook: WebhookRow): Principal | null {
+  if (hook.owner_kind === 'owner') return OWNER;
+  if (hook.creator_id === null) return null;
+  return refreshPrincipal(db, { kind: hook.owner_kind, id: hook.creator_id, inboxScope: new Set(), permissions: new Set(), sendPolicy: 'read_only' });
+}
+
+/** The webhook's own filters: event types, and its inbox (inbox route) or inbox_ids (instance-wide). */
+function matcher(hook: WebhookRow): (e: LogRow) => boolean {
+  const types = new Set(JSON.parse(hook.event_types) as string[]);
+  const inboxes = hook.inbox_scope !== null ? new Set([hook.inbox_scope]) : hook.inbox_ids === null ? null : new Set(JSON.parse(hook.inbox_ids) as string[]);
+  return (e) => types.has(e.event_type) && (inboxes === null || (e.inbox_id !== null && inboxes.has(e.inbox_id)));
+}
+
+const loadHook = (db: Db, id: string) => db.prepare('SELECT * FROM webhooks WHERE webhook_id = ?').get(id) as WebhookRow | undefined;
+
+/** Records a failed attempt: schedule a retry, drop the delivery after the last one, or disable. */
+function recordFailure(db: Db, hook: WebhookRow, seq: number, code: string): void {
+  const now = Date.now();
+  const attempts = (hook.retry_seq === seq ? hook.attempts : 0) + 1;
+  const firstFailureAt = hook.first_failure_at ?? new Date(now).toISOString();
+  const common = 'failure_count = failure_count + 1, last_error_code = ?, first_failure_at = ?';
+  const guard = 'WHERE webhook_id = ? AND epoch = ? AND enabled = 1';
+  if (now - Date.parse(firstFailureAt) >= disableAfterMs) {
+    db.prepare(`UPDATE webhooks SET ${common}, enabled = 0, disabled_reason = 'consecutive_failures', epoch = epoch + 1, retry_seq = NULL, attempts = 0, next_attempt_at = NULL ${guard}`).run(
+      code, firstFailureAt, hook.webhook_id, hook.epoch,
+    );
+  } else if (attempts > RETRY_SCHEDULE_MS.length) {
+    db.prepare(`UPDATE webhooks SET ${common}, dropped_count = dropped_count + 1, cursor_seq = ?, retry_seq = NULL, attempts = 0, next_attempt_at = NULL ${guard}`).run(
+      code, firstFailureAt, seq, hook.webhook_id, hook.epoch,
+    );
+  } else {
+    const nextAt = new Date(now + retryDelayMs(attempts)).toISOString();
+    db.prepare(`UPDATE webhooks SET ${common}, retry_seq = ?, attempts = ?, next_attempt_at = ? ${guard}`).run(code, firstFailureAt, seq, attempts, nextAt, hook.webhook_id, hook.epoch);
+  }
+}
+
+/** Delivers one webhook's pending events in order until caught up, a failure, or a change to the webhook. */
+async function drain(ctx: LoopContext, webhookId: string): Promise<void> {
+  const { db } = ctx;
+  let hook = loadHook(db, webhookId);
+  if (!hook || hook.enabled !== 1) return;
+  const epoch = hook.epoch;
+  let cursor = hook.cursor_seq;
+  let persisted = cursor;
+  let successAt: string | null = null;
+  let flushedAt = Date.now();
+  const readBatch = db.prepare('SELECT seq, event_id, event_type, inbox_id, payload FROM events WHERE seq > ? ORDER BY seq LIMIT ?');
+  const readHeaders = db.prepare('SELECT name, value FROM webhook_headers WHERE webhook_id = ? ORDER BY name_key');
+  const writeCursor = db.prepare('UPDATE webhooks SET cursor_seq = ?, last_success_at = coalesce(?, last_success_at) WHERE webhook_id = ? AND epoch = ? AND enabled = 1');
+
+  /** Writes the cursor; false when the webhook was deleted, disabled or re-enabled meanwhile. */
+  const flush = (): boolean => {
+    flushedAt = Date.now();
+    if (cursor === persisted && successAt === null) return loadHook(db, webhookId)?.epoch === epoch;
+    const { changes } = writeCursor.run(cursor, successAt, webhookId, epoch);
+    persisted = cursor;
+    successAt = null;
+    return changes === 1;
+  };
+  // On stop, the progress so far is written before the loop closes the database.
+  const onStop = () => flush();
+  ctx.stopped.addEventListener('abort', onStop);
+  try {
+    for (;;) {
+      const events = readBatch.all(cursor, READ_BATCH) as LogRow[];
+      if (events.length === 0) return void flush();
+      // Filters and headers are read per batch, so a PATCH applies to the next batch.
+      hook = loadHook(db, webhookId);
+      if (!hook || hook.enabled !== 1 || hook.epoch !== epoch) return;
+      const matches = matcher(hook);
+      const customHeaders = readHeaders.all(webhookId) as { name: string; value: string }[];
+      for (const e of events) {
+        if (ctx.stopped.aborted) return;
+        const creator = creatorPrincipal(db, hook);
+        if (!creator || !matches(e) || !isEventVisible(creator, e)) {
+          cursor = e.seq;
+          continue;
+        }
+        const outcome = await deliver({
+          url: hook.url,
+          secret: hook.secret,
+          eventId: e.event_id,
+          body: e.payload,
+          customHeaders,
+          guarded: hook.owner_kind !== 'owner' && !unguarded,
+          timeoutMs,
+          signal: ctx.stopped,
+        });
+        if (ctx.stopped.aborted) return;
+        if (!outcome.ok) {
+          if (!flush()) return;
+          recordFailure(db, hook, e.seq, outcome.code);
+          return;
+        }
+        cursor = e.seq;
+        successAt = new Date().toISOString();
+        if (hook.failure_count > 0 || hook.retry_seq !== null || hook.first_failure_at !== null) {
+          if (!flush()) return;
+          db.prepare('UPDATE webhooks SET failure_count = 0, first_failure_at = NULL, retry_seq = NULL, attempts = 0, next_attempt_at = NULL WHERE webhook_id = ? AND epoch = ?').run(webhookId, epoch);
+          hook = { ...hook, failure_count: 0, retry_seq: null, first_failure_at: null, attempts: 0, next_attempt_at: null };
+        } else if (cursor - persisted >= CURSOR_FLUSH_EVENTS || Date.now() - flushedAt >= CURSOR_FLUSH_MS) {
+          if (!flush()) return;
+        }
+      }
+      if (!flush()) return;
+    }
+  } finally {
+    ctx.stopped.removeEventListener('abort', onStop);
+  }
+}
 
 const retention = new EventPruneSchedule();
+const running = new Map<string, Promise<void>>();
 
-runLoop(async ({ db }) => {
+runLoop(async (ctx) => {
+  const { db } = ctx;
   retention.pruneIfDue(db);
-  return 'idle';
+  const head = latestSeq(db);
+  const now = Date.now();
+  let nextDueMs = Number.POSITIVE_INFINITY;
+  const hooks = db.prepare('SELECT webhook_id, cursor_seq, next_attempt_at FROM webhooks WHERE enabled = 1').all() as Pick<WebhookRow, 'webhook_id' | 'cursor_seq' | 'next_attempt_at'>[];
+  for (const hook of hooks) {
+    if (running.has(hook.webhook_id)) continue;
+    if (hook.next_attempt_at !== null) {
+      const wait = Date.parse(hook.next_attempt_at) - now;
+      if (wait > 0) {
+        nextDueMs = Math.min(nextDueMs, wait);
+        continue;
+      }
+    } else if (hook.cursor_seq >= head) continue;
+    const id = hook.webhook_id;
+    const task = drain(ctx, id)
+      .catch((err: unknown) => {
+        // A database failure outside a stop is a loop crash: the supervisor stops the service.
+        if (!ctx.stopped.aborted) setImmediate(() => { throw err; });
+      })
+      .finally(() => {
+        running.delete(id);
+        if (!ctx.stopped.aborted) ctx.wakeSelf();
+      });
+    running.set(id, task);
+  }
+  return { delayMs: Math.max(10, Math.ceil(nextDueMs)) };
 });
