@@ -80,6 +80,23 @@ export interface OutgoingAttachment {
   content: Buffer;
 }
 
+/** A stored attachment row (message or draft) with its bytes, as an attachment to send. */
+export interface StoredAttachmentRow {
+  filename: string | null;
+  content_type: string | null;
+  content_disposition: string | null;
+  content_id: string | null;
+  content: Buffer;
+}
+
+export const outgoingAttachment = (r: StoredAttachmentRow): OutgoingAttachment => ({
+  filename: r.filename,
+  contentType: r.content_type,
+  contentDisposition: r.content_disposition === 'inline' || r.content_disposition === 'attachment' ? r.content_disposition : null,
+  contentId: r.content_id,
+  content: r.content,
+});
+
 /** A validated payload, before replies and forwards add what they derive. */
 export interface Composition {
   to: Recipient[];

@@ -23,11 +23,13 @@ import {
   dedupeRecipients,
   MAX_MESSAGE_BYTES,
   MAX_RECIPIENTS,
+  outgoingAttachment,
   parseRecipients,
   tooLarge,
   type Composition,
   type OutgoingAttachment,
   type Recipient,
+  type StoredAttachmentRow,
 } from './compose.js';
 import { labelEdit, LabelList, readVisibility } from './labels.js';
 import type { PageRequest } from './messages.js';
@@ -126,20 +128,8 @@ export function draftAttachments(db: Db, draftId: string): DraftAttachmentRow[] 
 }
 
 export function draftAttachmentContents(db: Db, draftId: string): OutgoingAttachment[] {
-  const rows = prepared(db, 'SELECT filename, content_type, content_disposition, content_id, content FROM draft_attachments WHERE draft_id = ? ORDER BY position').all(draftId) as {
-    filename: string | null;
-    content_type: string | null;
-    content_disposition: string | null;
-    content_id: string | null;
-    content: Buffer;
-  }[];
-  return rows.map((r) => ({
-    filename: r.filename,
-    contentType: r.content_type,
-    contentDisposition: r.content_disposition === 'inline' || r.content_disposition === 'attachment' ? r.content_disposition : null,
-    contentId: r.content_id,
-    content: r.content,
-  }));
+  const rows = prepared(db, 'SELECT filename, content_type, content_disposition, content_id, content FROM draft_attachments WHERE draft_id = ? ORDER BY position').all(draftId) as StoredAttachmentRow[];
+  return rows.map(outgoingAttachment);
 }
 
 const attachmentShape = (a: DraftAttachmentRow) => ({

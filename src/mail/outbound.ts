@@ -12,7 +12,7 @@ import type { InboxRow } from '../http/access.js';
 import { ApiError } from '../http/errors.js';
 import { bumpSearchGeneration } from '../http/pagination.js';
 import type { MimeSpec } from '../../workers/pool/compose.js';
-import { checkAttachmentCount, checkComplete, checkSubject, dedupeRecipients, MAX_MESSAGE_BYTES, parseRecipients, tooLarge, type Composition, type OutgoingAttachment, type Recipient } from './compose.js';
+import { checkAttachmentCount, checkComplete, checkSubject, dedupeRecipients, MAX_MESSAGE_BYTES, outgoingAttachment, parseRecipients, tooLarge, type Composition, type OutgoingAttachment, type Recipient, type StoredAttachmentRow } from './compose.js';
 import type { DkimKey } from './dkim-keys.js';
 import { extractHtml, extractText } from './extract.js';
 import { markSendFinal } from './idempotency.js';
@@ -77,20 +77,8 @@ export function loadOriginal(db: Db, inboxId: string, messageId: string, v: Visi
 
 /** The original's attachments with their content, for forwarding. */
 export function originalAttachments(db: Db, rowid: number): OutgoingAttachment[] {
-  const rows = prepared(db, 'SELECT filename, content_type, content_disposition, content_id, content FROM attachments WHERE message_rowid = ? ORDER BY rowid').all(rowid) as {
-    filename: string | null;
-    content_type: string | null;
-    content_disposition: string | null;
-    content_id: string | null;
-    content: Buffer;
-  }[];
-  return rows.map((r) => ({
-    filename: r.filename,
-    contentType: r.content_type,
-    contentDisposition: r.content_disposition === 'inline' || r.content_disposition === 'attachment' ? r.content_disposition : null,
-    contentId: r.content_id,
-    content: r.content,
-  }));
+  const rows = prepared(db, 'SELECT filename, content_type, content_disposition, content_id, content FROM attachments WHERE message_rowid = ? ORDER BY rowid').all(rowid) as StoredAttachmentRow[];
+  return rows.map(outgoingAttachment);
 }
 
 const MAX_REFERENCES = 100;
