@@ -34,7 +34,7 @@ import {
 import { labelEdit, LabelList, readVisibility } from './labels.js';
 import type { PageRequest } from './messages.js';
 import { deriveReply, loadOriginal } from './outbound.js';
-import { Attachment } from './serialize.js';
+import { Attachment, attachmentShape } from './serialize.js';
 import { previewOf, stableAttachmentId } from './store.js';
 import { extractText } from './extract.js';
 import { prepared } from './statements.js';
@@ -131,15 +131,6 @@ export function draftAttachmentContents(db: Db, draftId: string): OutgoingAttach
   const rows = prepared(db, 'SELECT filename, content_type, content_disposition, content_id, content FROM draft_attachments WHERE draft_id = ? ORDER BY position').all(draftId) as StoredAttachmentRow[];
   return rows.map(outgoingAttachment);
 }
-
-const attachmentShape = (a: DraftAttachmentRow) => ({
-  attachment_id: a.attachment_id,
-  filename: a.filename,
-  size: a.size,
-  content_type: a.content_type,
-  content_disposition: a.content_disposition,
-  content_id: a.content_id,
-});
 
 export function draftItemShape(row: DraftRow, attachments: DraftAttachmentRow[]): DraftItem {
   return {

@@ -172,7 +172,8 @@ export interface ThreadRow {
 
 const list = (json: string | null): string[] | null => (json === null ? null : (JSON.parse(json) as string[]));
 
-export function attachmentShape(a: AttachmentRow): Attachment {
+/** Message and draft attachment rows alike (a draft row has no message_rowid). */
+export function attachmentShape(a: Omit<AttachmentRow, 'message_rowid'>): Attachment {
   return { attachment_id: a.attachment_id, filename: a.filename, size: a.size, content_type: a.content_type, content_disposition: a.content_disposition, content_id: a.content_id };
 }
 
