@@ -103,6 +103,9 @@ async function drain(ctx: LoopContext, webhookId: string): Promise<void> {
   const readBatch = db.prepare('SELECT seq, event_id, event_type, inbox_id, payload FROM events WHERE seq > ? ORDER BY seq LIMIT ?');
   const readHeaders = db.prepare('SELECT name, value FROM webhook_headers WHERE webhook_id = ? ORDER BY name_key');
   const writeCursor = db.prepare('UPDATE webhooks SET cursor_seq = ?, last_success_at = coalesce(?, last_success_at) WHERE webhook_id = ? AND epoch = ? AND enabled = 1');
+  const writeRecovery = db.prepare(
+    'UPDATE webhooks SET cursor_seq = ?, last_success_at = ?, failure_count = 0, first_failure_at = NULL, retry_seq = NULL, attempts = 0, next_attempt_at = NULL WHERE webhook_id = ? AND epoch = ? AND enabled = 1',
+  );
 
   /** Writes the cursor; false when the webhook was deleted, disabled or re-enabled meanwhile. */
   const flush = (): boolean => {
@@ -151,8 +154,12 @@ async function drain(ctx: LoopContext, webhookId: string): Promise<void> {
         cursor = e.seq;
         successAt = new Date().toISOString();
         if (hook.failure_count > 0 || hook.retry_seq !== null || hook.first_failure_at !== null) {
-          if (!flush()) return;
-          db.prepare('UPDATE webhooks SET failure_count = 0, first_failure_at = NULL, retry_seq = NULL, attempts = 0, next_attempt_at = NULL WHERE webhook_id = ? AND epoch = ?').run(webhookId, epoch);
+          // The first success after failures writes the cursor and clears the failure state in
+          // one statement, so health never shows the success beside the old failure count.
+          flushedAt = Date.now();
+          if (writeRecovery.run(cursor, successAt, webhookId, epoch).changes !== 1) return;
+          persisted = cursor;
+          successAt = null;
           hook = { ...hook, failure_count: 0, retry_seq: null, first_failure_at: null, attempts: 0, next_attempt_at: null };
         } else if (cursor - persisted >= CURSOR_FLUSH_EVENTS || Date.now() - flushedAt >= CURSOR_FLUSH_MS) {
           if (!flush()) return;
