@@ -8,7 +8,7 @@ import websocket from '@fastify/websocket';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
 import { ApiError, ownerOnly, unauthorized } from './errors.js';
-import { isOwner, type Access, type Principal } from './principal.js';
+import { isOwner, type Access, type Listener, type Principal } from './principal.js';
 import type { OwnerAccount } from '../owner/owner-account.js';
 import type { Db } from '../db/open.js';
 import type { Bus } from '../supervisor/bus.js';
@@ -40,6 +40,8 @@ export interface AppContext {
   owner: OwnerAccount;
   /** The listener's own origin, e.g. http://127.0.0.1:8025; set once listening. */
   origin: () => string;
+  /** Which listener this app serves: loopback (everything) or the tunnel (agent routes only). */
+  listener: Listener;
 }
 
 declare module 'fastify' {
@@ -206,13 +208,13 @@ function authenticate(request: FastifyRequest, ctx: AppContext): Principal | nul
   if (header !== undefined) {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (!match) throw unauthorized('The Authorization header must be `Bearer <credential>`.');
-    const principal = resolveBearer(ctx.db, ctx.owner, match[1]);
+    const principal = resolveBearer(ctx.db, ctx.owner, match[1], { origin: ctx.origin(), audience: '/v0', listener: ctx.listener });
     if (!principal) throw unauthorized('The credential is not valid, or it was revoked or expired.');
     if (principal.kind === 'api_key') markApiKeyUsed(ctx.db, principal.id);
     return principal;
   }
   const cookieToken = request.cookies[SESSION_COOKIE];
-  if (!cookieToken) return null;
+  if (!cookieToken || ctx.listener !== 'local') return null;
   const principal = ctx.owner.sessionPrincipal(cookieToken);
   if (principal && UNSAFE.has(request.method) && !csrfMatches(request, principal)) {
     throw new ApiError('forbidden', 'The X-Svc-CSRF header is missing or wrong.', { fix: 'Send the csrf_token from login or GET /v0/owner/status in the X-Svc-CSRF header.' });

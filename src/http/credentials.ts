@@ -4,7 +4,7 @@
  */
 import type { Db } from '../db/open.js';
 import type { OwnerAccount } from '../owner/owner-account.js';
-import type { Principal, SendPolicy } from './principal.js';
+import type { CredentialContext, Principal, SendPolicy } from './principal.js';
 import { sha256Hex } from './secrets.js';
 import { prepared } from '../mail/statements.js';
 import { dbStamp } from '../db/stamp.js';
@@ -54,9 +54,13 @@ function apiKeyRow(db: Db, hash: string): ApiKeyRow | undefined {
   return row;
 }
 
-/** Owner bearer or API key; null when the token matches nothing active (revoked, expired, unknown). */
-export function resolveBearer(db: Db, owner: OwnerAccount, token: string): Principal | null {
-  if (owner.isBearer(token)) return owner.ownerPrincipal();
+/**
+ * Owner bearer, API key or OAuth access token; null when the token matches nothing active
+ * (revoked, expired, unknown) or is not valid where it is presented: the owner bearer only on the
+ * loopback listener, an OAuth token only on the origin and audience it was issued for.
+ */
+export function resolveBearer(db: Db, owner: OwnerAccount, token: string, where: CredentialContext): Principal | null {
+  if (owner.isBearer(token)) return where.listener === 'local' ? owner.ownerPrincipal() : null;
   if (token.startsWith(API_KEY_PREFIX)) return apiKeyPrincipal(apiKeyRow(db, sha256Hex(token)));
   return null;
 }

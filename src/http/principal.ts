@@ -12,7 +12,29 @@ export interface Principal {
   sendPolicy: SendPolicy;
   /** Set for browser sessions: unsafe methods must carry this in X-Svc-CSRF. */
   csrfToken?: string;
+  /**
+   * OAuth only: `id` is the grant (stable across token rotation, so webhooks a grant created stay
+   * its own); `tokenId` is the access token presented, whose revocation or expiry ends download
+   * URLs it issued; `audience` is the resource the token was issued for.
+   */
+  audience?: Audience;
+  tokenId?: string;
 }
+
+/** The two OAuth resources (spec §5.3): a token for one does not work on the other. */
+export type Audience = '/v0' | '/mcp';
+
+/** Where a credential is presented: the listener's origin and the resource being called. */
+export interface CredentialContext {
+  /** The listener's own origin (loopback or the tunnel's public origin). */
+  origin: string;
+  audience: Audience;
+  /** Which listener took the request; owner credentials work on the loopback listener only. */
+  listener: Listener;
+}
+
+/** The loopback listener, or the second listener that serves tunnel traffic (ARCHITECTURE §7). */
+export type Listener = 'local' | 'tunnel';
 
 export const isOwner = (p: Principal) => p.kind === 'owner' || p.kind === 'session';
 

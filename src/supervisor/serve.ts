@@ -103,7 +103,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
       smtp = started.smtp;
     }
     let origin = '';
-    app = await buildApp({ db, bus, pool, owner, origin: () => origin });
+    app = await buildApp({ db, bus, pool, owner, origin: () => origin, listener: 'local' });
     try {
       await app.listen({ host: '127.0.0.1', port: opts.port });
     } catch {
