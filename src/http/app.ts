@@ -31,6 +31,8 @@ import { downloadRoutes } from '../routes/downloads.js';
 import { wsRoutes } from '../routes/ws.js';
 import { webhookRoutes } from '../routes/webhooks.js';
 import { domainRoutes } from '../routes/domains.js';
+import { remoteRoutes } from '../routes/remote.js';
+import type { RemoteAccess } from '../remote/remote-access.js';
 
 /** Everything route plugins need, decorated onto the instance as `app.svc`. */
 export interface AppContext {
@@ -42,6 +44,8 @@ export interface AppContext {
   origin: () => string;
   /** Which listener this app serves: loopback (everything) or the tunnel (agent routes only). */
   listener: Listener;
+  /** Remote access (tunnel listener and settings); given to the loopback listener only. */
+  remote?: RemoteAccess;
 }
 
 declare module 'fastify' {
@@ -140,7 +144,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
 
   app.setErrorHandler((err, request, reply) => sendError(reply, toApiError(err, request)));
   app.setNotFoundHandler((request, reply) => {
-    if (isApiPath(request.url)) return sendError(reply, new ApiError('not_found', `There is no route ${request.method} ${request.url.split('?')[0]}.`, { fix: 'Check the path against the API reference; the API lives under /v0.' }));
+    if (isApiPath(request.url)) return sendError(reply, noRoute(request));
     return sendError(reply, new ApiError('not_found', 'Not found.'));
   });
 
@@ -153,6 +157,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     }
     const access = request.routeOptions.config?.auth;
     if (!access) return; // unknown route: the not-found handler answers
+    // The tunnel serves agent routes only: owner routes do not exist there (spec §5.2, ARCHITECTURE §7).
+    if (ctx.listener === 'tunnel' && (access === 'owner' || access === 'owner_bearer' || isOwnerPath(request.url))) throw noRoute(request);
     request.principal = authenticate(request, ctx);
     authorize(request, access);
   });
@@ -164,7 +170,9 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   });
 
   // Writes invalidate the in-memory caches derived from the database (src/db/stamp.ts).
-  ctx.bus.subscribe('event', () => noteChange());
+  // Unsubscribed on close: a tunnel listener is rebuilt whenever the remote hostname changes.
+  const unsubscribeChanges = ctx.bus.subscribe('event', () => noteChange());
+  app.addHook('onClose', async () => unsubscribeChanges());
   app.addHook('preHandler', async (request) => {
     if (request.method !== 'GET' && request.method !== 'HEAD') noteChange();
   });
@@ -186,10 +194,20 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(ownerRoutes, { prefix: '/v0/owner' });
   await app.register(transportRoutes, { prefix: '/v0/owner' });
   await app.register(inboundRoutes, { prefix: '/v0/owner' });
+  if (ctx.remote) await app.register(remoteRoutes(ctx.remote), { prefix: '/v0/owner' });
   for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, sendRoutes, draftRoutes, listRoutes, downloadRoutes, wsRoutes, domainRoutes, webhookRoutes]) {
     await app.register(routes, { prefix: '/v0' });
   }
   return app;
+}
+
+/** The answer for a path with no route; owner routes on the tunnel answer the same. */
+function noRoute(request: FastifyRequest): ApiError {
+  return new ApiError('not_found', `There is no route ${request.method} ${request.url.split('?')[0]}.`, { fix: 'Check the path against the API reference; the API lives under /v0.' });
+}
+
+function isOwnerPath(url: string): boolean {
+  return url === '/v0/owner' || url.startsWith('/v0/owner/') || url.startsWith('/v0/owner?');
 }
 
 /** Browsers must come from the listener's own origin (spec §4: cross-origin requests are rejected). */

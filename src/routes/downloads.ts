@@ -133,7 +133,8 @@ export const downloadRoutes: FastifyPluginAsync = async (app) => {
   app.get<{ Params: Static<typeof TokenParams> }>('/downloads/:token', { config: { auth: 'public' }, schema: { params: TokenParams } }, async (request, reply) => {
     const claims = readDownloadToken(request.params.token);
     // A URL for 127.0.0.1 fetched as localhost (or through another listener) is a different origin.
-    const origin = requestOrigin(request);
+    // Tunnel traffic arrives over plain HTTP from the connector: the listener itself is the origin.
+    const origin = app.svc.listener === 'tunnel' ? app.svc.origin() : requestOrigin(request);
     if (!claims || origin !== app.svc.origin()) throw gone();
     // The app hook has already resolved (or refused) an Authorization header; a cookie is ignored.
     const presenter = request.headers.authorization !== undefined ? request.principal : null;

@@ -19,6 +19,7 @@ import type { Edge } from '../edge/edge.js';
 import { newSecret } from '../http/secrets.js';
 import { readTransport, writeTransport } from '../mail/transport.js';
 import { storeCheckServers } from '../domains/checks.js';
+import { RemoteAccess } from '../remote/remote-access.js';
 
 export interface ServeOptions {
   home: string;
@@ -45,6 +46,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
   let db: Db | null = null;
   let app: FastifyInstance | null = null;
   let edge: Edge | null = null;
+  let remote: RemoteAccess | null = null;
   const bus = new Bus();
   let stopping: Promise<number> | null = null;
   let resolveExit!: (code: number) => void;
@@ -66,12 +68,15 @@ export async function serve(opts: ServeOptions): Promise<number> {
   function stop(code: number): Promise<number> {
     stopping ??= (async () => {
       await loops.stop().catch(() => undefined);
+      // The loop has stopped the connector; the tunnel listener drains beside the loopback one.
+      const tunnelClosed = remote?.stop().catch(() => undefined);
       if (app) {
         const drain = app.close();
         const timer = setTimeout(() => app?.server.closeAllConnections(), DRAIN_MS);
         await drain.catch(() => undefined);
         clearTimeout(timer);
       }
+      await tunnelClosed;
       await edge?.stop().catch(() => undefined);
       await pool.close().catch(() => undefined);
       try {
@@ -103,7 +108,9 @@ export async function serve(opts: ServeOptions): Promise<number> {
       smtp = started.smtp;
     }
     let origin = '';
-    app = await buildApp({ db, bus, pool, owner, origin: () => origin, listener: 'local' });
+    const opened = db;
+    remote = new RemoteAccess(db, bus, (tunnelOrigin) => buildApp({ db: opened, bus, pool, owner, origin: () => tunnelOrigin, listener: 'tunnel' }));
+    app = await buildApp({ db, bus, pool, owner, origin: () => origin, listener: 'local', remote });
     try {
       await app.listen({ host: '127.0.0.1', port: opts.port });
     } catch {
@@ -112,6 +119,11 @@ export async function serve(opts: ServeOptions): Promise<number> {
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : opts.port;
     origin = `http://127.0.0.1:${port}`;
+    try {
+      await remote.start();
+    } catch {
+      throw new StartupError('service_unavailable', 'TunnelListenFailed', 'svc could not start the remote-access listener on 127.0.0.1.', 'Check that loopback ports are available, then start svc again.');
+    }
 
     await loops.start(files.db, dbKey, faultSwitch());
 
