@@ -31,6 +31,7 @@ import { downloadRoutes } from '../routes/downloads.js';
 import { wsRoutes } from '../routes/ws.js';
 import { webhookRoutes } from '../routes/webhooks.js';
 import { domainRoutes } from '../routes/domains.js';
+import { mcpRoutes } from '../routes/mcp.js';
 import { remoteRoutes } from '../routes/remote.js';
 import type { RemoteAccess } from '../remote/remote-access.js';
 
@@ -195,6 +196,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(transportRoutes, { prefix: '/v0/owner' });
   await app.register(inboundRoutes, { prefix: '/v0/owner' });
   if (ctx.remote) await app.register(remoteRoutes(ctx.remote), { prefix: '/v0/owner' });
+  await app.register(mcpRoutes);
   for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, sendRoutes, draftRoutes, listRoutes, downloadRoutes, wsRoutes, domainRoutes, webhookRoutes]) {
     await app.register(routes, { prefix: '/v0' });
   }

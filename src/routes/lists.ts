@@ -5,22 +5,9 @@
  */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { inboxFor, requirePermission, requireUnrestricted } from '../http/access.js';
-import { ApiError } from '../http/errors.js';
-import { DEFAULT_LIMIT, PageQuery, pageFromRows, readCursor } from '../http/pagination.js';
-import {
-  DIRECTIONS,
-  LIST_TYPES,
-  REASON_MAX,
-  createListEntry,
-  deleteListEntry,
-  getListEntry,
-  listListEntries,
-  normalizeListEntry,
-  type ListDirection,
-  type ListKey,
-  type ListType,
-} from '../mail/lists.js';
+import { PageQuery } from '../http/pagination.js';
+import { entryNotFound, listEntriesPage, listKeyFor, readListEntry } from '../mail/list-requests.js';
+import { DIRECTIONS, LIST_TYPES, REASON_MAX, createListEntry, deleteListEntry, normalizeListEntry, type ListDirection, type ListKey, type ListType } from '../mail/lists.js';
 import type { Db } from '../db/open.js';
 
 /** Longest raw entry accepted before normalization; addresses are at most 254 octets. */
@@ -40,24 +27,10 @@ const EntryParams = Type.Object({ inbox_id: Type.Optional(InboxId), entry: Type.
 
 type ListRequest = FastifyRequest<{ Params: Static<typeof ListParams> }>;
 
-/**
- * The list the path names, after the access checks in house order: a global list needs a key
- * without an inbox restriction; an inbox list needs the inbox in scope (404) before the
- * permission (403).
- */
+/** The list the path names, after the access checks (see listKeyFor). */
 function listFor(db: Db, request: ListRequest, direction: ListDirection, type: ListType, permission: string): ListKey {
-  const p = request.principal!;
-  const inboxId = request.params.inbox_id;
-  if (inboxId === undefined) {
-    requireUnrestricted(p);
-    requirePermission(p, permission);
-    return { inboxId: null, direction, type };
-  }
-  return { inboxId: inboxFor(db, p, inboxId, permission).inbox_id, direction, type };
+  return listKeyFor(db, request.principal!, request.params.inbox_id, direction, type, permission);
 }
-
-const entryNotFound = (entry: string, key: ListKey) =>
-  new ApiError('not_found', `${entry} is not on this ${key.direction} ${key.type} list.`, { fix: 'List the entries with GET on the list itself.' });
 
 export const listRoutes: FastifyPluginAsync = async (app) => {
   const { db } = app.svc;
@@ -70,18 +43,7 @@ export const listRoutes: FastifyPluginAsync = async (app) => {
         app.get<{ Params: Static<typeof ListParams>; Querystring: Static<typeof ListQuery> }>(
           path,
           { config: { auth: 'agent' }, schema: { params: ListParams, querystring: ListQuery } },
-          async (request) => {
-            // The lists have one order (spec §4.1): asking for the other is an error, not ignored.
-            if (request.query.ascending === false) {
-              throw new ApiError('validation_error', 'Allow and block lists are sorted by entry, ascending only.', { fix: 'Omit `ascending` or pass `ascending=true`.' });
-            }
-            const key = listFor(db, request, direction, type, 'list_entry_read');
-            const limit = request.query.limit ?? DEFAULT_LIMIT;
-            const binding = { route: 'lists', filters: { inbox_id: key.inboxId, direction, type }, principal: request.principal! };
-            const after = request.query.page_token ? String(readCursor(db, request.query.page_token, binding, 1)[0]) : null;
-            const rows = listListEntries(db, key, after, limit + 1);
-            return pageFromRows(db, binding, 'entries', rows, limit, (r) => [r.entry]);
-          },
+          async (request) => listEntriesPage(db, request.principal!, request.params.inbox_id, direction, type, request.query),
         );
 
         app.post<{ Params: Static<typeof ListParams>; Body: Static<typeof CreateBody> }>(
@@ -97,13 +59,7 @@ export const listRoutes: FastifyPluginAsync = async (app) => {
         app.get<{ Params: Static<typeof EntryParams> }>(
           `${path}/:entry`,
           { config: { auth: 'agent' }, schema: { params: EntryParams } },
-          async (request) => {
-            const key = listFor(db, request, direction, type, 'list_entry_read');
-            const entry = normalizeListEntry(request.params.entry);
-            const found = getListEntry(db, key, entry);
-            if (!found) throw entryNotFound(entry, key);
-            return found;
-          },
+          async (request) => readListEntry(db, request.principal!, request.params.inbox_id, direction, type, request.params.entry),
         );
 
         app.delete<{ Params: Static<typeof EntryParams> }>(

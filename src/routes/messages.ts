@@ -8,13 +8,12 @@ import { Type, type Static } from 'typebox';
 import { inboxFor } from '../http/access.js';
 import { issueDownloadUrl } from '../http/downloads.js';
 import { notFound } from '../http/errors.js';
-import { searchGeneration } from '../http/pagination.js';
-import { labelEdit, LabelEditBody, listVisibility, readVisibility } from '../mail/labels.js';
-import { batchGetMessages, deleteMessage, getMessage, listMessages, messageAttachment, updateMessageLabels, visibleMessage } from '../mail/messages.js';
-import { keysetPage, MessageListQuery, queryList, SearchQuery, timeBounds } from '../mail/query.js';
+import { labelEdit, LabelEditBody, readVisibility } from '../mail/labels.js';
+import { editMessageLabels, messageAttachmentDownload, messageListPage, messageSearchPage, readMessage } from '../mail/message-requests.js';
+import { batchGetMessages, deleteMessage, updateMessageLabels, visibleMessage } from '../mail/messages.js';
+import { MessageListQuery, SearchQuery } from '../mail/query.js';
 import { cachedRead } from '../mail/read-cache.js';
-import { searchMessages } from '../mail/search.js';
-import { attachmentShape, AttachmentDownload, DownloadLink, LabelsResult, ListOf, Message, MessageItem } from '../mail/serialize.js';
+import { AttachmentDownload, DownloadLink, LabelsResult, ListOf, Message, MessageItem } from '../mail/serialize.js';
 
 export const MAX_BATCH_GET = 500;
 export const MAX_BATCH_UPDATE = 50;
@@ -45,36 +44,13 @@ export const messageRoutes: FastifyPluginAsync = async (app) => {
   app.get<{ Params: InboxParams; Querystring: MessageListQuery }>(
     base,
     { config: { auth: 'agent' }, schema: { params: InboxParams, querystring: MessageListQuery, response: { 200: ListOf('messages', MessageItem) } } },
-    async (request, reply) =>
-      cachedRead(db, request, reply, () => {
-        const p = request.principal!;
-        const q = request.query;
-        const inbox = inboxFor(db, p, request.params.inbox_id, 'message_read');
-        const visibility = listVisibility(p, q);
-        const filters = { ...timeBounds(q), labels: queryList(q.labels), from: queryList(q.from), to: queryList(q.to), subject: queryList(q.subject) };
-        const { page, respond } = keysetPage(
-          db,
-          { route: 'messages.list', filters: { inbox: inbox.inbox_id, ...filters, ascending: q.ascending === true, excluded: visibility.excluded.join(',') }, principal: p },
-          q,
-        );
-        const { items, next } = listMessages(db, inbox.inbox_id, filters, visibility, page);
-        return respond('messages', items, next);
-      }),
+    async (request, reply) => cachedRead(db, request, reply, () => messageListPage(db, request.principal!, request.params.inbox_id, request.query)),
   );
 
   app.get<{ Params: InboxParams; Querystring: SearchQuery }>(
     `${base}/search`,
     { config: { auth: 'agent' }, schema: { params: InboxParams, querystring: SearchQuery, response: { 200: ListOf('messages', MessageItem) } } },
-    async (request, reply) =>
-      cachedRead(db, request, reply, () => {
-        const p = request.principal!;
-        const q = request.query;
-        const inbox = inboxFor(db, p, request.params.inbox_id, 'message_read');
-        const bounds = timeBounds(q);
-        const { page, respond } = keysetPage(db, { route: 'messages.search', filters: { inbox: inbox.inbox_id, q: q.q, ...bounds }, principal: p, generation: searchGeneration(db) }, q);
-        const { items, next } = searchMessages(db, { q: q.q, inboxIds: [inbox.inbox_id], ...bounds, limit: page.limit, cursor: page.cursor });
-        return respond('messages', items, next);
-      }),
+    async (request, reply) => cachedRead(db, request, reply, () => messageSearchPage(db, request.principal!, request.params.inbox_id, request.query)),
   );
 
   app.post<{ Params: InboxParams; Body: Static<typeof BatchGet> }>(
@@ -106,27 +82,13 @@ export const messageRoutes: FastifyPluginAsync = async (app) => {
   app.get<{ Params: MessageParams }>(
     `${base}/:message_id`,
     { config: { auth: 'agent' }, schema: { params: MessageParams, response: { 200: Message } } },
-    async (request, reply) =>
-      cachedRead(db, request, reply, () => {
-        const p = request.principal!;
-        const inbox = inboxFor(db, p, request.params.inbox_id, 'message_read');
-        const message = getMessage(db, inbox.inbox_id, request.params.message_id, readVisibility(p));
-        if (!message) throw notFound('message');
-        return message;
-      }),
+    async (request, reply) => cachedRead(db, request, reply, () => readMessage(db, request.principal!, request.params.inbox_id, request.params.message_id)),
   );
 
   app.patch<{ Params: MessageParams; Body: Static<typeof UpdateMessage> }>(
     `${base}/:message_id`,
     { config: { auth: 'agent' }, schema: { params: MessageParams, body: UpdateMessage, response: { 200: LabelsResult.message } } },
-    async (request) => {
-      const p = request.principal!;
-      const inbox = inboxFor(db, p, request.params.inbox_id, 'message_update');
-      const edit = labelEdit(p, request.body.add_labels, request.body.remove_labels);
-      const [updated] = updateMessageLabels(db, inbox.inbox_id, [request.params.message_id], readVisibility(p), edit);
-      if (!updated) throw notFound('message');
-      return updated;
-    },
+    async (request) => editMessageLabels(db, request.principal!, request.params.inbox_id, request.params.message_id, request.body.add_labels, request.body.remove_labels),
   );
 
   app.delete<{ Params: MessageParams }>(`${base}/:message_id`, { config: { auth: 'agent' }, schema: { params: MessageParams } }, async (request, reply) => {
@@ -151,13 +113,7 @@ export const messageRoutes: FastifyPluginAsync = async (app) => {
   app.get<{ Params: Static<typeof AttachmentParams> }>(
     `${base}/:message_id/attachments/:attachment_id`,
     { config: { auth: 'agent' }, schema: { params: AttachmentParams, response: { 200: AttachmentDownload } } },
-    async (request) => {
-      const p = request.principal!;
-      const inbox = inboxFor(db, p, request.params.inbox_id, 'message_read');
-      const found = messageAttachment(db, inbox.inbox_id, request.params.message_id, request.params.attachment_id, readVisibility(p));
-      if (!found) throw notFound('attachment');
-      const link = issueDownloadUrl(p, app.svc.origin(), { kind: 'attachment', inboxId: inbox.inbox_id, messageId: found.messageId, attachmentId: found.attachment.attachment_id });
-      return { ...attachmentShape(found.attachment), ...link };
-    },
+    async (request) =>
+      messageAttachmentDownload(db, request.principal!, request.params.inbox_id, request.params.message_id, request.params.attachment_id, app.svc.origin()),
   );
 };

@@ -4,18 +4,14 @@
  */
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { groupCommit } from '../db/group-commit.js';
 import { inboxFor } from '../http/access.js';
 import { ApiError, notFound } from '../http/errors.js';
 import type { Principal } from '../http/principal.js';
-import { composition, ReplyAllBody, ReplyBody, SendBody, type ComposeInput } from '../mail/compose.js';
-import { idempotencyKey, requestHash } from '../mail/idempotency.js';
-import { readVisibility } from '../mail/labels.js';
+import { ReplyAllBody, ReplyBody, SendBody, type ComposeInput } from '../mail/compose.js';
 import { normalizeMessageId } from '../mail/messages.js';
-import { loadOriginal, type OutboundKind } from '../mail/outbound.js';
 import { resolveSendUnknown } from '../mail/outbox.js';
-import { performSend, type SendContext } from '../mail/send-flow.js';
-import type { MimeSpec } from '../../workers/pool/compose.js';
+import type { SendContext } from '../mail/send-flow.js';
+import { sendContext as requestSendContext, sendRequest, type SendOperation } from '../mail/send-requests.js';
 
 const InboxParams = Type.Object({ inbox_id: Type.String({ maxLength: 320 }) });
 const MessageParams = Type.Object({ inbox_id: Type.String({ maxLength: 320 }), message_id: Type.String({ minLength: 1, maxLength: 998 }) });
@@ -24,16 +20,9 @@ const ResolveBody = Type.Object({ decision: Type.Union([Type.Literal('sent'), Ty
 
 type MessageParams = Static<typeof MessageParams>;
 
+/** The send context for a request handler's principal (drafts use it too). */
 export function sendContext(app: FastifyInstance, principal: Principal): SendContext {
-  const { db, bus, pool } = app.svc;
-  return {
-    db,
-    principal,
-    compose: (spec: MimeSpec) => pool.run('composeMime', spec) as Promise<Uint8Array>,
-    publish: (seq) => bus.publish({ kind: 'event', seq }),
-    wakeOutbox: () => bus.publish({ kind: 'wake', loop: 'outbox' }),
-    commit: (fn) => groupCommit(db, fn),
-  };
+  return requestSendContext(app.svc, principal);
 }
 
 export const sendRoutes: FastifyPluginAsync = async (app) => {
@@ -41,42 +30,33 @@ export const sendRoutes: FastifyPluginAsync = async (app) => {
   const base = '/inboxes/:inbox_id/messages';
 
   /** Shared by the four send routes: scope, permissions, original, idempotency, the flow. */
-  async function send(request: FastifyRequest, kind: OutboundKind, body: ComposeInput & { reply_all?: boolean | null }, replyAll: boolean, permissions: string[]) {
-    const p = request.principal!;
+  function send(request: FastifyRequest, operation: SendOperation, body: ComposeInput & { reply_all?: boolean | null }) {
     const params = request.params as { inbox_id: string; message_id?: string };
-    const inbox = inboxFor(db, p, params.inbox_id, ...permissions);
-    const original = params.message_id === undefined ? null : loadOriginal(db, inbox.inbox_id, params.message_id, readVisibility(p));
-    if (params.message_id !== undefined && !original) throw notFound('message');
-    const key = idempotencyKey(request.headers['idempotency-key']);
-    const { reply_all: _ignored, ...fields } = body;
-    const c = composition(p, fields);
-    const operation = kind === 'reply' ? (replyAll ? 'reply-all' : 'reply') : kind;
-    const idempotency = key ? { key, hash: requestHash(operation, original?.messageId ?? null, body) } : null;
-    return performSend(sendContext(app, p), { inbox, idempotency, source: { type: 'new', kind, composition: c, original, replyAll } });
+    return sendRequest(app.svc, request.principal!, { operation, inboxId: params.inbox_id, messageId: params.message_id, body, idempotencyKey: request.headers['idempotency-key'] });
   }
 
   app.post<{ Params: Static<typeof InboxParams>; Body: SendBody }>(
     `${base}/send`,
     { config: { auth: 'agent' }, schema: { params: InboxParams, body: SendBody, response: { 200: SendResponse } } },
-    async (request) => send(request, 'send', request.body, false, ['message_send']),
+    async (request) => send(request, 'send', request.body),
   );
 
   app.post<{ Params: MessageParams; Body: ReplyBody }>(
     `${base}/:message_id/reply`,
     { config: { auth: 'agent' }, schema: { params: MessageParams, body: ReplyBody, response: { 200: SendResponse } } },
-    async (request) => send(request, 'reply', request.body, request.body.reply_all === true, ['message_reply', 'message_read']),
+    async (request) => send(request, 'reply', request.body),
   );
 
   app.post<{ Params: MessageParams; Body: ReplyAllBody }>(
     `${base}/:message_id/reply-all`,
     { config: { auth: 'agent' }, schema: { params: MessageParams, body: ReplyAllBody, response: { 200: SendResponse } } },
-    async (request) => send(request, 'reply', request.body, true, ['message_reply', 'message_read']),
+    async (request) => send(request, 'reply-all', request.body),
   );
 
   app.post<{ Params: MessageParams; Body: SendBody }>(
     `${base}/:message_id/forward`,
     { config: { auth: 'agent' }, schema: { params: MessageParams, body: SendBody, response: { 200: SendResponse } } },
-    async (request) => send(request, 'forward', request.body, false, ['message_send', 'message_read']),
+    async (request) => send(request, 'forward', request.body),
   );
 
   app.post<{ Params: MessageParams; Body: Static<typeof ResolveBody> }>(

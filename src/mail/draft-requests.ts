@@ -1,0 +1,147 @@
+/**
+ * A caller's requests on drafts (spec §2.5, §4.6), checked and answered in one place so REST
+ * (src/routes/drafts.ts) and MCP behave the same. Checks everywhere: inbox in scope (404) →
+ * permission (403) → draft exists (404) → the rest. Writes publish their events after the
+ * commit and wake the scheduled-drafts loop when it may have work.
+ */
+import { Type, type Static } from 'typebox';
+import type { Db } from '../db/open.js';
+import { inboxFor, requirePermission } from '../http/access.js';
+import { issueDownloadUrl } from '../http/downloads.js';
+import { notFound } from '../http/errors.js';
+import { PageQuery } from '../http/pagination.js';
+import { inScope, type Audience, type Principal } from '../http/principal.js';
+import type { Bus } from '../supervisor/bus.js';
+import {
+  createDraft,
+  deleteDraft,
+  draftAttachment,
+  draftAttachments,
+  draftById,
+  draftRow,
+  draftShape,
+  listDrafts,
+  updateDraft,
+  type CreateDraftBody,
+  type Draft,
+  type DraftRow,
+  type UpdateDraftBody,
+} from './drafts.js';
+import { idempotencyKey, requestHash } from './idempotency.js';
+import { labelEdit, LabelEditBody, MAX_LABEL_LENGTH, MAX_LABELS_PER_EDIT } from './labels.js';
+import { keysetPage, queryList, TimeQuery, timeBounds } from './query.js';
+import { performSend, type SendResult } from './send-flow.js';
+import { sendContext, type SendServices } from './send-requests.js';
+
+/** Where a draft is looked for: one inbox (the inbox-scoped form) or the caller's whole scope. */
+export interface DraftTarget {
+  inbox_id?: string;
+  draft_id: string;
+}
+
+export const DraftListQuery = Type.Object(
+  {
+    ...PageQuery,
+    ...TimeQuery,
+    labels: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: MAX_LABEL_LENGTH * 4 }), { maxItems: MAX_LABELS_PER_EDIT })),
+  },
+  { additionalProperties: false },
+);
+export type DraftListQuery = Static<typeof DraftListQuery>;
+
+export const SendDraftBody = Type.Object(
+  { add_labels: Type.Optional(Type.Union([LabelEditBody.add_labels, Type.Null()])), remove_labels: Type.Optional(Type.Union([LabelEditBody.remove_labels, Type.Null()])) },
+  { additionalProperties: false },
+);
+export type SendDraftBody = Static<typeof SendDraftBody>;
+
+/** Publishes a draft write's events and wakes the scheduled-drafts loop when asked. */
+export function publishDraftWrite(bus: Bus, write: { seqs: number[]; wake?: boolean }): void {
+  for (const seq of write.seqs) bus.publish({ kind: 'event', seq });
+  if (write.wake) bus.publish({ kind: 'wake', loop: 'scheduled-drafts' });
+}
+
+/** The draft after scope (404), permission (403) and existence (404), in that order. */
+export function draftScope(db: Db, p: Principal, target: DraftTarget, permission: string): DraftRow {
+  if (target.inbox_id !== undefined) {
+    const inbox = inboxFor(db, p, target.inbox_id, permission);
+    const row = draftRow(db, inbox.inbox_id, target.draft_id);
+    if (!row) throw notFound('draft');
+    return row;
+  }
+  const row = draftById(db, target.draft_id);
+  if (!row || !inScope(p, row.inbox_id)) throw notFound('draft');
+  requirePermission(p, permission);
+  return row;
+}
+
+/** One page of drafts in one inbox or across the caller's scope; the body of `GET .../drafts`. */
+export function draftListPage(db: Db, p: Principal, inboxId: string | undefined, q: DraftListQuery) {
+  let inboxIds: string[] | 'all';
+  if (inboxId !== undefined) {
+    inboxIds = [inboxFor(db, p, inboxId, 'draft_read').inbox_id];
+  } else {
+    requirePermission(p, 'draft_read');
+    inboxIds = p.inboxScope === 'all' ? 'all' : [...p.inboxScope].sort();
+  }
+  const filters = { ...timeBounds(q), labels: queryList(q.labels) };
+  const form = inboxId === undefined ? 'instance' : 'inbox';
+  const { page, respond } = keysetPage(db, { route: `drafts.list.${form}`, filters: { inbox: inboxId ?? '*', ...filters, ascending: q.ascending === true }, principal: p }, q);
+  const { items, next } = listDrafts(db, inboxIds, filters, page);
+  return respond('drafts', items, next);
+}
+
+/** One draft with its attachments. */
+export function readDraftFor(db: Db, p: Principal, target: DraftTarget): Draft {
+  const row = draftScope(db, p, target, 'draft_read');
+  return draftShape(row, draftAttachments(db, row.draft_id));
+}
+
+/** A draft's attachment with a signed download URL on `origin` (see messageAttachmentDownload). */
+export function draftAttachmentDownload(db: Db, p: Principal, target: DraftTarget, attachmentId: string, origin: string, audience: Audience | null = null) {
+  const row = draftScope(db, p, target, 'draft_read');
+  const attachment = draftAttachment(db, row.draft_id, attachmentId);
+  if (!attachment) throw notFound('attachment');
+  const link = issueDownloadUrl(p, origin, { kind: 'draft_attachment', inboxId: row.inbox_id, draftId: row.draft_id, attachmentId: attachment.attachment_id }, audience);
+  return { ...attachment, ...link };
+}
+
+export function createDraftFor(db: Db, bus: Bus, p: Principal, inboxId: string, body: CreateDraftBody): Draft {
+  const inbox = inboxFor(db, p, inboxId, 'draft_create');
+  const write = createDraft(db, p, inbox, body);
+  publishDraftWrite(bus, write);
+  return write.draft;
+}
+
+export function updateDraftFor(db: Db, bus: Bus, p: Principal, inboxId: string, draftId: string, body: UpdateDraftBody): Draft {
+  const inbox = inboxFor(db, p, inboxId, 'draft_update');
+  const write = updateDraft(db, p, inbox, draftId, body);
+  publishDraftWrite(bus, write);
+  return write.draft;
+}
+
+export function deleteDraftFor(db: Db, p: Principal, inboxId: string, draftId: string): void {
+  const inbox = inboxFor(db, p, inboxId, 'draft_delete');
+  if (!deleteDraft(db, inbox.inbox_id, draftId)) throw notFound('draft');
+}
+
+/**
+ * Sends a draft now (overriding `send_at`) through the one send path, with optional label
+ * edits; idempotent on the key (the `Idempotency-Key` header or MCP `idempotencyKey`).
+ */
+export async function sendDraftFor(
+  svc: SendServices,
+  p: Principal,
+  inboxId: string,
+  draftId: string,
+  body: SendDraftBody,
+  key: string | string[] | undefined,
+): Promise<SendResult> {
+  const inbox = inboxFor(svc.db, p, inboxId, 'draft_send');
+  const draft = draftRow(svc.db, inbox.inbox_id, draftId);
+  if (!draft) throw notFound('draft');
+  const checkedKey = idempotencyKey(key);
+  const edit = labelEdit(p, body.add_labels, body.remove_labels);
+  const idempotency = checkedKey ? { key: checkedKey, hash: requestHash('draft_send', draft.draft_id, body) } : null;
+  return performSend(sendContext(svc, p), { inbox, idempotency, source: { type: 'draft', draft, approve: false, extraLabels: edit.add, removeLabels: edit.remove } });
+}

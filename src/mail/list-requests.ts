@@ -1,0 +1,50 @@
+/**
+ * A caller's requests on allow and block lists (spec §4.8), checked and answered in one place
+ * so REST (src/routes/lists.ts) and MCP behave the same.
+ */
+import type { Db } from '../db/open.js';
+import { inboxFor, requirePermission, requireUnrestricted } from '../http/access.js';
+import { ApiError } from '../http/errors.js';
+import { DEFAULT_LIMIT, pageFromRows, readCursor } from '../http/pagination.js';
+import type { Principal } from '../http/principal.js';
+import { getListEntry, listListEntries, normalizeListEntry, type ListDirection, type ListEntry, type ListKey, type ListType } from './lists.js';
+
+/**
+ * The list named, after the access checks in house order: a global list (no inbox) needs a
+ * credential without an inbox restriction; an inbox list needs the inbox in scope (404) before
+ * the permission (403).
+ */
+export function listKeyFor(db: Db, p: Principal, inboxId: string | undefined, direction: ListDirection, type: ListType, permission: string): ListKey {
+  if (inboxId === undefined) {
+    requireUnrestricted(p);
+    requirePermission(p, permission);
+    return { inboxId: null, direction, type };
+  }
+  return { inboxId: inboxFor(db, p, inboxId, permission).inbox_id, direction, type };
+}
+
+export const entryNotFound = (entry: string, key: ListKey) =>
+  new ApiError('not_found', `${entry} is not on this ${key.direction} ${key.type} list.`, { fix: 'List the entries with GET on the list itself.' });
+
+/** One page of a list, sorted by entry (ascending only, spec §4.1); the body of `GET .../lists/{direction}/{type}`. */
+export function listEntriesPage(db: Db, p: Principal, inboxId: string | undefined, direction: ListDirection, type: ListType, q: { limit?: number; page_token?: string; ascending?: boolean }) {
+  // The lists have one order: asking for the other is an error, not ignored.
+  if (q.ascending === false) {
+    throw new ApiError('validation_error', 'Allow and block lists are sorted by entry, ascending only.', { fix: 'Omit `ascending` or pass `ascending=true`.' });
+  }
+  const key = listKeyFor(db, p, inboxId, direction, type, 'list_entry_read');
+  const limit = q.limit ?? DEFAULT_LIMIT;
+  const binding = { route: 'lists', filters: { inbox_id: key.inboxId, direction, type }, principal: p };
+  const after = q.page_token ? String(readCursor(db, q.page_token, binding, 1)[0]) : null;
+  const rows = listListEntries(db, key, after, limit + 1);
+  return pageFromRows(db, binding, 'entries', rows, limit, (r) => [r.entry]);
+}
+
+/** One entry of a list, by address or domain. */
+export function readListEntry(db: Db, p: Principal, inboxId: string | undefined, direction: ListDirection, type: ListType, rawEntry: string): ListEntry {
+  const key = listKeyFor(db, p, inboxId, direction, type, 'list_entry_read');
+  const entry = normalizeListEntry(rawEntry);
+  const found = getListEntry(db, key, entry);
+  if (!found) throw entryNotFound(entry, key);
+  return found;
+}

@@ -1,0 +1,68 @@
+/**
+ * A caller's requests on the messages of one inbox (spec §4.5, read side and label edits),
+ * checked and answered in one place so REST (src/routes/messages.ts) and MCP behave the same.
+ * Checks: inbox in scope (404) → permission (403) → hidden labels.
+ */
+import type { Db } from '../db/open.js';
+import { inboxFor } from '../http/access.js';
+import { issueDownloadUrl } from '../http/downloads.js';
+import { notFound } from '../http/errors.js';
+import { searchGeneration } from '../http/pagination.js';
+import type { Audience, Principal } from '../http/principal.js';
+import { labelEdit, listVisibility, readVisibility } from './labels.js';
+import { getMessage, listMessages, messageAttachment, updateMessageLabels } from './messages.js';
+import { keysetPage, queryList, timeBounds, type MessageListQuery, type SearchQuery } from './query.js';
+import { searchMessages } from './search.js';
+import { attachmentShape } from './serialize.js';
+
+/** One page of an inbox's messages with the list filters; the body of `GET .../messages`. */
+export function messageListPage(db: Db, p: Principal, inboxId: string, q: MessageListQuery) {
+  const inbox = inboxFor(db, p, inboxId, 'message_read');
+  const visibility = listVisibility(p, q);
+  const filters = { ...timeBounds(q), labels: queryList(q.labels), from: queryList(q.from), to: queryList(q.to), subject: queryList(q.subject) };
+  const { page, respond } = keysetPage(
+    db,
+    { route: 'messages.list', filters: { inbox: inbox.inbox_id, ...filters, ascending: q.ascending === true, excluded: visibility.excluded.join(',') }, principal: p },
+    q,
+  );
+  const { items, next } = listMessages(db, inbox.inbox_id, filters, visibility, page);
+  return respond('messages', items, next);
+}
+
+/** One page of full-text search results in an inbox; the body of `GET .../messages/search`. */
+export function messageSearchPage(db: Db, p: Principal, inboxId: string, q: SearchQuery) {
+  const inbox = inboxFor(db, p, inboxId, 'message_read');
+  const bounds = timeBounds(q);
+  const { page, respond } = keysetPage(db, { route: 'messages.search', filters: { inbox: inbox.inbox_id, q: q.q, ...bounds }, principal: p, generation: searchGeneration(db) }, q);
+  const { items, next } = searchMessages(db, { q: q.q, inboxIds: [inbox.inbox_id], ...bounds, limit: page.limit, cursor: page.cursor });
+  return respond('messages', items, next);
+}
+
+/** One message with its bodies; hidden mail needs the matching `label_*_read`. */
+export function readMessage(db: Db, p: Principal, inboxId: string, messageId: string) {
+  const inbox = inboxFor(db, p, inboxId, 'message_read');
+  const message = getMessage(db, inbox.inbox_id, messageId, readVisibility(p));
+  if (!message) throw notFound('message');
+  return message;
+}
+
+/** Adds and removes labels on one message; `{message_id, labels}`. */
+export function editMessageLabels(db: Db, p: Principal, inboxId: string, messageId: string, add: string | string[] | null | undefined, remove: string | string[] | null | undefined) {
+  const inbox = inboxFor(db, p, inboxId, 'message_update');
+  const edit = labelEdit(p, add, remove);
+  const [updated] = updateMessageLabels(db, inbox.inbox_id, [messageId], readVisibility(p), edit);
+  if (!updated) throw notFound('message');
+  return updated;
+}
+
+/**
+ * An attachment of one message with a signed download URL on `origin`; `audience` is the OAuth
+ * resource the URL keeps (spec §4.7), null for other issuers.
+ */
+export function messageAttachmentDownload(db: Db, p: Principal, inboxId: string, messageId: string, attachmentId: string, origin: string, audience: Audience | null = null) {
+  const inbox = inboxFor(db, p, inboxId, 'message_read');
+  const found = messageAttachment(db, inbox.inbox_id, messageId, attachmentId, readVisibility(p));
+  if (!found) throw notFound('attachment');
+  const link = issueDownloadUrl(p, origin, { kind: 'attachment', inboxId: inbox.inbox_id, messageId: found.messageId, attachmentId: found.attachment.attachment_id }, audience);
+  return { ...attachmentShape(found.attachment), ...link };
+}

@@ -1,0 +1,68 @@
+/**
+ * A caller's send, reply, reply-all and forward (spec §4.5), checked and handed to the one send
+ * path (send-flow.ts); shared by REST (src/routes/send.ts) and MCP so both enforce the same
+ * scope, permissions, idempotency and send policy. The idempotency hash is computed over the
+ * REST body, so a key used through MCP and through REST for the same request matches.
+ */
+import { groupCommit } from '../db/group-commit.js';
+import type { AppContext } from '../http/app.js';
+import { inboxFor } from '../http/access.js';
+import { notFound } from '../http/errors.js';
+import type { Principal } from '../http/principal.js';
+import type { MimeSpec } from '../../workers/pool/compose.js';
+import { composition, type ComposeInput } from './compose.js';
+import { idempotencyKey, requestHash } from './idempotency.js';
+import { readVisibility } from './labels.js';
+import { loadOriginal, type OutboundKind } from './outbound.js';
+import { performSend, type SendContext, type SendResult } from './send-flow.js';
+
+/** What a send needs from the running service. */
+export type SendServices = Pick<AppContext, 'db' | 'bus' | 'pool'>;
+
+export function sendContext(svc: SendServices, principal: Principal): SendContext {
+  const { db, bus, pool } = svc;
+  return {
+    db,
+    principal,
+    compose: (spec: MimeSpec) => pool.run('composeMime', spec) as Promise<Uint8Array>,
+    publish: (seq) => bus.publish({ kind: 'event', seq }),
+    wakeOutbox: () => bus.publish({ kind: 'wake', loop: 'outbox' }),
+    commit: (fn) => groupCommit(db, fn),
+  };
+}
+
+/** The operations, each with the permissions it needs (spec §4.5). */
+export const SEND_OPERATIONS = {
+  send: { kind: 'send', replyAll: false, permissions: ['message_send'] },
+  reply: { kind: 'reply', replyAll: false, permissions: ['message_reply', 'message_read'] },
+  'reply-all': { kind: 'reply', replyAll: true, permissions: ['message_reply', 'message_read'] },
+  forward: { kind: 'forward', replyAll: false, permissions: ['message_send', 'message_read'] },
+} as const satisfies Record<string, { kind: OutboundKind; replyAll: boolean; permissions: readonly string[] }>;
+
+export type SendOperation = keyof typeof SEND_OPERATIONS;
+
+export interface SendRequest {
+  operation: SendOperation;
+  inboxId: string;
+  /** The original message for reply, reply-all and forward. */
+  messageId?: string;
+  /** The REST body as sent; `reply_all: true` on a reply includes the original To and Cc. */
+  body: ComposeInput & { reply_all?: boolean | null };
+  /** The `Idempotency-Key` header or MCP `idempotencyKey` as given; checked here, in the REST order. */
+  idempotencyKey: string | string[] | undefined;
+}
+
+/** Scope, permissions, original, idempotency, then the send flow with its checks in order. */
+export async function sendRequest(svc: SendServices, p: Principal, r: SendRequest): Promise<SendResult> {
+  const op = SEND_OPERATIONS[r.operation];
+  const replyAll = op.replyAll || (r.operation === 'reply' && r.body.reply_all === true);
+  const inbox = inboxFor(svc.db, p, r.inboxId, ...op.permissions);
+  const original = r.messageId === undefined ? null : loadOriginal(svc.db, inbox.inbox_id, r.messageId, readVisibility(p));
+  if (r.messageId !== undefined && !original) throw notFound('message');
+  const key = idempotencyKey(r.idempotencyKey);
+  const { reply_all: _ignored, ...fields } = r.body;
+  const c = composition(p, fields);
+  const operation = op.kind === 'reply' ? (replyAll ? 'reply-all' : 'reply') : op.kind;
+  const idempotency = key ? { key, hash: requestHash(operation, original?.messageId ?? null, r.body) } : null;
+  return performSend(sendContext(svc, p), { inbox, idempotency, source: { type: 'new', kind: op.kind, composition: c, original, replyAll } });
+}

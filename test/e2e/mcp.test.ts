@@ -1,0 +1,247 @@
+/**
+ * The MCP endpoint (spec §1.8, §4.14, §5.3 step 1) through the SDK's real Client over
+ * Streamable HTTP against a real service: authentication and its challenge, origin rules, the
+ * tool list with annotations, and tools enforcing the same scope, permissions, send policy,
+ * idempotency and error codes as REST. Sending goes to a real SMTP sink on loopback.
+ */
+import t from 'tap';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Db } from '../../src/db/open.js';
+import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
+import { insertApiKey, insertInbox, openHomeDb } from '../helpers/db.js';
+import { fixture, seedMail, simpleMail } from '../helpers/mail.js';
+import { startSink, type Sink } from '../helpers/sink.js';
+
+let svc: RunningSvc;
+let db: Db;
+let sink: Sink;
+let n = 0;
+const clients: Client[] = [];
+
+const ALL = ['inbox_read', 'message_read', 'message_send', 'message_reply', 'message_update', 'draft_read', 'draft_create', 'draft_send', 'list_entry_read'];
+const enc = encodeURIComponent;
+const newInbox = () => insertInbox(db, `mcp${++n}@home.example`);
+const keyFor = (inboxes: string[] | null, permissions = ALL, sendPolicy: 'direct' | 'approval' | 'read_only' = 'direct') =>
+  insertApiKey(db, { permissions, inboxIds: inboxes, sendPolicy }).secret;
+
+async function connect(token: string): Promise<Client> {
+  const client = new Client({ name: 'svc-test', version: '1.0.0' });
+  const transport = new StreamableHTTPClientTransport(new URL(`${svc.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } });
+  await client.connect(transport);
+  clients.push(client);
+  return client;
+}
+
+interface ToolOutcome {
+  isError: boolean;
+  body: Record<string, unknown>;
+}
+
+async function call(client: Client, name: string, args: Record<string, unknown>): Promise<ToolOutcome> {
+  const result = await client.callTool({ name, arguments: args });
+  const content = result.content as { type: string; text: string }[];
+  return { isError: result.isError === true, body: JSON.parse(content[0].text) as Record<string, unknown> };
+}
+
+const initialize = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+};
+const rpcHeaders = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+
+t.before(async () => {
+  svc = await startSvc();
+  db = openHomeDb(svc.home);
+  sink = await startSink();
+  const res = await api(svc.url, 'PUT', '/v0/owner/transport', { token: svc.ownerToken, body: { smtp: { host: '127.0.0.1', port: sink.port } } });
+  if (res.status !== 200) throw new Error(`transport: ${res.status} ${res.text}`);
+});
+t.teardown(async () => {
+  await Promise.all(clients.map((c) => c.close()));
+  db.close();
+  await sink.close();
+  await svc.stop();
+});
+
+t.test('without a credential /mcp is 401 with the exact WWW-Authenticate challenge and a JSON body', async (t) => {
+  const challenge = `Bearer resource_metadata="${svc.url}/.well-known/oauth-protected-resource/mcp", scope="svc"`;
+  const none = await api(svc.url, 'POST', '/mcp', { body: initialize, headers: rpcHeaders });
+  t.equal(none.status, 401);
+  t.equal(none.headers.get('www-authenticate'), challenge);
+  t.match(none.headers.get('content-type'), /^application\/json/);
+  t.equal(none.body.code, 'unauthorized');
+
+  const invalid = await api(svc.url, 'POST', '/mcp', { token: 'svc_key_not-a-real-key', body: initialize, headers: rpcHeaders });
+  t.equal(invalid.status, 401, 'an unknown key');
+  t.equal(invalid.headers.get('www-authenticate'), challenge);
+
+  const cookie = await api(svc.url, 'GET', '/mcp', { headers: { cookie: 'svc_session=anything' } });
+  t.equal(cookie.status, 401, 'cookies are never a credential on /mcp');
+  t.equal(cookie.headers.get('www-authenticate'), challenge);
+});
+
+t.test('a request whose Origin is not the listener’s own is refused with 403', async (t) => {
+  const token = keyFor(null);
+  const foreign = await api(svc.url, 'POST', '/mcp', { token, body: initialize, headers: { ...rpcHeaders, origin: 'http://evil.example' } });
+  t.equal(foreign.status, 403);
+  t.equal(foreign.body.code, 'forbidden');
+  const own = await api(svc.url, 'POST', '/mcp', { token, body: initialize, headers: { ...rpcHeaders, origin: svc.url } });
+  t.equal(own.status, 200, 'the own origin is allowed');
+});
+
+t.test('the endpoint is stateless: GET and DELETE answer 405 after authentication', async (t) => {
+  const res = await api(svc.url, 'GET', '/mcp', { token: keyFor(null), headers: { accept: 'text/event-stream' } });
+  t.equal(res.status, 405);
+  t.equal(res.headers.get('allow'), 'POST');
+});
+
+t.test('tools/list has every tool, with read-only and destructive annotations', async (t) => {
+  const client = await connect(keyFor(null));
+  const { tools } = await client.listTools();
+  const byName = new Map(tools.map((tool) => [tool.name, tool]));
+  const reads = ['list_inboxes', 'search_inboxes', 'get_inbox', 'list_threads', 'search_threads', 'get_thread', 'list_messages', 'search_messages', 'get_message', 'get_attachment', 'list_drafts', 'get_draft', 'list_list_entries', 'get_list_entry'];
+  const sends = ['send_message', 'reply_to_message', 'reply_all_message', 'forward_message', 'send_draft'];
+  const deletes = ['delete_inbox', 'delete_thread', 'delete_draft'];
+  const writes = ['create_inbox', 'update_inbox', 'update_thread', 'update_message', 'create_draft', 'update_draft'];
+  t.same([...byName.keys()].sort(), [...reads, ...sends, ...deletes, ...writes].sort());
+  for (const name of reads) t.match(byName.get(name)!.annotations, { readOnlyHint: true, destructiveHint: false, idempotentHint: true }, name);
+  for (const name of [...sends, ...deletes]) t.match(byName.get(name)!.annotations, { readOnlyHint: false, destructiveHint: true }, name);
+  for (const name of writes) t.match(byName.get(name)!.annotations, { readOnlyHint: false, destructiveHint: false }, name);
+  for (const name of sends.filter((s) => s !== 'send_draft')) t.ok(byName.get(name)!.inputSchema.properties?.idempotencyKey, `${name} takes idempotencyKey`);
+  t.equal(byName.get('reply_to_message')!.inputSchema.properties?.replyAll?.type, 'boolean');
+});
+
+t.test('list_inboxes returns only the inboxes in the credential’s scope', async (t) => {
+  const mine = newInbox();
+  newInbox();
+  const client = await connect(keyFor([mine]));
+  const { isError, body } = await call(client, 'list_inboxes', {});
+  t.notOk(isError);
+  t.same((body.inboxes as { inbox_id: string }[]).map((i) => i.inbox_id), [mine]);
+  t.equal(body.count, 1);
+});
+
+t.test('out of scope is not_found before permissions; in scope without the permission is missing_permission', async (t) => {
+  const mine = newInbox();
+  const other = newInbox();
+  const client = await connect(keyFor([mine], ['message_read']));
+  const outside = await call(client, 'get_inbox', { inboxId: other });
+  t.ok(outside.isError);
+  t.match(outside.body, { name: 'NotFoundError', code: 'not_found' });
+  const inside = await call(client, 'get_inbox', { inboxId: mine });
+  t.ok(inside.isError);
+  t.match(inside.body, { code: 'missing_permission' });
+  t.match(inside.body.message, /inbox_read/);
+  t.ok(inside.body.fix, 'the error carries a fix');
+});
+
+t.test('arguments are checked like REST bodies: system labels and unknown arguments are validation_error', async (t) => {
+  const inbox = newInbox();
+  const seeded = await seedMail(db, simpleMail({ from: 'alice@remote.example', to: inbox, subject: 'Labels' }), { inboxId: inbox });
+  const client = await connect(keyFor([inbox]));
+  const system = await call(client, 'update_message', { inboxId: inbox, messageId: seeded.messageId, addLabels: ['sent'] });
+  t.ok(system.isError);
+  t.equal(system.body.code, 'validation_error');
+  const unknown = await call(client, 'get_inbox', { inboxId: inbox, bogus: 1 });
+  t.ok(unknown.isError);
+  t.equal(unknown.body.code, 'validation_error');
+  const edited = await call(client, 'update_message', { inboxId: inbox, messageId: seeded.messageId, addLabels: ['todo'], removeLabels: 'unread' });
+  t.notOk(edited.isError);
+  t.same(edited.body, { message_id: seeded.messageId, labels: ['received', 'todo'] });
+});
+
+t.test('send and reply through MCP; a reply idempotencyKey reused over REST returns the same ids', async (t) => {
+  const inbox = newInbox();
+  const token = keyFor([inbox]);
+  const client = await connect(token);
+  const before = sink.messages.length;
+
+  const sent = await call(client, 'send_message', { inboxId: inbox, to: 'bob@remote.example', subject: 'From MCP', text: 'Hello over MCP' });
+  t.notOk(sent.isError, JSON.stringify(sent.body));
+  t.match(sent.body, { message_id: /^<.+@home\.example>$/, thread_id: String });
+
+  const original = await seedMail(db, simpleMail({ from: 'Alice <alice@remote.example>', to: inbox, subject: 'Question', messageId: '<q-1@remote.example>' }), { inboxId: inbox });
+  const args = { inboxId: inbox, messageId: original.messageId, text: 'An answer.', idempotencyKey: 'mcp-reply-1' };
+  const reply = await call(client, 'reply_to_message', args);
+  t.notOk(reply.isError, JSON.stringify(reply.body));
+  t.equal(reply.body.thread_id, original.threadId, 'the reply joins the original thread');
+  const again = await call(client, 'reply_to_message', args);
+  t.same(again.body, reply.body, 'the same key and payload over MCP returns the original ids');
+
+  const rest = await api(svc.url, 'POST', `/v0/inboxes/${enc(inbox)}/messages/${enc(original.messageId)}/reply`, { token, body: { text: 'An answer.' }, headers: { 'idempotency-key': 'mcp-reply-1' } });
+  t.equal(rest.status, 200);
+  t.same(rest.body, reply.body, 'the REST idempotency store is the same');
+  const conflict = await api(svc.url, 'POST', `/v0/inboxes/${enc(inbox)}/messages/${enc(original.messageId)}/reply`, { token, body: { text: 'Another answer.' }, headers: { 'idempotency-key': 'mcp-reply-1' } });
+  t.equal(conflict.body.code, 'idempotency_conflict');
+
+  const delivered = (await sink.waitFor(before + 2)).slice(before);
+  t.equal(delivered.length, 2, 'one send and one reply, each delivered once');
+  t.same(delivered.map((m) => m.to).sort(), [['alice@remote.example'], ['bob@remote.example']]);
+  const stored = db.prepare("SELECT count(*) AS c FROM messages WHERE inbox_id = ? AND direction = 'outbound'").get(inbox) as { c: number };
+  t.equal(stored.c, 2);
+});
+
+t.test('the approval send policy turns a send into a draft: approval_required with the draft id', async (t) => {
+  const inbox = newInbox();
+  const client = await connect(keyFor([inbox], ALL, 'approval'));
+  const res = await call(client, 'send_message', { inboxId: inbox, to: 'bob@remote.example', subject: 'Needs approval', text: 'Please approve' });
+  t.ok(res.isError);
+  t.match(res.body, { name: 'ApprovalRequiredError', code: 'approval_required', draft_id: String });
+  const draft = await call(client, 'get_draft', { inboxId: inbox, draftId: res.body.draft_id });
+  t.notOk(draft.isError);
+  t.match(draft.body, { draft_id: res.body.draft_id, subject: 'Needs approval', send_status: 'pending_approval' });
+});
+
+t.test('the read_only send policy cannot send: missing_permission', async (t) => {
+  const inbox = newInbox();
+  const client = await connect(keyFor([inbox], ALL, 'read_only'));
+  const res = await call(client, 'send_message', { inboxId: inbox, to: 'bob@remote.example', subject: 'No', text: 'No' });
+  t.ok(res.isError);
+  t.equal(res.body.code, 'missing_permission');
+  const stored = db.prepare('SELECT count(*) AS c FROM messages WHERE inbox_id = ?').get(inbox) as { c: number };
+  t.equal(stored.c, 0, 'nothing stored');
+});
+
+t.test('a paused inbox cannot send: inbox_paused, as over REST', async (t) => {
+  const inbox = newInbox();
+  const client = await connect(keyFor([inbox], [...ALL, 'inbox_update']));
+  const paused = await call(client, 'update_inbox', { inboxId: inbox, status: 'paused' });
+  t.equal(paused.body.status, 'paused');
+  const res = await call(client, 'send_message', { inboxId: inbox, to: 'bob@remote.example', subject: 'Paused', text: 'x' });
+  t.equal(res.body.code, 'inbox_paused');
+});
+
+t.test('get_attachment returns a download URL on the listener origin that serves the bytes without a bearer', async (t) => {
+  const inbox = newInbox();
+  const seeded = await seedMail(db, fixture('multipart-attachment.eml'), { inboxId: inbox });
+  const row = db
+    .prepare("SELECT a.attachment_id, a.content FROM attachments a JOIN messages m ON m.id = a.message_rowid WHERE m.inbox_id = ? AND a.filename = 'photo.png'")
+    .get(inbox) as { attachment_id: string; content: Buffer };
+  const client = await connect(keyFor([inbox]));
+
+  const byMessage = await call(client, 'get_attachment', { inboxId: inbox, messageId: seeded.messageId, attachmentId: row.attachment_id });
+  t.notOk(byMessage.isError, JSON.stringify(byMessage.body));
+  t.match(byMessage.body, { attachment_id: row.attachment_id, filename: 'photo.png', size: row.content.length, download_url: String, expires_at: String });
+  t.ok((byMessage.body.download_url as string).startsWith(`${svc.url}/v0/downloads/`));
+  const download = await fetch(byMessage.body.download_url as string);
+  t.equal(download.status, 200);
+  t.equal(Buffer.compare(Buffer.from(await download.arrayBuffer()), row.content), 0, 'the exact bytes');
+
+  const byThread = await call(client, 'get_attachment', { threadId: seeded.threadId, attachmentId: row.attachment_id });
+  t.notOk(byThread.isError);
+  t.equal((await fetch(byThread.body.download_url as string)).status, 200, 'the thread form works without an inbox id');
+
+  const neither = await call(client, 'get_attachment', { attachmentId: row.attachment_id });
+  t.equal(neither.body.code, 'validation_error');
+});
+
+t.test('the owner bearer works on /mcp on the loopback listener', async (t) => {
+  const inbox = newInbox();
+  const client = await connect(svc.ownerToken);
+  const res = await call(client, 'get_inbox', { inboxId: inbox });
+  t.notOk(res.isError);
+  t.equal(res.body.inbox_id, inbox);
+});
