@@ -31,6 +31,7 @@ import { downloadRoutes } from '../routes/downloads.js';
 import { wsRoutes } from '../routes/ws.js';
 import { webhookRoutes } from '../routes/webhooks.js';
 import { domainRoutes } from '../routes/domains.js';
+import { webAppRoutes } from '../routes/web.js';
 import { mcpRoutes } from '../routes/mcp.js';
 import { remoteRoutes } from '../routes/remote.js';
 import type { RemoteAccess } from '../remote/remote-access.js';
@@ -200,6 +201,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, sendRoutes, draftRoutes, listRoutes, downloadRoutes, wsRoutes, domainRoutes, webhookRoutes]) {
     await app.register(routes, { prefix: '/v0' });
   }
+  // The owner web app is for the owner's own browser: never on the tunnel listener (spec §5.2).
+  if (ctx.listener === 'local') await app.register(webAppRoutes);
   return app;
 }
 

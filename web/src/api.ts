@@ -1,0 +1,102 @@
+/**
+ * Talking to svc's REST API from the owner's browser (spec §5.1): the session cookie travels by
+ * itself (same origin); unsafe methods carry the CSRF token in `X-Svc-CSRF`. The token comes from
+ * login/setup/redeem answers or from the `X-Svc-CSRF` header of GET /v0/owner/status.
+ */
+
+export interface ErrorBody {
+  name?: string;
+  code?: string;
+  message?: string;
+  fix?: string;
+}
+
+export class ApiFailure extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly fix?: string,
+    readonly body?: Record<string, unknown>,
+  ) {
+    super(message);
+  }
+}
+
+let csrfToken: string | null = null;
+const signedOutListeners = new Set<() => void>();
+
+export function setCsrf(token: string | null): void {
+  csrfToken = token;
+}
+export function csrf(): string | null {
+  return csrfToken;
+}
+
+/** Called when any request answers 401: the session ended (expired, signed out elsewhere). */
+export function onSignedOut(listener: () => void): () => void {
+  signedOutListeners.add(listener);
+  return () => signedOutListeners.delete(listener);
+}
+
+const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+export async function request<T = Record<string, unknown>>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
+  const h: Record<string, string> = { accept: 'application/json', ...headers };
+  if (UNSAFE.has(method) && csrfToken) h['x-svc-csrf'] = csrfToken;
+  let payload: string | undefined;
+  if (body !== undefined) {
+    payload = JSON.stringify(body);
+    h['content-type'] = 'application/json';
+  }
+  const res = await fetch(path, { method, headers: h, body: payload, credentials: 'same-origin', cache: 'no-store' });
+  const text = await res.text();
+  let parsed: unknown;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = text;
+  }
+  if (!res.ok) {
+    const e = (parsed && typeof parsed === 'object' ? parsed : {}) as ErrorBody & Record<string, unknown>;
+    if (res.status === 401 && !path.startsWith('/v0/owner/login') && !path.startsWith('/v0/owner/setup')) for (const l of signedOutListeners) l();
+    throw new ApiFailure(res.status, e.code ?? `http_${res.status}`, e.message ?? `Request failed (${res.status}).`, e.fix, e);
+  }
+  return parsed as T;
+}
+
+export const get = <T = Record<string, unknown>>(path: string) => request<T>('GET', path);
+export const post = <T = Record<string, unknown>>(path: string, body: unknown = {}, headers?: Record<string, string>) => request<T>('POST', path, body, headers);
+export const patch = <T = Record<string, unknown>>(path: string, body: unknown) => request<T>('PATCH', path, body);
+export const put = <T = Record<string, unknown>>(path: string, body: unknown) => request<T>('PUT', path, body);
+export const del = (path: string) => request<unknown>('DELETE', path);
+
+export interface OwnerStatus {
+  setup_required: boolean;
+  authenticated: boolean;
+  locked: boolean;
+}
+
+/** GET /v0/owner/status; keeps the CSRF token it returns for a live session. */
+export async function loadStatus(): Promise<OwnerStatus> {
+  const res = await fetch('/v0/owner/status', { credentials: 'same-origin', cache: 'no-store' });
+  if (!res.ok) throw new ApiFailure(res.status, 'status_failed', 'svc did not answer the status request.');
+  const status = (await res.json()) as OwnerStatus;
+  setCsrf(status.authenticated ? res.headers.get('x-svc-csrf') : null);
+  return status;
+}
+
+/** Path segment encoding for ids that contain `@` and `<>` (inbox ids, message ids). */
+export const enc = encodeURIComponent;
+
+/** Builds a query string from defined values; arrays repeat the parameter (spec §4). */
+export function query(params: Record<string, string | number | boolean | string[] | undefined | null>): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) {
+    if (v === undefined || v === null || v === '' || v === false) continue;
+    if (Array.isArray(v)) for (const item of v) q.append(k, item);
+    else q.set(k, String(v));
+  }
+  const s = q.toString();
+  return s ? `?${s}` : '';
+}

@@ -1,0 +1,120 @@
+/** The owner's own account: browser sessions (sign out any), password change, sign out. */
+import { del, get, post } from '../api';
+import { ErrorBox, Notice, Page, Loading, confirmed, formValues, useAction, useLoad, when } from '../ui';
+import { useState } from 'preact/hooks';
+
+interface Session {
+  session_id: string;
+  user_agent: string | null;
+  created_at: string;
+  last_seen_at: string;
+  expires_at: string;
+  current: boolean;
+}
+
+export function AccountPage({ onSignedOut }: { onSignedOut: () => void }) {
+  const sessions = useLoad(() => get<{ sessions: Session[] }>('/v0/owner/sessions'), []);
+  const action = useAction();
+  const pw = useAction();
+  const [changed, setChanged] = useState(false);
+
+  return (
+    <Page
+      title="Account"
+      actions={
+        <button
+          onClick={() =>
+            void action.run(async () => {
+              await post('/v0/owner/logout');
+              onSignedOut();
+            })
+          }
+        >
+          Sign out
+        </button>
+      }
+    >
+      <h2>Sessions</h2>
+      <Loading loaded={sessions} />
+      <ErrorBox error={action.error} />
+      <div class="table-wrap">
+        <table class="list" data-testid="sessions">
+          <thead>
+            <tr>
+              <th>Session</th>
+              <th>Browser (hash)</th>
+              <th>Last seen</th>
+              <th>Expires</th>
+              <th />
+            </tr>
+          </thead>
+          <tbody>
+            {sessions.data?.sessions.map((s) => (
+              <tr key={s.session_id} data-session={s.session_id}>
+                <td>
+                  <code>{s.session_id.slice(-12)}</code> {s.current && <span class="badge">this browser</span>}
+                </td>
+                <td>
+                  <code>{s.user_agent ? s.user_agent.slice(0, 12) : '—'}</code>
+                </td>
+                <td>{when(s.last_seen_at)}</td>
+                <td>{when(s.expires_at)}</td>
+                <td>
+                  <button
+                    class="danger small"
+                    onClick={() =>
+                      confirmed(s.current ? 'Sign this browser out?' : 'Sign that session out?') &&
+                      void action.run(async () => {
+                        await del(`/v0/owner/sessions/${encodeURIComponent(s.session_id)}`);
+                        if (s.current) onSignedOut();
+                        else sessions.reload();
+                      })
+                    }
+                  >
+                    Sign out
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+
+      <h2>Change password</h2>
+      <form
+        class="card narrow"
+        onSubmit={(e) => {
+          e.preventDefault();
+          const form = e.currentTarget;
+          const v = formValues(form);
+          setChanged(false);
+          if (v.password !== v.confirm) return void pw.run(() => Promise.reject(new Error('The two new passwords differ.')));
+          void pw.run(async () => {
+            await post('/v0/owner/password', { current_password: v.current_password, password: v.password });
+            form.reset();
+            setChanged(true);
+            sessions.reload();
+          });
+        }}
+      >
+        <label>
+          Current password
+          <input name="current_password" type="password" autocomplete="current-password" required />
+        </label>
+        <label>
+          New password (12 characters or more)
+          <input name="password" type="password" autocomplete="new-password" minLength={12} maxLength={1024} required />
+        </label>
+        <label>
+          New password again
+          <input name="confirm" type="password" autocomplete="new-password" minLength={12} maxLength={1024} required />
+        </label>
+        <ErrorBox error={pw.error} />
+        {changed && <Notice>Password changed. Every other session was signed out.</Notice>}
+        <button class="primary" disabled={pw.busy}>
+          Change password
+        </button>
+      </form>
+    </Page>
+  );
+}
