@@ -1,6 +1,7 @@
 /** Numbered schema migrations; `PRAGMA user_version` records how many have run. */
 import { DOMAINS_MIGRATION } from './migrations-domains.js';
 import { WEBHOOKS_MIGRATION } from './migrations-webhooks.js';
+import { OAUTH_MIGRATION } from './migrations-oauth.js';
 
 export const MIGRATIONS: readonly string[] = [
   // 1: settings and the owner account
@@ -268,4 +269,6 @@ export const MIGRATIONS: readonly string[] = [
   WEBHOOKS_MIGRATION,
   // 7: domains (src/db/migrations-domains.ts)
   DOMAINS_MIGRATION,
+  // 8: the OAuth authorization server (src/db/migrations-oauth.ts)
+  OAUTH_MIGRATION,
 ];

@@ -33,6 +33,8 @@ import { webhookRoutes } from '../routes/webhooks.js';
 import { domainRoutes } from '../routes/domains.js';
 import { webAppRoutes } from '../routes/web.js';
 import { mcpRoutes } from '../routes/mcp.js';
+import { oauthRoutes } from '../routes/oauth.js';
+import { ownerOAuthRoutes } from '../routes/owner-oauth.js';
 import { remoteRoutes } from '../routes/remote.js';
 import type { RemoteAccess } from '../remote/remote-access.js';
 
@@ -196,6 +198,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(ownerRoutes, { prefix: '/v0/owner' });
   await app.register(transportRoutes, { prefix: '/v0/owner' });
   await app.register(inboundRoutes, { prefix: '/v0/owner' });
+  await app.register(ownerOAuthRoutes, { prefix: '/v0/owner' });
+  await app.register(oauthRoutes);
   if (ctx.remote) await app.register(remoteRoutes(ctx.remote), { prefix: '/v0/owner' });
   await app.register(mcpRoutes);
   for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, sendRoutes, draftRoutes, listRoutes, downloadRoutes, wsRoutes, domainRoutes, webhookRoutes]) {

@@ -8,6 +8,8 @@ import type { CredentialContext, Principal, SendPolicy } from './principal.js';
 import { sha256Hex } from './secrets.js';
 import { prepared } from '../mail/statements.js';
 import { dbStamp } from '../db/stamp.js';
+import { ACCESS_TOKEN_PREFIX } from '../oauth/limits.js';
+import { accessTokenPrincipal, currentGrantPrincipal } from '../oauth/grants.js';
 
 export const API_KEY_PREFIX = 'svc_key_';
 
@@ -62,6 +64,7 @@ function apiKeyRow(db: Db, hash: string): ApiKeyRow | undefined {
 export function resolveBearer(db: Db, owner: OwnerAccount, token: string, where: CredentialContext): Principal | null {
   if (owner.isBearer(token)) return where.listener === 'local' ? owner.ownerPrincipal() : null;
   if (token.startsWith(API_KEY_PREFIX)) return apiKeyPrincipal(apiKeyRow(db, sha256Hex(token)));
+  if (token.startsWith(ACCESS_TOKEN_PREFIX)) return accessTokenPrincipal(db, token, where);
   return null;
 }
 
@@ -79,6 +82,8 @@ export function refreshPrincipal(db: Db, p: Principal): Principal | null {
     }
     case 'api_key':
       return apiKeyPrincipal(prepared(db, `SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE api_key_id = ?`).get(p.id) as ApiKeyRow | undefined);
+    case 'oauth':
+      return currentGrantPrincipal(db, p.id, p.tokenId);
     default:
       return null;
   }

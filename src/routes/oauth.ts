@@ -1,0 +1,258 @@
+/**
+ * The OAuth authorization server (spec §5.3): discovery under `/.well-known/*`, registration,
+ * authorization, token and revocation under `/oauth/*`. These paths are outside `/v0`: the
+ * origin rule does not apply, discovery/registration/token/revocation answer any origin (CORS
+ * `*`, no credentials), and errors are `{error, error_description}`.
+ *
+ * Each listener registers this plugin once, so the token and revoke rate windows are counted per
+ * listener. Over the tunnel the owner has no session: `/oauth/authorize` sends the browser to the
+ * same request on the loopback origin, where consent happens (docs/oauth.md).
+ */
+import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError } from '../http/errors.js';
+import { webAppDir } from '../http/web-app.js';
+import { SESSION_COOKIE } from '../owner/limits.js';
+import { findClient, clientRedirectUris, readRegistration, registerClient, registrationResponse } from '../oauth/clients.js';
+import { storeRequest } from '../oauth/consent.js';
+import { OAuthError, RedirectableError } from '../oauth/errors.js';
+import { exchangeCode, refreshTokens, revokeToken, type TokenOutcome } from '../oauth/grants.js';
+import { GRANT_TYPES, RETRY_AFTER_SECONDS, REVOKE_REQUESTS_PER_MINUTE, SCOPE, STATE_MAX_LENGTH, TOKEN_BODY_MAX, TOKEN_REQUESTS_PER_MINUTE } from '../oauth/limits.js';
+import { RateWindow } from '../oauth/rate-window.js';
+import { matchesRegistered, withResponseParams } from '../oauth/redirect-uris.js';
+import { currentOrigins, currentResource, loopbackOrigin, noteLoopbackOrigin } from '../oauth/resources.js';
+
+const RESOURCE_METADATA = '/.well-known/oauth-protected-resource';
+const SERVER_METADATA = '/.well-known/oauth-authorization-server';
+/** The paths that answer any origin, and so also answer CORS preflights. */
+const CORS_PATHS = [RESOURCE_METADATA, `${RESOURCE_METADATA}/mcp`, `${RESOURCE_METADATA}/v0`, SERVER_METADATA, '/oauth/register', '/oauth/token', '/oauth/revoke'];
+const CORS_HEADERS = {
+  'access-control-allow-origin': '*',
+  'access-control-allow-methods': 'GET, POST, OPTIONS',
+  'access-control-allow-headers': 'authorization, content-type, mcp-protocol-version',
+  'access-control-max-age': '600',
+};
+/** RFC 7636 §4.2: BASE64URL(SHA256(verifier)) is 43 characters; allow the verifier's own range. */
+const CODE_CHALLENGE = /^[A-Za-z0-9._~-]{43,128}$/;
+
+type Params = Record<string, unknown>;
+
+const rateLimited = () =>
+  new OAuthError('temporarily_unavailable', `Too many requests; try again in ${RETRY_AFTER_SECONDS} seconds.`, 429, { 'retry-after': String(RETRY_AFTER_SECONDS) });
+
+/**
+ * One parameter's value: absent → null; a repeated parameter or a non-string is refused
+ * (RFC 6749 §3.1: parameters must not be included more than once).
+ */
+function param(params: Params, name: string, fail: (d: string) => OAuthError = (d) => new OAuthError('invalid_request', d)): string | null {
+  const value = params[name];
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'string') throw fail(`\`${name}\` must be given once, as a string.`);
+  return value;
+}
+
+function required(params: Params, name: string, fail?: (d: string) => OAuthError): string {
+  const value = param(params, name, fail);
+  if (value === null || value === '') throw (fail ?? ((d: string) => new OAuthError('invalid_request', d)))(`\`${name}\` is required.`);
+  return value;
+}
+
+/** Body and parser failures in this plugin's terms; anything unexpected is a bare server_error. */
+function toOAuthError(err: unknown, request: FastifyRequest): OAuthError {
+  if (err instanceof OAuthError) return err;
+  const code = (err as FastifyError).code;
+  if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new OAuthError('invalid_request', `The request body is larger than ${TOKEN_BODY_MAX / 1024} KiB.`, 413);
+  if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return new OAuthError('invalid_request', 'Send the parameters as application/x-www-form-urlencoded or as JSON.');
+  const badBody = err instanceof ApiError || (err as FastifyError).statusCode === 400;
+  if (badBody) {
+    return request.routeOptions.url === '/oauth/register'
+      ? new OAuthError('invalid_client_metadata', 'The registration body is not valid JSON.')
+      : new OAuthError('invalid_request', 'The request body could not be read.');
+  }
+  request.log.error({ err_code: code, route: request.routeOptions.url }, 'internal error');
+  return new OAuthError('server_error', 'An internal error occurred.', 500);
+}
+
+function sendOAuthError(reply: FastifyReply, error: OAuthError): FastifyReply {
+  return reply.code(error.status).headers(error.headers).type('application/json; charset=utf-8').send(error.toBody());
+}
+
+export const oauthRoutes: FastifyPluginAsync = async (app) => {
+  const { db, bus, owner, listener } = app.svc;
+  const origin = () => app.svc.origin();
+  if (listener === 'local') noteLoopbackOrigin(db, app.svc.origin);
+  const publish = (seq: number | null) => {
+    if (seq !== null) bus.publish({ kind: 'event', seq });
+  };
+  const originServed = (o: string) => currentOrigins(db).includes(o);
+  const tokenWindow = new RateWindow(TOKEN_REQUESTS_PER_MINUTE);
+  const revokeWindow = new RateWindow(REVOKE_REQUESTS_PER_MINUTE);
+
+  // Token and revocation requests are form-encoded (RFC 6749 §4.1.3); JSON is accepted too. A
+  // repeated name becomes an array, which `param` refuses.
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_request, body, done) => {
+    const params: Record<string, string | string[]> = {};
+    for (const [name, value] of new URLSearchParams(body as string)) {
+      const previous = params[name];
+      params[name] = previous === undefined ? value : [...[previous].flat(), value];
+    }
+    done(null, params);
+  });
+
+  app.setErrorHandler((err, request, reply) => sendOAuthError(reply, toOAuthError(err, request)));
+
+  app.addHook('onSend', async (request, reply) => {
+    if (request.routeOptions.url !== '/oauth/authorize') reply.header('access-control-allow-origin', '*');
+  });
+  for (const path of CORS_PATHS) app.options(path, async (_request, reply) => reply.code(204).headers(CORS_HEADERS).send());
+
+  // --- Discovery (RFC 9728, RFC 8414) ---
+
+  const resourceMetadata = (audience: '/mcp' | '/v0') => ({
+    resource: origin() + audience,
+    authorization_servers: [origin()],
+    scopes_supported: [SCOPE],
+    bearer_methods_supported: ['header'],
+  });
+  app.get(`${RESOURCE_METADATA}/mcp`, async () => resourceMetadata('/mcp'));
+  app.get(`${RESOURCE_METADATA}/v0`, async () => resourceMetadata('/v0'));
+  // Clients that only probe the root (no path-aware discovery) are MCP clients: answer for /mcp.
+  app.get(RESOURCE_METADATA, async () => resourceMetadata('/mcp'));
+
+  app.get(SERVER_METADATA, async () => ({
+    issuer: origin(),
+    authorization_endpoint: `${origin()}/oauth/authorize`,
+    token_endpoint: `${origin()}/oauth/token`,
+    registration_endpoint: `${origin()}/oauth/register`,
+    revocation_endpoint: `${origin()}/oauth/revoke`,
+    response_types_supported: ['code'],
+    response_modes_supported: ['query'],
+    grant_types_supported: [...GRANT_TYPES],
+    code_challenge_methods_supported: ['S256'],
+    token_endpoint_auth_methods_supported: ['none'],
+    revocation_endpoint_auth_methods_supported: ['none'],
+    scopes_supported: [SCOPE],
+  }));
+
+  // --- Registration (RFC 7591) ---
+
+  app.post('/oauth/register', { bodyLimit: TOKEN_BODY_MAX }, async (request, reply) => {
+    const row = registerClient(db, readRegistration(request.body));
+    return reply.code(201).send(registrationResponse(row));
+  });
+
+  // --- Authorization (RFC 6749 §4.1.1, PKCE, RFC 8707 resource) ---
+
+  app.get('/oauth/authorize', async (request, reply) => {
+    if (webAppDir() === null) {
+      throw new OAuthError('not_supported', 'The owner web app is not built into this svc, so there is no consent screen; OAuth sign-in is unavailable. Use an API key instead.');
+    }
+    const query = request.query as Params;
+    // Until the client and its redirect URI are known, errors go to the browser, never to a redirect.
+    const clientId = required(query, 'client_id');
+    const client = findClient(db, clientId);
+    if (!client) throw new OAuthError('invalid_client', 'Unknown or expired client_id; the client must register again.');
+    const redirectUri = required(query, 'redirect_uri');
+    if (!matchesRegistered(clientRedirectUris(client), redirectUri)) throw new OAuthError('invalid_request', '`redirect_uri` is not one this client registered.');
+
+    let state: string | null = null;
+    let pending;
+    try {
+      const redirectable = (d: string) => new RedirectableError('invalid_request', d);
+      state = param(query, 'state', redirectable);
+      if (state !== null && state.length > STATE_MAX_LENGTH) {
+        state = null;
+        throw redirectable(`\`state\` is longer than ${STATE_MAX_LENGTH} characters.`);
+      }
+      const responseType = required(query, 'response_type', redirectable);
+      if (responseType !== 'code') throw new RedirectableError('unsupported_response_type', 'Only `response_type=code` is supported.');
+      const challenge = required(query, 'code_challenge', (d) => new RedirectableError('invalid_request', `PKCE is required: ${d}`));
+      if (!CODE_CHALLENGE.test(challenge)) throw redirectable('`code_challenge` must be the BASE64URL SHA-256 of the code verifier.');
+      if (param(query, 'code_challenge_method', redirectable) !== 'S256') throw redirectable('PKCE with `code_challenge_method=S256` is required.');
+      const scope = param(query, 'scope', redirectable);
+      if (scope !== null && scope.split(' ').some((s) => s !== '' && s !== SCOPE)) throw new RedirectableError('invalid_scope', `The only scope is \`${SCOPE}\`.`);
+      const resourceParam = required(query, 'resource', redirectable);
+      const resource = currentResource(db, resourceParam);
+      if (!resource) {
+        throw new RedirectableError('invalid_target', `\`resource\` must be exactly ${currentOrigins(db).flatMap((o) => [`${o}/mcp`, `${o}/v0`]).join(' or ')}.`);
+      }
+      pending = { clientId: client.client_id, redirectUri, state, codeChallenge: challenge, resource };
+    } catch (err) {
+      if (!(err instanceof RedirectableError)) throw err;
+      return reply.redirect(withResponseParams(redirectUri, { error: err.error, error_description: err.description, state: state ?? undefined }));
+    }
+
+    // Consent happens only in the owner's own browser on the loopback origin; the code stays bound
+    // to the resource the client asked for.
+    if (listener !== 'local') {
+      const loopback = loopbackOrigin(db);
+      if (!loopback) throw new OAuthError('temporarily_unavailable', 'The loopback listener is not available.', 503);
+      return reply.redirect(loopback + request.url);
+    }
+    const cookie = request.cookies[SESSION_COOKIE];
+    if (!cookie || owner.sessionPrincipal(cookie) === null) return reply.redirect(`/login?return_to=${encodeURIComponent(request.url)}`);
+    const requestId = storeRequest(db, pending);
+    return reply.redirect(`/consent?request=${encodeURIComponent(requestId)}`);
+  });
+
+  // --- Token (RFC 6749 §4.1.3, §6) ---
+
+  app.post(
+    '/oauth/token',
+    {
+      bodyLimit: TOKEN_BODY_MAX,
+      onRequest: async () => {
+        if (!tokenWindow.take()) throw rateLimited();
+      },
+    },
+    async (request, reply) => {
+      const body = (request.body ?? {}) as Params;
+      const grantType = required(body, 'grant_type');
+      let outcome: TokenOutcome;
+      if (grantType === 'authorization_code') {
+        const clientId = required(body, 'client_id');
+        if (!findClient(db, clientId)) throw new OAuthError('invalid_client', 'Unknown or expired client_id.', 401);
+        outcome = exchangeCode(
+          db,
+          {
+            code: required(body, 'code'),
+            codeVerifier: required(body, 'code_verifier'),
+            clientId,
+            redirectUri: required(body, 'redirect_uri'),
+            resource: required(body, 'resource'),
+          },
+          originServed,
+        );
+      } else if (grantType === 'refresh_token') {
+        const clientId = param(body, 'client_id');
+        if (clientId !== null && !findClient(db, clientId)) throw new OAuthError('invalid_client', 'Unknown or expired client_id.', 401);
+        outcome = refreshTokens(db, { refreshToken: required(body, 'refresh_token'), clientId, resource: param(body, 'resource') }, originServed);
+      } else {
+        throw new OAuthError('unsupported_grant_type', `Supported grant types: ${GRANT_TYPES.join(', ')}.`);
+      }
+      if (!outcome.ok) {
+        publish(outcome.seq);
+        throw outcome.error;
+      }
+      return reply.header('pragma', 'no-cache').send(outcome.body);
+    },
+  );
+
+  // --- Revocation (RFC 7009): always 200, whether or not the token was known ---
+
+  app.post(
+    '/oauth/revoke',
+    {
+      bodyLimit: TOKEN_BODY_MAX,
+      onRequest: async () => {
+        if (!revokeWindow.take()) throw rateLimited();
+      },
+    },
+    async (request, reply) => {
+      const body = (request.body ?? {}) as Params;
+      const token = body.token;
+      const clientId = typeof body.client_id === 'string' ? body.client_id : null;
+      if (typeof token === 'string' && token !== '') publish(revokeToken(db, token, clientId));
+      return reply.code(200).send();
+    },
+  );
+};

@@ -1,0 +1,68 @@
+/**
+ * OAuth management for the owner (spec §4.13, §5.3): clients with their grants, revoking a
+ * grant, purging registrations without one, and the consent API the web app's consent page
+ * calls. Owner only, and local only: the tunnel listener does not register these routes, so
+ * they answer 404 there.
+ */
+import type { FastifyPluginAsync } from 'fastify';
+import { Type, type Static } from 'typebox';
+import { notFound } from '../http/errors.js';
+import { PageQuery } from '../http/pagination.js';
+import { SCOPE_MAX_INBOXES } from '../mail/api-keys.js';
+import { PermissionsInput } from '../mail/permissions.js';
+import { listClients, purgeClients } from '../oauth/clients.js';
+import { approveRequest, denyRequest, requestView } from '../oauth/consent.js';
+import { revokeGrant } from '../oauth/grants.js';
+import { currentResource } from '../oauth/resources.js';
+
+const Id = Type.String({ minLength: 1, maxLength: 64 });
+const GrantParams = Type.Object({ grant_id: Id });
+const RequestParams = Type.Object({ request_id: Id });
+const ListQuery = Type.Object(PageQuery, { additionalProperties: false });
+const Empty = Type.Object({}, { additionalProperties: false });
+const Approve = Type.Object(
+  {
+    inbox_ids: Type.Array(Type.String({ minLength: 1, maxLength: 320 }), { minItems: 1, maxItems: SCOPE_MAX_INBOXES }),
+    permissions: PermissionsInput,
+    send_policy: Type.Union([Type.Literal('direct'), Type.Literal('approval'), Type.Literal('read_only')]),
+  },
+  { additionalProperties: false },
+);
+
+const owner = { auth: 'owner' } as const;
+
+export const ownerOAuthRoutes: FastifyPluginAsync = async (app) => {
+  if (app.svc.listener !== 'local') return;
+  const { db, bus } = app.svc;
+
+  app.get<{ Querystring: Static<typeof ListQuery> }>('/oauth/clients', { config: owner, schema: { querystring: ListQuery } }, async (request) =>
+    listClients(db, request.principal!, request.query),
+  );
+
+  app.delete<{ Params: Static<typeof GrantParams> }>('/oauth/grants/:grant_id', { config: owner, schema: { params: GrantParams } }, async (request, reply) => {
+    const seq = revokeGrant(db, request.params.grant_id);
+    if (seq === null) throw notFound('grant');
+    bus.publish({ kind: 'event', seq });
+    return reply.send();
+  });
+
+  app.post('/oauth/clients/purge', { config: owner, schema: { body: Empty } }, async () => ({ deleted_clients: purgeClients(db) }));
+
+  app.get<{ Params: Static<typeof RequestParams> }>('/oauth/requests/:request_id', { config: owner, schema: { params: RequestParams } }, async (request) =>
+    requestView(db, request.params.request_id),
+  );
+
+  app.post<{ Params: Static<typeof RequestParams>; Body: Static<typeof Approve> }>(
+    '/oauth/requests/:request_id/approve',
+    { config: owner, schema: { params: RequestParams, body: Approve } },
+    async (request) => {
+      const { redirectTo, seq } = approveRequest(db, request.params.request_id, request.body, (resource) => currentResource(db, resource));
+      bus.publish({ kind: 'event', seq });
+      return { redirect_to: redirectTo };
+    },
+  );
+
+  app.post<{ Params: Static<typeof RequestParams> }>('/oauth/requests/:request_id/deny', { config: owner, schema: { params: RequestParams, body: Empty } }, async (request) => ({
+    redirect_to: denyRequest(db, request.params.request_id).redirectTo,
+  }));
+};
