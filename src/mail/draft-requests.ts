@@ -98,7 +98,7 @@ export function readDraftFor(db: Db, p: Principal, target: DraftTarget): Draft {
 }
 
 /** A draft's attachment with a signed download URL on `origin` (see messageAttachmentDownload). */
-export function draftAttachmentDownload(db: Db, p: Principal, target: DraftTarget, attachmentId: string, origin: string, audience: Audience | null = null) {
+export function draftAttachmentDownload(db: Db, p: Principal, target: DraftTarget, attachmentId: string, origin: string, audience?: Audience | null) {
   const row = draftScope(db, p, target, 'draft_read');
   const attachment = draftAttachment(db, row.draft_id, attachmentId);
   if (!attachment) throw notFound('attachment');

@@ -57,9 +57,9 @@ export function editMessageLabels(db: Db, p: Principal, inboxId: string, message
 
 /**
  * An attachment of one message with a signed download URL on `origin`; `audience` is the OAuth
- * resource the URL keeps (spec §4.7), null for other issuers.
+ * resource the URL keeps (spec §4.7); omitted, it is the issuing token's own (none for other issuers).
  */
-export function messageAttachmentDownload(db: Db, p: Principal, inboxId: string, messageId: string, attachmentId: string, origin: string, audience: Audience | null = null) {
+export function messageAttachmentDownload(db: Db, p: Principal, inboxId: string, messageId: string, attachmentId: string, origin: string, audience?: Audience | null) {
   const inbox = inboxFor(db, p, inboxId, 'message_read');
   const found = messageAttachment(db, inbox.inbox_id, messageId, attachmentId, readVisibility(p));
   if (!found) throw notFound('attachment');

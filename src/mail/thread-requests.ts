@@ -97,10 +97,10 @@ export function removeThread(db: Db, p: Principal, target: ThreadTarget): void {
 }
 
 /**
- * An attachment of a message in the thread with a signed download URL on `origin`; `audience`
- * is the OAuth resource the URL keeps (spec §4.7), null for other issuers.
+ * An attachment of a message in the thread with a signed download URL on `origin`; `audience` is the OAuth
+ * resource the URL keeps (spec §4.7); omitted, it is the issuing token's own (none for other issuers).
  */
-export function threadAttachmentDownload(db: Db, p: Principal, target: ThreadTarget, attachmentId: string, origin: string, audience: Audience | null = null) {
+export function threadAttachmentDownload(db: Db, p: Principal, target: ThreadTarget, attachmentId: string, origin: string, audience?: Audience | null) {
   const inboxId = threadScope(db, p, target, 'message_read');
   const found = threadAttachment(db, inboxId, target.thread_id, attachmentId, readVisibility(p));
   if (!found) throw notFound('attachment');
