@@ -14,8 +14,10 @@ import {
   readConnectorStatus,
   readRemote,
   readTunnelListener,
+  writeConnectorStatus,
   writeRemote,
   writeTunnelListener,
+  STOPPED_CONNECTOR,
   type ConnectorStatus,
 } from './settings.js';
 
@@ -58,7 +60,11 @@ export class RemoteAccess {
     return this.#serialized(async () => {
       const settings = readRemote(this.db);
       if (settings?.enabled) await this.#listen(settings.hostname);
-      writeTunnelListener(this.db, this.#running && { hostname: this.#running.hostname, port: this.#running.port });
+      // Records of an earlier run go, even one whose pid this process happens to reuse (containers).
+      this.db.transaction(() => {
+        writeTunnelListener(this.db, this.#running && { hostname: this.#running.hostname, port: this.#running.port });
+        writeConnectorStatus(this.db, STOPPED_CONNECTOR);
+      })();
     });
   }
 
