@@ -245,3 +245,50 @@ t.test('the owner bearer works on /mcp on the loopback listener', async (t) => {
   t.notOk(res.isError);
   t.equal(res.body.inbox_id, inbox);
 });
+
+t.test('tool results are the REST bodies: get_message, get_thread and list_threads answer what REST answers', async (t) => {
+  const inbox = newInbox();
+  const seeded = await seedMail(db, fixture('multipart-attachment.eml'), { inboxId: inbox });
+  const token = keyFor([inbox]);
+  const client = await connect(token);
+  const rest = async (path: string) => (await api(svc.url, 'GET', path, { token })).body;
+
+  t.same((await call(client, 'get_message', { inboxId: inbox, messageId: seeded.messageId })).body, await rest(`/v0/inboxes/${enc(inbox)}/messages/${enc(seeded.messageId)}`));
+  t.same((await call(client, 'get_thread', { threadId: seeded.threadId })).body, await rest(`/v0/threads/${seeded.threadId}`));
+  t.same((await call(client, 'list_threads', { inboxId: inbox, limit: 5 })).body, await rest(`/v0/inboxes/${enc(inbox)}/threads?limit=5`));
+  t.same((await call(client, 'list_messages', { inboxId: inbox })).body, await rest(`/v0/inboxes/${enc(inbox)}/messages`));
+});
+
+t.test('drafts through MCP: create, update, then send_draft delivers it', async (t) => {
+  const inbox = newInbox();
+  const client = await connect(keyFor([inbox], [...ALL, 'draft_update']));
+  const before = sink.messages.length;
+  const created = await call(client, 'create_draft', { inboxId: inbox, to: ['dora@remote.example'], subject: 'Draft', text: 'First' });
+  t.notOk(created.isError, JSON.stringify(created.body));
+  const draftId = created.body.draft_id as string;
+  const updated = await call(client, 'update_draft', { inboxId: inbox, draftId, text: 'Second', addLabels: ['outreach'] });
+  t.match(updated.body, { draft_id: draftId, text: 'Second' });
+  const listed = await call(client, 'list_drafts', {});
+  t.same((listed.body.drafts as { draft_id: string }[]).map((d) => d.draft_id), [draftId]);
+  const sent = await call(client, 'send_draft', { inboxId: inbox, draftId, idempotencyKey: 'draft-send-1' });
+  t.notOk(sent.isError, JSON.stringify(sent.body));
+  const [delivered] = (await sink.waitFor(before + 1)).slice(before);
+  t.same(delivered.to, ['dora@remote.example']);
+  t.match(delivered.raw.toString(), /Second/);
+  const again = await call(client, 'send_draft', { inboxId: inbox, draftId, idempotencyKey: 'draft-send-1' });
+  t.same(again.body, sent.body, 'the same key returns the original ids, not a conflict');
+});
+
+t.test('list_list_entries: instance-wide lists need a credential without an inbox restriction', async (t) => {
+  const inbox = newInbox();
+  const res = await api(svc.url, 'POST', `/v0/inboxes/${enc(inbox)}/lists/send/block`, { token: svc.ownerToken, body: { entry: 'spam.example' } });
+  t.equal(res.status, 200);
+  const client = await connect(keyFor([inbox]));
+  const entries = await call(client, 'list_list_entries', { inboxId: inbox, direction: 'send', listType: 'block' });
+  t.notOk(entries.isError);
+  t.same((entries.body.entries as { entry: string }[]).map((e) => e.entry), ['spam.example']);
+  const global = await call(client, 'list_list_entries', { direction: 'send', listType: 'block' });
+  t.equal(global.body.code, 'missing_permission');
+  const blocked = await call(client, 'send_message', { inboxId: inbox, to: 'x@spam.example', subject: 'Hi', text: 'Hi' });
+  t.equal(blocked.body.code, 'message_rejected', 'the send list applies to MCP sends');
+});
