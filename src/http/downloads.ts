@@ -17,8 +17,11 @@ export type DownloadTarget =
   | { kind: 'raw'; inboxId: string; messageId: string };
 
 export interface DownloadClaims {
-  /** Issuer: principal kind and id (e.g. `api_key`, its id). */
-  issuer: { kind: Principal['kind']; id: string };
+  /**
+   * Issuer: principal kind and id (e.g. `api_key`, its id); for OAuth the grant and the access
+   * token presented, whose expiry or revocation ends the URL.
+   */
+  issuer: { kind: Principal['kind']; id: string; tokenId?: string };
   /** Audience for OAuth issuers (`/v0` or `/mcp`); null otherwise. */
   audience: string | null;
   origin: string;
@@ -33,9 +36,11 @@ function mac(body: string): string {
   return createHmac('sha256', processKey).update(body).digest('base64url');
 }
 
-export function issueDownloadUrl(principal: Principal, origin: string, target: DownloadTarget, audience: string | null = null): { download_url: string; expires_at: string } {
+/** An OAuth issuer's URL keeps the issuing token's audience (`/v0` or `/mcp`) unless one is given. */
+export function issueDownloadUrl(principal: Principal, origin: string, target: DownloadTarget, audience: string | null = principal.audience ?? null): { download_url: string; expires_at: string } {
   const exp = Date.now() + DOWNLOAD_TTL_MS;
-  const claims: DownloadClaims = { issuer: { kind: principal.kind, id: principal.id }, audience, origin, target, exp };
+  const issuer = { kind: principal.kind, id: principal.id, ...(principal.tokenId !== undefined ? { tokenId: principal.tokenId } : {}) };
+  const claims: DownloadClaims = { issuer, audience, origin, target, exp };
   const body = Buffer.from(JSON.stringify(claims)).toString('base64url');
   return { download_url: `${origin}/v0/downloads/${body}.${mac(body)}`, expires_at: new Date(exp).toISOString() };
 }

@@ -40,7 +40,7 @@ export type Presenter = Pick<Principal, 'kind' | 'id'> | null;
  */
 function issuerPrincipal(issuer: DownloadClaims['issuer']): Principal {
   const owner = issuer.kind === 'owner' || issuer.kind === 'session';
-  return { kind: issuer.kind, id: issuer.id, inboxScope: owner ? 'all' : new Set(), permissions: owner ? 'all' : new Set(), sendPolicy: 'read_only' };
+  return { kind: issuer.kind, id: issuer.id, tokenId: issuer.tokenId, inboxScope: owner ? 'all' : new Set(), permissions: owner ? 'all' : new Set(), sendPolicy: 'read_only' };
 }
 
 interface MessageRow {
@@ -81,7 +81,8 @@ export function verifyDownload(claims: DownloadClaims, now: number, db: Db, orig
   if (claims.exp <= now || claims.origin !== origin) return { status: 404 };
   if (presenter && (presenter.kind !== claims.issuer.kind || presenter.id !== claims.issuer.id)) return { status: 401 };
   const issuer = refreshPrincipal(db, issuerPrincipal(claims.issuer));
-  if (!issuer) return { status: 401 };
+  // An OAuth URL stays with the issuing token's audience: the grant must still be for it.
+  if (!issuer || (issuer.kind === 'oauth' && issuer.audience !== claims.audience)) return { status: 401 };
   const target = claims.target;
   if (!inScope(issuer, target.inboxId)) return { status: 404 };
   const permission = target.kind === 'draft_attachment' ? 'draft_read' : 'message_read';
