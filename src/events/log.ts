@@ -6,6 +6,7 @@
  */
 import type { Db } from '../db/open.js';
 import { uuidv7 } from '../db/ids.js';
+import { prepared } from '../mail/statements.js';
 
 export interface NewEvent {
   eventType: string;
@@ -35,8 +36,7 @@ export function appendEvent(db: Db, e: NewEvent): { seq: number; eventId: string
   const eventId = `evt_${uuidv7()}`;
   const createdAt = new Date().toISOString();
   const event = { type: 'event', event_type: e.eventType, event_id: eventId, ...e.extra, [e.payloadKey]: e.payload };
-  const result = db
-    .prepare('INSERT INTO events (event_id, event_type, inbox_id, message_rowid, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)')
+  const result = prepared(db, 'INSERT INTO events (event_id, event_type, inbox_id, message_rowid, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)')
     .run(eventId, e.eventType, e.inboxId, e.messageRowid ?? null, JSON.stringify(event), createdAt);
   return { seq: Number(result.lastInsertRowid), eventId };
 }

@@ -9,6 +9,7 @@ import type { Db } from '../db/open.js';
 import { ApiError } from './errors.js';
 import type { Principal } from './principal.js';
 import { sameSecret } from './secrets.js';
+import { prepared } from '../mail/statements.js';
 
 export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 100;
@@ -33,12 +34,12 @@ function pageKey(db: Db): Buffer {
 
 /** The search index generation: bumped in the same transaction as any change to messages_fts. */
 export function searchGeneration(db: Db): number {
-  const row = db.prepare("SELECT value FROM settings WHERE key = 'search_generation'").get() as { value: string } | undefined;
+  const row = prepared(db, "SELECT value FROM settings WHERE key = 'search_generation'").get() as { value: string } | undefined;
   return row ? Number(row.value) : 0;
 }
 
 export function bumpSearchGeneration(db: Db): void {
-  db.prepare("INSERT INTO settings (key, value) VALUES ('search_generation', '1') ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1").run();
+  prepared(db, "INSERT INTO settings (key, value) VALUES ('search_generation', '1') ON CONFLICT (key) DO UPDATE SET value = CAST(value AS INTEGER) + 1").run();
 }
 
 function scopeOf(p: Principal): string {

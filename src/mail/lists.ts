@@ -7,6 +7,7 @@ import { domainToASCII } from 'node:url';
 import { Type, type Static } from 'typebox';
 import type { Db } from '../db/open.js';
 import { ApiError } from '../http/errors.js';
+import { prepared } from './statements.js';
 
 export const DIRECTIONS = ['receive', 'send', 'reply'] as const;
 export const LIST_TYPES = ['allow', 'block'] as const;
@@ -184,11 +185,10 @@ function candidates(address: string): string[] {
 export function listVerdict(db: Db, query: VerdictQuery): ListVerdict {
   const inboxId = query.inboxId.trim().toLowerCase();
   const keys = candidates(query.address);
-  const matched = db
-    .prepare(`SELECT DISTINCT type FROM list_entries WHERE inbox_id IN (?, ?) AND direction = ? AND entry IN (${keys.map(() => '?').join(', ')})`)
+  const matched = prepared(db, `SELECT DISTINCT type FROM list_entries WHERE inbox_id IN (?, ?) AND direction = ? AND entry IN (${keys.map(() => '?').join(', ')})`)
     .all(GLOBAL, inboxId, query.direction, ...keys) as { type: ListType }[];
   if (matched.some((m) => m.type === 'block')) return 'block';
   if (matched.length > 0) return 'allow';
-  const allowInForce = db.prepare("SELECT 1 FROM list_entries WHERE inbox_id IN (?, ?) AND direction = ? AND type = 'allow' LIMIT 1").get(GLOBAL, inboxId, query.direction);
+  const allowInForce = prepared(db, "SELECT 1 FROM list_entries WHERE inbox_id IN (?, ?) AND direction = ? AND type = 'allow' LIMIT 1").get(GLOBAL, inboxId, query.direction);
   return allowInForce ? 'not_allowed' : 'none';
 }
