@@ -123,9 +123,10 @@ export const webAppRoutes: FastifyPluginAsync = async (app) => {
       cacheFor.set(request, file.cache);
       return send(request, reply, file);
     }
-    // A missing file (a name with an extension, or anything under /assets/) is a 404, not the shell:
-    // a stale page asking for an old bundle must fail visibly rather than get HTML as script.
-    if (file !== shell && (decoded.startsWith(HASHED_ASSETS) || /\.[A-Za-z0-9]+$/.test(decoded.split('/').pop() ?? ''))) return reply.callNotFound();
+    // A missing file (anything under /assets/, or a top-level name with an extension such as
+    // /favicon.ico) is a 404, not the shell: a stale page asking for an old bundle must fail visibly
+    // rather than get HTML as script. Deeper paths with dots are app routes (/inboxes/a@b.test).
+    if (file !== shell && (decoded.startsWith(HASHED_ASSETS) || /^\/[^/]*\.[A-Za-z0-9]+$/.test(decoded))) return reply.callNotFound();
     cacheFor.set(request, shell.cache);
     reply
       .header('content-security-policy', APP_CSP)

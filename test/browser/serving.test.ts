@@ -6,7 +6,7 @@ const svc = await startSvc();
 t.teardown(() => svc.stop());
 
 t.test('app routes answer the shell with a strict CSP and no caching', async (t) => {
-  for (const p of ['/', '/login', '/setup', '/consent?request=x', '/inboxes/a%40b.test/threads/123']) {
+  for (const p of ['/', '/login', '/setup', '/consent?request=x', '/inboxes/a%40b.test/threads/123', '/inboxes/a%40b.test']) {
     const res = await fetch(svc.url + p);
     t.equal(res.status, 200, p);
     t.match(res.headers.get('content-type'), /^text\/html/, p);
