@@ -1,4 +1,6 @@
 /** CLI exit codes (spec §7.2); 1 for anything not listed. */
+import type { ErrorCode } from '../http/errors.js';
+
 export const EXIT = {
   ok: 0,
   failure: 1,
@@ -8,7 +10,8 @@ export const EXIT = {
   service_unavailable: 10,
 } as const;
 
-export type CliErrorCode = 'missing_permission' | 'action_required' | 'not_supported' | 'service_unavailable' | 'validation_error';
+/** The API's error codes (ARCHITECTURE §5): commands that call the running service pass them on. */
+export type CliErrorCode = ErrorCode;
 
 /** A CLI failure with a code, a message and a fix; `exitCode` follows spec §7.2. */
 export class CliError extends Error {
@@ -21,7 +24,7 @@ export class CliError extends Error {
   }
 
   get exitCode(): number {
-    return this.code === 'validation_error' ? EXIT.failure : EXIT[this.code];
+    return (EXIT as Readonly<Record<string, number>>)[this.code] ?? EXIT.failure;
   }
 }
 

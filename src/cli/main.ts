@@ -11,6 +11,7 @@ Usage:
             [--local-edge [--smtp-port N] [--edge-dns IP[:PORT],...] [--relay-port N]]
             [--dns IP[:PORT],...]
   svc service install|status|uninstall [--home DIR] [--flavor F] [--port N] [--json]
+  svc oauth clients|revoke <grant_id>|purge [--home DIR] [--flavor F] [--json]
   svc edge [--data DIR] [--host H] [--smtp-port N] [--api-port N] [--hostname NAME]
 `;
 
@@ -51,6 +52,10 @@ async function main(argv: string[]): Promise<number> {
       case 'service': {
         const { runServiceCommand } = await import('./service.js');
         return await runServiceCommand(rest);
+      }
+      case 'oauth': {
+        const { runOAuthCommand } = await import('./oauth.js');
+        return await runOAuthCommand(rest);
       }
       case undefined:
       case 'help':
