@@ -1,0 +1,133 @@
+/**
+ * The MCP SDK's own client-side OAuth flow against a real service (spec §5.3, ARCHITECTURE §9):
+ * `StreamableHTTPClientTransport` with an `authProvider` gets 401 from /mcp, discovers the
+ * resource and authorization-server metadata, registers dynamically, and sends the owner's browser
+ * to authorize with PKCE; the test plays the browser (owner cookie, consent API), the transport
+ * finishes with the code, lists inboxes through /mcp, and refreshes when its access token expires.
+ */
+import t from 'tap';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import { api, setupOwner, startSvc, type RunningSvc } from '../helpers/svc.js';
+import { openHomeDb } from '../helpers/db.js';
+import { approve, ensureWebApp, REDIRECT, visit, type Session } from '../helpers/oauth.js';
+import type { Db } from '../../src/db/open.js';
+
+const INBOX = 'agent@mcp-oauth.test';
+
+/** An OAuth client provider that keeps everything in memory and records where it was sent. */
+class MemoryProvider implements OAuthClientProvider {
+  readonly redirectUrl = REDIRECT;
+  readonly clientMetadata: OAuthClientMetadata = {
+    client_name: 'MCP SDK test client',
+    redirect_uris: [REDIRECT],
+    grant_types: ['authorization_code', 'refresh_token'],
+    response_types: ['code'],
+    token_endpoint_auth_method: 'none',
+  };
+  info: OAuthClientInformationMixed | undefined;
+  saved: OAuthTokens | undefined;
+  readonly savedTokens: OAuthTokens[] = [];
+  verifier = '';
+  authorizationUrl: URL | undefined;
+
+  state(): string {
+    return 'mcp-state';
+  }
+  clientInformation() {
+    return this.info;
+  }
+  saveClientInformation(info: OAuthClientInformationMixed) {
+    this.info = info;
+  }
+  tokens() {
+    return this.saved;
+  }
+  saveTokens(tokens: OAuthTokens) {
+    this.saved = tokens;
+    this.savedTokens.push(tokens);
+  }
+  redirectToAuthorization(url: URL) {
+    this.authorizationUrl = url;
+  }
+  saveCodeVerifier(verifier: string) {
+    this.verifier = verifier;
+  }
+  codeVerifier() {
+    return this.verifier;
+  }
+}
+
+let svc: RunningSvc;
+let session: Session;
+let db: Db;
+const clients: Client[] = [];
+
+t.before(async () => {
+  ensureWebApp();
+  svc = await startSvc();
+  session = await setupOwner(svc);
+  db = openHomeDb(svc.home);
+  for (const username of ['agent', 'other']) await api(svc.url, 'POST', '/v0/inboxes', { token: svc.ownerToken, body: { username, domain: 'mcp-oauth.test' } });
+});
+t.teardown(async () => {
+  await Promise.all(clients.map((c) => c.close()));
+  db.close();
+  await svc.stop();
+});
+
+async function connect(provider: MemoryProvider): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
+  const transport = new StreamableHTTPClientTransport(new URL(`${svc.url}/mcp`), { authProvider: provider });
+  const client = new Client({ name: 'svc-oauth-test', version: '1.0.0' });
+  await client.connect(transport);
+  clients.push(client);
+  return { client, transport };
+}
+
+async function listInboxes(client: Client): Promise<string[]> {
+  const result = await client.callTool({ name: 'list_inboxes', arguments: {} });
+  if (result.isError) throw new Error(JSON.stringify(result.content));
+  const body = JSON.parse((result.content as { text: string }[])[0].text) as { inboxes: { inbox_id: string }[] };
+  return body.inboxes.map((i) => i.inbox_id);
+}
+
+t.test('the SDK client discovers, registers, authorizes with PKCE, exchanges, lists inboxes and refreshes', async (t) => {
+  const provider = new MemoryProvider();
+  const transport = new StreamableHTTPClientTransport(new URL(`${svc.url}/mcp`), { authProvider: provider });
+  const first = new Client({ name: 'svc-oauth-test', version: '1.0.0' });
+  await t.rejects(first.connect(transport), { message: /Unauthorized/ }, 'without a token the client is sent to authorize (UnauthorizedError)');
+  t.match(provider.info, { client_id: String, token_endpoint_auth_method: 'none' }, 'it registered dynamically');
+
+  const url = provider.authorizationUrl!;
+  t.equal(`${url.origin}${url.pathname}`, `${svc.url}/oauth/authorize`, 'the endpoint from the server metadata');
+  t.equal(url.searchParams.get('resource'), `${svc.url}/mcp`, 'the resource from the resource metadata');
+  t.equal(url.searchParams.get('code_challenge_method'), 'S256');
+  t.equal(url.searchParams.get('scope'), 'svc', 'the scope the resource metadata offers');
+  t.equal(url.searchParams.get('client_id'), provider.info!.client_id);
+
+  // The owner's browser: the signed-in session lands on the consent page, and the owner approves.
+  const landing = await visit(svc.url, url.pathname + url.search, session.cookie);
+  t.equal(landing.status, 302);
+  const requestId = decodeURIComponent(/^\/consent\?request=(.+)$/.exec(landing.location ?? '')![1]);
+  const approved = await approve(svc.url, session, requestId, { inbox_ids: [INBOX], permissions: ['inbox_read'], send_policy: 'read_only' });
+  t.equal(approved.status, 200);
+  const callback = new URL(approved.body.redirect_to);
+  t.equal(callback.searchParams.get('state'), 'mcp-state');
+
+  await transport.finishAuth(callback.searchParams.get('code')!);
+  t.match(provider.saved, { access_token: /^svc_oauth_/, refresh_token: String, token_type: 'Bearer', expires_in: 300 });
+  const firstRefresh = provider.saved!.refresh_token;
+
+  const { client } = await connect(provider);
+  t.same(await listInboxes(client), [INBOX], 'only the inbox the owner chose, through /mcp');
+
+  // The access token runs out: the next call gets 401, the transport refreshes and retries.
+  db.prepare("UPDATE oauth_tokens SET expires_at = ? WHERE kind = 'access'").run(new Date(Date.now() - 1000).toISOString());
+  t.same(await listInboxes(client), [INBOX], 'still works after the refresh');
+  t.not(provider.saved!.refresh_token, firstRefresh, 'the refresh token rotated');
+  t.equal(provider.savedTokens.length, 2, 'one exchange, one refresh');
+  const v0 = await api(svc.url, 'GET', '/v0/inboxes', { token: provider.saved!.access_token });
+  t.equal(v0.status, 401, 'an /mcp token does not work on /v0');
+});
