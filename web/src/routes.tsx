@@ -1,8 +1,12 @@
 /** Which page draws which path. Patterns use `:name` segments (decoded before the page sees them). */
 import type { ComponentChildren } from 'preact';
 import { AccountPage } from './pages/account';
+import { ApiKeysPage, DomainsPage, ListsPage, WebhooksPage } from './pages/admin';
 import { ComposePage } from './pages/compose';
+import { ConsentPage } from './pages/consent';
+import { ApprovalsPage, ScheduledPage, SendUnknownPage } from './pages/control';
 import { InboxesPage, ThreadsPage } from './pages/mail';
+import { OAuthPage, QuarantinePage, RemotePage, TransportPage } from './pages/settings';
 import { ThreadPage } from './pages/thread';
 
 export interface RouteContext {
@@ -17,5 +21,17 @@ export const routes: [string, Render][] = [
   ['/inboxes/:inbox', (p, ctx) => <ThreadsPage inboxId={p.inbox} search={ctx.search} />],
   ['/inboxes/:inbox/threads/:thread', (p) => <ThreadPage inboxId={p.inbox} threadId={p.thread} />],
   ['/compose', (_p, ctx) => <ComposePage search={ctx.search} />],
+  ['/approvals', () => <ApprovalsPage />],
+  ['/send-unknown', () => <SendUnknownPage />],
+  ['/scheduled', () => <ScheduledPage />],
+  ['/api-keys', () => <ApiKeysPage />],
+  ['/webhooks', () => <WebhooksPage />],
+  ['/lists', () => <ListsPage />],
+  ['/domains', () => <DomainsPage />],
+  ['/transport', () => <TransportPage />],
+  ['/remote', () => <RemotePage />],
+  ['/quarantine', () => <QuarantinePage />],
+  ['/oauth', () => <OAuthPage />],
+  ['/consent', (_p, ctx) => <ConsentPage requestId={ctx.search.get('request') ?? ''} />],
   ['/account', (_p, ctx) => <AccountPage onSignedOut={ctx.signedOut} />],
 ];

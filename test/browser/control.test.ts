@@ -1,0 +1,98 @@
+/**
+ * Control in the browser (issue 8, flow 3): drafts an agent sent under the approval policy appear
+ * live in Approvals, can be read, edited, approved or rejected with a reason; scheduled drafts are
+ * listed and can be unscheduled.
+ */
+import t from 'tap';
+import { api, setupOwner, startSvc } from '../helpers/svc.js';
+import { startLoopbackDns } from '../helpers/dns.js';
+import { launchBrowser, newPage, screenshot } from '../helpers/browser.js';
+
+const dns = await startLoopbackDns({});
+t.teardown(() => dns.close());
+const svc = await startSvc({ args: ['--local-edge', '--edge-dns', dns.server] });
+t.teardown(() => svc.stop());
+const session = await setupOwner(svc);
+const owner = { token: svc.ownerToken };
+for (const username of ['agent', 'boss']) await api(svc.url, 'POST', '/v0/inboxes', { ...owner, body: { username, domain: 'local.test' } });
+const key = await api<{ api_key: string }>(svc.url, 'POST', '/v0/api-keys', {
+  ...owner,
+  body: { name: 'careful agent', inbox_id: 'agent@local.test', permissions: ['message_send', 'message_read', 'draft_read'], send_policy: 'approval' },
+});
+const agent = { token: key.body.api_key };
+
+const browser = await launchBrowser();
+t.teardown(() => browser.close());
+await browser.context.addCookies([{ name: 'svc_session', value: session.cookie.split('=')[1], url: svc.url }]);
+const page = await newPage(browser);
+
+async function agentSend(subject: string): Promise<string> {
+  const res = await api<{ code: string; draft_id: string }>(svc.url, 'POST', '/v0/inboxes/agent%40local.test/messages/send', { ...agent, body: { to: 'boss@local.test', subject, text: `Body of ${subject}` } });
+  if (res.status !== 403 || res.body.code !== 'approval_required') throw new Error(`expected approval_required, got ${res.status} ${res.text}`);
+  return res.body.draft_id;
+}
+
+t.test('a send under the approval policy appears in Approvals without a reload', async (t) => {
+  await page.goto(svc.url + '/approvals');
+  await page.locator('[data-live="live"]').waitFor();
+  await page.getByText('Nothing is waiting for approval.').waitFor();
+  const draftId = await agentSend('Please approve me');
+  await page.locator(`[data-draft="${draftId}"]`).waitFor();
+  t.match(await page.locator(`[data-draft="${draftId}"]`).textContent(), /Please approve me/);
+});
+
+t.test('the owner reads and edits the draft, then approves it and it is sent as edited', async (t) => {
+  const item = page.locator('[data-testid="approvals"] li', { hasText: 'Please approve me' });
+  await item.getByRole('button', { name: 'Read and edit' }).click();
+  await item.getByLabel('Text').waitFor();
+  t.equal(await item.getByLabel('Text').inputValue(), 'Body of Please approve me', 'the draft body is shown');
+  await item.getByLabel('Subject').fill('Approved subject');
+  await item.getByRole('button', { name: 'Save changes' }).click();
+  await page.locator('[data-testid="approvals"] li', { hasText: 'Approved subject' }).waitFor();
+  await screenshot(page, 'approvals');
+  await page.locator('[data-testid="approvals"] li', { hasText: 'Approved subject' }).getByRole('button', { name: 'Approve' }).click();
+  await page.getByText('Nothing is waiting for approval.').waitFor();
+  const deadline = Date.now() + 20_000;
+  let subjects: string[] = [];
+  while (!subjects.includes('Approved subject') && Date.now() < deadline) {
+    const res = await api<{ messages: { subject: string }[] }>(svc.url, 'GET', '/v0/inboxes/boss%40local.test/messages', owner);
+    subjects = res.body.messages.map((m) => m.subject);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  t.ok(subjects.includes('Approved subject'), 'the edited message arrived');
+});
+
+t.test('rejecting with a reason makes the draft final', async (t) => {
+  const draftId = await agentSend('Do not send this');
+  const item = page.locator(`[data-draft="${draftId}"]`);
+  await item.waitFor();
+  await item.getByLabel('Reason for rejecting').fill('not today');
+  await item.getByRole('button', { name: 'Reject' }).click();
+  await item.waitFor({ state: 'detached' });
+  const draft = await api<{ send_status: string; send_reason: string | null }>(svc.url, 'GET', `/v0/inboxes/agent%40local.test/drafts/${draftId}`, owner);
+  t.equal(draft.body.send_status, 'rejected');
+  t.match(draft.body.send_reason ?? '', /not today/);
+});
+
+t.test('a scheduled draft is listed and can be unscheduled', async (t) => {
+  const sendAt = new Date(Date.now() + 3600_000).toISOString();
+  const created = await api<{ draft_id: string; send_status: string }>(svc.url, 'POST', '/v0/inboxes/boss%40local.test/drafts', {
+    ...owner,
+    body: { to: ['agent@local.test'], subject: 'Later', text: 'in an hour', send_at: sendAt },
+  });
+  t.equal(created.body.send_status, 'scheduled');
+  await page.goto(svc.url + '/scheduled');
+  const item = page.locator(`[data-draft="${created.body.draft_id}"]`);
+  await item.waitFor();
+  await screenshot(page, 'scheduled');
+  await item.getByRole('button', { name: 'Cancel schedule' }).click();
+  await item.waitFor({ state: 'detached' });
+  const draft = await api<{ send_status: string; send_at: string | null }>(svc.url, 'GET', `/v0/inboxes/boss%40local.test/drafts/${created.body.draft_id}`, owner);
+  t.match(draft.body, { send_status: 'draft', send_at: null });
+});
+
+t.test('the send-unknown queue says when nothing is unknown', async (t) => {
+  await page.goto(svc.url + '/send-unknown');
+  await page.getByText('No message has an unknown outcome.').waitFor();
+  t.same(page.problems, [], 'no script errors');
+});

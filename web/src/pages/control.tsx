@@ -1,0 +1,263 @@
+/**
+ * Control: drafts waiting for the owner's approval (read, edit, approve, reject with a reason),
+ * messages whose send outcome is unknown (resolve as sent or failed), and scheduled drafts.
+ */
+import { useState } from 'preact/hooks';
+import { enc, get, patch, post, query } from '../api';
+import { useLiveEvents } from '../live';
+import { ErrorBox, Labels, Loading, Notice, Page, formValues, useAction, useLoad, when } from '../ui';
+
+export interface DraftItem {
+  inbox_id: string;
+  draft_id: string;
+  labels: string[];
+  to: string[] | null;
+  cc: string[] | null;
+  subject: string | null;
+  preview: string | null;
+  send_status: string;
+  send_reason: string | null;
+  send_at: string | null;
+  updated_at: string;
+}
+
+interface Draft extends DraftItem {
+  text: string | null;
+  html: string | null;
+}
+
+/** Pages through the instance-wide draft list (newest first); the API has no status filter. */
+const DRAFT_PAGES_MAX = 10;
+async function draftsWithStatus(status: string): Promise<DraftItem[]> {
+  const out: DraftItem[] = [];
+  let token: string | undefined;
+  for (let i = 0; i < DRAFT_PAGES_MAX; i++) {
+    const page = await get<{ drafts: DraftItem[]; next_page_token?: string }>(`/v0/drafts${query({ limit: 100, page_token: token })}`);
+    out.push(...page.drafts.filter((d) => d.send_status === status));
+    token = page.next_page_token;
+    if (!token) break;
+  }
+  return out;
+}
+
+const draftPath = (d: DraftItem) => `/v0/inboxes/${enc(d.inbox_id)}/drafts/${enc(d.draft_id)}`;
+const list = (s: string) =>
+  s
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
+
+function PendingDraft({ item, onDone }: { item: DraftItem; onDone: () => void }) {
+  const [open, setOpen] = useState(false);
+  const [result, setResult] = useState<string | null>(null);
+  const full = useLoad(() => (open ? get<Draft>(draftPath(item)) : Promise.resolve(null)), [open, item.updated_at]);
+  const action = useAction();
+  const d = full.data;
+  return (
+    <li class="card" data-draft={item.draft_id}>
+      <div class="item-line">
+        <strong class="subject">{item.subject || '(no subject)'}</strong>
+        <span class="muted small">{when(item.updated_at)}</span>
+      </div>
+      <div class="muted small">
+        from {item.inbox_id} to {(item.to ?? []).join(', ') || '—'}
+      </div>
+      {!open && <div class="item-sub">{item.preview}</div>}
+      {result && <Notice>{result}</Notice>}
+      <div class="actions" style={{ margin: '0.5rem 0' }}>
+        <button class="small" onClick={() => setOpen(!open)}>
+          {open ? 'Close' : 'Read and edit'}
+        </button>
+        <button
+          class="small primary"
+          disabled={action.busy}
+          onClick={() =>
+            void action.run(async () => {
+              const r = await post<{ message_id?: string; send_status?: string }>(`${draftPath(item)}/approve`);
+              setResult(r.message_id ? 'Approved and sent.' : 'Approved; it stays scheduled.');
+              onDone();
+            })
+          }
+        >
+          Approve
+        </button>
+      </div>
+      {open && d && (
+        <form
+          onSubmit={(e) => {
+            e.preventDefault();
+            const v = formValues(e.currentTarget);
+            void action.run(async () => {
+              await patch(draftPath(item), { to: list(v.to), subject: v.subject, text: v.text });
+              full.reload();
+              onDone();
+            });
+          }}
+        >
+          <label>
+            To
+            <input name="to" defaultValue={(d.to ?? []).join(', ')} />
+          </label>
+          <label>
+            Subject
+            <input name="subject" defaultValue={d.subject ?? ''} />
+          </label>
+          <label>
+            Text
+            <textarea name="text" defaultValue={d.text ?? ''} />
+          </label>
+          {d.html && <p class="muted small">This draft also has an HTML part; editing the text leaves it as is.</p>}
+          <button>Save changes</button>
+        </form>
+      )}
+      <Loading loaded={full} />
+      <form
+        class="row"
+        style={{ marginTop: '0.5rem' }}
+        onSubmit={(e) => {
+          e.preventDefault();
+          const v = formValues(e.currentTarget);
+          void action.run(async () => {
+            await post(`${draftPath(item)}/reject`, v.reason ? { reason: v.reason } : {});
+            setResult('Rejected.');
+            onDone();
+          });
+        }}
+      >
+        <input name="reason" aria-label="Reason for rejecting" placeholder="reason (optional)" />
+        <button class="danger">Reject</button>
+      </form>
+      <ErrorBox error={action.error} />
+    </li>
+  );
+}
+
+export function ApprovalsPage() {
+  const drafts = useLoad(() => draftsWithStatus('pending_approval'), []);
+  useLiveEvents(['draft.'], () => drafts.reload());
+  return (
+    <Page title="Approvals">
+      <p class="muted">Messages agents asked to send under the approval policy. Nothing leaves until you approve it.</p>
+      <Loading loaded={drafts} />
+      {drafts.data?.length === 0 && <p class="muted">Nothing is waiting for approval.</p>}
+      <ul class="items plain" data-testid="approvals">
+        {drafts.data?.map((d) => (
+          <PendingDraft key={d.draft_id} item={d} onDone={drafts.reload} />
+        ))}
+      </ul>
+    </Page>
+  );
+}
+
+interface UnknownMessage {
+  inbox_id: string;
+  message_id: string;
+  thread_id: string;
+  subject: string | null;
+  to: string[];
+  timestamp: string;
+  labels: string[];
+}
+
+async function sendUnknownMessages(): Promise<UnknownMessage[]> {
+  const inboxes = await get<{ inboxes: { inbox_id: string }[] }>('/v0/inboxes?limit=100');
+  const pages = await Promise.all(
+    inboxes.inboxes.map((i) => get<{ messages: UnknownMessage[] }>(`/v0/inboxes/${enc(i.inbox_id)}/messages${query({ limit: 100, labels: ['send_unknown'] })}`)),
+  );
+  return pages.flatMap((p) => p.messages);
+}
+
+export function SendUnknownPage() {
+  const messages = useLoad(sendUnknownMessages, []);
+  const action = useAction();
+  useLiveEvents(['message.'], () => messages.reload());
+  const resolve = (m: UnknownMessage, decision: 'sent' | 'failed') =>
+    action.run(async () => {
+      await post(`/v0/inboxes/${enc(m.inbox_id)}/messages/${enc(m.message_id)}/resolve`, { decision });
+      messages.reload();
+    });
+  return (
+    <Page title="Send unknown">
+      <p class="muted">
+        The transport took these messages but the answer was lost, so svc cannot tell whether they went out. Check with the recipient or the provider, then
+        record what happened. Nothing is sent again.
+      </p>
+      <ErrorBox error={action.error} />
+      <Loading loaded={messages} />
+      {messages.data?.length === 0 && <p class="muted">No message has an unknown outcome.</p>}
+      <ul class="items" data-testid="send-unknown">
+        {messages.data?.map((m) => (
+          <li key={m.message_id} data-message={m.message_id} style={{ padding: '0.6rem 0.8rem' }}>
+            <div class="item-line">
+              <a href={`/inboxes/${enc(m.inbox_id)}/threads/${enc(m.thread_id)}`} class="subject">
+                {m.subject || '(no subject)'}
+              </a>
+              <span class="muted small">{when(m.timestamp)}</span>
+            </div>
+            <div class="muted small">
+              from {m.inbox_id} to {m.to.join(', ')} <Labels labels={m.labels} />
+            </div>
+            <div class="actions" style={{ marginTop: '0.4rem' }}>
+              <button class="small" onClick={() => void resolve(m, 'sent')}>
+                It was sent
+              </button>
+              <button class="small danger" onClick={() => void resolve(m, 'failed')}>
+                It was not sent
+              </button>
+            </div>
+          </li>
+        ))}
+      </ul>
+    </Page>
+  );
+}
+
+export function ScheduledPage() {
+  const drafts = useLoad(() => draftsWithStatus('scheduled'), []);
+  const action = useAction();
+  useLiveEvents(['draft.'], () => drafts.reload());
+  return (
+    <Page title="Scheduled">
+      <ErrorBox error={action.error} />
+      <Loading loaded={drafts} />
+      {drafts.data?.length === 0 && <p class="muted">No draft is scheduled.</p>}
+      <ul class="items" data-testid="scheduled">
+        {drafts.data?.map((d) => (
+          <li key={d.draft_id} data-draft={d.draft_id} style={{ padding: '0.6rem 0.8rem' }}>
+            <div class="item-line">
+              <strong class="subject">{d.subject || '(no subject)'}</strong>
+              <span class="small">sends {when(d.send_at)}</span>
+            </div>
+            <div class="muted small">
+              from {d.inbox_id} to {(d.to ?? []).join(', ')}
+            </div>
+            <div class="actions" style={{ marginTop: '0.4rem' }}>
+              <button
+                class="small"
+                onClick={() =>
+                  void action.run(async () => {
+                    await post(`${draftPath(d)}/send`);
+                    drafts.reload();
+                  })
+                }
+              >
+                Send now
+              </button>
+              <button
+                class="small danger"
+                onClick={() =>
+                  void action.run(async () => {
+                    await patch(draftPath(d), { send_at: null });
+                    drafts.reload();
+                  })
+                }
+              >
+                Cancel schedule
+              </button>
+            </div>
+          </li>
+        ))}
+      </ul>
+    </Page>
+  );
+}

@@ -1,0 +1,326 @@
+/** Service settings: mail transport (edge pairing or SMTP), remote access, quarantine, OAuth apps. */
+import { del, enc, get, post, put } from '../api';
+import { useLiveEvents } from '../live';
+import { ErrorBox, Loading, Notice, Page, bytes, confirmed, formValues, useAction, useLoad, when } from '../ui';
+import { useState } from 'preact/hooks';
+
+interface TransportView {
+  configured: boolean;
+  edge: { url: string; token_set: boolean } | null;
+  smtp: { host: string; port: number; secure: boolean; username: string | null; password_set: boolean } | null;
+}
+
+export function TransportPage() {
+  const t = useLoad(() => get<TransportView>('/v0/owner/transport'), []);
+  const action = useAction();
+  const save = (body: unknown) =>
+    action.run(async () => {
+      t.set(await put<TransportView>('/v0/owner/transport', body));
+    });
+  const v = t.data;
+  return (
+    <Page title="Transport">
+      <Loading loaded={t} />
+      <ErrorBox error={action.error} />
+      {v && (
+        <div class="card" data-testid="transport-state">
+          {v.configured ? <span class="badge good">configured</span> : <span class="badge warn">not configured: sending answers service_unavailable</span>}
+          {v.edge && (
+            <p>
+              Edge: <code>{v.edge.url}</code> (token set)
+            </p>
+          )}
+          {v.smtp && (
+            <p>
+              SMTP: <code>{`${v.smtp.host}:${v.smtp.port}`}</code> {v.smtp.secure ? 'TLS' : 'STARTTLS if offered'} {v.smtp.username && `as ${v.smtp.username}`}
+            </p>
+          )}
+          {v.configured && (
+            <button class="small danger" onClick={() => confirmed('Remove the transport? Sending stops until a new one is set.') && void action.run(async () => { await del('/v0/owner/transport'); t.reload(); })}>
+              Remove transport
+            </button>
+          )}
+        </div>
+      )}
+      <h2>Edge pairing</h2>
+      <form
+        class="card narrow"
+        onSubmit={(e) => {
+          e.preventDefault();
+          const f = formValues(e.currentTarget);
+          void save({ edge: { url: f.url, token: f.token }, smtp: v?.smtp ? undefined : null });
+        }}
+      >
+        <p class="small muted">The edge buffers inbound mail sealed to this home and relays outbound mail. Its URL and token come from <code>svc edge</code>.</p>
+        <label>
+          Edge URL
+          <input name="url" type="url" required defaultValue={v?.edge?.url ?? ''} />
+        </label>
+        <label>
+          Edge token (write-only)
+          <input name="token" type="password" required autocomplete="off" />
+        </label>
+        <button class="primary">Save edge</button>
+      </form>
+      <h2>Outbound through SMTP (optional)</h2>
+      <form
+        class="card narrow"
+        onSubmit={(e) => {
+          e.preventDefault();
+          const f = formValues(e.currentTarget);
+          void save({ smtp: { host: f.host, port: Number(f.port), secure: f.secure === 'on', ...(f.username ? { username: f.username, password: f.password } : {}) } });
+        }}
+      >
+        <div class="row">
+          <label>
+            Host
+            <input name="host" required defaultValue={v?.smtp?.host ?? ''} />
+          </label>
+          <label>
+            Port
+            <input name="port" type="number" min={1} max={65535} required defaultValue={String(v?.smtp?.port ?? 587)} />
+          </label>
+        </div>
+        <label class="check">
+          <input type="checkbox" name="secure" defaultChecked={v?.smtp?.secure ?? false} /> TLS from the start (port 465)
+        </label>
+        <div class="row">
+          <label>
+            Username
+            <input name="username" defaultValue={v?.smtp?.username ?? ''} autocomplete="off" />
+          </label>
+          <label>
+            Password (write-only)
+            <input name="password" type="password" autocomplete="off" />
+          </label>
+        </div>
+        <button class="primary">Save SMTP</button>
+      </form>
+    </Page>
+  );
+}
+
+interface RemoteView {
+  enabled: boolean;
+  hostname: string | null;
+  url: string | null;
+  command: string | null;
+  connector?: { state: string; pid: number | null; restarts: number; last_exit_code: number | null; next_restart_at: string | null };
+  [k: string]: unknown;
+}
+
+export function RemotePage() {
+  const r = useLoad(() => get<RemoteView>('/v0/owner/remote'), []);
+  const action = useAction();
+  const v = r.data;
+  return (
+    <Page title="Remote access" actions={<button class="small" onClick={r.reload}>Refresh</button>}>
+      <p class="muted">
+        A tunnel exposes the agent API (API keys and OAuth tokens) on a public hostname. Owner routes, this app and quarantine stay on this machine only.
+      </p>
+      <Loading loaded={r} />
+      <ErrorBox error={action.error} />
+      {v && (
+        <div class="card" data-testid="remote-state">
+          <p>
+            {v.enabled ? <span class="badge good">enabled</span> : <span class="badge warn">off</span>} {v.url && <code>{v.url}</code>}
+          </p>
+          {v.connector && (
+            <p class="small">
+              Connector: {v.connector.state}
+              {v.connector.pid ? ` (pid ${v.connector.pid})` : ''} · restarts {v.connector.restarts}
+              {v.connector.last_exit_code !== null && ` · last exit ${v.connector.last_exit_code}`}
+              {v.connector.next_restart_at && ` · next try ${when(v.connector.next_restart_at)}`}
+            </p>
+          )}
+          {v.enabled && (
+            <button class="danger" onClick={() => void action.run(async () => { await post('/v0/owner/remote/disable'); r.reload(); })}>
+              Disable remote access
+            </button>
+          )}
+        </div>
+      )}
+      <form
+        class="card narrow"
+        onSubmit={(e) => {
+          e.preventDefault();
+          const f = formValues(e.currentTarget);
+          void action.run(async () => {
+            await post('/v0/owner/remote/enable', { hostname: f.hostname, command: f.command });
+            r.reload();
+          });
+        }}
+      >
+        <label>
+          Public hostname
+          <input name="hostname" required defaultValue={v?.hostname ?? ''} placeholder="agents.example.com" />
+        </label>
+        <label>
+          Connector command
+          <input name="command" required defaultValue={v?.command ?? ''} placeholder="cloudflared tunnel run --url $SVC_TUNNEL_URL my-tunnel" />
+        </label>
+        <p class="small muted">
+          svc runs it and restarts it when it exits; it gets <code>SVC_TUNNEL_URL</code>, <code>SVC_TUNNEL_PORT</code> and <code>SVC_TUNNEL_HOSTNAME</code>. Changing the
+          hostname invalidates OAuth tokens issued for the old one.
+        </p>
+        <button class="primary">{v?.enabled ? 'Update' : 'Enable'}</button>
+      </form>
+    </Page>
+  );
+}
+
+interface QuarantineItem {
+  quarantine_id: string;
+  source_kind: string;
+  reason_code: string;
+  first_seen: string;
+  size: number;
+  inbox_id: string | null;
+  attempts: number | null;
+  last_attempt_at: string | null;
+  status: string;
+}
+
+export function QuarantinePage() {
+  const q = useLoad(() => get<{ items: QuarantineItem[] }>('/v0/owner/quarantine?limit=100'), []);
+  const action = useAction();
+  const [note, setNote] = useState<string | null>(null);
+  useLiveEvents(['inbound.'], () => q.reload());
+  return (
+    <Page title="Quarantine">
+      <p class="muted">Inbound mail svc could not process. It stays sealed at the edge until you retry or delete it; nothing here is decrypted.</p>
+      {note && <Notice>{note}</Notice>}
+      <ErrorBox error={action.error} />
+      <Loading loaded={q} />
+      {q.data?.items.length === 0 && <p class="muted">Nothing is quarantined.</p>}
+      <ul class="items" data-testid="quarantine">
+        {q.data?.items.map((i) => (
+          <li key={i.quarantine_id} style={{ padding: '0.6rem 0.8rem' }}>
+            <div class="item-line">
+              <strong>{i.reason_code}</strong>
+              <span class="badge warn">{i.status}</span>
+            </div>
+            <div class="small muted">
+              {i.source_kind} · {bytes(i.size)} · {i.inbox_id ?? 'unknown inbox'} · first seen {when(i.first_seen)} · attempts {i.attempts ?? '?'}
+            </div>
+            <div class="actions" style={{ marginTop: '0.4rem' }}>
+              <button
+                class="small"
+                disabled={i.source_kind !== 'buffer_object' || i.status === 'delete_pending'}
+                onClick={() =>
+                  void action.run(async () => {
+                    const r = await post<{ status: string }>(`/v0/owner/quarantine/${enc(i.quarantine_id)}/retry`);
+                    setNote(r.status === 'released' ? 'Released: processed and cleaned up.' : 'Still failing; it stays quarantined.');
+                    q.reload();
+                  })
+                }
+              >
+                Retry
+              </button>
+              <button
+                class="small danger"
+                onClick={() =>
+                  confirmed('Delete this item and its ciphertext for good?') &&
+                  void action.run(async () => {
+                    await del(`/v0/owner/quarantine/${enc(i.quarantine_id)}`);
+                    q.reload();
+                  })
+                }
+              >
+                Delete
+              </button>
+            </div>
+          </li>
+        ))}
+      </ul>
+    </Page>
+  );
+}
+
+interface Grant {
+  grant_id: string;
+  resource: string;
+  inbox_ids: string[];
+  permissions: Record<string, boolean>;
+  send_policy: string;
+  created_at: string;
+  expires_at: string;
+  last_used_at: string | null;
+}
+interface Client {
+  client_id: string;
+  client_name: string | null;
+  redirect_uris: string[];
+  created_at: string;
+  grants: Grant[];
+}
+
+export function OAuthPage() {
+  const clients = useLoad(() => get<{ clients: Client[] }>('/v0/owner/oauth/clients?limit=100'), []);
+  const action = useAction();
+  const [note, setNote] = useState<string | null>(null);
+  useLiveEvents(['oauth.'], () => clients.reload());
+  return (
+    <Page
+      title="OAuth apps"
+      actions={
+        <button
+          onClick={() =>
+            void action.run(async () => {
+              const r = await post<{ deleted_clients: number }>('/v0/owner/oauth/clients/purge');
+              setNote(`Deleted ${r.deleted_clients} registration(s) without a grant.`);
+              clients.reload();
+            })
+          }
+        >
+          Purge unused registrations
+        </button>
+      }
+    >
+      <p class="muted">MCP clients that registered themselves. Names and redirect addresses are what the client declared; svc cannot verify them.</p>
+      {note && <Notice>{note}</Notice>}
+      <ErrorBox error={action.error} />
+      <Loading loaded={clients} />
+      {clients.data?.clients.length === 0 && <p class="muted">No client has registered.</p>}
+      <ul class="items plain" data-testid="oauth-clients">
+        {clients.data?.clients.map((c) => (
+          <li key={c.client_id} class="card" data-client={c.client_id}>
+            <strong>{c.client_name ?? '(no name)'}</strong> <span class="badge warn">unverified</span>
+            <div class="small muted">
+              {c.redirect_uris.join(', ')} · registered {when(c.created_at)}
+            </div>
+            {c.grants.length === 0 && <p class="small muted">No active grant.</p>}
+            {c.grants.map((g) => (
+              <div key={g.grant_id} class="card small" data-grant={g.grant_id}>
+                <div>
+                  <code>{g.resource}</code> · {g.send_policy} · inboxes {g.inbox_ids.join(', ')}
+                </div>
+                <div class="muted">
+                  granted {when(g.created_at)} · ends {when(g.expires_at)} · last used {when(g.last_used_at)}
+                </div>
+                <div class="muted">
+                  {Object.entries(g.permissions)
+                    .filter(([, on]) => on)
+                    .map(([p]) => p)
+                    .join(', ')}
+                </div>
+                <button
+                  class="small danger"
+                  onClick={() =>
+                    confirmed('Revoke this grant and every token it issued?') &&
+                    void action.run(async () => {
+                      await del(`/v0/owner/oauth/grants/${enc(g.grant_id)}`);
+                      clients.reload();
+                    })
+                  }
+                >
+                  Revoke
+                </button>
+              </div>
+            ))}
+          </li>
+        ))}
+      </ul>
+    </Page>
+  );
+}
