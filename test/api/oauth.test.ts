@@ -6,6 +6,7 @@
  */
 import t from 'tap';
 import { createHash } from 'node:crypto';
+import WebSocket from 'ws';
 import { api, setupOwner, startSvc, type RunningSvc } from '../helpers/svc.js';
 import { insertApiKey, openHomeDb } from '../helpers/db.js';
 import { subscribe, type EventStream } from '../helpers/events.js';
@@ -429,6 +430,32 @@ t.test('a token for /mcp does not work on /v0', async (t) => {
   const v0 = await tokensFor(V0);
   t.equal((await inboxesWith(v0.access_token)).status, 200);
   t.equal((await api(svc.url, 'GET', '/v0/inboxes', { token: v0.refresh_token })).status, 401, 'a refresh token is not a bearer');
+});
+
+t.test('WebSocket: a /v0 token opens the stream, revocation closes it 1008, an /mcp token is refused', async (t) => {
+  const wsUrl = `${svc.url.replace(/^http/, 'ws')}/v0/ws`;
+  const mcp = await tokensFor(MCP);
+  const refused = await new Promise<number>((resolve) => {
+    const ws = new WebSocket(wsUrl, { headers: { authorization: `Bearer ${mcp.access_token}` } });
+    ws.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+    ws.on('open', () => resolve(101));
+  });
+  t.equal(refused, 401, 'an /mcp token is not a /v0 credential');
+
+  const tokens = await tokensFor(V0);
+  const ws = new WebSocket(wsUrl, { headers: { authorization: `Bearer ${tokens.access_token}` } });
+  const closed = new Promise<number>((resolve) => ws.on('close', (code) => resolve(code)));
+  await new Promise<void>((resolve, reject) => {
+    ws.once('error', reject);
+    ws.once('open', () => ws.send(JSON.stringify({ type: 'subscribe' })));
+    ws.on('message', (data) => {
+      if ((JSON.parse(String(data)) as { type: string }).type === 'subscribed') resolve();
+    });
+  });
+  t.pass('subscribed with the OAuth token');
+  const grantId = grantOf(tokens.access_token)!;
+  t.equal((await api(svc.url, 'DELETE', `/v0/owner/oauth/grants/${grantId}`, { token: svc.ownerToken })).status, 200);
+  t.equal(await closed, 1008, 'closed once the grant is revoked');
 });
 
 t.test('revocation always answers 200 and revokes the whole family', async (t) => {
