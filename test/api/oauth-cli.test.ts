@@ -4,8 +4,7 @@
  */
 import t from 'tap';
 import { execFile } from 'node:child_process';
-import path from 'node:path';
-import { api, setupOwner, startSvc, svcBin, tempDir, type RunningSvc } from '../helpers/svc.js';
+import { api, setupOwner, startSvc, svcBin, type RunningSvc } from '../helpers/svc.js';
 import { authorizeCode, ensureWebApp, exchange, refresh, register, type Session } from '../helpers/oauth.js';
 
 interface Run {
@@ -113,13 +112,12 @@ t.test('unknown subcommands and options are usage errors (exit 1)', async (t) =>
   }
 });
 
-t.test('a home whose service is not running is service_unavailable (exit 10)', async (t) => {
-  const none = await svcCli(['oauth', 'clients', '--home', path.join(tempDir(), 'nothing')]);
-  t.equal(none.code, 10);
-  t.match(none.stderr, /^error \(service_unavailable\): svc is not running .*connection\.json/);
-  t.match(none.stderr, /fix: Start it with `svc serve/);
+t.test('an intact home whose service is stopped is service_unavailable (exit 10)', async (t) => {
   await svc.stop();
   const stopped = await svcCli(['oauth', 'purge', '--home', svc.home, '--json']);
   t.equal(stopped.code, 10);
-  t.match(JSON.parse(stopped.stderr), { error: { code: 'service_unavailable' } });
+  t.match(JSON.parse(stopped.stderr), { error: { code: 'service_unavailable', message: /not running/, fix: /svc serve/ } });
+  const human = await svcCli(['oauth', 'clients', '--home', svc.home]);
+  t.equal(human.code, 10);
+  t.match(human.stderr, /^error \(service_unavailable\): svc is not running .*\nfix: Start it with `svc serve/);
 });
