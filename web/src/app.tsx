@@ -23,7 +23,7 @@ const NAV: { href: string; label: string }[] = [
   { href: '/transport', label: 'Transport' },
   { href: '/remote', label: 'Remote access' },
   { href: '/quarantine', label: 'Quarantine' },
-  { href: '/oauth', label: 'OAuth apps' },
+  { href: '/apps', label: 'OAuth apps' },
   { href: '/account', label: 'Account' },
 ];
 

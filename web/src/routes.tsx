@@ -31,7 +31,7 @@ export const routes: [string, Render][] = [
   ['/transport', () => <TransportPage />],
   ['/remote', () => <RemotePage />],
   ['/quarantine', () => <QuarantinePage />],
-  ['/oauth', () => <OAuthPage />],
+  ['/apps', () => <OAuthPage />],
   ['/consent', (_p, ctx) => <ConsentPage requestId={ctx.search.get('request') ?? ''} />],
   ['/account', (_p, ctx) => <AccountPage onSignedOut={ctx.signedOut} />],
 ];

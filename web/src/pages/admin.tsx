@@ -94,7 +94,7 @@ export function ApiKeysPage() {
           </div>
         </div>
       )}
-      <details class="card" open={keys.data?.api_keys.length === 0}>
+      <details class="card">
         <summary>
           <strong>New API key</strong>
         </summary>

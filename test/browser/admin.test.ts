@@ -1,0 +1,117 @@
+/**
+ * Administration in the browser (issue 8, flow 4): API keys with scope, permissions and policy
+ * (secret shown once), webhooks with health, lists, domains (plan, zone file), transport, and the
+ * owner-only pages that must at least load: remote access, quarantine, OAuth apps.
+ */
+import t from 'tap';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { api, setupOwner, startSvc } from '../helpers/svc.js';
+import { launchBrowser, newPage, screenshot } from '../helpers/browser.js';
+
+const svc = await startSvc();
+t.teardown(() => svc.stop());
+const session = await setupOwner(svc);
+const owner = { token: svc.ownerToken };
+for (const username of ['one', 'two']) await api(svc.url, 'POST', '/v0/inboxes', { ...owner, body: { username, domain: 'example.test' } });
+
+const browser = await launchBrowser();
+t.teardown(() => browser.close());
+await browser.context.addCookies([{ name: 'svc_session', value: session.cookie.split('=')[1], url: svc.url }]);
+const page = await newPage(browser);
+
+t.test('an API key is created with an inbox scope, chosen permissions and policy; its secret is shown once', async (t) => {
+  await page.goto(svc.url + '/api-keys');
+  await page.getByText('New API key').click();
+  await page.getByLabel('Name').fill('scoped reader');
+  await page.getByRole('checkbox', { name: 'one@example.test' }).check();
+  await page.getByRole('checkbox', { name: 'draft_create' }).uncheck();
+  await page.getByLabel('Send policy').selectOption('read_only');
+  await page.getByRole('button', { name: 'Create key' }).click();
+  const secret = (await page.getByTestId('new-secret').locator('code').textContent()) ?? '';
+  t.ok(secret.length > 20, 'the secret is shown');
+  await screenshot(page, 'api-keys');
+  const listed = await api<{ inboxes: { inbox_id: string }[] }>(svc.url, 'GET', '/v0/inboxes', { token: secret });
+  t.same(listed.body.inboxes.map((i) => i.inbox_id), ['one@example.test'], 'the key sees only its scope');
+  const stored = await api<{ api_keys: { name: string; send_policy: string; permissions: Record<string, boolean> }[] }>(svc.url, 'GET', '/v0/api-keys', owner);
+  t.match(stored.body.api_keys, [{ name: 'scoped reader', send_policy: 'read_only', permissions: { inbox_read: true, message_read: true, draft_read: true, draft_create: false } }]);
+  await page.getByRole('button', { name: 'Done' }).click();
+  await page.reload();
+  await page.locator('[data-testid="api-keys"] tbody tr').first().waitFor();
+  t.notOk(await page.getByText(secret).count(), 'not shown again');
+  page.once('dialog', (d) => void d.accept());
+  await page.locator('[data-testid="api-keys"] tbody tr', { hasText: 'scoped reader' }).getByRole('button', { name: 'Revoke' }).click();
+  await page.locator('[data-testid="api-keys"] tbody tr', { hasText: 'scoped reader' }).waitFor({ state: 'detached' });
+  t.equal((await api(svc.url, 'GET', '/v0/inboxes', { token: secret })).status, 401, 'revoked at once');
+});
+
+t.test('a webhook is created with its secret shown once, shows its health and can be disabled', async (t) => {
+  const receiver = http.createServer((_req, res) => res.writeHead(204).end());
+  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', r));
+  t.teardown(() => receiver.close());
+  await page.goto(svc.url + '/webhooks');
+  await page.getByText('New webhook').click();
+  await page.getByLabel('URL').fill(`http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`);
+  await page.getByRole('button', { name: 'Create webhook' }).click();
+  await t.resolves(page.getByTestId('new-secret').getByText(/whsec_/).waitFor(), 'secret shown');
+  const row = page.locator('[data-testid="webhooks"] li').first();
+  await row.getByText('no deliveries yet').waitFor();
+  await screenshot(page, 'webhooks');
+  await row.getByRole('button', { name: 'Disable' }).click();
+  await row.getByText('disabled', { exact: true }).waitFor();
+  const hooks = await api<{ webhooks: { enabled: boolean }[] }>(svc.url, 'GET', '/v0/webhooks', owner);
+  t.match(hooks.body.webhooks, [{ enabled: false }]);
+});
+
+t.test('block list entries are added and removed', async (t) => {
+  await page.goto(svc.url + '/lists');
+  await page.getByLabel('Address or domain').fill('spammer.test');
+  await page.getByLabel('Reason').fill('too much mail');
+  await page.getByRole('button', { name: 'Add' }).click();
+  await page.locator('[data-testid="entries"] li', { hasText: 'spammer.test' }).waitFor();
+  const stored = await api<{ entries: { entry: string }[] }>(svc.url, 'GET', '/v0/lists/receive/block', owner);
+  t.match(stored.body.entries, [{ entry: 'spammer.test' }]);
+  await screenshot(page, 'lists');
+  await page.locator('[data-testid="entries"] li', { hasText: 'spammer.test' }).getByRole('button', { name: 'Remove' }).click();
+  await page.getByText('This list is empty.').waitFor();
+  t.equal((await api<{ entries: unknown[] }>(svc.url, 'GET', '/v0/lists/receive/block', owner)).body.entries.length, 0);
+});
+
+t.test('a domain is registered, its plan shown and its zone file downloaded', async (t) => {
+  await page.goto(svc.url + '/domains');
+  await page.getByLabel('Domain').fill('mail.example.test');
+  await page.getByRole('button', { name: 'Register domain' }).click();
+  await page.locator('[data-domain="mail.example.test"]').waitFor();
+  await page.getByRole('button', { name: 'Show plan' }).click();
+  await page.getByTestId('plan').waitFor();
+  const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download zone file' }).click()]);
+  t.equal(download.suggestedFilename(), 'mail.example.test.zone');
+  let zone = '';
+  for await (const chunk of await download.createReadStream()) zone += chunk;
+  t.match(zone, /mail\.example\.test/, 'the zone file names the domain');
+  await screenshot(page, 'domains');
+});
+
+t.test('the transport page saves an SMTP smart host and never shows its password', async (t) => {
+  await page.goto(svc.url + '/transport');
+  await page.getByText('not configured').waitFor();
+  await page.getByLabel('Host').fill('smtp.example.test');
+  await page.getByLabel('Port', { exact: true }).fill('2525');
+  await page.getByLabel('Username').fill('me');
+  await page.getByLabel('Password (write-only)').fill('hunter2hunter2');
+  await page.getByRole('button', { name: 'Save SMTP' }).click();
+  await page.getByTestId('transport-state').getByText('smtp.example.test:2525').waitFor();
+  const view = await api(svc.url, 'GET', '/v0/owner/transport', owner);
+  t.match(view.body, { configured: true, smtp: { host: 'smtp.example.test', port: 2525, username: 'me', password_set: true } });
+  t.notOk(await page.getByText('hunter2hunter2').count(), 'the password is not shown');
+});
+
+t.test('remote access, quarantine and OAuth pages load for the owner', async (t) => {
+  await page.goto(svc.url + '/remote');
+  await page.getByTestId('remote-state').waitFor();
+  await page.goto(svc.url + '/quarantine');
+  await page.getByText('Nothing is quarantined.').waitFor();
+  await page.goto(svc.url + '/apps');
+  await page.getByText('No client has registered.').waitFor();
+  t.same(page.problems, [], 'no script errors');
+});
