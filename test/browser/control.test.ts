@@ -6,6 +6,7 @@
 import t from 'tap';
 import { api, setupOwner, startSvc } from '../helpers/svc.js';
 import { startLoopbackDns } from '../helpers/dns.js';
+import { startSink } from '../helpers/sink.js';
 import { launchBrowser, newPage, screenshot } from '../helpers/browser.js';
 
 const dns = await startLoopbackDns({});
@@ -91,8 +92,21 @@ t.test('a scheduled draft is listed and can be unscheduled', async (t) => {
   t.match(draft.body, { send_status: 'draft', send_at: null });
 });
 
-t.test('the send-unknown queue says when nothing is unknown', async (t) => {
+t.test('a send whose answer was lost is resolved from the send-unknown queue', async (t) => {
   await page.goto(svc.url + '/send-unknown');
   await page.getByText('No message has an unknown outcome.').waitFor();
+  // An SMTP smart host that takes the message and hangs up before answering: the outcome is unknown.
+  const sink = await startSink('hangup');
+  t.teardown(() => sink.close());
+  const put = await api(svc.url, 'PUT', '/v0/owner/transport', { ...owner, body: { smtp: { host: '127.0.0.1', port: sink.port } } });
+  t.equal(put.status, 200);
+  const sent = await api<{ message_id: string }>(svc.url, 'POST', '/v0/inboxes/boss%40local.test/messages/send', { ...owner, body: { to: 'someone@remote.test', subject: 'Did it go?', text: 'x' } });
+  const item = page.locator('[data-testid="send-unknown"] li', { hasText: 'Did it go?' });
+  await item.waitFor({ timeout: 20_000 });
+  await screenshot(page, 'send-unknown');
+  await item.getByRole('button', { name: 'It was sent' }).click();
+  await item.waitFor({ state: 'detached' });
+  const m = await api<{ send_status: string }>(svc.url, 'GET', `/v0/inboxes/boss%40local.test/messages/${encodeURIComponent(sent.body.message_id)}`, owner);
+  t.equal(m.body.send_status, 'sent', 'recorded as sent by the owner');
   t.same(page.problems, [], 'no script errors');
 });
