@@ -10,8 +10,12 @@ export const EXIT = {
   service_unavailable: 10,
 } as const;
 
-/** The API's error codes (ARCHITECTURE §5): commands that call the running service pass them on. */
-export type CliErrorCode = ErrorCode;
+/**
+ * The API's error codes (ARCHITECTURE §5): commands that call the running service pass them on.
+ * Plus the CLI's own: `timeout` (a --timeout ran out while waiting) and `verification_failed`
+ * (`svc domains verify` ended in `failed`). Both exit 1.
+ */
+export type CliErrorCode = ErrorCode | 'timeout' | 'verification_failed';
 
 /** A CLI failure with a code, a message and a fix; `exitCode` follows spec §7.2. */
 export class CliError extends Error {
@@ -19,6 +23,8 @@ export class CliError extends Error {
     readonly code: CliErrorCode,
     message: string,
     readonly fix?: string,
+    /** Further fields of the service's error body (e.g. `draft_id` of `approval_required`). */
+    readonly details: Record<string, unknown> = {},
   ) {
     super(message);
   }
@@ -28,7 +34,7 @@ export class CliError extends Error {
   }
 }
 
-/** Prints a CLI error as JSON (with --json) or as two plain lines, and returns the exit code. */
+/** Prints a CLI error as JSON (with --json) or as plain lines on stderr, and returns the exit code. */
 export function reportCliError(err: unknown, json: boolean): number {
   if (!(err instanceof CliError)) {
     const message = 'An unexpected error occurred.';
@@ -36,7 +42,10 @@ export function reportCliError(err: unknown, json: boolean): number {
     return EXIT.failure;
   }
   const e = err;
-  if (json) process.stderr.write(JSON.stringify({ error: { code: e.code, message: e.message, ...(e.fix ? { fix: e.fix } : {}) } }) + '\n');
-  else process.stderr.write(`error (${e.code}): ${e.message}\n${e.fix ? `fix: ${e.fix}\n` : ''}`);
+  if (json) process.stderr.write(JSON.stringify({ error: { code: e.code, message: e.message, ...(e.fix ? { fix: e.fix } : {}), ...e.details } }) + '\n');
+  else {
+    const extra = Object.entries(e.details).map(([k, v]) => `${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}\n`);
+    process.stderr.write(`error (${e.code}): ${e.message}\n${extra.join('')}${e.fix ? `fix: ${e.fix}\n` : ''}`);
+  }
   return e.exitCode;
 }

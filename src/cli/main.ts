@@ -4,17 +4,6 @@ import { CliError, reportCliError } from './exit-codes.js';
 import { isSourceCheckout } from './package-root.js';
 import { resolveHome, type Flavor } from '../keys/home.js';
 
-const USAGE = `svc — a self-hosted mail service for AI agents
-
-Usage:
-  svc serve [--init] [--port N] [--home DIR] [--flavor development|production]
-            [--local-edge [--smtp-port N] [--edge-dns IP[:PORT],...] [--relay-port N]]
-            [--dns IP[:PORT],...]
-  svc service install|status|uninstall [--home DIR] [--flavor F] [--port N] [--json]
-  svc oauth clients|revoke <grant_id>|purge [--home DIR] [--flavor F] [--json]
-  svc edge [--data DIR] [--host H] [--smtp-port N] [--api-port N] [--hostname NAME]
-`;
-
 function flavorOf(value: string | boolean | undefined): Flavor {
   if (value === undefined) return isSourceCheckout() ? 'development' : 'production';
   if (value !== 'development' && value !== 'production') throw new CliError('validation_error', '--flavor must be development or production.');
@@ -25,8 +14,10 @@ async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   const json = rest.includes('--json');
   try {
+    if (command && (rest.includes('--help') || rest.includes('-h')) && (await (await import('./registry.js')).localHelp(command, rest))) return 0;
     switch (command) {
       case 'serve': {
+        (await import('./owner-client.js')).rejectAgentEnvironment('svc serve');
         const { flags, positionals } = parseArgs(rest, { init: 'boolean', port: 'string', home: 'string', flavor: 'string', 'local-edge': 'boolean', 'smtp-port': 'string', 'edge-dns': 'string', 'relay-port': 'string', dns: 'string' });
         if (positionals.length) throw new CliError('validation_error', `Unexpected argument ${positionals[0]}.`);
         const { serve } = await import('../supervisor/serve.js');
@@ -60,10 +51,15 @@ async function main(argv: string[]): Promise<number> {
       case undefined:
       case 'help':
       case '--help':
-        process.stdout.write(USAGE);
+      case '-h':
+        process.stdout.write((await import('./registry.js')).overview());
         return 0;
-      default:
+      default: {
+        // The client command groups (status, inboxes, send, …): src/cli/registry.ts.
+        const code = await (await import('./registry.js')).runRegistered(command, rest);
+        if (code !== null) return code;
         throw new CliError('validation_error', `Unknown command ${command}.`, 'Run `svc help` to list the commands.');
+      }
     }
   } catch (err) {
     return reportCliError(err, json);

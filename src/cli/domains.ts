@@ -1,0 +1,254 @@
+/**
+ * `svc domains`: add, list, show, plan, zone-file, apply, verify, teardown, delete (spec §2.10,
+ * §4.12, owner only; states in docs/domains.md). `apply` and `verify` can wait for a final state
+ * with a progress display, bounded by --timeout. A domain is named by its id or its name.
+ */
+import { CliError } from './exit-codes.js';
+import { enc, opt, PAGE_OPTIONS, pageQuery, type Ctx, type Group } from './commands.js';
+import type { ServiceClient } from './owner-client.js';
+import { cell, fields, itemsTable, out, pageTable, printJson, type Column } from './output.js';
+
+interface DomainRecord {
+  type: string;
+  name: string;
+  value: string;
+  priority?: number;
+  status: string;
+  reason?: string | null;
+}
+
+interface Domain {
+  domain_id: string;
+  domain: string;
+  status: string;
+  reason: string | null;
+  records?: DomainRecord[];
+  selftest?: { status: string };
+  created_at: string;
+  verified_at?: string | null;
+}
+
+/** States a wait ends in (docs/domains.md). */
+const FINAL = new Set(['verified', 'failed', 'torn_down']);
+const POLL_MS = 1000;
+const DEFAULT_TIMEOUT_S = 600;
+const MAX_TIMEOUT_S = 3600;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const MAX_LOOKUP_PAGES = 50;
+
+const COLUMNS: Column<Domain>[] = [
+  ['DOMAIN', (d) => d.domain],
+  ['ID', (d) => d.domain_id],
+  ['STATUS', (d) => d.status],
+  ['REASON', (d) => d.reason, 60],
+];
+
+const RECORD_COLUMNS: Column<DomainRecord>[] = [
+  ['TYPE', (r) => r.type],
+  ['NAME', (r) => r.name],
+  ['VALUE', (r) => `${r.priority !== undefined ? `${r.priority} ` : ''}${r.value}`, 70],
+  ['STATUS', (r) => `${r.status}${r.reason ? ` (${r.reason})` : ''}`, 60],
+];
+
+/** The domain id for an id or a name (names are looked up in the list). */
+async function domainId(client: ServiceClient, given: string): Promise<string> {
+  if (UUID.test(given)) return given;
+  const name = given.toLowerCase().replace(/\.$/, '');
+  let token: string | undefined;
+  for (let i = 0; i < MAX_LOOKUP_PAGES; i++) {
+    const page = await client.call<{ domains: Domain[]; next_page_token?: string }>('GET', '/v0/domains', { query: { limit: 100, page_token: token } });
+    const found = page.domains.find((d) => d.domain === name);
+    if (found) return found.domain_id;
+    token = page.next_page_token;
+    if (!token) break;
+  }
+  throw new CliError('not_found', `The domain ${given} is not registered.`, 'Register it with `svc domains add <domain>`, or list them with `svc domains list`.');
+}
+
+function showDomain(ctx: Ctx, d: Domain, lead?: string): void {
+  if (ctx.json) return printJson(d);
+  const head = fields([
+    ['domain', d.domain],
+    ['id', d.domain_id],
+    ['status', d.status],
+    ['reason', d.reason],
+    ['self-test', d.selftest?.status],
+    ['verified', d.verified_at],
+  ]);
+  out(`${lead ? `${lead}\n` : ''}${head}${d.records?.length ? `\n\n${itemsTable(d.records, RECORD_COLUMNS, '')}` : ''}`);
+}
+
+const progressLine = (d: Domain) => {
+  const records = d.records ?? [];
+  const valid = records.filter((r) => r.status === 'valid').length;
+  return `${d.domain}: ${d.status}${records.length ? ` — records ${valid}/${records.length} valid` : ''}${d.selftest ? `, self-test ${d.selftest.status}` : ''}${d.reason ? ` — ${cell(d.reason)}` : ''}`;
+};
+
+/**
+ * Polls until the domain reaches a final state (or the timeout). Progress goes to stderr: one
+ * rewritten line on a terminal, a line per change otherwise; nothing with --json.
+ */
+async function waitForFinal(ctx: Ctx, client: ServiceClient, id: string, start: Domain): Promise<Domain> {
+  const timeoutS = ctx.int('timeout', 1, MAX_TIMEOUT_S) ?? DEFAULT_TIMEOUT_S;
+  const deadline = Date.now() + timeoutS * 1000;
+  const tty = process.stderr.isTTY === true;
+  let last = '';
+  const show = (d: Domain) => {
+    if (ctx.json) return;
+    const line = progressLine(d);
+    if (line === last) return;
+    last = line;
+    process.stderr.write(tty ? `\r\u001b[2K${line}` : `${line}\n`);
+  };
+  let d = start;
+  show(d);
+  while (!FINAL.has(d.status)) {
+    if (Date.now() >= deadline) {
+      if (tty && !ctx.json) process.stderr.write('\n');
+      throw new CliError('timeout', `${d.domain} is still ${d.status} after ${timeoutS} s.`, 'Check again later with `svc domains show`, or wait longer with --timeout.', { domain_id: id, status: d.status });
+    }
+    await new Promise((r) => setTimeout(r, Math.min(POLL_MS, Math.max(0, deadline - Date.now()))));
+    d = await client.call<Domain>('GET', `/v0/domains/${enc(id)}`);
+    show(d);
+  }
+  if (tty && !ctx.json) process.stderr.write('\n');
+  return d;
+}
+
+/** Starts apply or verify and, unless --no-wait, follows it to the end; `failed` exits 1. */
+async function startAndWait(ctx: Ctx, action: 'apply' | 'verify'): Promise<void> {
+  const client = await ctx.client();
+  const id = await domainId(client, ctx.args[0]);
+  const started = await client.call<Domain>('POST', `/v0/domains/${enc(id)}/${action}`, { body: {} });
+  if (ctx.bool('no-wait')) return showDomain(ctx, started, `${action === 'apply' ? 'Applying' : 'Verifying'} ${started.domain}.`);
+  // A verified domain stays verified on apply: nothing to wait for.
+  const d = action === 'apply' && started.status === 'verified' ? started : await waitForFinal(ctx, client, id, started);
+  if (d.status === 'failed') {
+    if (!ctx.json) showDomain(ctx, d);
+    throw new CliError('verification_failed', `${d.domain} failed verification: ${d.reason ?? 'see the records'}.`, 'Fix the records listed (see `svc domains plan`), then run `svc domains verify` again.', { domain_id: id, status: d.status });
+  }
+  showDomain(ctx, d, d.status === 'verified' ? `${d.domain} is verified.` : undefined);
+}
+
+const waitOptions = [opt('timeout SECONDS', `Stop waiting after this long (default ${DEFAULT_TIMEOUT_S}, exit 1 with code timeout).`), opt('no-wait', 'Return at once instead of waiting for a final state.')];
+
+export const group: Group = {
+  name: 'domains',
+  summary: 'register domains, publish their DNS records and verify them (owner)',
+  notes: 'A domain is named by its id or its name. States: pending, provisioning, verifying, verified, failed, tearing_down, torn_down.',
+  actions: {
+    list: {
+      summary: 'List registered domains.',
+      options: PAGE_OPTIONS,
+      examples: ['svc domains list'],
+      async run(ctx) {
+        const client = await ctx.client();
+        const page = await client.call<{ domains: Domain[]; next_page_token?: string }>('GET', '/v0/domains', { query: pageQuery(ctx) });
+        if (ctx.json) return printJson(page);
+        out(pageTable(page, page.domains, COLUMNS, 'No domains. Register one with `svc domains add <domain>`.'));
+      },
+    },
+    add: {
+      summary: 'Register a domain (status pending); then see `svc domains plan`.',
+      usage: '<domain>',
+      args: [1, 1],
+      options: [opt('no-feedback', 'Leave out the feedback-loop registration step.'), opt('subdomains', 'Set subdomains_enabled.')],
+      examples: ['svc domains add example.com'],
+      async run(ctx) {
+        const client = await ctx.client();
+        const body = { domain: ctx.args[0], feedback_enabled: ctx.bool('no-feedback') ? false : undefined, subdomains_enabled: ctx.bool('subdomains') ? true : undefined };
+        const d = await client.call<Domain>('POST', '/v0/domains', { body });
+        showDomain(ctx, d, `Registered ${d.domain}. Next: \`svc domains plan ${d.domain}\`, create the records, then \`svc domains apply ${d.domain}\`.`);
+      },
+    },
+    show: {
+      summary: 'Show a domain with its records and their last check.',
+      usage: '<domain>',
+      args: [1, 1],
+      examples: ['svc domains show example.com'],
+      async run(ctx) {
+        const client = await ctx.client();
+        showDomain(ctx, await client.call<Domain>('GET', `/v0/domains/${enc(await domainId(client, ctx.args[0]))}`));
+      },
+    },
+    plan: {
+      summary: 'Show the DNS records to create, the steps and warnings.',
+      usage: '<domain>',
+      args: [1, 1],
+      examples: ['svc domains plan example.com'],
+      async run(ctx) {
+        const client = await ctx.client();
+        const plan = await client.call<{ domain: string; steps: unknown[]; records: DomainRecord[]; warnings: unknown[] }>('GET', `/v0/domains/${enc(await domainId(client, ctx.args[0]))}/plan`);
+        if (ctx.json) return printJson(plan);
+        const text = (s: unknown) => (typeof s === 'string' ? s : typeof s === 'object' && s !== null ? String((s as { title?: unknown; description?: unknown; message?: unknown }).title ?? (s as { message?: unknown }).message ?? JSON.stringify(s)) : String(s));
+        out(
+          [
+            `Records for ${plan.domain}:`,
+            itemsTable(plan.records, RECORD_COLUMNS.slice(0, 3), '(none)'),
+            '',
+            'Steps:',
+            ...plan.steps.map((s, i) => `  ${i + 1}. ${cell(text(s))}`),
+            ...(plan.warnings.length ? ['', 'Warnings:', ...plan.warnings.map((w) => `  - ${cell(text(w))}`)] : []),
+            '',
+            `The same records as a zone file: svc domains zone-file ${plan.domain} > ${plan.domain}.zone`,
+          ].join('\n'),
+        );
+      },
+    },
+    'zone-file': {
+      summary: 'Print the records as a BIND zone file on stdout.',
+      usage: '<domain>',
+      args: [1, 1],
+      examples: ['svc domains zone-file example.com > example.com.zone'],
+      async run(ctx) {
+        const client = await ctx.client();
+        const { body } = await client.bytes('GET', `/v0/domains/${enc(await domainId(client, ctx.args[0]))}/zone-file`);
+        if (ctx.json) return printJson({ zone_file: body.toString('utf8') });
+        process.stdout.write(body);
+      },
+    },
+    apply: {
+      summary: 'Provision (or resume): route the domain at the edge, then verify; waits for verified or failed.',
+      usage: '<domain>',
+      args: [1, 1],
+      options: waitOptions,
+      examples: ['svc domains apply example.com', 'svc domains apply example.com --no-wait'],
+      run: (ctx) => startAndWait(ctx, 'apply'),
+    },
+    verify: {
+      summary: 'Check the records and the self-test again; waits for verified or failed with a progress display.',
+      usage: '<domain>',
+      args: [1, 1],
+      options: waitOptions,
+      examples: ['svc domains verify example.com --timeout 120'],
+      run: (ctx) => startAndWait(ctx, 'verify'),
+    },
+    teardown: {
+      summary: 'Stop routing the domain (and its inboxes) at the edge; waits for torn_down.',
+      usage: '<domain>',
+      args: [1, 1],
+      options: waitOptions,
+      examples: ['svc domains teardown example.com'],
+      async run(ctx) {
+        const client = await ctx.client();
+        const id = await domainId(client, ctx.args[0]);
+        const started = await client.call<Domain>('POST', `/v0/domains/${enc(id)}/teardown`, { body: {} });
+        const d = ctx.bool('no-wait') || started.status === 'torn_down' ? started : await waitForFinal(ctx, client, id, started);
+        showDomain(ctx, d, d.status === 'torn_down' ? `${d.domain} is torn down; \`svc domains delete\` removes it.` : undefined);
+      },
+    },
+    delete: {
+      summary: 'Remove a registration (only pending or torn_down).',
+      usage: '<domain>',
+      args: [1, 1],
+      examples: ['svc domains delete example.com'],
+      async run(ctx) {
+        const client = await ctx.client();
+        const id = await domainId(client, ctx.args[0]);
+        await client.call('DELETE', `/v0/domains/${enc(id)}`);
+        if (ctx.json) return printJson({ deleted: true, domain_id: id });
+        out(`Deleted ${ctx.args[0]}.`);
+      },
+    },
+  },
+};

@@ -1,0 +1,195 @@
+/**
+ * `svc drafts`: list, show, create, approve, reject, send, delete (spec §2.5, §3.2, §4.6). Approve
+ * and reject are the owner's answer to agents with the approval send policy. The inbox of a draft
+ * is found from its id when --inbox is not given.
+ */
+import { enc, opt, PAGE_OPTIONS, pageQuery, type Ctx, type Group } from './commands.js';
+import { resolveInbox } from './inboxes.js';
+import type { ServiceClient } from './owner-client.js';
+import { bodyText, fields, out, pageTable, printJson, type Column } from './output.js';
+
+interface DraftItem {
+  inbox_id: string;
+  draft_id: string;
+  labels: string[];
+  to: string[] | null;
+  subject: string | null;
+  send_status: string;
+  send_reason: string | null;
+  send_at: string | null;
+  message_id: string | null;
+  thread_id: string | null;
+  updated_at: string;
+}
+
+interface Draft extends DraftItem {
+  cc: string[] | null;
+  bcc: string[] | null;
+  text: string | null;
+  html: string | null;
+  attachments: { attachment_id: string; filename: string | null; size: number }[];
+}
+
+const COLUMNS: Column<DraftItem>[] = [
+  ['DRAFT', (d) => d.draft_id],
+  ['INBOX', (d) => d.inbox_id],
+  ['STATUS', (d) => d.send_status],
+  ['SEND AT', (d) => d.send_at],
+  ['TO', (d) => d.to, 40],
+  ['SUBJECT', (d) => d.subject, 50],
+];
+
+const inboxOpt = opt('inbox ADDRESS', 'The inbox (default: found from the draft id).');
+
+async function draftInbox(ctx: Ctx, client: ServiceClient): Promise<string> {
+  const given = ctx.str('inbox');
+  if (given) return given;
+  return (await client.call<Draft>('GET', `/v0/drafts/${enc(ctx.args[0])}`)).inbox_id;
+}
+
+function showDraft(ctx: Ctx, d: Draft, lead?: string): void {
+  if (ctx.json) return printJson(d);
+  const head = fields([
+    ['draft', d.draft_id],
+    ['inbox', d.inbox_id],
+    ['status', `${d.send_status}${d.send_reason ? ` (${d.send_reason})` : ''}`],
+    ['send at', d.send_at],
+    ['to', d.to],
+    ['cc', d.cc],
+    ['bcc', d.bcc],
+    ['subject', d.subject],
+    ['labels', d.labels],
+    ...d.attachments.map((a) => ['attachment', `${a.attachment_id} ${a.filename ?? ''} ${a.size} bytes`] as [string, unknown]),
+    ['message', d.message_id],
+  ]);
+  out(`${lead ? `${lead}\n` : ''}${head}${d.text ? `\n\n${bodyText(d.text)}` : ''}`);
+}
+
+export const group: Group = {
+  name: 'drafts',
+  summary: 'list, create, approve, reject and send drafts',
+  notes: 'Agents with the approval send policy create drafts awaiting approval (status pending_approval): the owner approves or rejects them here.',
+  actions: {
+    list: {
+      summary: 'List drafts, newest first: of one inbox with --inbox, else of every inbox in scope.',
+      options: [opt('inbox ADDRESS', 'Only this inbox.'), ...PAGE_OPTIONS, opt('label LABEL...', 'Only drafts with this label.'), opt('status STATUS', 'Only drafts in this status on the page (e.g. pending_approval, scheduled).')],
+      examples: ['svc drafts list --status pending_approval', 'svc drafts list --inbox hello@example.com --json'],
+      async run(ctx) {
+        const client = await ctx.client();
+        const inbox = ctx.str('inbox');
+        const page = await client.call<{ drafts: DraftItem[]; next_page_token?: string; count: number }>('GET', inbox ? `/v0/inboxes/${enc(inbox)}/drafts` : '/v0/drafts', { query: { ...pageQuery(ctx), labels: ctx.list('label') } });
+        const status = ctx.str('status');
+        const drafts = status ? page.drafts.filter((d) => d.send_status === status) : page.drafts;
+        if (ctx.json) return printJson({ ...page, count: drafts.length, drafts });
+        out(pageTable(page, drafts, COLUMNS, 'No drafts.'));
+      },
+    },
+    show: {
+      summary: 'Show one draft.',
+      usage: '<draft_id>',
+      args: [1, 1],
+      options: [opt('inbox ADDRESS', 'The inbox (optional).')],
+      examples: ['svc drafts show 0190f4c2-…'],
+      async run(ctx) {
+        const client = await ctx.client();
+        const inbox = ctx.str('inbox');
+        showDraft(ctx, await client.call<Draft>('GET', inbox ? `/v0/inboxes/${enc(inbox)}/drafts/${enc(ctx.args[0])}` : `/v0/drafts/${enc(ctx.args[0])}`));
+      },
+    },
+    create: {
+      summary: 'Create a draft (optionally scheduled with --send-at).',
+      options: [
+        opt('inbox ADDRESS', 'The inbox (default: the only one visible).'),
+        opt('to ADDRESS...', 'A recipient.'),
+        opt('cc ADDRESS...', 'A Cc recipient.'),
+        opt('bcc ADDRESS...', 'A Bcc recipient.'),
+        opt('subject TEXT', 'The subject.'),
+        opt('text TEXT', 'The plain-text body.'),
+        opt('html HTML', 'The HTML body.'),
+        opt('text-file FILE', 'Read the plain-text body from FILE (- for stdin).'),
+        opt('send-at TIME', 'Send at this RFC 3339 time (needs draft_send).'),
+        opt('in-reply-to MESSAGE_ID', 'Make it a reply to this message.'),
+        opt('forward-of MESSAGE_ID', 'Make it a forward of this message.'),
+        opt('client-id ID', 'A create key: repeating returns the same draft.'),
+      ],
+      examples: ['svc drafts create --to bob@example.org --subject Hi --text "Hello" --send-at 2030-01-01T09:00:00Z'],
+      async run(ctx) {
+        const client = await ctx.client();
+        const inbox = await resolveInbox(ctx, client);
+        const list = (n: string) => (ctx.list(n).length ? ctx.list(n) : undefined);
+        const body = {
+          to: list('to'),
+          cc: list('cc'),
+          bcc: list('bcc'),
+          subject: ctx.str('subject'),
+          text: ctx.str('text') ?? ctx.file('text-file')?.toString('utf8'),
+          html: ctx.str('html'),
+          send_at: ctx.str('send-at'),
+          in_reply_to: ctx.str('in-reply-to'),
+          forward_of: ctx.str('forward-of'),
+          client_id: ctx.str('client-id'),
+        };
+        const d = await client.call<Draft>('POST', `/v0/inboxes/${enc(inbox)}/drafts`, { body });
+        showDraft(ctx, d, `Created draft ${d.draft_id} (${d.send_status}).`);
+      },
+    },
+    approve: {
+      summary: 'Approve a draft awaiting approval (owner): it is sent now, or stays scheduled for its send_at.',
+      usage: '<draft_id>',
+      args: [1, 1],
+      options: [inboxOpt, opt('idempotency-key KEY', 'Repeat-safe approval.')],
+      examples: ['svc drafts approve 0190f4c2-…'],
+      async run(ctx) {
+        const client = await ctx.client();
+        const inbox = await draftInbox(ctx, client);
+        const key = ctx.str('idempotency-key');
+        const result = await client.call<Record<string, unknown>>('POST', `/v0/inboxes/${enc(inbox)}/drafts/${enc(ctx.args[0])}/approve`, { body: {}, headers: key ? { 'idempotency-key': key } : undefined });
+        if (ctx.json) return printJson(result);
+        if (typeof result.draft_id === 'string') return showDraft(ctx, result as unknown as Draft, `Approved; it stays scheduled for ${result.send_at as string}.`);
+        out(`Approved and queued ${result.message_id as string} (thread ${result.thread_id as string}).`);
+      },
+    },
+    reject: {
+      summary: 'Reject a draft (owner); final.',
+      usage: '<draft_id>',
+      args: [1, 1],
+      options: [inboxOpt, opt('reason TEXT', 'Why (the agent sees it as send_reason).')],
+      examples: ['svc drafts reject 0190f4c2-… --reason "Wrong recipient"'],
+      async run(ctx) {
+        const client = await ctx.client();
+        const inbox = await draftInbox(ctx, client);
+        const d = await client.call<Draft>('POST', `/v0/inboxes/${enc(inbox)}/drafts/${enc(ctx.args[0])}/reject`, { body: { reason: ctx.str('reason') } });
+        showDraft(ctx, d, `Rejected draft ${d.draft_id}.`);
+      },
+    },
+    send: {
+      summary: 'Send a draft now (overrides send_at; needs draft_send).',
+      usage: '<draft_id>',
+      args: [1, 1],
+      options: [inboxOpt, opt('idempotency-key KEY', 'Repeat-safe send.')],
+      examples: ['svc drafts send 0190f4c2-…'],
+      async run(ctx) {
+        const client = await ctx.client();
+        const inbox = await draftInbox(ctx, client);
+        const key = ctx.str('idempotency-key');
+        const result = await client.call<{ message_id: string; thread_id: string }>('POST', `/v0/inboxes/${enc(inbox)}/drafts/${enc(ctx.args[0])}/send`, { body: {}, headers: key ? { 'idempotency-key': key } : undefined });
+        if (ctx.json) return printJson(result);
+        out(`Queued ${result.message_id} (thread ${result.thread_id}).`);
+      },
+    },
+    delete: {
+      summary: 'Delete a draft.',
+      usage: '<draft_id>',
+      args: [1, 1],
+      options: [inboxOpt],
+      examples: ['svc drafts delete 0190f4c2-…'],
+      async run(ctx) {
+        const client = await ctx.client();
+        const inbox = await draftInbox(ctx, client);
+        await client.call('DELETE', `/v0/inboxes/${enc(inbox)}/drafts/${enc(ctx.args[0])}`);
+        if (ctx.json) return printJson({ deleted: true, draft_id: ctx.args[0] });
+        out(`Deleted draft ${ctx.args[0]}.`);
+      },
+    },
+  },
+};

@@ -1,0 +1,127 @@
+/**
+ * Every `svc` command group the CLI knows, loaded on demand, plus the help of the commands that
+ * live elsewhere (serve, service, edge, oauth) so `--help` and the completion scripts cover all.
+ */
+import { opt, runGroup, actionHelp, type Group } from './commands.js';
+
+type Loader = () => Promise<Group>;
+
+/** The client command groups (they call the running service), in help order. */
+export const GROUPS: Record<string, { summary: string; load: Loader }> = {
+  status: { summary: 'show the running service: transport, edge, loops, remote access, counts', load: async () => (await import('./status.js')).group },
+  open: { summary: 'open the owner web app in a browser, signed in (or print the link)', load: async () => (await import('./open.js')).group },
+  inboxes: { summary: 'list, create, update, pause, resume and delete inboxes', load: async () => (await import('./inboxes.js')).group },
+  threads: { summary: 'list, search, read, label and delete conversations', load: async () => (await import('./mail.js')).threads },
+  messages: { summary: 'list, search, read, label, delete and export messages (raw MIME, attachments)', load: async () => (await import('./mail.js')).messages },
+  send: { summary: 'send a new message (body from a flag, a file or stdin; --attach files)', load: async () => (await import('./send.js')).send },
+  reply: { summary: 'reply to a message', load: async () => (await import('./send.js')).reply },
+  forward: { summary: 'forward a message', load: async () => (await import('./send.js')).forward },
+  resolve: { summary: 'settle a send_unknown message as sent or failed (owner)', load: async () => (await import('./send.js')).resolve },
+  drafts: { summary: 'list, create, approve, reject, send and delete drafts', load: async () => (await import('./drafts.js')).group },
+  'api-keys': { summary: 'create (secret shown once) and manage agent API keys (owner)', load: async () => (await import('./keys.js')).group },
+  webhooks: { summary: 'deliver events to your URLs', load: async () => (await import('./webhooks.js')).group },
+  lists: { summary: 'allow and block lists; rejected inbound mail', load: async () => (await import('./lists.js')).group },
+  domains: { summary: 'register domains, zone file, apply and verify (owner)', load: async () => (await import('./domains.js')).group },
+  quarantine: { summary: 'inbound mail that could not be processed: list, retry, delete (owner)', load: async () => (await import('./quarantine.js')).group },
+  transport: { summary: 'pair with an edge, SMTP smart host (owner)', load: async () => (await import('./transport.js')).group },
+  remote: { summary: 'remote access through a tunnel (owner)', load: async () => (await import('./remote.js')).group },
+  completion: { summary: 'print a bash or zsh completion script', load: async () => (await import('./completion.js')).group },
+};
+
+/**
+ * Help for the commands implemented in serve/service/edge/oauth modules: their options as those
+ * modules parse them, described here so every command answers --help with an example.
+ */
+export const LOCAL_COMMANDS: Group[] = [
+  {
+    name: 'serve',
+    summary: 'run the service in the foreground',
+    actions: {
+      '': {
+        summary: 'Run svc: unlock the home, serve on 127.0.0.1 and run the mail loops. Refused with SVC_URL or SVC_API_KEY set (exit 4).',
+        options: [
+          opt('init', 'Create the home and its keys on first use (never overwrites).'),
+          opt('port N', 'Port on 127.0.0.1 (0, the default, picks a free one).'),
+          opt('local-edge', 'Also run the built-in edge in-process on loopback and pair with it.'),
+          opt('smtp-port N', 'The local edge SMTP port (with --local-edge).'),
+          opt('edge-dns IP[:PORT][,...]', 'Name servers the local edge uses for MX lookups.'),
+          opt('relay-port N', 'Deliver outbound mail to this port instead of 25 (testing).'),
+          opt('dns IP[:PORT][,...]', 'Name servers for domain checks.'),
+        ],
+        examples: ['svc serve --init --local-edge', 'svc serve --port 8025'],
+        run: async () => 0,
+      },
+    },
+  },
+  {
+    name: 'service',
+    summary: 'run svc as a per-user background service',
+    actions: {
+      install: { summary: 'Register `svc serve` with the platform service manager (release package, initialized home).', options: [opt('port N', 'The fixed port (default 8025).')], examples: ['svc service install --port 8025'], run: async () => 0 },
+      status: { summary: 'Show installed, registered, running, state, http_healthy, port and log paths.', examples: ['svc service status --json'], run: async () => 0 },
+      uninstall: { summary: 'Remove the service definition; the home and its data stay.', examples: ['svc service uninstall'], run: async () => 0 },
+    },
+    notes: 'Refused with SVC_URL or SVC_API_KEY set (exit 4). See docs/service.md.',
+  },
+  {
+    name: 'edge',
+    summary: 'run the edge standalone (a host with port 25)',
+    actions: {
+      '': {
+        summary: 'Run the internet-facing edge: SMTP receiver, sealed buffer and edge API. Prints its API URL and token for `svc transport set`.',
+        options: [opt('data DIR', 'Where the edge keeps its buffer.'), opt('host H', 'Address to listen on.'), opt('smtp-port N', 'SMTP port (default 25).'), opt('api-port N', 'Edge API port.'), opt('hostname NAME', 'The edge host name (MX).')],
+        examples: ['svc edge --data /var/lib/svc-edge --hostname mx.example.com'],
+        run: async () => 0,
+      },
+    },
+  },
+  {
+    name: 'oauth',
+    summary: 'OAuth clients and grants of MCP apps (owner)',
+    actions: {
+      clients: { summary: 'List registered OAuth clients with their grants.', examples: ['svc oauth clients'], run: async () => 0 },
+      revoke: { summary: 'Revoke a grant and every token it issued.', usage: '<grant_id>', examples: ['svc oauth revoke 0190f4c2-…'], run: async () => 0 },
+      purge: { summary: 'Delete client registrations that have no grant.', examples: ['svc oauth purge'], run: async () => 0 },
+    },
+    notes: 'Refused with SVC_URL or SVC_API_KEY set (exit 4).',
+  },
+];
+
+/** Prints the help of a command implemented elsewhere; false when `command` is not one. */
+export async function localHelp(command: string, rest: string[]): Promise<boolean> {
+  const group = LOCAL_COMMANDS.find((g) => g.name === command);
+  if (!group) return false;
+  const action = rest.find((a) => !a.startsWith('-'));
+  if (action && group.actions[action]) process.stdout.write(actionHelp(group, action, group.actions[action]));
+  else await runGroup(group, ['--help']);
+  return true;
+}
+
+/** Runs a client command group; null when `command` is not one. */
+export async function runRegistered(command: string, rest: string[]): Promise<number | null> {
+  const entry = Object.hasOwn(GROUPS, command) ? GROUPS[command] : undefined;
+  if (!entry) return null;
+  return runGroup(await entry.load(), rest);
+}
+
+/** The command overview for `svc help`. */
+export function overview(): string {
+  const rows = [...LOCAL_COMMANDS.map((g) => [g.name, g.summary]), ...Object.entries(GROUPS).map(([name, g]) => [name, g.summary])];
+  const width = Math.max(...rows.map(([n]) => n.length));
+  return [
+    'svc — a self-hosted mail service for AI agents',
+    '',
+    'Usage: svc <command> [arguments] [options]',
+    '',
+    'Commands:',
+    ...rows.map(([n, s]) => `  ${n.padEnd(width)}  ${s}`),
+    '',
+    'Callers: the owner, through the running service of --home (else SVC_HOME, else the default',
+    'home); or an agent, with SVC_URL and SVC_API_KEY set. Every command takes --json and --help.',
+    'Exit codes: 0 ok, 4 missing_permission, 6 action_required, 9 not_supported,',
+    '10 service_unavailable, 1 anything else.',
+    '',
+    'Run `svc <command> --help` for its options and an example.',
+    '',
+  ].join('\n');
+}

@@ -1,0 +1,145 @@
+/**
+ * `svc status`: one look at the running service — service, loops, transport and edge, remote
+ * access, and counts — assembled from the owner routes (spec §4.13) and the list routes. There
+ * is no loop-status route: a loop that crashes stops the whole service (spec §8), so a service
+ * that answers has every loop running. Agents see what their key can see.
+ */
+import fs from 'node:fs';
+import { homeFiles } from '../keys/home.js';
+import { CliError } from './exit-codes.js';
+import type { Group } from './commands.js';
+import type { ServiceClient } from './owner-client.js';
+import { fields, out, printJson } from './output.js';
+
+/** Counting follows pages of 100 up to this many items, then reports "at least". */
+const COUNT_CAP = 1000;
+const PAGE = 100;
+/** The edge API answers at once when it is up; this only bounds a dead host. */
+const EDGE_PROBE_MS = 2000;
+
+interface Count {
+  count: number;
+  /** True when the cap was reached and more may exist. */
+  more: boolean;
+}
+
+/** Counts items of a list route (optionally only those matching `keep`), or null when the caller may not list them. */
+async function countItems<T>(client: ServiceClient, path: string, key: string, query: Record<string, string | string[]> = {}, keep: (item: T) => boolean = () => true): Promise<Count | null> {
+  let count = 0;
+  let seen = 0;
+  let token: string | undefined;
+  try {
+    do {
+      const page = await client.call<Record<string, unknown> & { next_page_token?: string }>('GET', path, { query: { ...query, limit: String(PAGE), ...(token ? { page_token: token } : {}) } });
+      const items = (page[key] as T[]) ?? [];
+      seen += items.length;
+      count += items.filter(keep).length;
+      token = page.next_page_token;
+    } while (token && seen < COUNT_CAP);
+  } catch (err) {
+    if (err instanceof CliError && (err.code === 'missing_permission' || err.code === 'not_found')) return null;
+    throw err;
+  }
+  return { count, more: Boolean(token) };
+}
+
+const shown = (c: Count | null) => (c === null ? 'n/a' : `${c.count}${c.more ? '+' : ''}`);
+
+async function edgeReachable(url: string): Promise<boolean> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(EDGE_PROBE_MS), redirect: 'manual' });
+    await res.body?.cancel();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+interface TransportView {
+  configured: boolean;
+  edge: { url: string; token_set: boolean } | null;
+  smtp: { host: string; port: number; secure: boolean; username: string | null; password_set: boolean } | null;
+}
+
+interface RemoteView {
+  enabled: boolean;
+  hostname: string | null;
+  url: string | null;
+  connector: { state: string; restarts: number };
+}
+
+function connectionInfo(home: string): { pid: number | null; started_at: string | null } {
+  try {
+    const data = JSON.parse(fs.readFileSync(homeFiles(home).connection, 'utf8')) as { pid?: unknown; started_at?: unknown };
+    return { pid: typeof data.pid === 'number' ? data.pid : null, started_at: typeof data.started_at === 'string' ? data.started_at : null };
+  } catch {
+    return { pid: null, started_at: null };
+  }
+}
+
+export const group: Group = {
+  name: 'status',
+  summary: 'show the running service: transport, edge, loops, remote access and counts',
+  actions: {
+    '': {
+      summary: 'Show the running service: its address, loops, transport and edge, remote access and counts. Agents see the counts their key can read.',
+      examples: ['svc status', 'svc status --json | jq .counts'],
+      async run(ctx) {
+        const client = await ctx.client();
+        const owner = await client.call<{ setup_required: boolean }>('GET', '/v0/owner/status');
+        const loops = { state: 'running', note: 'A loop that stops ends the whole service, so an answering service runs every loop.' };
+        if (client.mode === 'agent') {
+          const counts = {
+            inboxes: await countItems(client, '/v0/inboxes', 'inboxes'),
+            threads_send_unknown: await countItems(client, '/v0/threads', 'threads', { labels: ['send_unknown'] }),
+          };
+          const report = { mode: 'agent', url: client.url, service: { running: true }, loops, counts };
+          if (ctx.json) printJson(report);
+          else out(fields([['service', `running at ${client.url} (agent, SVC_URL)`], ['loops', 'running'], ['inboxes', shown(counts.inboxes)]]));
+          return;
+        }
+        const transport = await client.call<TransportView>('GET', '/v0/owner/transport');
+        const remote = await client.call<RemoteView>('GET', '/v0/owner/remote');
+        const edge = transport.edge ? { url: transport.edge.url, reachable: await edgeReachable(transport.edge.url) } : null;
+        const counts = {
+          inboxes: await countItems(client, '/v0/inboxes', 'inboxes'),
+          domains: await countItems(client, '/v0/domains', 'domains'),
+          domains_verified: await countItems<{ status: string }>(client, '/v0/domains', 'domains', {}, (d) => d.status === 'verified'),
+          drafts_pending_approval: await countItems<{ send_status: string }>(client, '/v0/drafts', 'drafts', {}, (d) => d.send_status === 'pending_approval'),
+          threads_send_unknown: await countItems(client, '/v0/threads', 'threads', { labels: ['send_unknown'] }),
+          quarantine: await countItems(client, '/v0/owner/quarantine', 'items'),
+        };
+        const info = connectionInfo(client.home!);
+        const report = {
+          mode: 'owner',
+          url: client.url,
+          home: client.home,
+          service: { running: true, pid: info.pid, started_at: info.started_at, setup_required: owner.setup_required },
+          loops,
+          transport,
+          edge,
+          remote,
+          counts,
+        };
+        if (ctx.json) return printJson(report);
+        const smtp = transport.smtp ? `smtp ${transport.smtp.host}:${transport.smtp.port}` : null;
+        out(
+          fields([
+            ['service', `running at ${client.url} (pid ${info.pid ?? '?'}, since ${info.started_at ?? '?'})`],
+            ['home', client.home],
+            ['owner', owner.setup_required ? 'setup required: run `svc open` and set a password' : 'set up'],
+            ['loops', 'running'],
+            ['transport', transport.configured ? [transport.edge ? `edge ${transport.edge.url}` : null, smtp].filter(Boolean).join(', ') : 'not configured: sending answers service_unavailable (see `svc transport set`)'],
+            ['edge', edge ? (edge.reachable ? 'reachable' : `not answering at ${edge.url}`) : 'not paired'],
+            ['remote', remote.enabled ? `enabled at ${remote.url} (connector ${remote.connector.state}, ${remote.connector.restarts} restarts)` : 'disabled'],
+            ['inboxes', shown(counts.inboxes)],
+            ['domains', `${shown(counts.domains)} (${shown(counts.domains_verified)} verified)`],
+            ['approvals', `${shown(counts.drafts_pending_approval)} drafts awaiting approval`],
+            ['send_unknown', `${shown(counts.threads_send_unknown)} threads (see \`svc resolve\`)`],
+            ['quarantine', `${shown(counts.quarantine)} items`],
+          ]),
+        );
+      },
+    },
+  },
+};
