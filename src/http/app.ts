@@ -2,6 +2,7 @@
  * The fastify application: validation, the error body, origin rules, authentication and the
  * route plugins. One instance serves the loopback listener.
  */
+import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import cookie from '@fastify/cookie';
 import websocket from '@fastify/websocket';
@@ -109,11 +110,32 @@ function toApiError(err: unknown, request: FastifyRequest): ApiError {
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new ApiError('validation_error', 'The request body is not valid JSON.', { fix: 'Send a JSON object, or no body with no Content-Type.' });
   }
+  if (e.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    return new ApiError('validation_error', 'A path segment is too long.', { fix: 'Identifiers are at most a few hundred characters; check the URL.' });
+  }
   if (e.code === 'FST_ERR_BAD_URL' || e.statusCode === 400) {
     return new ApiError('validation_error', 'The request is malformed.', { fix: 'Check the URL encoding and the body.' });
   }
   request.log.error({ err_code: e.code, route: request.routeOptions.url }, 'internal error');
   return new ApiError('internal_error', 'An internal error occurred.');
+}
+
+/**
+ * Requests Node's HTTP parser refuses (headers over 16 KiB, malformed request lines) never reach
+ * fastify: answer them with the documented error body, as fastify's default handler would with
+ * its own shape, then close the connection the parser can no longer use.
+ */
+function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const tooLarge = err.code === 'HPE_HEADER_OVERFLOW';
+  const apiError = new ApiError('validation_error', tooLarge ? 'The request line and headers are larger than 16 KiB.' : 'The request is malformed.', {
+    fix: tooLarge ? 'Send a shorter URL and fewer or smaller headers; put large values in a JSON body.' : 'Check the request line, the headers and the body framing.',
+  });
+  const body = JSON.stringify(apiError.toBody());
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${apiError.status} Bad Request\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy();
 }
 
 export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
@@ -124,6 +146,10 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     return503OnClosing: true,
     forceCloseConnections: false,
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: 4096 },
+    // Bad percent-encoding and over-long ids fail in the router, before the error handler:
+    // answer them with the documented body too (found by test/api/fuzz-routes.test.ts).
+    frameworkErrors: (err, request, reply) => sendError(reply, toApiError(err, request)),
+    clientErrorHandler: answerClientError,
   });
   app.decorate('svc', ctx);
   app.decorateRequest('principal', null);
