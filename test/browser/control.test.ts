@@ -53,7 +53,7 @@ t.test('the owner reads and edits the draft, then approves it and it is sent as 
   await screenshot(page, 'approvals');
   await page.locator('[data-testid="approvals"] li', { hasText: 'Approved subject' }).getByRole('button', { name: 'Approve' }).click();
   await page.getByText('Nothing is waiting for approval.').waitFor();
-  const deadline = Date.now() + 20_000;
+  const deadline = Date.now() + 45_000;
   let subjects: string[] = [];
   while (!subjects.includes('Approved subject') && Date.now() < deadline) {
     const res = await api<{ messages: { subject: string }[] }>(svc.url, 'GET', '/v0/inboxes/boss%40local.test/messages', owner);
@@ -102,7 +102,7 @@ t.test('a send whose answer was lost is resolved from the send-unknown queue', a
   t.equal(put.status, 200);
   const sent = await api<{ message_id: string }>(svc.url, 'POST', '/v0/inboxes/boss%40local.test/messages/send', { ...owner, body: { to: 'someone@remote.test', subject: 'Did it go?', text: 'x' } });
   const item = page.locator('[data-testid="send-unknown"] li', { hasText: 'Did it go?' });
-  await item.waitFor({ timeout: 20_000 });
+  await item.waitFor({ timeout: 45_000 });
   await screenshot(page, 'send-unknown');
   await item.getByRole('button', { name: 'It was sent' }).click();
   await item.waitFor({ state: 'detached' });
