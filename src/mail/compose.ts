@@ -152,7 +152,8 @@ export function checkRecipientCount(to: Recipient[], cc: Recipient[], bcc: Recip
 
 export function checkSubject(subject: string | null | undefined): string | null {
   if (subject === undefined || subject === null) return null;
-  if (/[\r\n]/.test(subject)) throw invalid('`subject` must not contain line breaks.', 'Put the subject on one line.');
+  // NUL too: like the address and header checks, since some MTAs end a header line at a NUL.
+  if (/[\r\n\0]/.test(subject)) throw invalid('`subject` must not contain line breaks or NUL characters.', 'Put the subject on one line, without control characters.');
   if ([...subject].length > MAX_SUBJECT) throw invalid(`\`subject\` is longer than ${MAX_SUBJECT} characters.`, 'Shorten the subject.');
   return subject;
 }
