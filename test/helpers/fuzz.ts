@@ -6,6 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { openDatabase } from '../../src/db/open.js';
@@ -206,4 +207,181 @@ export function errorContractViolation(status: number, body: unknown): string | 
   if (b.name !== errorName(b.code as ErrorCode)) return `name ${JSON.stringify(b.name)} for ${b.code}`;
   if (typeof b.message !== 'string' || b.message === '') return 'no message';
   return null;
+}
+
+/**
+ * Sends `raw` exactly as given (bare CR and LF, NULs, 8-bit bytes) over one SMTP transaction:
+ * only dot-stuffing is applied, as the protocol requires. nodemailer would normalise line
+ * endings, which is what these tests must not do. Resolves with the final reply to DATA.
+ */
+export function smtpSendRaw(port: number, from: string, to: string, raw: Buffer): Promise<{ code: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1');
+    const steps = [`EHLO fuzz.client.test\r\n`, `MAIL FROM:<${from}>\r\n`, `RCPT TO:<${to}>\r\n`, 'DATA\r\n', null, 'QUIT\r\n'];
+    let buffer = '';
+    let step = 0;
+    let final: { code: number; text: string } | null = null;
+    socket.setTimeout(60_000, () => socket.destroy(new Error('SMTP timeout')));
+    socket.on('error', (err) => (final ? resolve(final) : reject(err)));
+    socket.on('close', () => (final ? resolve(final) : reject(new Error(`SMTP closed early: ${buffer.slice(-200)}`))));
+    socket.on('data', (chunk) => {
+      if (final) return; // the answer to QUIT is not the result
+      buffer += chunk.toString('latin1');
+      // A complete reply ends with a line whose fourth character is a space.
+      const lines = buffer.split('\r\n');
+      const last = lines.length >= 2 ? lines[lines.length - 2] : '';
+      if (!/^\d{3} /.test(last)) return;
+      const code = Number(last.slice(0, 3));
+      buffer = '';
+      const expecting = step; // the reply answers the step sent before it (0 = greeting)
+      if (expecting === 0 && code !== 220) return finish({ code, text: last });
+      if (expecting > 0 && expecting <= 3 && code >= 400) return finish({ code, text: last });
+      if (expecting === 4 && code !== 354) return finish({ code, text: last });
+      if (expecting === 5) {
+        final = { code, text: last };
+        socket.write(steps[5]!);
+        socket.end();
+        return;
+      }
+      if (expecting === 4) {
+        socket.write(Buffer.concat([dotStuff(raw), Buffer.from('\r\n.\r\n')]));
+      } else {
+        socket.write(steps[expecting]!);
+      }
+      step++;
+    });
+    function finish(result: { code: number; text: string }) {
+      final = result;
+      socket.end('QUIT\r\n');
+    }
+  });
+}
+
+/** Doubles a dot at the start of every line (after LF, as SMTP servers split lines there). */
+function dotStuff(raw: Buffer): Buffer {
+  const out: number[] = [];
+  for (let i = 0; i < raw.length; i++) {
+    if (raw[i] === 0x2e && (i === 0 || raw[i - 1] === 0x0a)) out.push(0x2e);
+    out.push(raw[i]);
+  }
+  return Buffer.from(out);
+}
+
+export const MIME_KINDS = [
+  'malformed-headers',
+  'broken-encodings',
+  'deep-nesting',
+  'huge-headers',
+  'many-parts',
+  'zip-bomb',
+  'nul-bytes',
+  'bare-cr-lf',
+  'deep-html',
+  'random-bytes',
+  'nested-rfc822',
+  'references-bomb',
+] as const;
+export type MimeKind = (typeof MIME_KINDS)[number];
+
+const CHARSETS = ['utf-8', 'x-unknown-9', 'utf-7', 'utf-16', 'utf-32', 'iso-2022-jp', 'gb18030', '', '"', 'utf-8"; x="', 'shift_jis', 'koi8-r', 'windows-1258'];
+
+/**
+ * One hostile message of the given kind for `to`. Each starts with its own Message-ID line, so
+ * a test can count what was stored against what the edge accepted (the home deduplicates by
+ * Message-ID, and generated ones stay unique).
+ */
+export function hostileMime(rng: Rng, kind: MimeKind, index: number, to: string): Buffer {
+  const id = `<fuzz-${index}-${rng.int(0, 1e9)}@fuzz.sender.test>`;
+  const head = (extra: string[] = []) => [`Message-ID: ${id}`, 'From: Fuzzer <fuzzer@fuzz.sender.test>', `To: ${to}`, `Subject: ${kind} #${index}`, 'MIME-Version: 1.0', ...extra].join('\r\n');
+  const junk = (n: number) => rng.bytes(n).toString('latin1');
+  switch (kind) {
+    case 'malformed-headers': {
+      const broken = [
+        'This line has no colon',
+        ' folded continuation after nothing',
+        'Bad Header Name: value',
+        ': empty name',
+        `X-8bit: ${junk(40)}`,
+        'Subject: =?UTF-8?B?####?= =?bogus?Q?=ZZ=?= =?utf-8?X?abc?=',
+        'Date: Thu, 99 Foo 99999 99:99:99 +9999',
+        'From: <<<@@@>>>, "unterminated, =?utf-8?q?',
+        'Content-Type: multipart/mixed',
+        'Content-Type: text/plain; charset=' + rng.pick(CHARSETS),
+        'Content-Transfer-Encoding: x-unknown',
+        `Received: ${'from x by y; '.repeat(50)}`,
+        'To: undisclosed-recipients:;',
+        'Reply-To: ",,,,@@@,,,"',
+      ];
+      const lines = Array.from({ length: rng.int(3, 10) }, () => rng.pick(broken));
+      return Buffer.from(head(lines) + '\r\n\r\nbody\r\n', 'latin1');
+    }
+    case 'broken-encodings': {
+      const parts = [
+        `Content-Type: text/plain; charset=${rng.pick(CHARSETS)}\r\nContent-Transfer-Encoding: base64\r\n\r\n${'!!notbase64$$'.repeat(rng.int(1, 200))}==A=\r\n`,
+        `Content-Type: text/html; charset=${rng.pick(CHARSETS)}\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n=ZZ=\r\n=0=\r\n${'=E2=82'.repeat(100)}=\r\n`,
+        `Content-Type: text/plain; charset=utf-16\r\nContent-Transfer-Encoding: 8bit\r\n\r\n${junk(301)}\r\n`,
+        `Content-Type: application/octet-stream; name="=?utf-8?B?////?="\r\nContent-Transfer-Encoding: uuencode\r\n\r\nbegin 644 x\r\n${junk(60)}\r\nend\r\n`,
+        `Content-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: base64\r\n\r\n${Buffer.from([0xff, 0xfe, 0xc0, 0xaf, 0xed, 0xa0, 0x80]).toString('base64')}\r\n`,
+      ];
+      const chosen = Array.from({ length: rng.int(1, 4) }, () => rng.pick(parts));
+      return Buffer.from(head(['Content-Type: multipart/mixed; boundary="b"']) + '\r\n\r\n' + chosen.map((p) => `--b\r\n${p}`).join('') + (rng.chance(0.5) ? '--b--\r\n' : ''), 'latin1');
+    }
+    case 'deep-nesting': {
+      const depth = rng.int(100, 1_500);
+      let open = '';
+      let close = '';
+      for (let d = 0; d < depth; d++) {
+        open += `--n${d}\r\nContent-Type: multipart/mixed; boundary="n${d + 1}"\r\n\r\n`;
+        close = `--n${d}--\r\n` + close;
+      }
+      const inner = `--n${depth}\r\nContent-Type: text/plain\r\n\r\ndeep\r\n--n${depth}--\r\n`;
+      return Buffer.from(head(['Content-Type: multipart/mixed; boundary="n0"']) + '\r\n\r\n' + open + inner + (rng.chance(0.5) ? close : ''));
+    }
+    case 'huge-headers': {
+      const extra = rng.chance(0.5) ? [`X-Huge: ${'a'.repeat(rng.int(100_000, 900_000))}`] : Array.from({ length: rng.int(2_000, 20_000) }, (_, i) => `X-Many-${i}: ${'v'.repeat(20)}`);
+      return Buffer.from(head(extra) + '\r\n\r\nbody\r\n');
+    }
+    case 'many-parts': {
+      const count = rng.int(500, 3_000);
+      let body = '';
+      for (let i = 0; i < count; i++) body += `--m\r\nContent-Type: ${rng.pick(['text/plain', 'application/octet-stream', 'image/png'])}\r\nContent-Disposition: attachment; filename="p${i}.bin"\r\n\r\n${i}\r\n`;
+      return Buffer.from(head(['Content-Type: multipart/mixed; boundary="m"']) + '\r\n\r\n' + body + '--m--\r\n');
+    }
+    case 'zip-bomb': {
+      // Highly compressible and large once decoded, but inside the edge's size limit.
+      const decoded = Buffer.alloc(rng.int(2, 5) * 1024 * 1024, rng.pick([0, 0x41]));
+      const b64 = decoded.toString('base64').replace(/.{76}/g, '$&\r\n');
+      return Buffer.from(
+        head(['Content-Type: multipart/mixed; boundary="z"']) +
+          `\r\n\r\n--z\r\nContent-Type: text/plain\r\n\r\nsee attachment\r\n--z\r\nContent-Type: ${rng.pick(['application/zip', 'application/gzip', 'text/plain', 'text/html'])}\r\nContent-Disposition: ${rng.pick(['attachment', 'inline'])}; filename="bomb"\r\nContent-Transfer-Encoding: base64\r\n\r\n${b64}\r\n--z--\r\n`,
+      );
+    }
+    case 'nul-bytes': {
+      const where = rng.int(0, 2);
+      const nul = '\u0000'.repeat(rng.int(1, 50));
+      if (where === 0) return Buffer.from(head([`X-Nul: a${nul}b`]) + `\r\n\r\nbody${nul}\r\n`, 'latin1');
+      if (where === 1) return Buffer.from(head([`Subject: nul${nul}inside`]) + `\r\n\r\n${nul}\r\n`, 'latin1');
+      return Buffer.from(head(['Content-Type: text/html; charset=utf-8']) + `\r\n\r\n<p>${nul}</p><script>${nul}</script>\r\n`, 'latin1');
+    }
+    case 'bare-cr-lf': {
+      const text = head(['Content-Type: multipart/alternative; boundary="c"', 'X-Mixed: one\rX-Injected: two', 'X-Lf: three\nX-Injected: four']) + '\n\r\n--c\rContent-Type: text/plain\n\r\nbare\rcr\nlf\r\n--c\nContent-Type: text/html\r\r\n<b>x</b>\n--c--\r';
+      return Buffer.from(text);
+    }
+    case 'deep-html': {
+      const depth = rng.int(5_000, 60_000);
+      const html = '<div>'.repeat(depth) + 'deep' + (rng.chance(0.5) ? '</div>'.repeat(depth) : '') + '<table>'.repeat(2_000) + '<a href="javascript:alert(1)">x</a><img src="http://tracker.test/p.png">';
+      return Buffer.from(head(['Content-Type: text/html; charset=utf-8']) + '\r\n\r\n' + html.replace(/.{900}/g, '$&\r\n') + '\r\n');
+    }
+    case 'random-bytes':
+      return Buffer.concat([Buffer.from(`Message-ID: ${id}\r\n`), rng.bytes(rng.int(10, 20_000))]);
+    case 'nested-rfc822': {
+      let inner = `Subject: innermost\r\n\r\nhello\r\n`;
+      for (let d = rng.int(20, 200); d > 0; d--) inner = `Subject: level ${d}\r\nContent-Type: message/rfc822\r\n\r\n${inner}`;
+      return Buffer.from(head(['Content-Type: message/rfc822']) + '\r\n\r\n' + inner);
+    }
+    case 'references-bomb': {
+      const refs = Array.from({ length: rng.int(1_000, 20_000) }, (_, i) => `<r${i}@x.test>`).join(' ');
+      return Buffer.from(head([`References: ${refs}`, `In-Reply-To: ${refs.slice(0, 50_000)}`]) + '\r\n\r\nbody\r\n');
+    }
+  }
 }
