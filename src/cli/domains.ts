@@ -125,7 +125,7 @@ async function startAndWait(ctx: Ctx, action: 'apply' | 'verify'): Promise<void>
   const d = action === 'apply' && started.status === 'verified' ? started : await waitForFinal(ctx, client, id, started);
   if (d.status === 'failed') {
     if (!ctx.json) showDomain(ctx, d);
-    throw new CliError('verification_failed', `${d.domain} failed verification: ${d.reason ?? 'see the records'}.`, 'Fix the records listed (see `svc domains plan`), then run `svc domains verify` again.', { domain_id: id, status: d.status });
+    throw new CliError('verification_failed', `${d.domain} failed verification: ${(d.reason ?? 'see the records.').replace(/\.?$/, '.')}`, 'Fix the records listed (see `svc domains plan`), then run `svc domains verify` again.', { domain_id: id, status: d.status });
   }
   showDomain(ctx, d, d.status === 'verified' ? `${d.domain} is verified.` : undefined);
 }
