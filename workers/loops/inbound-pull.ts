@@ -11,9 +11,16 @@ import { readTransport } from '../../src/mail/transport.js';
 import { EdgeClient } from '../../src/inbound/edge-client.js';
 import { homeKeyPair } from '../../src/inbound/home-key.js';
 import { commitBatch, deleteCommitted, prepareBatch, type IngestDeps, type PreparedBatch } from '../../src/inbound/ingest.js';
-import type { OpenedInbound } from '../pool/tasks.js';
+import { openInbound, type OpenedInbound } from '../pool/tasks.js';
 
 const BATCH = 50;
+/**
+ * Sealed objects up to this size are opened and parsed in this loop's own thread: that skips two
+ * copies through the supervisor's pool, which cost more CPU than the parse of a typical message.
+ * Larger ones go to the shared pool, where a message that exhausts the parser's memory fails its
+ * task (and is quarantined) instead of stopping the loop.
+ */
+const OPEN_IN_LOOP_MAX_CHARS = 256 * 1024;
 /** Pages listed and being fetched and opened ahead of the committer, and their sealed bytes. */
 const PAGES_AHEAD = 4;
 const AHEAD_MAX_BYTES = 64 * 1024 * 1024;
@@ -82,7 +89,8 @@ runLoop(async (ctx) => {
   const deps: IngestDeps = {
     db,
     edge: client,
-    open: (jwe: string) => ctx.runTask('openInbound', { jwe, privateJwk }) as Promise<OpenedInbound>,
+    open: (jwe: string) =>
+      jwe.length <= OPEN_IN_LOOP_MAX_CHARS ? openInbound({ jwe, privateJwk }) : (ctx.runTask('openInbound', { jwe, privateJwk }) as Promise<OpenedInbound>),
     publish: (seq: number) => ctx.publish({ kind: 'event', seq }),
     // Test-only (docs/testing.md): die like `kill -9` after a commit, before the edge delete.
     beforeDelete: ctx.fault === 'inbound-kill-after-commit' ? () => process.kill(process.pid, 'SIGKILL') : undefined,
