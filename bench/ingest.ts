@@ -33,7 +33,7 @@ console.log('ready 127.0.0.1:' + a.udp.port);`;
 }
 
 /** Sends MESSAGES mails with CONNECTIONS pooled connections; returns per-subject accept times. */
-async function blast(port: number): Promise<{ accepted: Map<string, number>; seconds: number }> {
+export async function blast(port: number): Promise<{ accepted: Map<string, number>; seconds: number }> {
   const transport = nodemailer.createTransport({ host: '127.0.0.1', port, secure: false, ignoreTLS: true, pool: true, maxConnections: CONNECTIONS, maxMessages: Infinity });
   const accepted = new Map<string, number>();
   const started = performance.now();
@@ -61,7 +61,7 @@ async function baseline(): Promise<number> {
   return MESSAGES / seconds;
 }
 
-export async function benchIngest(): Promise<void> {
+export async function benchIngest(): Promise<Record<string, number | string | null>> {
   const baselineRate = await baseline();
   const dns = await emptyDns();
   const home = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-ingest-')), 'home');
@@ -121,7 +121,7 @@ export async function benchIngest(): Promise<void> {
   ws.close();
   await svc.stop();
   await dns.close();
-  console.log(JSON.stringify({
+  const figures = {
     bench: 'ingest',
     messages: MESSAGES,
     message_bytes: BODY.length,
@@ -140,5 +140,7 @@ export async function benchIngest(): Promise<void> {
     svc_cpu_ms_per_msg: cpu.processMs === null ? null : round(cpu.processMs / Math.max(1, committed.size)),
     load_cpu_ms_per_msg: round((client.user + client.system) / 1000 / MESSAGES),
     dns_cpu_ms_per_msg: dnsCpu.processMs === null ? null : round(dnsCpu.processMs / MESSAGES),
-  }));
+  };
+  console.log(JSON.stringify(figures));
+  return figures;
 }
