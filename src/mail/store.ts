@@ -54,6 +54,18 @@ function messageIds(value: string | null | undefined): string[] {
 
 export function previewOf(text: string | null): string | null {
   if (text === null) return null;
+  // Only the start is shown: collapse a bounded prefix (4 UTF-16 units per character is enough
+  // for any run of whitespace short of that) instead of the whole body.
+  const start = text.trimStart().slice(0, PREVIEW_LENGTH * 4 + 2);
+  const collapsed = start.replace(/\s+/g, ' ').trim();
+  const chars = [...collapsed];
+  if (chars.length <= PREVIEW_LENGTH && start.length < PREVIEW_LENGTH * 4 + 2) return collapsed;
+  if (chars.length <= PREVIEW_LENGTH) return previewOfWhole(text);
+  return `${chars.slice(0, PREVIEW_LENGTH).join('').trimEnd()}…`;
+}
+
+/** The rare body whose first characters are mostly whitespace: collapse all of it. */
+function previewOfWhole(text: string): string {
   const collapsed = text.replace(/\s+/g, ' ').trim();
   const chars = [...collapsed];
   return chars.length <= PREVIEW_LENGTH ? collapsed : `${chars.slice(0, PREVIEW_LENGTH).join('').trimEnd()}…`;
