@@ -85,6 +85,13 @@ function isApiPath(url: string): boolean {
   return url === '/v0' || url.startsWith('/v0/') || url.startsWith('/v0?');
 }
 
+/**
+ * Storage failures — a full disk, a read-only or vanished home, a lock held past busy_timeout —
+ * are the documented `503 service_unavailable` (spec §7.2), not internal errors: SQLite's codes
+ * (better-sqlite3 `SqliteError.code`, extended ones included) and Node's file-system errnos.
+ */
+const STORAGE_FAILURE = /^(SQLITE_(FULL|IOERR|READONLY|CANTOPEN|BUSY|LOCKED|NOMEM)|ENOSPC$|EROFS$|EDQUOT$|EIO$)/;
+
 /** Maps fastify's own errors (validation, body parsing) to the documented codes; hides the rest. */
 function toApiError(err: unknown, request: FastifyRequest): ApiError {
   if (err instanceof ApiError) return err;
@@ -115,6 +122,9 @@ function toApiError(err: unknown, request: FastifyRequest): ApiError {
   }
   if (e.code === 'FST_ERR_BAD_URL' || e.statusCode === 400) {
     return new ApiError('validation_error', 'The request is malformed.', { fix: 'Check the URL encoding and the body.' });
+  }
+  if (e.code !== undefined && STORAGE_FAILURE.test(e.code)) {
+    return new ApiError('service_unavailable', 'svc could not write to its storage.', { fix: 'Free disk space and make sure the home directory is writable, then try again.' });
   }
   request.log.error({ err_code: e.code, route: request.routeOptions.url }, 'internal error');
   return new ApiError('internal_error', 'An internal error occurred.');
