@@ -1,0 +1,88 @@
+/**
+ * A slow WebSocket client is closed with 1013 while the others keep receiving (spec §6.4, issue
+ * 10 item 2). test/e2e/websocket.test.ts proves the 1013 and a later resume; here two readers
+ * are connected the whole time the slow one stalls, and must get every event live, in order,
+ * without a close — before, during and after the slow client is dropped.
+ */
+import t from 'tap';
+import WebSocket from 'ws';
+import { startSvc, type RunningSvc } from '../helpers/svc.js';
+import { openHomeDb } from '../helpers/db.js';
+import type { Db } from '../../src/db/open.js';
+import { appendEvent } from '../../src/events/log.js';
+
+const INBOX = 'a@ws.test';
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Client {
+  ws: WebSocket;
+  ids: string[];
+  closed: { code: number } | null;
+}
+
+async function connect(svc: RunningSvc): Promise<Client> {
+  const ws = new WebSocket(`${svc.url.replace(/^http/, 'ws')}/v0/ws`, { headers: { authorization: `Bearer ${svc.ownerToken}` } });
+  const client: Client = { ws, ids: [], closed: null };
+  await new Promise<void>((resolve, reject) => {
+    ws.once('error', reject);
+    ws.once('open', () => {
+      ws.on('message', (data) => {
+        const frame = JSON.parse(String(data)) as { type: string; event_id?: string };
+        if (frame.type === 'subscribed') resolve();
+        else if (frame.type === 'ping') ws.send(JSON.stringify({ type: 'pong' }));
+        else if (frame.type === 'event') client.ids.push(frame.event_id!);
+      });
+      ws.on('close', (code) => (client.closed = { code }));
+      ws.send(JSON.stringify({ type: 'subscribe', event_types: ['message.received'] }));
+    });
+  });
+  return client;
+}
+
+/** A message.received event of about `size` bytes, appended by a writer the service does not hear on its bus. */
+function seed(db: Db, size: number): string {
+  const message = { inbox_id: INBOX, thread_id: 'thr-1', message_id: `<${Math.random()}@ws.test>`, subject: 'Hello', text: 'x'.repeat(size), timestamp: new Date().toISOString() };
+  return appendEvent(db, { eventType: 'message.received', inboxId: INBOX, payloadKey: 'message', payload: message, extra: { thread: { inbox_id: INBOX, thread_id: 'thr-1', subject: 'Hello' } } }).eventId;
+}
+
+async function until(what: string, condition: () => boolean, ms = 15_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!condition()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+t.test('a slow client is closed with 1013 while the others keep receiving every event live', async (t) => {
+  const svc = await startSvc();
+  t.teardown(() => svc.stop());
+  const db = openHomeDb(svc.home);
+  t.teardown(() => db.close());
+  const [slow, reader, small] = [await connect(svc), await connect(svc), await connect(svc)];
+  t.teardown(() => [slow, reader, small].forEach((c) => c.ws.terminate()));
+  slow.ws.pause(); // stops reading: the kernel buffers fill, then the server's own queue grows
+
+  const sent: string[] = [];
+  // Enough to pass 1 MiB pending for the stalled client, in steps so delivery is live.
+  for (let i = 0; i < 12; i++) {
+    sent.push(db.transaction(() => Array.from({ length: 4 }, () => seed(db, 256 * 1024)))().at(-1)!);
+    await sleep(150);
+  }
+  // Everything so far reached the readers while the slow one stalled.
+  const all = (db.prepare("SELECT event_id FROM events WHERE event_type = 'message.received' ORDER BY seq").all() as { event_id: string }[]).map((r) => r.event_id);
+  await until('the readers caught up', () => reader.ids.length === all.length && small.ids.length === all.length);
+  t.same(reader.ids, all, 'reader: every event, in order');
+  t.same(small.ids, all, 'second reader: every event, in order');
+
+  slow.ws.resume();
+  await until('the slow client closed', () => slow.closed !== null);
+  t.equal(slow.closed?.code, 1013, 'the slow client is closed with 1013');
+  t.ok(slow.ids.length < all.length, `the slow client got only part of the backlog (${slow.ids.length} of ${all.length})`);
+
+  // After the slow one is gone the others keep streaming.
+  const after = [seed(db, 1_000), seed(db, 1_000)];
+  await until('events after the close', () => after.every((id) => reader.ids.includes(id) && small.ids.includes(id)));
+  t.same(reader.ids.slice(-2), after, 'the reader keeps receiving after the slow client was dropped');
+  t.equal(reader.closed, null, 'the reader was never closed');
+  t.equal(small.closed, null, 'the second reader was never closed');
+});
