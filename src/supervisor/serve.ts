@@ -15,7 +15,7 @@ import { Bus } from './bus.js';
 import { LoopSupervisor } from './loops.js';
 import { CpuPool } from './pool.js';
 import type { LoopName } from './loop-table.js';
-import type { Edge } from '../edge/edge.js';
+import type { LocalEdgeThread } from '../edge/edge-thread.js';
 import { newSecret } from '../http/secrets.js';
 import { readTransport, writeTransport } from '../mail/transport.js';
 import { storeCheckServers } from '../domains/checks.js';
@@ -45,7 +45,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
   let dbKey: Buffer | null = null;
   let db: Db | null = null;
   let app: FastifyInstance | null = null;
-  let edge: Edge | null = null;
+  let edge: LocalEdgeThread | null = null;
   let remote: RemoteAccess | null = null;
   const bus = new Bus();
   let stopping: Promise<number> | null = null;
@@ -103,7 +103,16 @@ export async function serve(opts: ServeOptions): Promise<number> {
     storeCheckServers(db, opts.dns ?? null);
     let smtp: { host: string; port: number } | null = null;
     if (opts.localEdge) {
-      const started = await startLocalEdge(db, opts.home, opts.localEdge);
+      const started = await startLocalEdge(db, opts.home, opts.localEdge, () => {
+        line(process.stderr, {
+          event: 'server.failed',
+          code: 'service_unavailable',
+          cause: 'LocalEdgeCrashed',
+          message: 'The built-in edge stopped unexpectedly; svc stopped to protect your mail.',
+          fix: 'Start svc again; mail the edge accepted is on disk in the home and is fetched after the restart.',
+        });
+        void stop(1);
+      });
       edge = started.edge;
       smtp = started.smtp;
     }
@@ -148,29 +157,31 @@ export async function serve(opts: ServeOptions): Promise<number> {
  * `--local-edge`: the built-in edge on loopback, its data under <home>/edge, its API token kept in
  * the database, and the home paired with it on every start (its API port changes each time).
  */
-async function startLocalEdge(db: Db, home: string, opts: NonNullable<ServeOptions['localEdge']>): Promise<{ edge: Edge; smtp: { host: string; port: number } }> {
+async function startLocalEdge(db: Db, home: string, opts: NonNullable<ServeOptions['localEdge']>, onCrash: () => void): Promise<{ edge: LocalEdgeThread; smtp: { host: string; port: number } }> {
   // Loaded only when asked for: a home paired with a remote edge never loads the SMTP stack.
-  const [{ Edge }, { dnsResolver }] = await Promise.all([import('../edge/edge.js'), import('../edge/auth.js')]);
+  const { LocalEdgeThread } = await import('../edge/edge-thread.js');
   const row = db.prepare("SELECT value FROM settings WHERE key = 'local_edge_token'").get() as { value: string } | undefined;
   const token = row?.value ?? newSecret('edge_');
   if (!row) db.prepare("INSERT INTO settings (key, value) VALUES ('local_edge_token', ?)").run(token);
-  const edge = new Edge({
-    dataDir: path.join(home, 'edge'),
-    smtp: { host: '127.0.0.1', port: opts.smtpPort },
-    api: { host: '127.0.0.1', port: 0 },
-    apiToken: token,
-    hostname: 'localhost',
-    resolver: opts.dns ? dnsResolver(opts.dns) : undefined,
-    // Outbound to other domains goes to their MX on port 25 (tests point --relay-port at a sink).
-    ...(opts.relayPort ? { deliveryPort: opts.relayPort } : {}),
-  });
-  let bound;
+  let started;
   try {
-    bound = await edge.start();
+    started = await LocalEdgeThread.start(
+      {
+        dataDir: path.join(home, 'edge'),
+        smtp: { host: '127.0.0.1', port: opts.smtpPort },
+        api: { host: '127.0.0.1', port: 0 },
+        apiToken: token,
+        hostname: 'localhost',
+        dns: opts.dns,
+        // Outbound to other domains goes to their MX on port 25 (tests point --relay-port at a sink).
+        ...(opts.relayPort ? { deliveryPort: opts.relayPort } : {}),
+      },
+      onCrash,
+    );
   } catch {
-    await edge.stop().catch(() => undefined);
     throw new StartupError('service_unavailable', 'LocalEdgeFailed', 'The built-in edge could not start.', 'Check that the SMTP port is free (choose another with --smtp-port) and the home is writable.');
   }
+  const { edge, addresses: bound } = started;
   const current = readTransport(db);
   writeTransport(db, { edge: { url: bound.api.url, token }, smtp: current.smtp });
   return { edge, smtp: bound.smtp };
