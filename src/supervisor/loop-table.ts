@@ -28,7 +28,8 @@ export type ToLoop =
   | { kind: 'wake' }
   | { kind: 'stop' }
   | { kind: 'task_result'; id: number; ok: true; value: unknown }
-  | { kind: 'task_result'; id: number; ok: false };
+  /** `reason`: a task's own reason code (e.g. `parse_failed`), never an error's details. */
+  | { kind: 'task_result'; id: number; ok: false; reason: string | null };
 export type FromLoop =
   | { kind: 'ready' }
   | { kind: 'stopped' }

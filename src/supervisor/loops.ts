@@ -9,6 +9,12 @@ const loopFile = (name: LoopName) => fileURLToPath(new URL(`../../workers/loops/
 
 const STOP_GRACE_MS = 10_000;
 
+/** Tasks signal expected failures with a reason code as the message (`open_failed`); anything else stays opaque. */
+function taskReason(err: unknown): string | null {
+  const message = err instanceof Error ? err.message : null;
+  return message !== null && /^[a-z_]{1,40}$/.test(message) ? message : null;
+}
+
 export class LoopSupervisor {
   readonly #workers = new Map<LoopName, Worker>();
   #stopping = false;
@@ -46,7 +52,7 @@ export class LoopSupervisor {
           // Task errors are data for the loop to judge (e.g. quarantine), never a crash here.
           this.pool.run(m.task, m.input).then(
             (value) => worker.postMessage({ kind: 'task_result', id: m.id, ok: true, value } satisfies ToLoop),
-            () => worker.postMessage({ kind: 'task_result', id: m.id, ok: false } satisfies ToLoop),
+            (err: unknown) => worker.postMessage({ kind: 'task_result', id: m.id, ok: false, reason: taskReason(err) } satisfies ToLoop),
           );
         }
       });

@@ -50,7 +50,7 @@ export function runLoop(pass: LoopPass): void {
       const pending = tasks.get(m.id);
       tasks.delete(m.id);
       if (m.ok) pending?.resolve(m.value);
-      else pending?.reject(new Error('pool task failed'));
+      else pending?.reject(new Error(m.reason ?? 'pool task failed'));
       return;
     }
     if (m.kind === 'stop') {
