@@ -12,6 +12,8 @@ import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.
 import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { api, setupOwner, startSvc, type RunningSvc } from '../helpers/svc.js';
 import { openHomeDb } from '../helpers/db.js';
+import { seedMail, simpleMail } from '../helpers/mail.js';
+import { startSink, type Sink } from '../helpers/sink.js';
 import { approve, ensureWebApp, REDIRECT, visit, type Session } from '../helpers/oauth.js';
 import type { Db } from '../../src/db/open.js';
 
@@ -63,6 +65,7 @@ class MemoryProvider implements OAuthClientProvider {
 let svc: RunningSvc;
 let session: Session;
 let db: Db;
+let sink: Sink;
 const clients: Client[] = [];
 
 t.before(async () => {
@@ -70,12 +73,16 @@ t.before(async () => {
   svc = await startSvc();
   session = await setupOwner(svc);
   db = openHomeDb(svc.home);
+  sink = await startSink();
+  const transport = await api(svc.url, 'PUT', '/v0/owner/transport', { token: svc.ownerToken, body: { smtp: { host: '127.0.0.1', port: sink.port } } });
+  if (transport.status !== 200) throw new Error(`transport: ${transport.status} ${transport.text}`);
   for (const username of ['agent', 'other']) await api(svc.url, 'POST', '/v0/inboxes', { token: svc.ownerToken, body: { username, domain: 'mcp-oauth.test' } });
 });
 t.teardown(async () => {
   await Promise.all(clients.map((c) => c.close()));
   db.close();
   await svc.stop();
+  await sink.close();
 });
 
 async function connect(provider: MemoryProvider): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
@@ -130,4 +137,34 @@ t.test('the SDK client discovers, registers, authorizes with PKCE, exchanges, li
   t.equal(provider.savedTokens.length, 2, 'one exchange, one refresh');
   const v0 = await api(svc.url, 'GET', '/v0/inboxes', { token: provider.saved!.access_token });
   t.equal(v0.status, 401, 'an /mcp token does not work on /v0');
+});
+
+t.test('with a grant that may reply, the SDK client replies through /mcp and the reply is delivered in its thread', async (t) => {
+  const provider = new MemoryProvider();
+  const transport = new StreamableHTTPClientTransport(new URL(`${svc.url}/mcp`), { authProvider: provider });
+  await t.rejects(new Client({ name: 'svc-oauth-reply', version: '1.0.0' }).connect(transport), { message: /Unauthorized/ });
+  const url = provider.authorizationUrl!;
+  const landing = await visit(svc.url, url.pathname + url.search, session.cookie);
+  const requestId = decodeURIComponent(/^\/consent\?request=(.+)$/.exec(landing.location ?? '')![1]);
+  const approved = await approve(svc.url, session, requestId, { inbox_ids: [INBOX], permissions: ['inbox_read', 'message_read', 'message_reply'], send_policy: 'direct' });
+  t.equal(approved.status, 200);
+  await transport.finishAuth(new URL(approved.body.redirect_to).searchParams.get('code')!);
+
+  const original = await seedMail(db, simpleMail({ from: 'Alice <alice@remote.example>', to: INBOX, subject: 'Lunch?', messageId: '<lunch-1@remote.example>' }), { inboxId: INBOX });
+  const before = sink.messages.length;
+  const { client } = await connect(provider);
+  const result = await client.callTool({ name: 'reply_to_message', arguments: { inboxId: INBOX, messageId: original.messageId, text: 'Noon works.', idempotencyKey: 'oauth-reply-1' } });
+  t.notOk(result.isError, JSON.stringify(result.content));
+  const body = JSON.parse((result.content as { text: string }[])[0].text) as { message_id: string; thread_id: string };
+  t.equal(body.thread_id, original.threadId, 'the reply joins the original thread');
+
+  const [delivered] = (await sink.waitFor(before + 1, 30_000)).slice(before);
+  t.same(delivered.to, ['alice@remote.example'], 'delivered to the original sender');
+  const raw = delivered.raw.toString('utf8');
+  t.match(raw, /^In-Reply-To: <lunch-1@remote\.example>/m, 'threading header of the original');
+  t.match(raw, /^Subject: Re: Lunch\?/m, 'derived subject');
+
+  const other = await client.callTool({ name: 'send_message', arguments: { inboxId: INBOX, to: 'bob@remote.example', subject: 'New', text: 'x' } });
+  t.ok(other.isError, 'a new send needs message_send, which this grant lacks');
+  t.match(JSON.parse((other.content as { text: string }[])[0].text), { code: 'missing_permission' });
 });
