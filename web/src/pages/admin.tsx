@@ -3,6 +3,7 @@ import { useState } from 'preact/hooks';
 import { del, enc, get, patch, post } from '../api';
 import { ErrorBox, Loading, Page, confirmed, downloadText, formValues, useAction, useLoad, when } from '../ui';
 import type { Inbox } from './mail';
+import { EVENT_TYPES } from '../../../src/events/event-types';
 
 /** Agent permission names (spec §2.9), grouped for the checklist. */
 export const PERMISSION_GROUPS: [string, string[]][] = [
@@ -224,31 +225,7 @@ interface Webhook {
   last_success_at?: string | null;
 }
 
-const EVENT_TYPES = [
-  'message.received',
-  'message.received.spam',
-  'message.received.blocked',
-  'message.received.unauthenticated',
-  'message.sent',
-  'message.send_unknown',
-  'message.delivered',
-  'message.bounced',
-  'message.complained',
-  'message.rejected',
-  'message.failed',
-  'draft.created',
-  'draft.approval_required',
-  'draft.approved',
-  'draft.rejected',
-  'draft.sent',
-  'domain.verified',
-  'inbound.quarantined',
-  'inbound.released',
-  'inbound.deleted',
-  'oauth.authorized',
-  'oauth.revoked',
-  'oauth.tokens_revoked',
-];
+
 
 /** The list answer lacks health fields; each webhook's own read has them (spec §2.8). */
 async function webhooksWithHealth(): Promise<Webhook[]> {
