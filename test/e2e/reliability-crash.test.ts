@@ -8,72 +8,22 @@
  *   are `send_unknown` or `failed` with a reason — never queued forever, never twice;
  * Replay a failing run with SVC_FUZZ_SEED=<seed>; the kill moments come from it.
  */
-import t, { type Test as Tap } from 'tap';
+import t from 'tap';
 import fs from 'node:fs';
 import path from 'node:path';
 import nodemailer from 'nodemailer';
-import { Edge } from '../../src/edge/edge.js';
-import { api, startSvc, tempDir, type RunningSvc } from '../helpers/svc.js';
-import { startLoopbackDns, type LoopbackDns } from '../helpers/dns.js';
-import { startSink, type Sink } from '../helpers/sink.js';
+import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
+import { CRASH_DOMAIN, killAfter, sleep, startCrashRig, until, type CrashRig } from '../helpers/crash-rig.js';
 import { Rng, fuzzSeed } from '../helpers/fuzz.js';
 
 const SEED = fuzzSeed(9);
-const TOKEN = 'edge-test-token-reliability-0123456789';
-const DOMAIN = 'crash.test';
 const enc = encodeURIComponent;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-let dns: LoopbackDns;
-let sink: Sink;
-let edge: Edge;
-let edgeDir: string;
-let edgeUrl = '';
-let smtpPort = 0;
 const rng = new Rng(SEED);
-
+let rig: CrashRig;
 t.before(async () => {
-  sink = await startSink();
-  dns = await startLoopbackDns({ 'remote.test': { MX: [{ exchange: 'mx.remote.test', priority: 10 }] }, 'mx.remote.test': { A: ['127.0.0.1'] } });
-  edgeDir = path.join(tempDir('svc-edge-'), 'edge');
-  edge = new Edge({ dataDir: edgeDir, smtp: { host: '127.0.0.1', port: 0 }, api: { host: '127.0.0.1', port: 0 }, apiToken: TOKEN, hostname: 'mx.crash.test', resolver: dns.resolver, deliveryPort: sink.port });
-  const bound = await edge.start();
-  edgeUrl = bound.api.url;
-  smtpPort = bound.smtp.port;
+  rig = await startCrashRig(t);
 });
-t.teardown(async () => {
-  await edge?.stop();
-  await sink?.close();
-  await dns?.close();
-});
-
-/** A paired home with one inbox; returns the service and the inbox id. */
-async function pairedHome(t: Tap, username: string): Promise<{ svc: RunningSvc; inbox: string }> {
-  const svc = await startSvc();
-  t.teardown(() => svc.stop('SIGKILL')); // a failed assertion must not leave it running
-  const paired = await api(svc.url, 'PUT', '/v0/owner/transport', { token: svc.ownerToken, body: { edge: { url: edgeUrl, token: TOKEN } } });
-  if (paired.status !== 200) throw new Error(paired.text);
-  const created = await api<{ inbox_id: string }>(svc.url, 'POST', '/v0/inboxes', { token: svc.ownerToken, body: { username, domain: DOMAIN } });
-  if (created.status !== 200) throw new Error(created.text);
-  return { svc, inbox: created.body.inbox_id };
-}
-
-/** SIGKILL after `ms`, like the power going out; resolves once the process is gone. */
-async function killAfter(svc: RunningSvc, ms: number): Promise<void> {
-  await sleep(ms);
-  svc.proc.kill('SIGKILL');
-  await svc.exited;
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(150);
-  }
-}
 
 interface Stored {
   message_id: string;
@@ -89,21 +39,12 @@ async function listAll(svc: RunningSvc, inbox: string): Promise<Stored[]> {
   return res.body.messages;
 }
 
-/** Copies at the sink per Message-ID (with brackets, as the API names messages). */
-function sinkCopies(): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const m of sink.messages) {
-    const id = /^Message-ID:\s*(<[^>]+>)/im.exec(m.raw.toString())?.[1];
-    if (id) out.set(id, (out.get(id) ?? 0) + 1);
-  }
-  return out;
-}
 
 async function sendSmtp(subject: string, messageId: string, to: string): Promise<void> {
   const deadline = Date.now() + 20_000;
   for (;;) {
     try {
-      await nodemailer.createTransport({ host: '127.0.0.1', port: smtpPort, secure: false, ignoreTLS: true }).sendMail({ from: 'peer@sender.test', to, subject, text: 'x', messageId });
+      await nodemailer.createTransport({ host: '127.0.0.1', port: rig.smtpPort, secure: false, ignoreTLS: true }).sendMail({ from: 'peer@sender.test', to, subject, text: 'x', messageId });
       return;
     } catch (err) {
       // 451 until the home pushed routing; 550 while the edge still has a previous home's routing.
@@ -114,7 +55,7 @@ async function sendSmtp(subject: string, messageId: string, to: string): Promise
 }
 
 t.test('kill -9 during ingest: every accepted message is stored exactly once after the restart', async (t) => {
-  const { svc, inbox } = await pairedHome(t, 'ingest');
+  const { svc, inbox } = await rig.pairedHome(t, 'ingest');
   const count = 30;
   await sendSmtp('routing is pushed', '<warmup@sender.test>', inbox);
   const killAt = rng.int(50, 800);
@@ -132,13 +73,13 @@ t.test('kill -9 during ingest: every accepted message is stored exactly once aft
   });
   const ids = stored.map((m) => m.message_id).sort();
   t.same(ids, ['<warmup@sender.test>', ...Array.from({ length: count }, (_, i) => `<ingest-${i}@sender.test>`)].sort(), 'each accepted message exactly once');
-  await until('edge buffer empty', async () => (fs.readdirSync(path.join(edgeDir, 'objects')).some((f) => f.endsWith('.jwe')) ? undefined : true), 10_000);
+  await until('edge buffer empty', async () => (fs.readdirSync(path.join(rig.edgeDir, 'objects')).some((f) => f.endsWith('.jwe')) ? undefined : true), 10_000);
   const quarantine = await api<{ items: unknown[] }>(second.url, 'GET', '/v0/owner/quarantine', { token: second.ownerToken });
   t.same(quarantine.body.items, [], 'nothing quarantined');
 });
 
 t.test('kill -9 during sends: each accepted send is at the sink at most once and ends sent, send_unknown or failed with a reason', async (t) => {
-  const { svc, inbox } = await pairedHome(t, 'sender');
+  const { svc, inbox } = await rig.pairedHome(t, 'sender');
   const count = 20;
   const killAt = rng.int(0, 400);
   t.comment(`seed ${SEED}: kill ${killAt} ms after the first send was answered`);
@@ -176,12 +117,12 @@ t.test('kill -9 during sends: each accepted send is at the sink at most once and
   const storedIds = new Set(settled.map((m) => m.message_id));
   t.same(accepted.filter((id) => !storedIds.has(id)), [], 'every answered send was kept');
   await sleep(1_000); // deliveries already handed to the edge finish
-  const copies = sinkCopies();
+  const copies = rig.sinkCopies();
   for (const m of settled) {
     const n = copies.get(m.message_id) ?? 0;
     t.ok(n <= 1, `${m.message_id}: ${n} copies at the sink`);
     if (m.send_status === 'sent' || m.send_status === 'delivered') {
-      const delivered = await until(`${m.message_id} at the sink`, async () => ((sinkCopies().get(m.message_id) ?? 0) === 1 ? true : undefined), 15_000).catch(() => false);
+      const delivered = await until(`${m.message_id} at the sink`, async () => ((rig.sinkCopies().get(m.message_id) ?? 0) === 1 ? true : undefined), 15_000).catch(() => false);
       t.ok(delivered, `${m.message_id} is ${m.send_status} and at the sink once`);
     } else {
       t.match(m.send_reason, /\S/, `${m.message_id} is ${m.send_status} with a reason`);
