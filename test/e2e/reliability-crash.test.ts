@@ -13,7 +13,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import nodemailer from 'nodemailer';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
-import { CRASH_DOMAIN, killAfter, sleep, startCrashRig, until, type CrashRig } from '../helpers/crash-rig.js';
+import { killAfter, sleep, startCrashRig, until, type CrashRig } from '../helpers/crash-rig.js';
 import { Rng, fuzzSeed } from '../helpers/fuzz.js';
 
 const SEED = fuzzSeed(9);
