@@ -1,8 +1,10 @@
 /**
  * Read-API benchmark (issue 3): a store of 100,000 messages, then under 50 concurrent connections
  * GET threads (limit 20) and GET one message, beside a fastify hello-world in the same run; and
- * the p95 latency of thread search. Targets: list throughput ≥ 0.25 × hello-world, p99 ≤ 15 ms,
- * search p95 ≤ 50 ms.
+ * thread search, one client at a time (p50/p95) and under the same 50-connection load with varied
+ * queries (req/s, p50/p99); the service's peak RSS during the load. Targets: list throughput
+ * ≥ 0.25 × hello-world, p99 ≤ 15 ms, search p95 ≤ 50 ms. The store is seeded once; each run restarts
+ * the service on it.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -12,7 +14,7 @@ import { unlockHome } from '../src/keys/unlock.js';
 import { openDatabase } from '../src/db/open.js';
 import { commitInbound } from '../src/mail/store.js';
 import { parseMime, type ParsedMail } from '../workers/pool/tasks.js';
-import { percentile, round, startHelloWorld, startSvc } from './util.js';
+import { percentile, round, rssMiB, sampleMemory, startHelloWorld, startSvc, type Metric } from './util.js';
 import { randomBytes } from 'node:crypto';
 import { sha256Hex } from '../src/http/secrets.js';
 import { API_KEY_PREFIX } from '../src/http/credentials.js';
@@ -65,39 +67,56 @@ async function seed(home: string): Promise<{ apiKey: string; messageId: string }
   return { apiKey: secret, messageId: `<m${Math.floor(MESSAGES / 2)}@bench.test>` };
 }
 
-function load(url: string, headers: Record<string, string> = {}): Promise<autocannon.Result> {
+function load(url: string, headers: Record<string, string> = {}, paths?: string[]): Promise<autocannon.Result> {
   return new Promise((resolve, reject) => {
-    autocannon({ url, connections: CONNECTIONS, duration: DURATION_S, headers }, (err, result) => (err ? reject(err) : resolve(result)));
+    const requests = paths?.map((p) => ({ method: 'GET' as const, path: p }));
+    autocannon({ url, connections: CONNECTIONS, duration: DURATION_S, headers, ...(requests ? { requests } : {}) }, (err, result) => (err ? reject(err) : resolve(result)));
   });
 }
 
-export async function benchReadApi(): Promise<void> {
-  const home = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-read-')), 'home');
-  const first = await startSvc(home, true);
-  await first.stop();
-  const { apiKey, messageId } = await seed(home);
+/** Runs `task` while sampling the RSS of `pid`; returns the task's result and the peak RSS. */
+async function withRss<T>(pid: number | undefined, task: () => Promise<T>): Promise<[T, number | null]> {
+  const sampler = sampleMemory(() => rssMiB(pid));
+  const result = await task();
+  return [result, sampler.stop().peak];
+}
 
+const searchQuery = (i: number) => `${WORDS[i % WORDS.length]} ${WORDS[(i * 5 + 3) % WORDS.length]}`;
+
+/** SEARCH_QUERIES requests one after another (one client): their latencies in ms. */
+async function sequential(url: (i: number) => string, headers: Record<string, string> = {}): Promise<number[]> {
+  const latencies: number[] = [];
+  for (let i = 0; i < SEARCH_QUERIES; i++) {
+    const t0 = performance.now();
+    const res = await fetch(url(i), { headers });
+    await res.arrayBuffer();
+    if (res.status !== 200) throw new Error(`${url(i)} answered ${res.status}`);
+    latencies.push(performance.now() - t0);
+  }
+  return latencies;
+}
+
+/** One round on an already seeded home: baseline, list, get, search (sequential and under load). */
+async function round1(home: string, apiKey: string, messageId: string): Promise<Metric[]> {
   const hello = await startHelloWorld();
-  const baseline = await load(hello.url);
+  const [baseline, helloRss] = await withRss(hello.proc.pid, () => load(hello.url));
+  const helloLatencies = await sequential(() => hello.url);
   await hello.stop();
 
   const svc = await startSvc(home);
+  const pid = svc.proc.pid;
   const auth = { authorization: `Bearer ${apiKey}` };
   const inbox = encodeURIComponent(INBOX);
-  const threads = await load(`${svc.url}/v0/inboxes/${inbox}/threads?limit=20`, auth);
-  const message = await load(`${svc.url}/v0/inboxes/${inbox}/messages/${encodeURIComponent(messageId)}`, auth);
-  const latencies: number[] = [];
-  for (let i = 0; i < SEARCH_QUERIES; i++) {
-    const q = `${WORDS[i % WORDS.length]} ${WORDS[(i * 5 + 3) % WORDS.length]}`;
-    const t0 = performance.now();
-    const res = await fetch(`${svc.url}/v0/inboxes/${inbox}/threads/search?q=${encodeURIComponent(q)}&limit=20`, { headers: auth });
-    await res.arrayBuffer();
-    if (res.status !== 200) throw new Error(`search answered ${res.status}`);
-    latencies.push(performance.now() - t0);
-  }
+  const [threads, rssThreads] = await withRss(pid, () => load(`${svc.url}/v0/inboxes/${inbox}/threads?limit=20`, auth));
+  const [message, rssMessage] = await withRss(pid, () => load(`${svc.url}/v0/inboxes/${inbox}/messages/${encodeURIComponent(messageId)}`, auth));
+  const latencies = await sequential((i) => `${svc.url}/v0/inboxes/${inbox}/threads/search?q=${encodeURIComponent(searchQuery(i))}&limit=20`, auth);
+  // Search under the same 50-connection load, cycling through varied queries (not one cached answer).
+  const searchPaths = Array.from({ length: 32 }, (_, i) => `/v0/inboxes/${inbox}/threads/search?q=${encodeURIComponent(searchQuery(i))}&limit=20`);
+  const [search, rssSearch] = await withRss(pid, () => load(svc.url, auth, searchPaths));
   await svc.stop();
-  const errors = threads.non2xx + threads.errors + message.non2xx + message.errors;
-  console.log(JSON.stringify({
+  const errors = threads.non2xx + threads.errors + message.non2xx + message.errors + search.non2xx + search.errors;
+  const loadedRss = Math.max(rssThreads ?? 0, rssMessage ?? 0, rssSearch ?? 0) || null;
+  const figures = {
     bench: 'read-api',
     messages: MESSAGES,
     connections: CONNECTIONS,
@@ -110,6 +129,37 @@ export async function benchReadApi(): Promise<void> {
     message_get_p99_ms: message.latency.p99,
     search_p50_ms: round(percentile(latencies, 50)),
     search_p95_ms: round(percentile(latencies, 95)),
+    search_loaded_rps: round(search.requests.average, 0),
+    search_loaded_p50_ms: search.latency.p50,
+    search_loaded_p99_ms: search.latency.p99,
+    svc_loaded_rss_mib: loadedRss === null ? null : round(loadedRss, 1),
+    baseline_loaded_rss_mib: helloRss,
     non_2xx_or_errors: errors,
-  }));
+  };
+  console.log(JSON.stringify(figures));
+  return [
+    { key: 'threads_rps', label: `GET threads (limit 20), ${CONNECTIONS} connections`, unit: 'req/s', better: 'higher', svc: figures.threads_list_rps, baseline: figures.baseline_hello_rps, chart: 'throughput', target: { op: '>=', value: 0.25, of: 'ratio', issue: 3 } },
+    { key: 'threads_p99_ms', label: 'GET threads p99', unit: 'ms', better: 'lower', svc: figures.threads_list_p99_ms, baseline: baseline.latency.p99, chart: 'latency', target: { op: '<=', value: 15, issue: 3 } },
+    { key: 'message_rps', label: `GET one message, ${CONNECTIONS} connections`, unit: 'req/s', better: 'higher', svc: figures.message_get_rps, baseline: figures.baseline_hello_rps, chart: 'throughput' },
+    { key: 'message_p99_ms', label: 'GET one message p99', unit: 'ms', better: 'lower', svc: figures.message_get_p99_ms, baseline: baseline.latency.p99, chart: 'latency' },
+    { key: 'search_p50_ms', label: 'Thread search p50, one client', unit: 'ms', better: 'lower', svc: figures.search_p50_ms, baseline: round(percentile(helloLatencies, 50)) },
+    { key: 'search_p95_ms', label: 'Thread search p95, one client', unit: 'ms', better: 'lower', svc: figures.search_p95_ms, baseline: round(percentile(helloLatencies, 95)), chart: 'latency', target: { op: '<=', value: 50, issue: 3 } },
+    { key: 'search_rps', label: `Thread search, ${CONNECTIONS} connections`, unit: 'req/s', better: 'higher', svc: figures.search_loaded_rps, baseline: figures.baseline_hello_rps, chart: 'throughput' },
+    { key: 'search_loaded_p50_ms', label: `Thread search p50, ${CONNECTIONS} connections`, unit: 'ms', better: 'lower', svc: figures.search_loaded_p50_ms, baseline: baseline.latency.p50 },
+    { key: 'search_loaded_p99_ms', label: `Thread search p99, ${CONNECTIONS} connections`, unit: 'ms', better: 'lower', svc: figures.search_loaded_p99_ms, baseline: baseline.latency.p99 },
+    { key: 'loaded_rss_mib', label: 'Loaded RSS (peak during the read load)', unit: 'MiB', better: 'lower', svc: figures.svc_loaded_rss_mib, baseline: figures.baseline_loaded_rss_mib },
+    { key: 'errors', label: 'Non-2xx answers or socket errors', unit: '', better: 'lower', svc: errors },
+  ];
+}
+
+/** Seeds one store of MESSAGES messages, then measures `runs` rounds on it (seeding is the slow part). */
+export async function benchReadApi(runs = 1): Promise<Metric[][]> {
+  const home = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-read-')), 'home');
+  const first = await startSvc(home, true);
+  await first.stop();
+  const { apiKey, messageId } = await seed(home);
+  const results: Metric[][] = [];
+  for (let r = 0; r < runs; r++) results.push(await round1(home, apiKey, messageId));
+  fs.rmSync(path.dirname(home), { recursive: true, force: true });
+  return results;
 }

@@ -1,13 +1,214 @@
-/** `npm run bench`: runs every benchmark and prints one JSON line each (figures, never gates). */
-import { benchStartup } from './startup.js';
+/**
+ * `npm run bench [name]`: runs every benchmark (or one) BENCH_RUNS times (default 3), prints one
+ * JSON line per run, and writes bench/results.json, bench/REPORT.md and bench/charts/*.svg with the
+ * median of each figure and its ratio to the same-run baseline. Running one benchmark replaces only
+ * its section of the existing results. Figures never gate anything.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { benchStartup, STARTS } from './startup.js';
 import { benchReadApi } from './read-api.js';
 import { benchIngest } from './ingest.js';
+import { benchPostfix, PEER_CONFIG } from './peer-postfix.js';
 import { benchSend } from './send.js';
 import { benchWebhooks } from './webhooks.js';
+import { benchWsFanout, BURST, BURST_CONCURRENCY, CLIENTS, EVENTS as WS_EVENTS, RATE } from './ws-fanout.js';
+import { benchDir, summarize, writeReport, type BenchResult, type Results } from './report.js';
+import { cpuSnapshot, round, rssMiB, running, sampleMemory, type Metric } from './util.js';
+
+const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 3));
+const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+
+interface Outcome {
+  runs: Metric[][];
+  skipped?: string[];
+  notes?: string[];
+}
+
+interface BenchDef {
+  title: string;
+  what: string;
+  baseline: string;
+  peer?: string;
+  peerConfig?: string[];
+  config: () => string[];
+  run(runs: number): Promise<Outcome>;
+  /** The measured cause of a missed target, from the run's own figures (only when it is missed). */
+  gaps?: (s: Figures, hostBusyPct: number) => string[];
+}
+
+type Figures = Record<string, { svc: number | null; baseline: number | null; ratio: number | null } | undefined>;
+
+/** Calls a one-run benchmark `runs` times. */
+const repeat = (once: () => Promise<Metric[]>) => async (runs: number): Promise<Outcome> => {
+  const all: Metric[][] = [];
+  for (let r = 0; r < runs; r++) all.push(await once());
+  return { runs: all };
+};
+
+/** One ingest run: svc (with its RSS sampled from outside ingest.ts) and then the Postfix peer. */
+async function ingestRun(skipped: Set<string>): Promise<Metric[]> {
+  const memory = sampleMemory(() => {
+    const svc = [...running].find((p) => p.spawnargs.includes('serve'));
+    return svc ? rssMiB(svc.pid) : null;
+  });
+  const f = await benchIngest();
+  const rss = memory.stop();
+  const peer = await benchPostfix();
+  const p = 'skipped' in peer ? null : peer;
+  if ('skipped' in peer) skipped.add(`the Postfix peer: ${peer.skipped}`);
+  else console.log(JSON.stringify({ bench: 'ingest-peer-postfix', ...peer }));
+  const n = (v: unknown) => (typeof v === 'number' ? v : null);
+  return [
+    { key: 'committed_msgs_per_s', label: 'Ingest: SMTP → committed + WS event (peer: → Maildir file)', unit: 'msg/s', better: 'higher', svc: n(f.svc_msgs_per_s), baseline: n(f.baseline_accept_discard_msgs_per_s), peer: p?.stored_msgs_per_s ?? null, chart: 'throughput', target: { op: '>=', value: 250, issue: 4 } },
+    { key: 'accept_msgs_per_s', label: 'Ingest: SMTP accepted (250 after DATA)', unit: 'msg/s', better: 'higher', svc: n(f.edge_accept_msgs_per_s), baseline: n(f.baseline_accept_discard_msgs_per_s), peer: p?.accept_msgs_per_s ?? null },
+    { key: 'p50_ms', label: 'Ingest latency p50: SMTP 250 → WS event (peer: → Maildir)', unit: 'ms', better: 'lower', svc: n(f.accept_to_event_p50_ms), peer: p?.accept_to_stored_p50_ms ?? null, chart: 'latency', target: { op: '<=', value: 250, issue: 4 } },
+    { key: 'p99_ms', label: 'Ingest latency p99', unit: 'ms', better: 'lower', svc: n(f.accept_to_event_p99_ms), peer: p?.accept_to_stored_p99_ms ?? null },
+    { key: 'p50_first_quarter_ms', label: 'Ingest p50, first quarter of the messages sent', unit: 'ms', better: 'lower', svc: n(f.accept_to_event_p50_first_quarter_ms) },
+    { key: 'p50_last_quarter_ms', label: 'Ingest p50, last quarter (growing = backlog)', unit: 'ms', better: 'lower', svc: n(f.accept_to_event_p50_last_quarter_ms) },
+    { key: 'cpu_ms_per_msg', label: 'CPU per message (svc process, all threads; peer: all Postfix processes)', unit: 'ms', better: 'lower', svc: n(f.svc_cpu_ms_per_msg), peer: p?.cpu_ms_per_msg ?? null },
+    { key: 'load_cpu_ms_per_msg', label: 'CPU per message of the SMTP load generator', unit: 'ms', better: 'lower', svc: n(f.load_cpu_ms_per_msg) },
+    { key: 'host_cpu_busy_pct', label: 'Host CPU busy during the svc ingest', unit: '%', better: 'lower', svc: n(f.host_cpu_busy_pct) },
+    { key: 'loaded_rss_mib', label: 'Loaded RSS: svc peak during ingest (peer: peak PSS summed over its processes)', unit: 'MiB', better: 'lower', svc: rss.peak, peer: p?.peak_pss_mib ?? null },
+    { key: 'committed', label: `Messages committed (peer: stored) of ${n(f.messages)}`, unit: '', better: 'higher', svc: n(f.committed), peer: p?.stored ?? null },
+  ];
+}
+
+const BENCHES: Record<string, BenchDef> = {
+  startup: {
+    title: 'Start-up time and idle memory',
+    what: 'Time from spawning `svc serve` on an existing home to its `server.ready` line, and its RSS 5 s after ready.',
+    baseline: 'a fastify hello-world process started and measured the same way, alternating with svc',
+    config: () => [`${STARTS} starts per run (BENCH_STARTUP_STARTS), median per run`, 'idle RSS sampled once per run, 5 s after ready'],
+    run: repeat(benchStartup),
+  },
+  'read-api': {
+    title: 'REST reads and search at 100,000 messages',
+    what: 'A home seeded once with `BENCH_MESSAGES` messages (4 per thread); each run restarts svc on it and loads `GET /v0/inboxes/{inbox}/threads?limit=20`, `GET …/messages/{id}` and thread search (32 varied two-word queries) with autocannon, then 200 searches one at a time. The service\'s RSS is sampled every 250 ms during the load.',
+    baseline: 'fastify hello-world (`GET /` → `{"hello":"world"}`) in its own process under the same autocannon load, and 200 sequential requests for the one-client latencies',
+    config: () => [`${env('BENCH_MESSAGES', 100_000).toLocaleString('en-US')} messages`, '50 connections, 10 s per load', 'API key with inbox_read + message_read', 'search: `GET …/threads/search?q=<two words>&limit=20`'],
+    run: async (runs) => ({ runs: await benchReadApi(runs) }),
+    gaps: (s, busy) => {
+      const p99 = s.threads_p99_ms;
+      if (p99?.svc == null || p99.svc <= 15) return [];
+      return [
+        `Gap (read API): GET threads p99 ${p99.svc} ms against ≤ 15 ms, with 50 connections from autocannon running on the same ${os.cpus().length} cores ` +
+          `(host ${busy}% busy during the benchmark). The hello-world baseline's p99 in the same run was ${p99.baseline ?? '?'} ms: part of the tail is ` +
+          'time spent waiting for a core, which any server on this machine sees; the rest is the service\'s own per-request work (authentication, the read, JSON serialization).',
+      ];
+    },
+  },
+  ingest: {
+    title: 'Ingest: SMTP → committed → WebSocket event',
+    what: '10 KB messages over SMTP into `svc serve --local-edge` (the edge buffers, the home pulls, parses, commits and emits `message.received`), measured from each message\'s SMTP 250 to its event on a WebSocket. The peer gets the same load from the same client code.',
+    baseline: 'smtp-server (the library the edge uses) accepting and discarding, driven by the same nodemailer client',
+    peer: 'Postfix (Debian package) delivering to a Maildir, same client, same message size and connection count, measured to the file appearing in `new/`',
+    peerConfig: PEER_CONFIG,
+    config: () => [`${env('BENCH_INGEST_MESSAGES', 2000)} messages (BENCH_INGEST_MESSAGES)`, `${env('BENCH_INGEST_CONNECTIONS', 8)} pooled SMTP connections (BENCH_INGEST_CONNECTIONS)`, 'mail checks answered by an empty DNS server on loopback in its own process'],
+    run: async (runs) => {
+      const skipped = new Set<string>();
+      const all: Metric[][] = [];
+      for (let r = 0; r < runs; r++) all.push(await ingestRun(skipped));
+      return { runs: all, skipped: [...skipped] };
+    },
+    gaps: (s, busy) => {
+      const rate = s.committed_msgs_per_s?.svc;
+      const p50 = s.p50_ms?.svc;
+      const cpu = s.cpu_ms_per_msg?.svc;
+      if (rate == null || p50 == null || cpu == null || (rate >= 250 && p50 <= 250)) return [];
+      return [
+        `Gap (ingest): measured ${Math.round(rate)} msg/s and p50 ${Math.round(p50)} ms against ≥ 250 msg/s and ≤ 250 ms. ` +
+          `The service spent ${cpu} ms of CPU per message (edge + home, all threads), so 250 msg/s needs ${round((cpu * 250) / 1000, 2)} cores for the service alone, ` +
+          `plus ${s.load_cpu_ms_per_msg?.svc ?? '?'} ms per message for the SMTP load generator, on a ${os.cpus().length}-core machine shared with other work (host ${busy}% busy during the benchmark). ` +
+          'When the offered load exceeds what the cores give the service, a backlog builds (compare the first- and last-quarter p50) and the latency grows with it. ' +
+          'The per-message CPU of the ingest path is being reduced in parallel with this report.',
+      ];
+    },
+  },
+  send: {
+    title: 'Send: API → SMTP sink',
+    what: '`POST /v0/inboxes/{inbox}/messages/send` with 16 concurrent API callers, measured from the request to the SMTP sink (the configured smart host) accepting the message: compose, DKIM signing, durable outbox commit and handover.',
+    baseline: 'nodemailer sending the same messages straight to the same sink with the same concurrency',
+    config: () => [`${env('BENCH_SEND_MESSAGES', 1000)} messages (BENCH_SEND_MESSAGES)`, `${env('BENCH_SEND_CONCURRENCY', 16)} concurrent callers (BENCH_SEND_CONCURRENCY)`, '~2 KB text body', 'smart host: a loopback smtp-server'],
+    run: repeat(benchSend),
+    gaps: (s) => {
+      const rate = s.msgs_per_s?.svc;
+      const cpu = s.cpu_ms_per_msg?.svc;
+      if (rate == null || cpu == null || rate >= 200) return [];
+      return [
+        `Gap (send): measured ${Math.round(rate)} msg/s against ≥ 200 msg/s. The service spent ${cpu} ms of CPU per message ` +
+          `(compose, DKIM RSA-2048 signature, durable outbox commit, SMTP handover), so 200 msg/s needs ${round((cpu * 200) / 1000, 2)} cores for the service alone, ` +
+          `on a ${os.cpus().length}-core machine that also runs the 16 API callers and the SMTP sink (host ${s.host_cpu_busy_pct?.svc ?? '?'}% busy during the sends).`,
+      ];
+    },
+  },
+  webhooks: {
+    title: 'Webhook fan-out',
+    what: 'Events appended to the log in batches of 1,000 from outside the service, delivered as signed POSTs to every owner-created webhook on loopback receivers; latency from the event\'s `created_at` to its arrival (includes the service\'s 1 s poll of the log for writes from other processes).',
+    baseline: 'the same POSTs sent straight to the same receivers by a plain node:http keep-alive loop, one in-order sender per receiver (its latency counts from the moment the whole batch was ready)',
+    config: () => [`${env('BENCH_WEBHOOK_EVENTS', 10_000).toLocaleString('en-US')} events (BENCH_WEBHOOK_EVENTS)`, `${env('BENCH_WEBHOOK_RECEIVERS', 5)} webhooks / receivers (BENCH_WEBHOOK_RECEIVERS)`, 'event type message.received with a ~550-byte text'],
+    run: repeat(benchWebhooks),
+  },
+  'ws-fanout': {
+    title: 'WebSocket fan-out to 1,000 clients',
+    what: `${CLIENTS.toLocaleString('en-US')} clients connected to \`/v0/ws\` with one API key (draft_read, scoped to the inbox), subscribed to \`draft.created\`; events injected by \`POST /v0/inboxes/{inbox}/drafts\` (each commits a draft and its event). Latency from the event's commit (the millisecond in its uuidv7 \`event_id\`) to each client's receipt. Paced phase: ${WS_EVENTS} events at ${RATE}/s; burst phase: ${BURST} events from ${BURST_CONCURRENCY} concurrent callers as fast as answered.`,
+    baseline: 'a plain `ws` server on node:http in its own process that broadcasts a same-shaped frame to every client when POSTed, driven by the same injector and measured by the same clients',
+    config: () => [`${CLIENTS} clients (BENCH_WS_CLIENTS)`, `paced: ${WS_EVENTS} events (BENCH_WS_EVENTS) at ${RATE}/s (BENCH_WS_RATE)`, `burst: ${BURST} events (BENCH_WS_BURST), ${BURST_CONCURRENCY} callers`, 'clients in the benchmark process, no compression'],
+    run: repeat(benchWsFanout),
+  },
+};
+
+async function machineFacts(): Promise<Results['machine']> {
+  const before = cpuSnapshot(undefined);
+  await new Promise((r) => setTimeout(r, 3_000));
+  const background = cpuSnapshot(undefined).since(before).hostBusyPct;
+  return {
+    cpus: os.cpus().length,
+    cpu_model: os.cpus()[0]?.model.trim() ?? 'unknown',
+    memory_gib: round(os.totalmem() / 2 ** 30, 1),
+    node: process.version,
+    os: `${os.type()} ${os.release()} (${os.arch()})`,
+    load_average_at_start: os.loadavg().map((x) => round(x, 2)),
+    background_cpu_busy_pct: round(background, 0),
+  };
+}
 
 const only = process.argv[2];
-if (!only || only === 'startup') await benchStartup();
-if (!only || only === 'read-api') await benchReadApi();
-if (!only || only === 'ingest') await benchIngest();
-if (!only || only === 'send') await benchSend();
-if (!only || only === 'webhooks') await benchWebhooks();
+if (only && !BENCHES[only]) {
+  console.error(`unknown benchmark ${only}; one of: ${Object.keys(BENCHES).join(', ')}`);
+  process.exit(2);
+}
+const resultsFile = path.join(benchDir, 'results.json');
+const previous: Results | null = only && fs.existsSync(resultsFile) ? (JSON.parse(fs.readFileSync(resultsFile, 'utf8')) as Results) : null;
+const results: Results = { generated_at: new Date().toISOString(), bench_runs: RUNS, machine: await machineFacts(), benches: {} };
+for (const [name, def] of Object.entries(BENCHES)) {
+  if (only && name !== only) {
+    if (previous?.benches[name]) results.benches[name] = previous.benches[name];
+    continue;
+  }
+  console.error(`bench ${name}: ${RUNS} run(s)`);
+  const started = new Date();
+  const cpu = cpuSnapshot(undefined);
+  const outcome = await def.run(RUNS);
+  const entry: BenchResult = {
+    title: def.title,
+    started_at: started.toISOString(),
+    duration_s: round((Date.now() - started.getTime()) / 1000, 0),
+    host_cpu_busy_pct: round(cpuSnapshot(undefined).since(cpu).hostBusyPct, 0),
+    runs: outcome.runs,
+    what: def.what,
+    baseline: def.baseline,
+    config: def.config(),
+    ...(def.peer ? { peer: def.peer, peer_config: def.peerConfig } : {}),
+    ...(outcome.skipped?.length ? { skipped: outcome.skipped } : {}),
+  };
+  const figures: Figures = Object.fromEntries(summarize(outcome.runs).map((x) => [x.metric.key, x]));
+  const notes = [...(outcome.notes ?? []), ...(def.gaps?.(figures, entry.host_cpu_busy_pct) ?? [])];
+  if (notes.length) entry.notes = notes;
+  results.benches[name] = entry;
+  // Saved after each benchmark, so an interrupted run keeps what it measured.
+  fs.writeFileSync(resultsFile, JSON.stringify(results, null, 2) + '\n');
+  writeReport(results);
+}
+console.error(`wrote ${path.relative(process.cwd(), path.join(benchDir, 'REPORT.md'))}`);

@@ -10,7 +10,7 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import nodemailer from 'nodemailer';
 import { SMTPServer } from 'smtp-server';
-import { percentile, round, startSvc } from './util.js';
+import { cpuSnapshot, percentile, round, startSvc, type Metric } from './util.js';
 
 const MESSAGES = Number(process.env.BENCH_SEND_MESSAGES ?? 1000);
 const CONCURRENCY = Number(process.env.BENCH_SEND_CONCURRENCY ?? 16);
@@ -96,6 +96,7 @@ async function viaSvc(sink: Sink) {
   await waitAll(sink, [warm.message_id]);
 
   const started = new Map<string, number>();
+  const cpuBefore = cpuSnapshot(svc.proc.pid);
   const t0 = performance.now();
   await pool(MESSAGES, CONCURRENCY, async (i) => {
     const at = performance.now();
@@ -104,13 +105,19 @@ async function viaSvc(sink: Sink) {
   });
   const queuedMs = performance.now() - t0;
   await waitAll(sink, [...started.keys()]);
-  const result = { ...figures(started, sink, t0), api_queued_msgs_per_s: round((MESSAGES / queuedMs) * 1000, 1) };
+  const cpu = cpuSnapshot(svc.proc.pid).since(cpuBefore);
+  const result = {
+    ...figures(started, sink, t0),
+    api_queued_msgs_per_s: round((MESSAGES / queuedMs) * 1000, 1),
+    svc_cpu_ms_per_msg: cpu.processMs === null ? null : round(cpu.processMs / MESSAGES, 2),
+    host_cpu_busy_pct: round(cpu.hostBusyPct, 0),
+  };
   await svc.stop();
   fs.rmSync(path.dirname(home), { recursive: true, force: true });
   return result;
 }
 
-export async function benchSend(): Promise<void> {
+export async function benchSend(): Promise<Metric[]> {
   const sink = await startSink();
   const base = await baseline(sink);
   const svc = await viaSvc(sink);
@@ -126,4 +133,12 @@ export async function benchSend(): Promise<void> {
       target: { msgs_per_s: 200 },
     }),
   );
+  return [
+    { key: 'msgs_per_s', label: 'Send: API → accepted by the sink', unit: 'msg/s', better: 'higher', svc: svc.msgs_per_s, baseline: base.msgs_per_s, chart: 'throughput', target: { op: '>=', value: 200, issue: 5 } },
+    { key: 'api_queued_msgs_per_s', label: 'Send: API answers (queued)', unit: 'msg/s', better: 'higher', svc: svc.api_queued_msgs_per_s },
+    { key: 'p50_ms', label: 'Send latency p50 (request → sink 250)', unit: 'ms', better: 'lower', svc: svc.p50_ms, baseline: base.p50_ms, chart: 'latency' },
+    { key: 'p99_ms', label: 'Send latency p99', unit: 'ms', better: 'lower', svc: svc.p99_ms, baseline: base.p99_ms },
+    { key: 'cpu_ms_per_msg', label: 'CPU per message (svc process, all threads)', unit: 'ms', better: 'lower', svc: svc.svc_cpu_ms_per_msg },
+    { key: 'host_cpu_busy_pct', label: 'Host CPU busy during the svc sends', unit: '%', better: 'lower', svc: svc.host_cpu_busy_pct },
+  ];
 }

@@ -1,14 +1,15 @@
 /**
- * Startup benchmark: time from spawn to `server.ready` (median of 5 starts of an existing home)
- * and idle RSS 5 s after ready, beside a fastify hello-world started the same way in the same run.
+ * Startup benchmark: time from spawn to `server.ready` (median of BENCH_STARTUP_STARTS starts of
+ * an existing home, default 3) and idle RSS 5 s after ready, beside a fastify hello-world started
+ * the same way in the same run.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
-import { root } from './util.js';
-const RUNS = 5;
+import { median, round, root, type Metric } from './util.js';
+export const STARTS = Number(process.env.BENCH_STARTUP_STARTS ?? 3);
 const IDLE_MS = 5_000;
 
 interface Sample {
@@ -42,9 +43,7 @@ async function measure(args: string[], ready: (line: string) => boolean, sampleR
   return { readyMs, rssMiB };
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-
-export async function benchStartup(): Promise<void> {
+export async function benchStartup(): Promise<Metric[]> {
   const home = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-')), 'home');
   const svcArgs = [path.join(root, 'bin', 'svc'), 'serve', '--home', home];
   await measure([...svcArgs, '--init'], (l) => l.includes('server.ready'), false);
@@ -60,21 +59,27 @@ process.on('SIGTERM', () => app.close().then(() => process.exit(0)));`,
 
   const svc: Sample[] = [];
   const hello: Sample[] = [];
-  for (let i = 0; i < RUNS; i++) {
+  for (let i = 0; i < STARTS; i++) {
     hello.push(await measure([helloFile], (l) => l === 'ready', i === 0));
     svc.push(await measure(svcArgs, (l) => l.includes('server.ready'), i === 0));
   }
   fs.rmSync(helloFile);
+  fs.rmSync(path.dirname(home), { recursive: true, force: true });
   const svcReady = median(svc.map((s) => s.readyMs));
   const helloReady = median(hello.map((s) => s.readyMs));
-  console.log(JSON.stringify({
+  const figures = {
     bench: 'startup',
-    runs: RUNS,
+    starts: STARTS,
     svc_ready_ms_median: Math.round(svcReady),
     baseline_fastify_hello_ready_ms_median: Math.round(helloReady),
-    ready_ratio: +(svcReady / helloReady).toFixed(2),
-    svc_idle_rss_mib: +svc[0].rssMiB.toFixed(1),
-    baseline_idle_rss_mib: +hello[0].rssMiB.toFixed(1),
-    rss_ratio: +(svc[0].rssMiB / hello[0].rssMiB).toFixed(2),
-  }));
+    ready_ratio: round(svcReady / helloReady),
+    svc_idle_rss_mib: round(svc[0].rssMiB, 1),
+    baseline_idle_rss_mib: round(hello[0].rssMiB, 1),
+    rss_ratio: round(svc[0].rssMiB / hello[0].rssMiB),
+  };
+  console.log(JSON.stringify(figures));
+  return [
+    { key: 'ready_ms', label: 'Start-up: spawn → server.ready', unit: 'ms', better: 'lower', svc: figures.svc_ready_ms_median, baseline: figures.baseline_fastify_hello_ready_ms_median, chart: 'latency' },
+    { key: 'idle_rss_mib', label: 'Idle RSS, 5 s after ready', unit: 'MiB', better: 'lower', svc: figures.svc_idle_rss_mib, baseline: figures.baseline_idle_rss_mib },
+  ];
 }

@@ -8,6 +8,12 @@ import { fileURLToPath } from 'node:url';
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
+/**
+ * Every process spawnUntil started that has not exited yet, so the runner can sample the memory of
+ * a benchmark's service (e.g. during ingest) without reaching into that benchmark's code.
+ */
+export const running = new Set<ChildProcess>();
+
 export interface Child {
   proc: ChildProcess;
   url: string;
@@ -17,6 +23,8 @@ export interface Child {
 /** Spawns node with args and resolves once a stdout line yields a URL. */
 export async function spawnUntil(args: string[], urlOf: (line: string) => string | null): Promise<Child> {
   const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], cwd: root });
+  running.add(proc);
+  proc.once('exit', () => running.delete(proc));
   const url = await new Promise<string>((resolve, reject) => {
     const rl = readline.createInterface({ input: proc.stdout! });
     rl.on('line', (line) => {
@@ -107,4 +115,83 @@ export function cpuSnapshot(pid: number | undefined): CpuSnapshot {
       };
     },
   };
+}
+
+export const median = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+
+/**
+ * One figure of one run, as the report writer reads it: the service's value, its same-run
+ * baseline and, where one was measured, the peer's. `ratio` in the report is always svc ÷ baseline
+ * (so below 1 is slower for a throughput, faster for a latency); `better` says which way is good.
+ */
+export interface Metric {
+  key: string;
+  label: string;
+  unit: string;
+  better: 'higher' | 'lower';
+  svc: number | null;
+  baseline?: number | null;
+  peer?: number | null;
+  /** Which chart the figure belongs in, if any. */
+  chart?: 'throughput' | 'latency';
+  /** A target named in an earlier issue, checked on the median of the value (or of the ratio). */
+  target?: { op: '>=' | '<='; value: number; of?: 'value' | 'ratio'; issue: number };
+}
+
+/** Resident set size of a process in MiB (Linux /proc; null when gone or unreadable). */
+export function rssMiB(pid: number | undefined): number | null {
+  try {
+    const kb = Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+    return Number.isFinite(kb) ? kb / 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Proportional set size in MiB: shared pages divided among their users, so it adds up across processes. */
+export function pssMiB(pid: number): number | null {
+  try {
+    const kb = Number(/^Pss:\s+(\d+)/m.exec(fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))?.[1]);
+    return Number.isFinite(kb) ? kb / 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Samples a memory figure every `everyMs` until stopped; reports the peak and the median. */
+export function sampleMemory(read: () => number | null, everyMs = 250): { stop(): { peak: number | null; median: number | null } } {
+  const samples: number[] = [];
+  const take = () => {
+    const v = read();
+    if (v !== null && v > 0) samples.push(v);
+  };
+  take();
+  const timer = setInterval(take, everyMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      take();
+      return samples.length === 0 ? { peak: null, median: null } : { peak: round(Math.max(...samples), 1), median: round(median(samples), 1) };
+    },
+  };
+}
+
+/** The owner token of a home that `svc serve --init` created. */
+export const ownerToken = (home: string): string =>
+  (JSON.parse(fs.readFileSync(path.join(home, 'connection.json'), 'utf8')) as { owner_token: string }).owner_token;
+
+/** A JSON call to a running service that throws on any non-2xx answer. */
+export async function callJson(base: string, token: string, method: string, p: string, body?: unknown): Promise<Record<string, unknown>> {
+  const res = await fetch(base + p, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${text.slice(0, 300)}`);
+  return JSON.parse(text) as Record<string, unknown>;
 }

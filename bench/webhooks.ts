@@ -14,7 +14,7 @@ import type { AddressInfo } from 'node:net';
 import { unlockHome } from '../src/keys/unlock.js';
 import { openDatabase } from '../src/db/open.js';
 import { appendEvent } from '../src/events/log.js';
-import { percentile, round, startSvc } from './util.js';
+import { percentile, round, startSvc, type Metric } from './util.js';
 
 const EVENTS = Number(process.env.BENCH_WEBHOOK_EVENTS ?? 10_000);
 const RECEIVERS = Number(process.env.BENCH_WEBHOOK_RECEIVERS ?? 5);
@@ -149,7 +149,7 @@ async function viaSvc(receivers: Receiver[]) {
   return result;
 }
 
-export async function benchWebhooks(): Promise<void> {
+export async function benchWebhooks(): Promise<Metric[]> {
   const baseReceivers = await Promise.all(Array.from({ length: RECEIVERS }, startReceiver));
   const base = await baseline(baseReceivers);
   await Promise.all(baseReceivers.map((r) => r.close()));
@@ -166,4 +166,10 @@ export async function benchWebhooks(): Promise<void> {
       ratio_events_per_s: round(svc.events_per_s / base.events_per_s, 3),
     }),
   );
+  return [
+    { key: 'events_per_s', label: `Webhook fan-out: events delivered to all ${RECEIVERS} receivers`, unit: 'events/s', better: 'higher', svc: svc.events_per_s, baseline: base.events_per_s, chart: 'throughput' },
+    { key: 'posts_per_s', label: 'Webhook POSTs', unit: 'POST/s', better: 'higher', svc: svc.posts_per_s, baseline: base.posts_per_s },
+    { key: 'p50_ms', label: 'Webhook latency p50 (event created → received)', unit: 'ms', better: 'lower', svc: svc.p50_ms, baseline: base.p50_ms },
+    { key: 'p99_ms', label: 'Webhook latency p99', unit: 'ms', better: 'lower', svc: svc.p99_ms, baseline: base.p99_ms, chart: 'latency' },
+  ];
 }

@@ -1,0 +1,203 @@
+/**
+ * The report writer: medians of each figure over the runs, the ratio to its same-run baseline
+ * (and to the peer), targets from earlier issues, machine facts, and the two SVG charts.
+ * Input is bench/results.json (the raw figures of every run), so the report can be regenerated
+ * without measuring again: `node dist/bench/report.js`.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { barChart, type ChartGroup } from './charts.js';
+import { median, round, type Metric } from './util.js';
+
+export interface MachineFacts {
+  cpus: number;
+  cpu_model: string;
+  memory_gib: number;
+  node: string;
+  os: string;
+  load_average_at_start: number[];
+  /** Host CPU busy % over a few seconds before the first benchmark: other work on the machine. */
+  background_cpu_busy_pct: number;
+}
+
+export interface BenchResult {
+  title: string;
+  started_at: string;
+  duration_s: number;
+  /** Host CPU busy % while this benchmark ran (its own load included). */
+  host_cpu_busy_pct: number;
+  runs: Metric[][];
+  what: string;
+  baseline: string;
+  config: string[];
+  peer?: string;
+  peer_config?: string[];
+  /** Why the peer (or anything else) was not measured, if so. */
+  skipped?: string[];
+  notes?: string[];
+}
+
+export interface Results {
+  generated_at: string;
+  bench_runs: number;
+  machine: MachineFacts;
+  benches: Record<string, BenchResult>;
+}
+
+export const benchDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'bench');
+
+interface Summary {
+  metric: Metric;
+  svc: number | null;
+  svcRuns: number[];
+  baseline: number | null;
+  ratio: number | null;
+  peer: number | null;
+  peerRatio: number | null;
+}
+
+const nums = (xs: (number | null | undefined)[]) => xs.filter((x): x is number => typeof x === 'number' && Number.isFinite(x));
+const med = (xs: (number | null | undefined)[]) => (nums(xs).length ? median(nums(xs)) : null);
+
+/** Medians per figure key, in the order of the first run. Ratios are medians of per-run ratios. */
+export function summarize(runs: Metric[][]): Summary[] {
+  const keys = [...new Set(runs.flat().map((m) => m.key))];
+  return keys.map((key) => {
+    const ms = runs.map((r) => r.find((m) => m.key === key)).filter((m): m is Metric => m !== undefined);
+    return {
+      metric: ms[ms.length - 1],
+      svc: med(ms.map((m) => m.svc)),
+      svcRuns: nums(ms.map((m) => m.svc)),
+      baseline: med(ms.map((m) => m.baseline)),
+      ratio: med(ms.map((m) => (m.svc != null && m.baseline ? m.svc / m.baseline : null))),
+      peer: med(ms.map((m) => m.peer)),
+      peerRatio: med(ms.map((m) => (m.svc != null && m.peer ? m.svc / m.peer : null))),
+    };
+  });
+}
+
+function fmt(v: number | null, unit = ''): string {
+  if (v === null) return '—';
+  const digits = Math.abs(v) >= 100 ? 0 : Math.abs(v) >= 10 ? 1 : 2;
+  const s = v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: 0 });
+  return unit ? `${s} ${unit}` : s;
+}
+
+const fmtRatio = (r: number | null) => (r === null ? '—' : `${round(r, r >= 10 ? 1 : 2)}×`);
+
+function targetOf(s: Summary): { text: string; met: boolean } | null {
+  const t = s.metric.target;
+  if (!t) return null;
+  const value = t.of === 'ratio' ? s.ratio : s.svc;
+  if (value === null) return null;
+  const met = t.op === '>=' ? value >= t.value : value <= t.value;
+  const what = t.of === 'ratio' ? `${t.op === '>=' ? '≥' : '≤'} ${t.value}× baseline` : `${t.op === '>=' ? '≥' : '≤'} ${t.value} ${s.metric.unit}`;
+  return { text: `${what} (issue ${t.issue}): ${met ? 'met' : 'NOT met'}`, met };
+}
+
+function table(summaries: Summary[], hasPeer: boolean, peerName: string): string[] {
+  const head = ['Figure', 'svc (median)', 'baseline (median)', 'svc ÷ baseline'];
+  if (hasPeer) head.push(`${peerName} (median)`, `svc ÷ ${peerName}`);
+  head.push('svc, every run', 'target');
+  const lines = [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`];
+  for (const s of summaries) {
+    const t = targetOf(s);
+    const row = [s.metric.label, fmt(s.svc, s.metric.unit), fmt(s.baseline, s.baseline === null ? '' : s.metric.unit), fmtRatio(s.ratio)];
+    if (hasPeer) row.push(fmt(s.peer, s.peer === null ? '' : s.metric.unit), fmtRatio(s.peerRatio));
+    row.push(s.svcRuns.map((v) => fmt(v)).join(', ') || '—', t ? t.text : '');
+    lines.push(`| ${row.join(' | ')} |`);
+  }
+  return lines;
+}
+
+function chartGroups(results: Results, kind: 'throughput' | 'latency'): ChartGroup[] {
+  const groups: ChartGroup[] = [];
+  for (const bench of Object.values(results.benches)) {
+    for (const s of summarize(bench.runs)) {
+      if (s.metric.chart !== kind || s.svc === null) continue;
+      const bars = [{ name: 'svc', value: s.svc }];
+      if (s.baseline !== null) bars.push({ name: 'baseline', value: s.baseline });
+      if (s.peer !== null) bars.push({ name: 'peer', value: s.peer });
+      groups.push({ label: s.metric.label, unit: s.metric.unit, bars });
+    }
+  }
+  return groups;
+}
+
+/** Writes bench/REPORT.md and bench/charts/{throughput,latency}.svg from the results. */
+export function writeReport(results: Results, dir = benchDir): void {
+  const m = results.machine;
+  fs.mkdirSync(path.join(dir, 'charts'), { recursive: true });
+  const sub = `medians of ${results.bench_runs} run(s), ${m.cpus} × ${m.cpu_model}, ${results.generated_at.slice(0, 10)}; each row scaled to its own largest bar`;
+  fs.writeFileSync(path.join(dir, 'charts', 'throughput.svg'), barChart('svc benchmarks: throughput (higher is better)', sub, chartGroups(results, 'throughput')));
+  fs.writeFileSync(path.join(dir, 'charts', 'latency.svg'), barChart('svc benchmarks: latency (lower is better)', sub, chartGroups(results, 'latency')));
+
+  const out: string[] = [
+    '# Benchmark report',
+    '',
+    `Generated by \`npm run bench\` on ${results.generated_at} (regenerated on every run; raw figures of every run in [results.json](results.json)). ` +
+      `How each benchmark works, its baseline and its knobs: [docs/benchmarks.md](../docs/benchmarks.md).`,
+    '',
+    `Every figure is the **median of ${results.bench_runs} run(s)** (\`BENCH_RUNS\`). "svc ÷ baseline" is the median of the per-run ratios ` +
+      'of svc to the baseline measured in the same run: above 1 means a larger number than the baseline (better for a throughput, worse for a latency or memory figure).',
+    '',
+    '## Machine and conditions',
+    '',
+    '| | |',
+    '|---|---|',
+    `| CPU | ${m.cpus} × ${m.cpu_model} |`,
+    `| Memory | ${m.memory_gib} GiB |`,
+    `| Node.js | ${m.node} |`,
+    `| OS | ${m.os} |`,
+    `| Load average at start (1, 5, 15 min) | ${m.load_average_at_start.map((x) => x.toFixed(2)).join(', ')} |`,
+    `| Host CPU busy before the first benchmark (other work on the machine) | ${m.background_cpu_busy_pct}% |`,
+    '',
+    'The machine is shared: other engineers run test suites on the same two cores, and every benchmark runs its load generator, ' +
+      'its baseline and the service on those same cores. Absolute numbers are therefore depressed and noisy; the same-run ratios are the comparable part.',
+    '',
+    '## Charts',
+    '',
+    '![Throughput](charts/throughput.svg)',
+    '',
+    '![Latency](charts/latency.svg)',
+    '',
+    'Files: [charts/throughput.svg](charts/throughput.svg), [charts/latency.svg](charts/latency.svg).',
+    '',
+  ];
+
+  const gaps: string[] = [];
+  const met: string[] = [];
+  for (const [name, b] of Object.entries(results.benches)) {
+    const summaries = summarize(b.runs);
+    const hasPeer = summaries.some((s) => s.peer !== null);
+    out.push(`## ${b.title} (\`${name}\`)`, '', b.what, '');
+    out.push(`- Baseline: ${b.baseline}`);
+    if (b.peer) out.push(`- Peer: ${b.peer}`);
+    out.push(`- Configuration: ${b.config.join('; ')}`);
+    out.push(`- Runs: ${b.runs.length}, started ${b.started_at}, took ${Math.round(b.duration_s)} s; host CPU busy while it ran: ${b.host_cpu_busy_pct}%`);
+    for (const s of b.skipped ?? []) out.push(`- Not measured: ${s}`);
+    out.push('', ...table(summaries, hasPeer, 'peer'), '');
+    if (b.peer_config?.length) out.push('Peer configuration:', '', ...b.peer_config.map((l) => `- ${l}`), '');
+    for (const note of b.notes ?? []) out.push(note, '');
+    for (const s of summaries) {
+      const t = targetOf(s);
+      if (!t) continue;
+      const line = `${b.title}: ${s.metric.label} — ${t.text.replace(/: (met|NOT met)$/, '')}, measured ${s.metric.target?.of === 'ratio' ? fmtRatio(s.ratio) : fmt(s.svc, s.metric.unit)}`;
+      (t.met ? met : gaps).push(line);
+    }
+  }
+
+  out.push('## Targets from earlier issues', '');
+  out.push(...(met.length ? met.map((l) => `- Met: ${l}`) : ['- None met in this run.']));
+  out.push(...gaps.map((l) => `- **Not met**: ${l}`));
+  const causes = Object.values(results.benches).flatMap((b) => b.notes?.filter((n) => n.startsWith('Gap')) ?? []);
+  if (gaps.length) out.push('', 'Measured causes of the gaps (also in each section above):', '', ...causes.map((c) => `- ${c}`));
+  out.push('');
+  fs.writeFileSync(path.join(dir, 'REPORT.md'), out.join('\n'));
+}
+
+// `node dist/bench/report.js` regenerates the report from bench/results.json.
+if (process.argv[1] && fileURLToPath(import.meta.url) === path.resolve(process.argv[1])) {
+  writeReport(JSON.parse(fs.readFileSync(path.join(benchDir, 'results.json'), 'utf8')) as Results);
+}
