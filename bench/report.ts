@@ -84,7 +84,7 @@ function fmt(v: number | null, unit = ''): string {
   return unit ? `${s} ${unit}` : s;
 }
 
-const fmtRatio = (r: number | null) => (r === null ? '—' : `${round(r, r >= 10 ? 1 : 2)}×`);
+const fmtRatio = (r: number | null) => (r === null ? '—' : `${r >= 10 ? round(r, 1) : r >= 0.1 ? round(r, 2) : Number(r.toPrecision(2))}×`);
 
 function targetOf(s: Summary): { text: string; met: boolean } | null {
   const t = s.metric.target;
