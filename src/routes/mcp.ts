@@ -11,13 +11,19 @@
  * listener's own are refused (DNS rebinding). There is no CORS: browsers are not MCP clients.
  */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { AppContext } from '../http/app.js';
 import { resolveBearer } from '../http/credentials.js';
 import { ApiError, unauthorized } from '../http/errors.js';
 import type { Principal } from '../http/principal.js';
 import { markApiKeyUsed } from '../mail/api-keys.js';
-import { mcpServer } from '../mcp/server.js';
+
+/**
+ * The MCP SDK and its schema library take about half a second to load: they are loaded on the
+ * first /mcp request, not at start-up, so a service nobody reaches over MCP starts faster and
+ * stays smaller.
+ */
+let mcpModules: Promise<[typeof import('@modelcontextprotocol/sdk/server/streamableHttp.js'), typeof import('../mcp/server.js')]> | null = null;
+const loadMcp = () => (mcpModules ??= Promise.all([import('@modelcontextprotocol/sdk/server/streamableHttp.js'), import('../mcp/server.js')]));
 
 export const MCP_PATH = '/mcp';
 
@@ -76,6 +82,7 @@ export const mcpRoutes: FastifyPluginAsync = async (app) => {
           .send({ jsonrpc: '2.0', error: { code: -32000, message: `${request.method} is not supported: this MCP endpoint is stateless; send requests with POST.` }, id: null });
       }
       const principal = request.principal!;
+      const [{ StreamableHTTPServerTransport }, { mcpServer }] = await loadMcp();
       reply.hijack();
       const res = reply.raw;
       res.setHeader('cache-control', 'no-store');
