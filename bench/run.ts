@@ -52,12 +52,16 @@ const repeat = (once: () => Promise<Metric[]>) => async (runs: number): Promise<
 
 /** One ingest run: svc (with its RSS sampled from outside ingest.ts) and then the Postfix peer. */
 async function ingestRun(skipped: Set<string>): Promise<Metric[]> {
+  let home: string | null = null;
   const memory = sampleMemory(() => {
     const svc = [...running].find((p) => p.spawnargs.includes('serve'));
+    if (svc && !home) home = svc.spawnargs[svc.spawnargs.indexOf('--home') + 1] ?? null;
     return svc ? rssMiB(svc.pid) : null;
   });
   const f = await benchIngest();
   const rss = memory.stop();
+  // ingest.ts leaves its temporary home (~130 MB after 2,000 messages); remove it here.
+  if (home && path.basename(path.dirname(home)).startsWith('svc-bench-ingest-')) fs.rmSync(path.dirname(home), { recursive: true, force: true });
   const peer = await benchPostfix();
   const p = 'skipped' in peer ? null : peer;
   if ('skipped' in peer) skipped.add(`the Postfix peer: ${peer.skipped}`);
