@@ -20,6 +20,7 @@ import {
   draftById,
   draftRow,
   draftShape,
+  DRAFT_STATUSES,
   listDrafts,
   updateDraft,
   type CreateDraftBody,
@@ -39,11 +40,15 @@ export interface DraftTarget {
   draft_id: string;
 }
 
+const DraftSendStatus = Type.Union(DRAFT_STATUSES.map((s) => Type.Literal(s)));
+
 export const DraftListQuery = Type.Object(
   {
     ...PageQuery,
     ...TimeQuery,
     labels: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: MAX_LABEL_LENGTH * 4 }), { maxItems: MAX_LABELS_PER_EDIT })),
+    /** svc extension: only drafts in these states (e.g. `pending_approval` for the approval queue). */
+    send_status: Type.Optional(Type.Array(DraftSendStatus, { minItems: 1, maxItems: DRAFT_STATUSES.length })),
   },
   { additionalProperties: false },
 );
@@ -84,7 +89,7 @@ export function draftListPage(db: Db, p: Principal, inboxId: string | undefined,
     requirePermission(p, 'draft_read');
     inboxIds = p.inboxScope === 'all' ? 'all' : [...p.inboxScope].sort();
   }
-  const filters = { ...timeBounds(q), labels: queryList(q.labels) };
+  const filters = { ...timeBounds(q), labels: queryList(q.labels), sendStatus: q.send_status ? [...new Set(q.send_status)].sort() : undefined };
   const form = inboxId === undefined ? 'instance' : 'inbox';
   const { page, respond } = keysetPage(db, { route: `drafts.list.${form}`, filters: { inbox: inboxId ?? '*', ...filters, ascending: q.ascending === true }, principal: p }, q);
   const { items, next } = listDrafts(db, inboxIds, filters, page);

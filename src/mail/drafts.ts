@@ -564,6 +564,8 @@ export interface DraftFilters {
   before?: string;
   after?: string;
   labels?: string[];
+  /** Only drafts in one of these states. */
+  sendStatus?: DraftStatus[];
 }
 
 /** Drafts of the given inboxes ('all': every inbox) by last update, keyset-paged on [updated_at, rowid]. */
@@ -585,6 +587,10 @@ export function listDrafts(db: Db, inboxIds: readonly string[] | 'all', filters:
   for (const label of filters.labels ?? []) {
     where.push('EXISTS (SELECT 1 FROM json_each(d.labels) WHERE value = ?)');
     params.push(label);
+  }
+  if (filters.sendStatus) {
+    where.push('d.send_status IN (SELECT value FROM json_each(?))');
+    params.push(JSON.stringify(filters.sendStatus));
   }
   const [cmp, dir] = page.ascending ? ['>', 'ASC'] : ['<', 'DESC'];
   if (page.cursor) {

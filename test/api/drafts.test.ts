@@ -252,6 +252,26 @@ t.test('recipients take a single string; list filters by labels and time, pages 
   expectError(t, bad, 400, 'validation_error', 'limit over 100');
 });
 
+t.test('send_status filter (svc extension): only drafts in the named states, on both list forms', async (t) => {
+  const inbox = newInbox();
+  const plain = await createDraft(inbox, { subject: 'plain', text: 'x' });
+  const scheduled = await createDraft(inbox, { to: ['a@example.net'], subject: 'later', text: 'x', send_at: new Date(Date.now() + 3_600_000).toISOString() });
+  t.equal(plain.send_status, 'draft');
+  t.not(scheduled.send_status, 'draft', 'a draft with send_at is in another state');
+  const ids = async (path: string) => {
+    const res = await api<DraftList>(svc.url, 'GET', path, { token: svc.ownerToken });
+    t.equal(res.status, 200, path);
+    return res.body.drafts.map((d) => d.draft_id);
+  };
+  t.same(await ids(draftsPath(inbox, '?send_status=draft')), [plain.draft_id]);
+  t.same(await ids(draftsPath(inbox, `?send_status=${scheduled.send_status}`)), [scheduled.draft_id]);
+  t.same(await ids(draftsPath(inbox, `?send_status=draft&send_status=${scheduled.send_status}`)), [scheduled.draft_id, plain.draft_id], 'repeated: either state');
+  const everywhere = await ids(`/v0/drafts?send_status=${scheduled.send_status}&limit=100`);
+  t.ok(everywhere.includes(scheduled.draft_id) && !everywhere.includes(plain.draft_id), 'the instance-wide list filters too');
+  const bad = await api(svc.url, 'GET', draftsPath(inbox, '?send_status=waiting'), { token: svc.ownerToken });
+  expectError(t, bad, 400, 'validation_error', 'an unknown state');
+});
+
 t.test('client_id: repeating a create in the same inbox returns the existing draft, with no second event', async (t) => {
   const inbox = newInbox();
   const first = await createDraft(inbox, { client_id: 'plan-1', subject: 'First' });

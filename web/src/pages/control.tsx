@@ -26,14 +26,17 @@ interface Draft extends DraftItem {
   html: string | null;
 }
 
-/** Pages through the instance-wide draft list (newest first); the API has no status filter. */
+/**
+ * The drafts in one state across every inbox, newest first (`send_status` filter). A queue longer
+ * than DRAFT_PAGES_MAX pages shows its newest part; acting on those brings the rest up.
+ */
 const DRAFT_PAGES_MAX = 10;
 async function draftsWithStatus(status: string): Promise<DraftItem[]> {
   const out: DraftItem[] = [];
   let token: string | undefined;
   for (let i = 0; i < DRAFT_PAGES_MAX; i++) {
-    const page = await get<{ drafts: DraftItem[]; next_page_token?: string }>(`/v0/drafts${query({ limit: 100, page_token: token })}`);
-    out.push(...page.drafts.filter((d) => d.send_status === status));
+    const page = await get<{ drafts: DraftItem[]; next_page_token?: string }>(`/v0/drafts${query({ limit: 100, send_status: status, page_token: token })}`);
+    out.push(...page.drafts);
     token = page.next_page_token;
     if (!token) break;
   }
