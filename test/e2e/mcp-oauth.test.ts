@@ -8,57 +8,18 @@
 import t from 'tap';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
-import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { api, setupOwner, startSvc, type RunningSvc } from '../helpers/svc.js';
 import { openHomeDb } from '../helpers/db.js';
 import { seedMail, simpleMail } from '../helpers/mail.js';
 import { startSink, type Sink } from '../helpers/sink.js';
-import { approve, ensureWebApp, REDIRECT, visit, type Session } from '../helpers/oauth.js';
+import { approve, ensureWebApp, MemoryOAuthProvider, visit, type Session } from '../helpers/oauth.js';
 import type { Db } from '../../src/db/open.js';
 
 const INBOX = 'agent@mcp-oauth.test';
 
-/** An OAuth client provider that keeps everything in memory and records where it was sent. */
-class MemoryProvider implements OAuthClientProvider {
-  readonly redirectUrl = REDIRECT;
-  readonly clientMetadata: OAuthClientMetadata = {
-    client_name: 'MCP SDK test client',
-    redirect_uris: [REDIRECT],
-    grant_types: ['authorization_code', 'refresh_token'],
-    response_types: ['code'],
-    token_endpoint_auth_method: 'none',
-  };
-  info: OAuthClientInformationMixed | undefined;
-  saved: OAuthTokens | undefined;
-  readonly savedTokens: OAuthTokens[] = [];
-  verifier = '';
-  authorizationUrl: URL | undefined;
-
-  state(): string {
-    return 'mcp-state';
-  }
-  clientInformation() {
-    return this.info;
-  }
-  saveClientInformation(info: OAuthClientInformationMixed) {
-    this.info = info;
-  }
-  tokens() {
-    return this.saved;
-  }
-  saveTokens(tokens: OAuthTokens) {
-    this.saved = tokens;
-    this.savedTokens.push(tokens);
-  }
-  redirectToAuthorization(url: URL) {
-    this.authorizationUrl = url;
-  }
-  saveCodeVerifier(verifier: string) {
-    this.verifier = verifier;
-  }
-  codeVerifier() {
-    return this.verifier;
+class MemoryProvider extends MemoryOAuthProvider {
+  constructor() {
+    super('MCP SDK test client', 'mcp-state');
   }
 }
 

@@ -2,6 +2,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import type { OAuthClientProvider } from '@modelcontextprotocol/sdk/client/auth.js';
+import type { OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
 import { api, repoRoot, type ApiResponse } from './svc.js';
 
 /**
@@ -137,4 +139,57 @@ export function exchange(base: string, opts: { code: string; verifier: string; c
 
 export function refresh(base: string, refreshToken: string, clientId: string, extra: Record<string, string> = {}): Promise<ApiResponse<Tokens & { error?: string }>> {
   return form(base, '/oauth/token', { grant_type: 'refresh_token', refresh_token: refreshToken, client_id: clientId, ...extra });
+}
+
+/**
+ * An MCP SDK OAuth client provider that keeps everything in memory and records where it sent the
+ * owner's browser, for tests that drive the SDK's own client-side flow.
+ */
+export class MemoryOAuthProvider implements OAuthClientProvider {
+  readonly redirectUrl = REDIRECT;
+  readonly clientMetadata: OAuthClientMetadata;
+  info: OAuthClientInformationMixed | undefined;
+  saved: OAuthTokens | undefined;
+  readonly savedTokens: OAuthTokens[] = [];
+  verifier = '';
+  authorizationUrl: URL | undefined;
+
+  constructor(
+    clientName: string,
+    private readonly stateValue: string,
+  ) {
+    this.clientMetadata = {
+      client_name: clientName,
+      redirect_uris: [REDIRECT],
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    };
+  }
+
+  state(): string {
+    return this.stateValue;
+  }
+  clientInformation() {
+    return this.info;
+  }
+  saveClientInformation(info: OAuthClientInformationMixed) {
+    this.info = info;
+  }
+  tokens() {
+    return this.saved;
+  }
+  saveTokens(tokens: OAuthTokens) {
+    this.saved = tokens;
+    this.savedTokens.push(tokens);
+  }
+  redirectToAuthorization(url: URL) {
+    this.authorizationUrl = url;
+  }
+  saveCodeVerifier(verifier: string) {
+    this.verifier = verifier;
+  }
+  codeVerifier() {
+    return this.verifier;
+  }
 }
