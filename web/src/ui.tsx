@@ -148,6 +148,15 @@ export function downloadText(filename: string, text: string, type = 'text/plain'
 }
 
 /** Values from a form's named fields. */
+/** A form's submit handler: no page load; runs `fn` with the form's values under `action`. */
+export function onSubmitWith(action: { run: (fn: () => Promise<unknown>) => Promise<boolean> }, fn: (values: Record<string, string>, form: HTMLFormElement) => Promise<unknown>) {
+  return (e: Event) => {
+    e.preventDefault();
+    const form = e.currentTarget as HTMLFormElement;
+    void action.run(() => fn(formValues(form), form));
+  };
+}
+
 export function formValues(form: HTMLFormElement): Record<string, string> {
   const out: Record<string, string> = {};
   new FormData(form).forEach((v, k) => {

@@ -1,7 +1,7 @@
 /** Administration: API keys (secret shown once), webhooks with health, allow/block lists and rejections, domains. */
 import { useState } from 'preact/hooks';
 import { del, enc, get, patch, post } from '../api';
-import { ErrorBox, Loading, Page, confirmed, downloadText, formValues, useAction, useLoad, when } from '../ui';
+import { ErrorBox, Loading, Page, confirmed, downloadText, formValues, onSubmitWith, useAction, useLoad, when } from '../ui';
 import type { Inbox } from './mail';
 import { EVENT_TYPES } from '../../../src/events/event-types';
 
@@ -252,17 +252,12 @@ export function WebhooksPage() {
           <strong>New webhook</strong>
         </summary>
         <form
-          onSubmit={(e) => {
-            e.preventDefault();
-            const form = e.currentTarget;
-            const v = formValues(form);
-            void action.run(async () => {
-              const created = await post<{ secret: string }>('/v0/webhooks', { url: v.url, event_types: checkedValues(form, 'event') });
-              setSecret(created.secret);
-              form.reset();
-              hooks.reload();
-            });
-          }}
+          onSubmit={onSubmitWith(action, async (v, form) => {
+            const created = await post<{ secret: string }>('/v0/webhooks', { url: v.url, event_types: checkedValues(form, 'event') });
+            setSecret(created.secret);
+            form.reset();
+            hooks.reload();
+          })}
         >
           <label>
             URL
@@ -383,16 +378,11 @@ export function ListsPage() {
       </div>
       <form
         class="row"
-        onSubmit={(e) => {
-          e.preventDefault();
-          const form = e.currentTarget;
-          const v = formValues(form);
-          void action.run(async () => {
-            await post(base, { entry: v.entry, ...(v.reason ? { reason: v.reason } : {}) });
-            form.reset();
-            entries.reload();
-          });
-        }}
+        onSubmit={onSubmitWith(action, async (v, form) => {
+          await post(base, { entry: v.entry, ...(v.reason ? { reason: v.reason } : {}) });
+          form.reset();
+          entries.reload();
+        })}
       >
         <input name="entry" required aria-label="Address or domain" placeholder="address or domain" />
         <input name="reason" aria-label="Reason" placeholder="reason (optional)" />
@@ -587,17 +577,12 @@ export function DomainsPage() {
     <Page title="Domains">
       <form
         class="card row"
-        onSubmit={(e) => {
-          e.preventDefault();
-          const form = e.currentTarget;
-          const v = formValues(form);
-          void action.run(async () => {
-            const created = await post<DomainItem>('/v0/domains', { domain: v.domain });
-            form.reset();
-            domains.reload();
-            setOpen(created.domain_id);
-          });
-        }}
+        onSubmit={onSubmitWith(action, async (v, form) => {
+          const created = await post<DomainItem>('/v0/domains', { domain: v.domain });
+          form.reset();
+          domains.reload();
+          setOpen(created.domain_id);
+        })}
       >
         <label>
           Domain

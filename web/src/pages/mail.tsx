@@ -3,7 +3,7 @@ import { useState } from 'preact/hooks';
 import { del, enc, get, patch, post, query } from '../api';
 import { useLiveEvents } from '../live';
 import { navigate } from '../router';
-import { ErrorBox, Labels, Loading, Page, confirmed, formValues, useAction, useLoad, when } from '../ui';
+import { ErrorBox, Labels, Loading, Page, confirmed, formValues, onSubmitWith, useAction, useLoad, when } from '../ui';
 
 export interface Inbox {
   inbox_id: string;
@@ -43,16 +43,11 @@ export function InboxesPage() {
     <Page title="Inboxes">
       <form
         class="card row"
-        onSubmit={(e) => {
-          e.preventDefault();
-          const form = e.currentTarget;
-          const v = formValues(form);
-          void create.run(async () => {
-            await post('/v0/inboxes', { username: v.username || undefined, domain: v.domain, display_name: v.display_name || undefined });
-            form.reset();
-            inboxes.reload();
-          });
-        }}
+        onSubmit={onSubmitWith(create, async (v, form) => {
+          await post('/v0/inboxes', { username: v.username || undefined, domain: v.domain, display_name: v.display_name || undefined });
+          form.reset();
+          inboxes.reload();
+        })}
       >
         <label>
           Username
