@@ -8,16 +8,14 @@ import cookie from '@fastify/cookie';
 import websocket from '@fastify/websocket';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
-import { ApiError, ownerOnly, unauthorized } from './errors.js';
-import { isOwner, type Access, type Listener, type Principal } from './principal.js';
+import { ApiError } from './errors.js';
+import type { Listener, Principal } from './principal.js';
+import { installGate, noRoute } from '../auth/gate.js';
 import type { OwnerAccount } from '../owner/owner-account.js';
 import type { Db } from '../db/open.js';
 import type { Bus } from '../supervisor/bus.js';
 import type { CpuPool } from '../supervisor/pool.js';
-import { CSRF_HEADER, SESSION_COOKIE } from '../owner/limits.js';
-import { resolveBearer } from './credentials.js';
 import { noteChange } from '../db/stamp.js';
-import { markApiKeyUsed } from '../mail/api-keys.js';
 import { ownerRoutes } from '../routes/owner.js';
 import { transportRoutes } from '../routes/transport.js';
 import { inboundRoutes } from '../routes/inbound.js';
@@ -60,15 +58,10 @@ declare module 'fastify' {
   interface FastifyRequest {
     principal: Principal | null;
   }
-  interface FastifyContextConfig {
-    auth?: Access;
-  }
 }
 
 const BODY_LIMIT = 8 * 1024 * 1024;
 const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
-/** Query names that would carry a credential; refused so credentials never travel in URLs. */
-const URL_CREDENTIALS = ['access_token', 'api_key', 'token', 'key', 'authorization'];
 
 function makeAjv(coerce: boolean): Ajv {
   const ajv = new Ajv({ removeAdditional: false, useDefaults: true, coerceTypes: coerce ? 'array' : false, allErrors: false, strict: false });
@@ -79,10 +72,6 @@ function makeAjv(coerce: boolean): Ajv {
 export function sendError(reply: FastifyReply, err: ApiError): FastifyReply {
   if (err.headers) reply.headers(err.headers);
   return reply.code(err.status).type('application/json; charset=utf-8').send(err.toBody());
-}
-
-function isApiPath(url: string): boolean {
-  return url === '/v0' || url.startsWith('/v0/') || url.startsWith('/v0?');
 }
 
 /**
@@ -181,27 +170,11 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
 
   await app.register(cookie);
   await app.register(websocket, { options: { maxPayload: 64 * 1024, handleProtocols: (offered: Set<string>) => (offered.has('svc.events') ? 'svc.events' : false) }, preClose: async function (this: FastifyInstance) { for (const socket of this.websocketServer.clients) socket.close(1001, 'svc is stopping'); } });
+  // After the cookie parser (the gate reads cookies) and before any route (each must declare its access).
+  installGate(app, ctx);
 
   app.setErrorHandler((err, request, reply) => sendError(reply, toApiError(err, request)));
-  app.setNotFoundHandler((request, reply) => {
-    if (isApiPath(request.url)) return sendError(reply, noRoute(request));
-    return sendError(reply, new ApiError('not_found', 'Not found.'));
-  });
-
-  app.addHook('onRequest', async (request) => {
-    if (!isApiPath(request.url)) return;
-    rejectForeignOrigin(request, ctx.origin());
-    const query = request.query as Record<string, unknown> | undefined;
-    if (query && URL_CREDENTIALS.some((k) => k in query)) {
-      throw new ApiError('validation_error', 'Credentials are not accepted in the URL.', { fix: 'Send the credential in the `Authorization: Bearer` header.' });
-    }
-    const access = request.routeOptions.config?.auth;
-    if (!access) return; // unknown route: the not-found handler answers
-    // The tunnel serves agent routes only: owner routes do not exist there (spec §5.2, ARCHITECTURE §7).
-    if (ctx.listener === 'tunnel' && (access === 'owner' || access === 'owner_bearer' || isOwnerPath(request.url))) throw noRoute(request);
-    request.principal = authenticate(request, ctx);
-    authorize(request, access);
-  });
+  app.setNotFoundHandler((request, reply) => sendError(reply, noRoute(request)));
 
   // A bodiless POST/PATCH/DELETE is validated as an empty object, so required fields are
   // reported by name and routes without fields accept it.
@@ -244,58 +217,4 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   // The owner web app is for the owner's own browser: never on the tunnel listener (spec §5.2).
   if (ctx.listener === 'local') await app.register(webAppRoutes);
   return app;
-}
-
-/** The answer for a path with no route; owner routes on the tunnel answer the same. */
-function noRoute(request: FastifyRequest): ApiError {
-  return new ApiError('not_found', `There is no route ${request.method} ${request.url.split('?')[0]}.`, { fix: 'Check the path against the API reference; the API lives under /v0.' });
-}
-
-function isOwnerPath(url: string): boolean {
-  return url === '/v0/owner' || url.startsWith('/v0/owner/') || url.startsWith('/v0/owner?');
-}
-
-/** Browsers must come from the listener's own origin (spec §4: cross-origin requests are rejected). */
-function rejectForeignOrigin(request: FastifyRequest, ownOrigin: string): void {
-  const origin = request.headers.origin;
-  const site = request.headers['sec-fetch-site'];
-  const allowed = [ownOrigin, ownOrigin.replace('//127.0.0.1:', '//localhost:')];
-  if ((origin !== undefined && !allowed.includes(origin)) || site === 'cross-site' || site === 'same-site') {
-    throw new ApiError('forbidden', 'Cross-origin requests are not allowed.', { fix: `Call the API from ${ownOrigin} or from a non-browser client.` });
-  }
-}
-
-/** Authorization header first (cookies ignored when present), then the session cookie. */
-function authenticate(request: FastifyRequest, ctx: AppContext): Principal | null {
-  const header = request.headers.authorization;
-  if (header !== undefined) {
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (!match) throw unauthorized('The Authorization header must be `Bearer <credential>`.');
-    const principal = resolveBearer(ctx.db, ctx.owner, match[1], { origin: ctx.origin(), audience: '/v0', listener: ctx.listener });
-    if (!principal) throw unauthorized('The credential is not valid, or it was revoked or expired.');
-    if (principal.kind === 'api_key') markApiKeyUsed(ctx.db, principal.id);
-    return principal;
-  }
-  const cookieToken = request.cookies[SESSION_COOKIE];
-  if (!cookieToken || ctx.listener !== 'local') return null;
-  const principal = ctx.owner.sessionPrincipal(cookieToken);
-  if (principal && UNSAFE.has(request.method) && !csrfMatches(request, principal)) {
-    throw new ApiError('forbidden', 'The X-Svc-CSRF header is missing or wrong.', { fix: 'Send the csrf_token from login or GET /v0/owner/status in the X-Svc-CSRF header.' });
-  }
-  return principal;
-}
-
-function csrfMatches(request: FastifyRequest, principal: Principal): boolean {
-  const sent = request.headers[CSRF_HEADER];
-  return typeof sent === 'string' && principal.csrfToken !== undefined && sent === principal.csrfToken;
-}
-
-function authorize(request: FastifyRequest, access: Access): void {
-  const p = request.principal;
-  if (access === 'public') return;
-  if (!p) throw unauthorized();
-  if (access === 'owner' && !isOwner(p)) throw ownerOnly();
-  if (access === 'owner_bearer' && p.kind !== 'owner') {
-    throw new ApiError('missing_permission', 'This route needs the owner bearer token.', { fix: 'Use the owner_token from connection.json (the local CLI does this for you).' });
-  }
 }

@@ -45,6 +45,3 @@ export function hasPermission(p: Principal, permission: string): boolean {
 export function inScope(p: Principal, inboxId: string): boolean {
   return p.inboxScope === 'all' || p.inboxScope.has(inboxId);
 }
-
-/** Route access levels, set in each route's `config.auth`. */
-export type Access = 'public' | 'owner' | 'owner_bearer' | 'agent';

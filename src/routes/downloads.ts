@@ -131,7 +131,7 @@ function requestOrigin(request: FastifyRequest): string {
 export const downloadRoutes: FastifyPluginAsync = async (app) => {
   const { db } = app.svc;
 
-  app.get<{ Params: Static<typeof TokenParams> }>('/downloads/:token', { config: { auth: 'public' }, schema: { params: TokenParams } }, async (request, reply) => {
+  app.get<{ Params: Static<typeof TokenParams> }>('/downloads/:token', { config: { auth: 'public', origins: 'navigation' }, schema: { params: TokenParams } }, async (request, reply) => {
     const claims = readDownloadToken(request.params.token);
     // A URL for 127.0.0.1 fetched as localhost (or through another listener) is a different origin.
     // Tunnel traffic arrives over plain HTTP from the connector: the listener itself is the origin.

@@ -10,6 +10,7 @@
  */
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../http/errors.js';
+import { GateRefusal } from '../auth/gate.js';
 import { webAppDir } from '../http/web-app.js';
 import { SESSION_COOKIE } from '../owner/limits.js';
 import { findClient, clientRedirectUris, readRegistration, registerClient, registrationResponse } from '../oauth/clients.js';
@@ -36,6 +37,9 @@ const CODE_CHALLENGE = /^[A-Za-z0-9._~-]{43,128}$/;
 
 type Params = Record<string, unknown>;
 
+/** Discovery, registration, token and revocation: no credential, any origin (spec §5.3). */
+const ANY_ORIGIN = { config: { auth: 'none', origins: 'any' } } as const;
+
 const rateLimited = () =>
   new OAuthError('temporarily_unavailable', `Too many requests; try again in ${RETRY_AFTER_SECONDS} seconds.`, 429, { 'retry-after': String(RETRY_AFTER_SECONDS) });
 
@@ -59,6 +63,7 @@ function required(params: Params, name: string, fail?: (d: string) => OAuthError
 /** Body and parser failures in this plugin's terms; anything unexpected is a bare server_error. */
 function toOAuthError(err: unknown, request: FastifyRequest): OAuthError {
   if (err instanceof OAuthError) return err;
+  if (err instanceof GateRefusal) return new OAuthError('invalid_request', err.message, err.status);
   const code = (err as FastifyError).code;
   if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new OAuthError('invalid_request', `The request body is larger than ${TOKEN_BODY_MAX / 1024} KiB.`, 413);
   if (code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return new OAuthError('invalid_request', 'Send the parameters as application/x-www-form-urlencoded or as JSON.');
@@ -103,7 +108,7 @@ export const oauthRoutes: FastifyPluginAsync = async (app) => {
   app.addHook('onSend', async (request, reply) => {
     if (request.routeOptions.url !== '/oauth/authorize') reply.header('access-control-allow-origin', '*');
   });
-  for (const path of CORS_PATHS) app.options(path, async (_request, reply) => reply.code(204).headers(CORS_HEADERS).send());
+  for (const path of CORS_PATHS) app.options(path, ANY_ORIGIN, async (_request, reply) => reply.code(204).headers(CORS_HEADERS).send());
 
   // --- Discovery (RFC 9728, RFC 8414) ---
 
@@ -113,12 +118,12 @@ export const oauthRoutes: FastifyPluginAsync = async (app) => {
     scopes_supported: [SCOPE],
     bearer_methods_supported: ['header'],
   });
-  app.get(`${RESOURCE_METADATA}/mcp`, async () => resourceMetadata('/mcp'));
-  app.get(`${RESOURCE_METADATA}/v0`, async () => resourceMetadata('/v0'));
+  app.get(`${RESOURCE_METADATA}/mcp`, ANY_ORIGIN, async () => resourceMetadata('/mcp'));
+  app.get(`${RESOURCE_METADATA}/v0`, ANY_ORIGIN, async () => resourceMetadata('/v0'));
   // Clients that only probe the root (no path-aware discovery) are MCP clients: answer for /mcp.
-  app.get(RESOURCE_METADATA, async () => resourceMetadata('/mcp'));
+  app.get(RESOURCE_METADATA, ANY_ORIGIN, async () => resourceMetadata('/mcp'));
 
-  app.get(SERVER_METADATA, async () => ({
+  app.get(SERVER_METADATA, ANY_ORIGIN, async () => ({
     issuer: origin(),
     authorization_endpoint: `${origin()}/oauth/authorize`,
     token_endpoint: `${origin()}/oauth/token`,
@@ -135,14 +140,16 @@ export const oauthRoutes: FastifyPluginAsync = async (app) => {
 
   // --- Registration (RFC 7591) ---
 
-  app.post('/oauth/register', { bodyLimit: TOKEN_BODY_MAX }, async (request, reply) => {
+  app.post('/oauth/register', { ...ANY_ORIGIN, bodyLimit: TOKEN_BODY_MAX }, async (request, reply) => {
     const row = registerClient(db, readRegistration(request.body));
     return reply.code(201).send(registrationResponse(row));
   });
 
   // --- Authorization (RFC 6749 §4.1.1, PKCE, RFC 8707 resource) ---
 
-  app.get('/oauth/authorize', async (request, reply) => {
+  // Opened in the owner's browser by the client: a top-level navigation from anywhere; it only
+  // redirects, and consent itself happens in the web app.
+  app.get('/oauth/authorize', { config: { auth: 'none', origins: 'navigation' } }, async (request, reply) => {
     if (webAppDir() === null) {
       throw new OAuthError('not_supported', 'The owner web app is not built into this svc, so there is no consent screen; OAuth sign-in is unavailable. Use an API key instead.');
     }
@@ -199,6 +206,7 @@ export const oauthRoutes: FastifyPluginAsync = async (app) => {
   app.post(
     '/oauth/token',
     {
+      ...ANY_ORIGIN,
       bodyLimit: TOKEN_BODY_MAX,
       onRequest: async () => {
         if (!tokenWindow.take()) throw rateLimited();
@@ -242,6 +250,7 @@ export const oauthRoutes: FastifyPluginAsync = async (app) => {
   app.post(
     '/oauth/revoke',
     {
+      ...ANY_ORIGIN,
       bodyLimit: TOKEN_BODY_MAX,
       onRequest: async () => {
         if (!revokeWindow.take()) throw rateLimited();

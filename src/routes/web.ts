@@ -109,7 +109,8 @@ export const webAppRoutes: FastifyPluginAsync = async (app) => {
     if (cache !== undefined) reply.header('cache-control', cache);
   });
 
-  app.get('/*', async (request, reply) => {
+  // Public files; a link to the app from elsewhere is a top-level navigation and allowed.
+  app.get('/*', { config: { auth: 'none', origins: 'navigation' } }, async (request, reply) => {
     const urlPath = request.url.split('?')[0];
     if (isApiPath(urlPath)) return reply.callNotFound();
     let decoded: string;

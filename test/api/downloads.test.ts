@@ -145,7 +145,7 @@ t.test('revoking or expiring the issuing API key makes its URLs 401', async (t) 
 t.test('an owner session URL works without the cookie and ends when the session does', async (t) => {
   const inbox = await seededInbox();
   const session = await setupOwner(svc);
-  const url = await urlFor(inbox, { headers: { cookie: session.cookie } });
+  const url = await urlFor(inbox, { headers: { cookie: session.cookie, 'x-svc-csrf': session.csrf } });
   t.equal((await fetchUrl(url)).status, 200, 'no cookie needed');
   const ownerUrl = await urlFor(inbox, { token: svc.ownerToken });
   const logout = await api(svc.url, 'POST', '/v0/owner/logout', { headers: { cookie: session.cookie, 'x-svc-csrf': session.csrf } });

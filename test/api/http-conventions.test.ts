@@ -83,8 +83,8 @@ t.test('credentials are never taken from the URL', async (t) => {
 
 t.test('a bad bearer is 401 and the cookie is ignored when Authorization is present', async (t) => {
   const session = await setupOwner(svc);
-  const withCookie = await api(svc.url, 'GET', '/v0/owner/sessions', { headers: { cookie: session.cookie } });
-  t.equal(withCookie.status, 200, 'the cookie alone works');
+  const withCookie = await api(svc.url, 'GET', '/v0/owner/sessions', { headers: { cookie: session.cookie, 'x-svc-csrf': session.csrf } });
+  t.equal(withCookie.status, 200, 'the cookie with its CSRF token works');
   const badBearer = await api(svc.url, 'GET', '/v0/owner/sessions', { headers: { cookie: session.cookie, authorization: 'Bearer wrong' } });
   t.equal(badBearer.status, 401, 'a present Authorization header wins over the cookie');
   const malformed = await api(svc.url, 'GET', '/v0/owner/sessions', { headers: { authorization: 'Basic abc' } });

@@ -3,10 +3,12 @@
  * browser is sent to the loopback origin for consent, tokens work only on the origin they were
  * issued for, owner OAuth routes do not exist there, rate counters are per listener, and a new
  * remote hostname leaves tokens for the old one with nowhere to work. The tunnel listener is
- * called directly on its loopback port; its origin is `https://<hostname>`.
+ * reached through the stand-in connector, which sends the public hostname as `Host`; its origin
+ * is `https://<hostname>`.
  */
 import t from 'tap';
 import { api, setupOwner, startSvc, type RunningSvc } from '../helpers/svc.js';
+import { answers, freePort, tunnelProxyCommand } from '../helpers/tunnel.js';
 import { authorizePath, ensureWebApp, exchange, form, pkce, approve, REDIRECT, refresh, register, visit, type Session, type Tokens } from '../helpers/oauth.js';
 
 const HOST = 'mail.oauth.test';
@@ -20,11 +22,13 @@ interface RemoteView {
   listener: { port: number | null };
 }
 
-/** Enables remote access for `hostname` and returns the tunnel listener's own base URL. */
+/** Enables remote access for `hostname` and returns the base URL of the connector in front of it. */
 async function enableTunnel(hostname: string): Promise<string> {
-  const res = await api<RemoteView>(svc.url, 'POST', '/v0/owner/remote/enable', { token: svc.ownerToken, body: { hostname, command: 'sleep 600' } });
+  const port = await freePort();
+  const res = await api<RemoteView>(svc.url, 'POST', '/v0/owner/remote/enable', { token: svc.ownerToken, body: { hostname, command: tunnelProxyCommand(port) } });
   if (res.status !== 200 || !res.body.listener.port) throw new Error(`enable: ${res.status} ${res.text}`);
-  return `http://127.0.0.1:${res.body.listener.port}`;
+  for (let i = 0; i < 100 && !(await answers(port)); i++) await new Promise((r) => setTimeout(r, 100));
+  return `http://127.0.0.1:${port}`;
 }
 
 /** Register, authorize and approve through `base`, and exchange the code there. */
@@ -103,8 +107,8 @@ t.test('over the tunnel', async (t) => {
   t.test('token rate windows are counted per listener', async (t) => {
     const statuses: number[] = [];
     for (let batch = 0; batch < 7; batch++) {
-      const answers = await Promise.all(Array.from({ length: 20 }, () => form(svc.url, '/oauth/token', { grant_type: 'none' })));
-      statuses.push(...answers.map((a) => a.status));
+      const replies = await Promise.all(Array.from({ length: 20 }, () => form(svc.url, '/oauth/token', { grant_type: 'none' })));
+      statuses.push(...replies.map((a) => a.status));
     }
     t.ok(statuses.includes(429), 'loopback is over its limit');
     const through = await refresh(tunnel, tunnelV0.tokens.refresh_token, tunnelV0.clientId);

@@ -248,7 +248,7 @@ t.test('consent: the owner reads the request with its defaults', async (t) => {
   const { challenge } = pkce();
   const requestId = await startConsent(svc.url, session, { clientId, resource: V0, challenge, state: 'st' });
   t.match(requestId, UUIDV7);
-  const res = await api<Record<string, unknown>>(svc.url, 'GET', `/v0/owner/oauth/requests/${requestId}`, { headers: { cookie: session.cookie } });
+  const res = await api<Record<string, unknown>>(svc.url, 'GET', `/v0/owner/oauth/requests/${requestId}`, { headers: { cookie: session.cookie, 'x-svc-csrf': session.csrf } });
   t.equal(res.status, 200);
   const defaults = res.body.defaults as { permissions: Record<string, boolean>; send_policy: string; inbox_ids: string[] };
   t.match(res.body, { request_id: requestId, client_id: clientId, client_name: 'Test Client', redirect_uri: REDIRECT, redirect_host: '127.0.0.1:53682', verified: false, resource: V0 });
@@ -489,7 +489,7 @@ t.test('owner: clients with their grants; revoking a grant; purging registration
     svc.url,
     'GET',
     '/v0/owner/oauth/clients?limit=100',
-    { headers: { cookie: session.cookie } },
+    { headers: { cookie: session.cookie, 'x-svc-csrf': session.csrf } },
   );
   t.equal(list.status, 200);
   t.equal(list.body.limit, 100);

@@ -32,9 +32,12 @@ t.test('setup: code and password rules, once only', async (t) => {
   t.match(setCookie, /Path=\//);
   const again = await api(svc.url, 'POST', '/v0/owner/setup', { body: { password: OWNER_PASSWORD, code: svc.setupCode } });
   t.equal(again.status, 409, 'setup works once');
-  const status = await api(svc.url, 'GET', '/v0/owner/status', { headers: { cookie: sessionCookie(ok) } });
+  const status = await api(svc.url, 'GET', '/v0/owner/status', { headers: { cookie: sessionCookie(ok), 'x-svc-csrf': ok.body.csrf_token } });
   t.same(status.body, { setup_required: false, authenticated: true, locked: false });
-  t.equal(status.headers.get('x-svc-csrf'), ok.body.csrf_token, 'status returns the CSRF token for the session');
+  t.equal(status.headers.get('x-svc-csrf'), ok.body.csrf_token, 'status confirms the CSRF token of the session');
+  const cookieOnly = await api(svc.url, 'GET', '/v0/owner/status', { headers: { cookie: sessionCookie(ok) } });
+  t.same(cookieOnly.body, { setup_required: false, authenticated: false, locked: false }, 'the cookie alone is no session');
+  t.notOk(cookieOnly.headers.get('x-svc-csrf'), 'and never learns the CSRF token');
   const anonymous = await api(svc.url, 'GET', '/v0/owner/status');
   t.same(anonymous.body, { setup_required: false, authenticated: false, locked: false });
   t.notOk(anonymous.headers.get('x-svc-csrf'));
@@ -51,7 +54,7 @@ t.test('login, throttling, sessions, logout and password change', async (t) => {
     const { res, cookie, csrf } = await login(svc);
     t.equal(res.status, 200);
     t.ok(csrf);
-    const sessions = await api<{ sessions: { session_id: string; user_agent: string; current: boolean }[]; count: number }>(svc.url, 'GET', '/v0/owner/sessions', { headers: { cookie } });
+    const sessions = await api<{ sessions: { session_id: string; user_agent: string; current: boolean }[]; count: number }>(svc.url, 'GET', '/v0/owner/sessions', { headers: { cookie, 'x-svc-csrf': csrf } });
     t.equal(sessions.status, 200);
     const mine = sessions.body.sessions.find((s) => s.current)!;
     t.ok(mine, 'the caller\'s session is marked current');
@@ -59,29 +62,31 @@ t.test('login, throttling, sessions, logout and password change', async (t) => {
     t.notMatch(sessions.text, /Mozilla/, 'the raw user agent never comes back');
   });
 
-  t.test('CSRF: unsafe methods with a cookie need X-Svc-CSRF', async (t) => {
+  t.test('CSRF: every request with a cookie needs X-Svc-CSRF', async (t) => {
     const { cookie, csrf } = await login(svc);
     const without = await api(svc.url, 'POST', '/v0/owner/logout', { headers: { cookie } });
     t.equal(without.status, 403);
     t.equal((without.body as { code: string }).code, 'forbidden');
     const wrong = await api(svc.url, 'POST', '/v0/owner/logout', { headers: { cookie, 'x-svc-csrf': 'nope' } });
     t.equal(wrong.status, 403);
+    const readWithout = await api(svc.url, 'GET', '/v0/owner/sessions', { headers: { cookie } });
+    t.equal(readWithout.status, 403, 'reads need the token too: the cookie alone may be a port-mate\'s copy');
     const ok = await api(svc.url, 'POST', '/v0/owner/logout', { headers: { cookie, 'x-svc-csrf': csrf } });
     t.equal(ok.status, 200);
     t.equal(ok.text, '', 'empty 200');
-    const after = await api(svc.url, 'GET', '/v0/owner/sessions', { headers: { cookie } });
+    const after = await api(svc.url, 'GET', '/v0/owner/sessions', { headers: { cookie, 'x-svc-csrf': csrf } });
     t.equal(after.status, 401, 'the session ended');
   });
 
   t.test('delete a session by id', async (t) => {
     const a = await login(svc);
     const b = await login(svc);
-    const list = await api<{ sessions: { session_id: string; current: boolean }[] }>(svc.url, 'GET', '/v0/owner/sessions', { headers: { cookie: b.cookie } });
+    const list = await api<{ sessions: { session_id: string; current: boolean }[] }>(svc.url, 'GET', '/v0/owner/sessions', { headers: { cookie: b.cookie, 'x-svc-csrf': b.csrf } });
     const bId = list.body.sessions.find((s) => s.current)!.session_id;
     const del = await api(svc.url, 'DELETE', `/v0/owner/sessions/${bId}`, { headers: { cookie: a.cookie, 'x-svc-csrf': a.csrf } });
     t.equal(del.status, 200);
-    t.equal((await api(svc.url, 'GET', '/v0/owner/sessions', { headers: { cookie: b.cookie } })).status, 401);
-    t.equal((await api(svc.url, 'GET', '/v0/owner/sessions', { headers: { cookie: a.cookie } })).status, 200);
+    t.equal((await api(svc.url, 'GET', '/v0/owner/sessions', { headers: { cookie: b.cookie, 'x-svc-csrf': b.csrf } })).status, 401);
+    t.equal((await api(svc.url, 'GET', '/v0/owner/sessions', { headers: { cookie: a.cookie, 'x-svc-csrf': a.csrf } })).status, 200);
     const unknown = await api(svc.url, 'DELETE', `/v0/owner/sessions/${bId}`, { token: svc.ownerToken });
     t.equal(unknown.status, 404);
   });
@@ -95,12 +100,12 @@ t.test('login, throttling, sessions, logout and password change', async (t) => {
     t.equal(short.status, 400);
     const ok = await api(svc.url, 'POST', '/v0/owner/password', { headers: { cookie: keep.cookie, 'x-svc-csrf': keep.csrf }, body: { current_password: OWNER_PASSWORD, password: 'a brand new password' } });
     t.equal(ok.status, 200);
-    t.equal((await api(svc.url, 'GET', '/v0/owner/sessions', { headers: { cookie: other.cookie } })).status, 401, 'other session signed out');
-    t.equal((await api(svc.url, 'GET', '/v0/owner/sessions', { headers: { cookie: keep.cookie } })).status, 200, 'the caller stays signed in');
+    t.equal((await api(svc.url, 'GET', '/v0/owner/sessions', { headers: { cookie: other.cookie, 'x-svc-csrf': other.csrf } })).status, 401, 'other session signed out');
+    t.equal((await api(svc.url, 'GET', '/v0/owner/sessions', { headers: { cookie: keep.cookie, 'x-svc-csrf': keep.csrf } })).status, 200, 'the caller stays signed in');
     t.equal((await login(svc)).res.status, 401, 'old password no longer works');
     t.equal((await login(svc, 'a brand new password')).res.status, 200);
     await api(svc.url, 'POST', '/v0/owner/password', { token: svc.ownerToken, body: { current_password: 'a brand new password', password: OWNER_PASSWORD } });
-    t.equal((await api(svc.url, 'GET', '/v0/owner/sessions', { headers: { cookie: keep.cookie } })).status, 401, 'a change by the bearer signs out every session');
+    t.equal((await api(svc.url, 'GET', '/v0/owner/sessions', { headers: { cookie: keep.cookie, 'x-svc-csrf': keep.csrf } })).status, 401, 'a change by the bearer signs out every session');
   });
 
 });
@@ -123,7 +128,7 @@ t.test('login links: owner bearer only, single use', async (t) => {
   const redeemed = await api<{ csrf_token: string }>(svc.url, 'POST', '/v0/owner/login-links/redeem', { body: { token } });
   t.equal(redeemed.status, 200);
   t.ok(redeemed.body.csrf_token);
-  t.equal((await api(svc.url, 'GET', '/v0/owner/sessions', { headers: { cookie: sessionCookie(redeemed) } })).status, 200);
+  t.equal((await api(svc.url, 'GET', '/v0/owner/sessions', { headers: { cookie: sessionCookie(redeemed), 'x-svc-csrf': redeemed.body.csrf_token } })).status, 200);
   const reuse = await api(svc.url, 'POST', '/v0/owner/login-links/redeem', { body: { token } });
   t.equal(reuse.status, 401, 'single use');
   const bogus = await api(svc.url, 'POST', '/v0/owner/login-links/redeem', { body: { token: 'svc_link_bogus' } });

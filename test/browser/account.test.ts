@@ -89,6 +89,7 @@ t.test('sessions are listed and another session can be signed out', async (t) =>
   const other = await api(svc.url, 'POST', '/v0/owner/login', { body: { password: OWNER_PASSWORD }, headers: { 'user-agent': 'other-device' } });
   t.equal(other.status, 200);
   const otherCookie = (other.headers.get('set-cookie') ?? '').split(';')[0];
+  const otherCsrf = (other.body as { csrf_token: string }).csrf_token;
   await page.goto(svc.url + '/account');
   const rows = page.locator('[data-testid="sessions"] tbody tr');
   await t.resolves(rows.nth(1).waitFor(), 'two sessions listed');
@@ -98,7 +99,7 @@ t.test('sessions are listed and another session can be signed out', async (t) =>
   page.once('dialog', (d) => void d.accept());
   await page.locator('[data-testid="sessions"] tbody tr', { hasNotText: 'this browser' }).getByRole('button', { name: 'Sign out' }).click();
   await t.resolves(page.waitForFunction(() => document.querySelectorAll('[data-testid="sessions"] tbody tr').length === 1));
-  const check = await api(svc.url, 'GET', '/v0/owner/sessions', { headers: { cookie: otherCookie } });
+  const check = await api(svc.url, 'GET', '/v0/owner/sessions', { headers: { cookie: otherCookie, 'x-svc-csrf': otherCsrf } });
   t.equal(check.status, 401, 'the other session no longer works');
 });
 

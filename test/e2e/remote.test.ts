@@ -7,15 +7,13 @@
  */
 import t from 'tap';
 import fs from 'node:fs';
-import net from 'node:net';
-import path from 'node:path';
 import WebSocket from 'ws';
-import { api, repoRoot, startSvc, type RunningSvc } from '../helpers/svc.js';
+import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
+import { answers, freePort, tunnelProxyCommand } from '../helpers/tunnel.js';
 import { insertApiKey, insertInbox, openHomeDb } from '../helpers/db.js';
 import { seedMail, simpleMail } from '../helpers/mail.js';
 import type { Db } from '../../src/db/open.js';
 
-const PROXY = path.join(repoRoot, 'test', 'fixtures', 'tunnel-proxy.mjs');
 const HOST = 'mail.example.test';
 const NEW_HOST = 'agents.example.test';
 const BACKOFF_BASE_MS = 200;
@@ -42,29 +40,6 @@ interface RemoteView {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-/** Whether anything accepts TCP connections on the loopback port. */
-function answers(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
 
 /** Live (not zombie) processes in the process group, read from /proc. */
 function groupMembers(pgid: number): number[] {
@@ -101,9 +76,7 @@ let proxy: string;
 let inbox: string;
 let other: string;
 let agentKey: string;
-// No `exec`: the shell stays the connector's pid and the proxy its child, so killing the
-// connector's process group (not just the pid) is what keeps the proxy from outliving it.
-const command = () => `"${process.execPath}" "${PROXY}" ${proxyPort}`;
+const command = () => tunnelProxyCommand(proxyPort);
 
 const remote = async () => (await api<RemoteView>(svc.url, 'GET', '/v0/owner/remote', { token: svc.ownerToken })).body;
 const runningConnector = (previousPid: number | null = null) =>

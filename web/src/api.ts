@@ -1,7 +1,8 @@
 /**
  * Talking to svc's REST API from the owner's browser (spec §5.1): the session cookie travels by
- * itself (same origin); unsafe methods carry the CSRF token in `X-Svc-CSRF`. The token comes from
- * login/setup/redeem answers or from the `X-Svc-CSRF` header of GET /v0/owner/status.
+ * itself (same origin), and every request carries the CSRF token in `X-Svc-CSRF`. The cookie
+ * alone is no session (browsers send it to every port of 127.0.0.1; docs/security.md), so the
+ * token, from the login/setup/redeem answer, is kept in this origin's own storage.
  */
 
 export interface ErrorBody {
@@ -23,11 +24,27 @@ export class ApiFailure extends Error {
   }
 }
 
-let csrfToken: string | null = null;
+/** localStorage is per origin, port included: another local port's page cannot read it. */
+const CSRF_STORAGE_KEY = 'svc.csrf';
+let csrfToken: string | null = readStoredCsrf();
 const signedOutListeners = new Set<() => void>();
+
+function readStoredCsrf(): string | null {
+  try {
+    return window.localStorage.getItem(CSRF_STORAGE_KEY);
+  } catch {
+    return null; // storage disabled: the token lives for this page only
+  }
+}
 
 export function setCsrf(token: string | null): void {
   csrfToken = token;
+  try {
+    if (token === null) window.localStorage.removeItem(CSRF_STORAGE_KEY);
+    else window.localStorage.setItem(CSRF_STORAGE_KEY, token);
+  } catch {
+    /* storage disabled: kept in memory only */
+  }
 }
 export function csrf(): string | null {
   return csrfToken;
@@ -39,11 +56,9 @@ export function onSignedOut(listener: () => void): () => void {
   return () => signedOutListeners.delete(listener);
 }
 
-const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
-
 export async function request<T = Record<string, unknown>>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
   const h: Record<string, string> = { accept: 'application/json', ...headers };
-  if (UNSAFE.has(method) && csrfToken) h['x-svc-csrf'] = csrfToken;
+  if (csrfToken) h['x-svc-csrf'] = csrfToken;
   let payload: string | undefined;
   if (body !== undefined) {
     payload = JSON.stringify(body);
@@ -77,12 +92,13 @@ export interface OwnerStatus {
   locked: boolean;
 }
 
-/** GET /v0/owner/status; keeps the CSRF token it returns for a live session. */
+/** GET /v0/owner/status with the stored token: the session counts only with both. */
 export async function loadStatus(): Promise<OwnerStatus> {
-  const res = await fetch('/v0/owner/status', { credentials: 'same-origin', cache: 'no-store' });
+  const headers: Record<string, string> = csrfToken ? { 'x-svc-csrf': csrfToken } : {};
+  const res = await fetch('/v0/owner/status', { headers, credentials: 'same-origin', cache: 'no-store' });
   if (!res.ok) throw new ApiFailure(res.status, 'status_failed', 'svc did not answer the status request.');
   const status = (await res.json()) as OwnerStatus;
-  setCsrf(status.authenticated ? res.headers.get('x-svc-csrf') : null);
+  if (!status.authenticated) setCsrf(null);
   return status;
 }
 

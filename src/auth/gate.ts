@@ -1,0 +1,285 @@
+/**
+ * The one HTTP gate (issue 16; docs/security.md): every request to either listener passes it
+ * before any handler runs, and every route must declare how it is reached.
+ *
+ * - A route declares `config.auth` (who may call it) and optionally `config.origins` (which
+ *   browser contexts may call it). A route without `auth` refuses to register, so a new route
+ *   cannot be forgotten; every protected handler is wrapped so it cannot run without a principal.
+ * - Access is decided from the route the router matched — never from the URL text, which an
+ *   attacker spells as they like (`/%76%30/…`, absolute-form targets, dot segments).
+ * - Request targets must be canonical origin-form paths; anything else is refused before
+ *   authentication, as are `Host` values other than the listener's own names (DNS rebinding).
+ * - A browser session is the cookie AND its CSRF token on every request (GET too): browsers send
+ *   cookies for 127.0.0.1 to every local port, so the cookie alone may be in a port-mate's hands;
+ *   the token lives only in this origin's storage.
+ */
+import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
+import { ApiError, ownerOnly, unauthorized } from '../http/errors.js';
+import { isOwner, type Listener, type Principal } from '../http/principal.js';
+import { resolveBearer } from '../http/credentials.js';
+import { sameSecret } from '../http/secrets.js';
+import { markApiKeyUsed } from '../mail/api-keys.js';
+import type { OwnerAccount } from '../owner/owner-account.js';
+import type { Db } from '../db/open.js';
+import { CSRF_HEADER, SESSION_COOKIE } from '../owner/limits.js';
+
+/**
+ * Who may call a route:
+ * - `none`: nobody is identified; no credential is read (web app files, OAuth endpoints);
+ * - `public`: anyone, and a credential that is sent is checked (owner status, setup, login, downloads);
+ * - `agent`: any valid credential (API key, OAuth token for /v0, owner bearer or session);
+ * - `owner`: the owner bearer or an owner browser session;
+ * - `owner_bearer`: the owner bearer only (minting login links);
+ * - `mcp`: a bearer issued for /mcp; cookies are never read (spec §5.3).
+ */
+export type Access = 'none' | 'public' | 'agent' | 'owner' | 'owner_bearer' | 'mcp';
+
+/**
+ * Which browser contexts may call a route:
+ * - `own` (the default): only pages of this listener's own origin, or non-browser clients;
+ * - `any`: any origin (OAuth discovery, registration, token, revocation: spec §5.3, CORS `*`);
+ * - `navigation`: also a top-level GET navigation from elsewhere (links to the web app, the OAuth
+ *   consent redirect, download links); state never changes on GET.
+ */
+export type OriginPolicy = 'own' | 'any' | 'navigation';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    auth?: Access;
+    origins?: OriginPolicy;
+  }
+}
+
+const ACCESS: ReadonlySet<string> = new Set<Access>(['none', 'public', 'agent', 'owner', 'owner_bearer', 'mcp']);
+const PROTECTED: ReadonlySet<Access> = new Set<Access>(['agent', 'owner', 'owner_bearer', 'mcp']);
+/** Query names that would carry a credential; refused so credentials never travel in URLs. */
+const URL_CREDENTIALS = ['access_token', 'api_key', 'token', 'key', 'authorization'];
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+/** Owner routes live here; on the tunnel they do not exist (spec §5.2). */
+const OWNER_PREFIX = '/v0/owner';
+const CSRF_SUBPROTOCOL_PREFIX = 'csrf.';
+/** Unreserved characters (RFC 3986 §2.3): percent-encoding one of them is a second spelling. */
+const UNRESERVED = /^[A-Za-z0-9\-._~]$/;
+
+export interface GateContext {
+  db: Db;
+  owner: OwnerAccount;
+  listener: Listener;
+  /** The listener's own origin: http://127.0.0.1:PORT, or https://<hostname> for the tunnel. */
+  origin: () => string;
+}
+
+/**
+ * A request refused for its form or where it comes from (target, Host, Origin), before any
+ * credential is read. Routes with their own error format (OAuth) render it in theirs.
+ */
+export class GateRefusal extends ApiError {}
+
+/** `WWW-Authenticate` of spec §5.3 step 1: where an MCP client discovers how to get a token. */
+export const mcpChallenge = (origin: string) => `Bearer resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp", scope="svc"`;
+
+/** Installs the gate on a fresh app, before any route is registered. */
+export function installGate(app: FastifyInstance, ctx: GateContext): void {
+  app.addHook('onRoute', (route) => declareRoute(route));
+  app.addHook('onRequest', async (request) => {
+    checkTarget(request);
+    checkHost(request, ctx);
+    if (request.is404) return; // the not-found handler answers; no route, nothing to protect
+    const config = request.routeOptions.config;
+    const access = config.auth as Access; // declareRoute guarantees it
+    if (ctx.listener === 'tunnel' && !servedOnTunnel(request, access)) throw noRoute(request);
+    checkOrigin(request, ctx, config.origins ?? 'own');
+    if (access === 'none') return;
+    const query = request.query as Record<string, unknown> | undefined;
+    if (query && URL_CREDENTIALS.some((k) => k in query)) {
+      throw new ApiError('validation_error', 'Credentials are not accepted in the URL.', { fix: 'Send the credential in the `Authorization: Bearer` header.' });
+    }
+    request.principal = access === 'mcp' ? mcpPrincipal(request, ctx) : authenticate(request, ctx, access);
+    authorize(request.principal, access);
+  });
+}
+
+/** The answer for a path with no route; owner routes on the tunnel answer the same. */
+export function noRoute(request: FastifyRequest): ApiError {
+  return new ApiError('not_found', `There is no route ${request.method} ${request.url.split('?')[0]}.`, { fix: 'Check the path against the API reference; the API lives under /v0.' });
+}
+
+/**
+ * Every route states its access, or svc does not start; protected handlers are wrapped so that,
+ * whatever happens to the hooks, they never run without a principal.
+ */
+function declareRoute(route: RouteOptions): void {
+  const access = route.config?.auth;
+  const methods = Array.isArray(route.method) ? route.method.join(',') : route.method;
+  if (typeof access !== 'string' || !ACCESS.has(access)) {
+    throw new Error(`Route ${methods} ${route.url} declares no access (config.auth); every route must say who may call it.`);
+  }
+  if (!PROTECTED.has(access as Access)) return;
+  const handler = route.handler;
+  route.handler = function guardedHandler(this: FastifyInstance, request, reply) {
+    if (!request.principal) throw unauthorized();
+    return handler.call(this, request, reply);
+  };
+  // @fastify/websocket (registered first) has already folded `wsHandler` into `handler`, so this
+  // guard also stands before every WebSocket upgrade.
+}
+
+/**
+ * Origin-form targets in one canonical spelling only (RFC 9112 §3.2.1). Absolute-form, `*`,
+ * backslashes, empty or dot segments (encoded or not) and percent-encoded unreserved characters
+ * are all second spellings of some path: refused, so no layer can read them differently.
+ */
+function checkTarget(request: FastifyRequest): void {
+  const target = request.raw.url ?? '';
+  const end = target.search(/[?#]/);
+  const path = end === -1 ? target : target.slice(0, end);
+  const problem = pathProblem(path);
+  if (problem !== null) {
+    throw new GateRefusal('validation_error', `The request path is not in canonical form: ${problem}.`, {
+      fix: 'Send an origin-form path such as /v0/inboxes, with no dot segments, no doubled slashes and no percent-encoding of letters, digits or -._~.',
+    });
+  }
+}
+
+function pathProblem(path: string): string | null {
+  if (!path.startsWith('/')) return 'it must start with /';
+  if (path.includes('\\')) return 'it contains a backslash';
+  const segments = path.slice(1).split('/');
+  for (let i = 0; i < segments.length; i++) {
+    const segment = segments[i];
+    if (segment === '' && i < segments.length - 1) return 'it contains an empty segment (//)';
+    let plain = '';
+    for (let j = 0; j < segment.length; j++) {
+      if (segment[j] !== '%') {
+        plain += segment[j];
+        continue;
+      }
+      const code = Number.parseInt(segment.slice(j + 1, j + 3), 16);
+      if (!/^[0-9A-Fa-f]{2}$/.test(segment.slice(j + 1, j + 3))) return 'it contains a malformed percent-encoding';
+      const char = String.fromCharCode(code);
+      if (UNRESERVED.test(char)) return `it percent-encodes the plain character "${char}"`;
+      plain += '%';
+      j += 2;
+    }
+    if (plain === '.' || plain === '..') return 'it contains a dot segment';
+  }
+  return null;
+}
+
+/** The names this listener answers to: loopback names with its port, or the tunnel's hostname. */
+function allowedHosts(ctx: GateContext): string[] {
+  const origin = new URL(ctx.origin());
+  if (ctx.listener === 'tunnel') return [origin.hostname, `${origin.hostname}:443`];
+  return [`127.0.0.1:${origin.port}`, `localhost:${origin.port}`, `[::1]:${origin.port}`];
+}
+
+/** DNS rebinding: a page on evil.example resolving to 127.0.0.1 still says `Host: evil.example`. */
+function checkHost(request: FastifyRequest, ctx: GateContext): void {
+  const host = request.headers.host?.toLowerCase();
+  const allowed = allowedHosts(ctx);
+  if (host === undefined || !allowed.includes(host)) {
+    throw new GateRefusal('forbidden', 'This Host is not served here.', {
+      fix: `Address svc as ${allowed[0]}${ctx.listener === 'local' ? ' (or localhost with the same port)' : ''}.`,
+    });
+  }
+}
+
+/** The browser origins of this listener. */
+function ownOrigins(ctx: GateContext): string[] {
+  const origin = ctx.origin();
+  if (ctx.listener === 'tunnel') return [origin];
+  const port = new URL(origin).port;
+  return [`http://127.0.0.1:${port}`, `http://localhost:${port}`, `http://[::1]:${port}`];
+}
+
+/** Spec §4: browser requests must come from the service's own origin (with the route's exceptions). */
+function checkOrigin(request: FastifyRequest, ctx: GateContext, policy: OriginPolicy): void {
+  if (policy === 'any') return;
+  const origin = request.headers.origin;
+  const site = request.headers['sec-fetch-site'];
+  const foreignSite = site === 'cross-site' || site === 'same-site';
+  const foreignOrigin = origin !== undefined && !ownOrigins(ctx).includes(origin);
+  if (policy === 'navigation' && SAFE_METHODS.has(request.method) && request.headers['sec-fetch-mode'] !== 'cors' && request.headers['sec-fetch-mode'] !== 'websocket') {
+    return; // a link followed from elsewhere; nothing changes on GET
+  }
+  if (foreignOrigin || foreignSite) {
+    throw new GateRefusal('forbidden', 'Cross-origin requests are not allowed.', { fix: `Call svc from ${ctx.origin()} or from a non-browser client.` });
+  }
+}
+
+/** The tunnel serves agent routes only: owner routes and the web app do not exist there (spec §5.2). */
+function servedOnTunnel(request: FastifyRequest, access: Access): boolean {
+  const url = request.routeOptions.url ?? '';
+  return access !== 'owner' && access !== 'owner_bearer' && url !== OWNER_PREFIX && !url.startsWith(`${OWNER_PREFIX}/`);
+}
+
+function bearerToken(request: FastifyRequest): string | undefined {
+  const header = request.headers.authorization;
+  if (header === undefined) return undefined;
+  const match = /^Bearer[ \t]+([^\s]+)[ \t]*$/i.exec(header);
+  if (!match) throw unauthorized('The Authorization header must be `Bearer <credential>`.');
+  return match[1];
+}
+
+/** Authorization header first (cookies ignored when present), then the bound browser session. */
+function authenticate(request: FastifyRequest, ctx: GateContext, access: Access): Principal | null {
+  const token = bearerToken(request);
+  if (token !== undefined) {
+    const principal = resolveBearer(ctx.db, ctx.owner, token, { origin: ctx.origin(), audience: '/v0', listener: ctx.listener });
+    if (!principal) throw unauthorized('The credential is not valid, or it was revoked or expired.');
+    if (principal.kind === 'api_key') markApiKeyUsed(ctx.db, principal.id);
+    return principal;
+  }
+  return sessionPrincipal(request, ctx, access);
+}
+
+/**
+ * An owner browser session: the cookie and the CSRF token it was issued with, together. The
+ * token comes in `X-Svc-CSRF`, or for a WebSocket (which cannot set headers) as the `csrf.<token>`
+ * subprotocol. A cookie without its token is no session: public routes see nobody, protected
+ * routes answer 403 (spec §5.1's CSRF rule, now for every method).
+ */
+function sessionPrincipal(request: FastifyRequest, ctx: GateContext, access: Access): Principal | null {
+  const cookie = request.cookies[SESSION_COOKIE];
+  if (!cookie || ctx.listener !== 'local') return null;
+  const principal = ctx.owner.sessionPrincipal(cookie);
+  if (!principal) return null;
+  const proof = csrfProof(request);
+  if (proof !== undefined && principal.csrfToken !== undefined && sameSecret(proof, principal.csrfToken)) return principal;
+  if (access === 'public') return null;
+  throw new ApiError('forbidden', 'The X-Svc-CSRF header is missing or wrong.', {
+    fix: 'Send the csrf_token from setup, login or login-link redemption in the X-Svc-CSRF header of every request.',
+  });
+}
+
+function csrfProof(request: FastifyRequest): string | undefined {
+  const header = request.headers[CSRF_HEADER];
+  if (typeof header === 'string') return header;
+  if (request.headers.upgrade?.toLowerCase() !== 'websocket') return undefined;
+  const offered = String(request.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim());
+  return offered.find((p) => p.startsWith(CSRF_SUBPROTOCOL_PREFIX))?.slice(CSRF_SUBPROTOCOL_PREFIX.length);
+}
+
+/** /mcp: a bearer only, for the /mcp audience; a refusal says where to get a token (spec §5.3). */
+function mcpPrincipal(request: FastifyRequest, ctx: GateContext): Principal {
+  const origin = ctx.origin();
+  const challenge = { 'www-authenticate': mcpChallenge(origin) };
+  const fix = `Send \`Authorization: Bearer <credential>\` with an API key or an OAuth access token issued for ${origin}/mcp.`;
+  const match = /^Bearer[ \t]+([^\s]+)[ \t]*$/i.exec(request.headers.authorization ?? '');
+  const principal = match ? resolveBearer(ctx.db, ctx.owner, match[1], { origin, audience: '/mcp', listener: ctx.listener }) : null;
+  if (!principal) {
+    const message = request.headers.authorization === undefined ? 'A bearer credential is required.' : 'The credential is not valid here, or it was revoked or expired.';
+    throw new ApiError('unauthorized', message, { fix, headers: challenge });
+  }
+  if (principal.kind === 'api_key') markApiKeyUsed(ctx.db, principal.id);
+  return principal;
+}
+
+function authorize(p: Principal | null, access: Access): void {
+  if (access === 'public') return;
+  if (!p) throw unauthorized();
+  if (access === 'owner' && !isOwner(p)) throw ownerOnly();
+  if (access === 'owner_bearer' && p.kind !== 'owner') {
+    throw new ApiError('missing_permission', 'This route needs the owner bearer token.', { fix: 'Use the owner_token from connection.json (the local CLI does this for you).' });
+  }
+}
