@@ -112,13 +112,14 @@ export const webAppRoutes: FastifyPluginAsync = async (app) => {
   // Public files; a link to the app from elsewhere is a top-level navigation and allowed.
   app.get('/*', { config: { auth: 'none', origins: 'navigation' } }, async (request, reply) => {
     const urlPath = request.url.split('?')[0];
-    if (isApiPath(urlPath)) return reply.callNotFound();
     let decoded: string;
     try {
       decoded = decodeURIComponent(urlPath);
     } catch {
       return reply.callNotFound();
     }
+    // Any spelling of an API path (`/V0/…`, `/v0%2F…`) is the API's 404, never the app shell.
+    if (isApiPath(decoded.toLowerCase())) return reply.callNotFound();
     const file = files.get(decoded);
     if (file && file !== shell) {
       cacheFor.set(request, file.cache);
