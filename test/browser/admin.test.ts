@@ -7,7 +7,7 @@ import t from 'tap';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { api, setupOwner, startSvc } from '../helpers/svc.js';
-import { launchBrowser, newPage, screenshot } from '../helpers/browser.js';
+import { launchBrowser, signIn, newPage, screenshot } from '../helpers/browser.js';
 
 const svc = await startSvc();
 t.teardown(() => svc.stop());
@@ -17,7 +17,7 @@ for (const username of ['one', 'two']) await api(svc.url, 'POST', '/v0/inboxes',
 
 const browser = await launchBrowser();
 t.teardown(() => browser.close());
-await browser.context.addCookies([{ name: 'svc_session', value: session.cookie.split('=')[1], url: svc.url }]);
+await signIn(browser, svc.url, session);
 const page = await newPage(browser);
 
 t.test('an API key is created with an inbox scope, chosen permissions and policy; its secret is shown once', async (t) => {

@@ -49,6 +49,8 @@ t.test('a signed-out owner signs in and comes back to the consent screen', async
   transport = await startFlow(provider);
   await page.goto(provider.authorizationUrl!.href);
   await page.getByRole('heading', { name: 'Sign in to svc' }).waitFor();
+  t.ok(await page.getByText('svc open').isVisible(), 'the sign-in hint names the command, not an API route');
+  t.equal(await page.getByText('/v0/owner/login-links').count(), 0);
   t.match(new URL(page.url()).searchParams.get('return_to'), /^\/oauth\/authorize\?/, 'return_to is the authorize request');
   await page.getByLabel('Owner password').fill(OWNER_PASSWORD);
   await page.getByRole('button', { name: 'Sign in' }).click();
@@ -64,6 +66,8 @@ t.test('the consent screen marks name and host unverified and starts with the sp
   t.equal(await consent.locator('input[name="inbox"]:checked').count(), 0, 'no inbox selected');
   const perms = consent.locator('input[name="perm"]');
   t.ok((await perms.count()) >= 21, 'the permission checklist');
+  t.ok(await consent.getByRole('checkbox', { name: /Send new mail and forward mail/ }).isVisible(), 'each permission says what it lets the client do');
+  t.ok(await consent.getByRole('checkbox', { name: /Delete inboxes with all their mail/ }).isVisible());
   t.equal(await consent.locator('input[name="perm"]:not(:checked)').count(), 0, 'full permissions by default');
   t.equal(await consent.getByLabel('Send policy').inputValue(), 'approval');
   t.ok(await consent.getByRole('button', { name: 'Approve' }).isDisabled(), 'approve disabled without an inbox');

@@ -7,7 +7,7 @@ import t from 'tap';
 import { api, setupOwner, startSvc } from '../helpers/svc.js';
 import { startLoopbackDns } from '../helpers/dns.js';
 import { startSink } from '../helpers/sink.js';
-import { launchBrowser, newPage, screenshot } from '../helpers/browser.js';
+import { launchBrowser, signIn, newPage, screenshot } from '../helpers/browser.js';
 
 const dns = await startLoopbackDns({});
 t.teardown(() => dns.close());
@@ -24,7 +24,7 @@ const agent = { token: key.body.api_key };
 
 const browser = await launchBrowser();
 t.teardown(() => browser.close());
-await browser.context.addCookies([{ name: 'svc_session', value: session.cookie.split('=')[1], url: svc.url }]);
+await signIn(browser, svc.url, session);
 const page = await newPage(browser);
 
 async function agentSend(subject: string): Promise<string> {

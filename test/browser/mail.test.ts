@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import nodemailer from 'nodemailer';
 import { api, setupOwner, startSvc } from '../helpers/svc.js';
 import { startLoopbackDns } from '../helpers/dns.js';
-import { launchBrowser, newPage, PHONE, screenshot } from '../helpers/browser.js';
+import { launchBrowser, signIn, newPage, PHONE, screenshot } from '../helpers/browser.js';
 
 const dns = await startLoopbackDns({});
 t.teardown(() => dns.close());
@@ -31,7 +31,7 @@ const pixelUrl = `http://127.0.0.1:${(pixels.address() as AddressInfo).port}/pix
 
 const browser = await launchBrowser();
 t.teardown(() => browser.close());
-await browser.context.addCookies([{ name: 'svc_session', value: session.cookie.split('=')[1], url: svc.url }]);
+await signIn(browser, svc.url, session);
 const page = await newPage(browser);
 
 const smtp = nodemailer.createTransport({ host: '127.0.0.1', port: smtpPort, secure: false, ignoreTLS: true });

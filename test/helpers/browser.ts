@@ -51,6 +51,20 @@ export async function launchBrowser(viewport = LAPTOP): Promise<Browser> {
   };
 }
 
+/**
+ * Signs the browser in with a session made through the API: the cookie, and the CSRF token in
+ * the app's origin storage where the app keeps it after a login (docs/security.md).
+ */
+export async function signIn(browser: Browser, url: string, session: { cookie: string; csrf: string }): Promise<void> {
+  await browser.context.addCookies([{ name: 'svc_session', value: session.cookie.split('=')[1], url }]);
+  await browser.context.addInitScript(
+    ({ origin, csrf }) => {
+      if (window.location.origin === origin && window.localStorage.getItem('svc.csrf') === null) window.localStorage.setItem('svc.csrf', csrf);
+    },
+    { origin: new URL(url).origin, csrf: session.csrf },
+  );
+}
+
 /** A page that records console errors and failed requests, so a test can assert there were none. */
 export async function newPage(browser: Browser): Promise<Page & { problems: string[] }> {
   const page = (await browser.context.newPage()) as Page & { problems: string[] };

@@ -80,6 +80,13 @@ export async function request<T = Record<string, unknown>>(method: string, path:
   return parsed as T;
 }
 
+/** A text answer (the zone file), with the session's token like every other request. */
+export async function getText(path: string): Promise<string> {
+  const res = await fetch(path, { headers: csrfToken ? { 'x-svc-csrf': csrfToken } : {}, credentials: 'same-origin', cache: 'no-store' });
+  if (!res.ok) throw new ApiFailure(res.status, `http_${res.status}`, `The request failed (${res.status}).`);
+  return res.text();
+}
+
 export const get = <T = Record<string, unknown>>(path: string) => request<T>('GET', path);
 export const post = <T = Record<string, unknown>>(path: string, body: unknown = {}, headers?: Record<string, string>) => request<T>('POST', path, body, headers);
 export const patch = <T = Record<string, unknown>>(path: string, body: unknown) => request<T>('PATCH', path, body);

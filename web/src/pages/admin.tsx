@@ -1,9 +1,11 @@
 /** Administration: API keys (secret shown once), webhooks with health, allow/block lists and rejections, domains. */
 import { useState } from 'preact/hooks';
-import { del, enc, get, patch, post } from '../api';
+import { del, enc, get, getText, patch, post } from '../api';
 import { ErrorBox, Loading, Page, confirmed, downloadText, formValues, onSubmitWith, useAction, useLoad, when } from '../ui';
 import type { Inbox } from './mail';
 import { EVENT_TYPES } from '../../../src/events/event-types';
+import { PERMISSION_DESCRIPTIONS } from '../../../src/mail/permission-descriptions';
+import type { Permission } from '../../../src/mail/permissions';
 
 /** Agent permission names (spec §2.9), grouped for the checklist. */
 export const PERMISSION_GROUPS: [string, string[]][] = [
@@ -29,10 +31,11 @@ export function PermissionChecklist({ checked, name = 'perm' }: { checked: Set<s
       {PERMISSION_GROUPS.map(([group, perms]) => (
         <div key={group}>
           <div class="small muted">{group}</div>
-          <div class="row" style={{ gap: '0 1rem' }}>
+          <div>
             {perms.map((p) => (
-              <label class="check" key={p} style={{ flex: '0 0 auto' }}>
-                <input type="checkbox" name={name} value={p} defaultChecked={checked.has(p)} /> {p}
+              <label class="check" key={p} title={p}>
+                <input type="checkbox" name={name} value={p} defaultChecked={checked.has(p)} /> {PERMISSION_DESCRIPTIONS[p as Permission] ?? p}{' '}
+                <code class="small muted">{p}</code>
               </label>
             ))}
           </div>
@@ -488,9 +491,7 @@ function DomainDetail({ id, onChanged }: { id: string; onChanged: () => void }) 
           class="small"
           onClick={() =>
             void action.run(async () => {
-              const res = await fetch(`${base}/zone-file`, { credentials: 'same-origin' });
-              if (!res.ok) throw new Error(`The zone file could not be read (${res.status}).`);
-              downloadText(`${d.data?.domain ?? 'domain'}.zone`, await res.text());
+              downloadText(`${d.data?.domain ?? 'domain'}.zone`, await getText(`${base}/zone-file`));
             })
           }
         >

@@ -111,7 +111,7 @@ export function LoginPage({ returnTo, onSignedIn }: { returnTo: string | null; o
           Sign in
         </button>
         <p class="muted small">
-          No password at hand? On this machine, <code>POST /v0/owner/login-links</code> with the owner token from <code>connection.json</code> gives a one-time link.
+          No password at hand? On this machine, run <code>svc open</code>: it opens the app signed in with a one-time link.
         </p>
       </form>
     </main>
