@@ -244,12 +244,31 @@ export function draftEvent(db: Db, eventType: `draft.${'created' | 'approval_req
   return appendEvent(db, { eventType, inboxId: row.inbox_id, payloadKey: 'draft', payload }).seq;
 }
 
+/**
+ * `updated_at = <this>` with the current time as its one parameter. `updated_at` is the draft's
+ * version (the owner approves the version they read), so every write moves it strictly forward:
+ * to now, or 1 ms past the previous value when the clock has not moved on (or went back).
+ */
+const NEXT_UPDATED_AT = "max(?, strftime('%Y-%m-%dT%H:%M:%fZ', updated_at, '+0.001 seconds'))";
+
 export function setDraftStatus(db: Db, draftId: string, status: DraftStatus, fields: { reason?: string | null; messageId?: string; threadId?: string; approved?: boolean } = {}): void {
   prepared(
     db,
     `UPDATE drafts SET send_status = ?, send_reason = ?, message_id = coalesce(?, message_id), thread_id = coalesce(?, thread_id),
-       approved = coalesce(?, approved), updated_at = ? WHERE draft_id = ?`,
+       approved = coalesce(?, approved), updated_at = ${NEXT_UPDATED_AT} WHERE draft_id = ?`,
   ).run(status, fields.reason ?? null, fields.messageId ?? null, fields.threadId ?? null, fields.approved === undefined ? null : fields.approved ? 1 : 0, new Date().toISOString(), draftId);
+}
+
+/**
+ * The approve call's `expected_updated_at`, when given, must be the draft's current version:
+ * the owner approves exactly what they read, never an edit made after it.
+ */
+export function checkDraftVersion(row: Pick<DraftRow, 'updated_at'>, expectedUpdatedAt: string | undefined): void {
+  if (expectedUpdatedAt === undefined || expectedUpdatedAt === row.updated_at) return;
+  throw new ApiError('conflict', 'The draft changed after you read it, so it was not approved.', {
+    fix: 'Read the draft again, check what it says now, and approve with its current `updated_at`.',
+    extra: { updated_at: row.updated_at },
+  });
 }
 
 // ---- creating, editing, listing and deleting (the draft routes) ----
@@ -449,17 +468,29 @@ const draftConflict = (d: DraftRow) =>
 const FROZEN = new Set<DraftStatus>(['sending', 'sent', 'rejected']);
 
 /**
+ * A draft waiting for the owner changes only by the owner or a `direct` credential (which could
+ * send it anyway): what the owner approves is what the agent asked to send (issue 16 finding 4).
+ */
+const awaitingOwner = () =>
+  new ApiError('conflict', 'This draft is waiting for the owner’s approval and cannot change until the owner decides.', {
+    fix: 'Wait for `draft.approved` or `draft.rejected`, or delete the draft and send a corrected one (which asks the owner again).',
+  });
+const lockedForApproval = (p: Principal, d: DraftRow) => d.send_status === 'pending_approval' && !keepsApproval(p);
+
+/**
  * Applies a patch (spec §2.5). Content fields replace (null clears); attachments are removed by
  * id (unknown ids are ignored), then added; labels are added and removed; `send_at` schedules
  * (needs `draft_send`) or, with null, cancels the schedule. An edit by a caller other than the
  * owner or a `direct` credential withdraws approval: a scheduled draft then waits for the owner
- * again (`draft.approval_required`). Sending, sent and rejected drafts are `409 conflict`.
+ * again (`draft.approval_required`). Sending, sent and rejected drafts are `409 conflict`, and so
+ * is a draft awaiting approval for any caller but the owner or a `direct` credential.
  */
 export function updateDraft(db: Db, p: Principal, inbox: Pick<InboxRow, 'inbox_id'>, draftId: string, body: UpdateDraftBody): DraftWrite {
   const schedule = typeof body.send_at === 'string' ? (requirePermission(p, 'draft_send'), scheduleBy(p)) : null;
   const before = draftRow(db, inbox.inbox_id, draftId);
   if (!before) throw notFound('draft');
   if (FROZEN.has(before.send_status)) throw draftConflict(before);
+  if (lockedForApproval(p, before)) throw awaitingOwner();
 
   const sendAt = typeof body.send_at === 'string' ? parseSendAt(body.send_at) : body.send_at;
   const replyTo = body.reply_to === undefined ? undefined : parseRecipients(body.reply_to, 'reply_to');
@@ -473,6 +504,7 @@ export function updateDraft(db: Db, p: Principal, inbox: Pick<InboxRow, 'inbox_i
     const row = draftRow(db, inbox.inbox_id, draftId);
     if (!row) throw notFound('draft');
     if (FROZEN.has(row.send_status)) throw draftConflict(row);
+    if (lockedForApproval(p, row)) throw awaitingOwner();
     const stored = (json: string | null, name: string) => parseRecipients(list(json) ?? [], name);
     const [to, cc, bcc] = dedupeRecipients(fields.to ?? stored(row.to_addresses, 'to'), fields.cc ?? stored(row.cc_addresses, 'cc'), fields.bcc ?? stored(row.bcc_addresses, 'bcc'));
     const text = body.text === undefined ? row.text : body.text;
@@ -492,11 +524,10 @@ export function updateDraft(db: Db, p: Principal, inbox: Pick<InboxRow, 'inbox_i
           : row.send_status;
     const currentLabels = JSON.parse(row.labels) as string[];
     const nextLabels = [...new Set([...currentLabels, ...labels.add])].filter((l) => !labels.remove.includes(l));
-    const now = new Date().toISOString();
     prepared(
       db,
       `UPDATE drafts SET to_addresses = ?, cc_addresses = ?, bcc_addresses = ?, reply_to = ?, subject = ?, text = ?, html = ?, labels = ?, send_at = ?,
-         send_status = ?, send_reason = ?, approved = ?, updated_at = ? WHERE draft_id = ?`,
+         send_status = ?, send_reason = ?, approved = ?, updated_at = ${NEXT_UPDATED_AT} WHERE draft_id = ?`,
     ).run(
       json(to.map((r) => r.display)),
       json(cc.map((r) => r.display)),
@@ -510,7 +541,7 @@ export function updateDraft(db: Db, p: Principal, inbox: Pick<InboxRow, 'inbox_i
       status,
       status === row.send_status ? row.send_reason : null,
       approved ? 1 : 0,
-      now,
+      new Date().toISOString(),
       row.draft_id,
     );
     if (removed.size > 0) {
@@ -532,12 +563,14 @@ export function deleteDraft(db: Db, inboxId: string, draftId: string): boolean {
 
 /**
  * The owner approves a draft whose `send_at` is still ahead: it becomes `scheduled` and approved
- * (`draft.approved`, once). Returns null when the draft should be sent now instead.
+ * (`draft.approved`, once). Returns null when the draft should be sent now instead. A stale
+ * `expectedUpdatedAt` is `409 conflict` (checkDraftVersion).
  */
-export function approveScheduled(db: Db, inboxId: string, draftId: string, now = Date.now()): { row: DraftRow; seqs: number[] } | null {
+export function approveScheduled(db: Db, inboxId: string, draftId: string, expectedUpdatedAt?: string, now = Date.now()): { row: DraftRow; seqs: number[] } | null {
   const row = draftRow(db, inboxId, draftId);
   if (!row) throw notFound('draft');
   if (row.send_status === 'sent' || row.send_status === 'rejected') throw draftConflict(row);
+  checkDraftVersion(row, expectedUpdatedAt);
   if (row.send_at === null || Date.parse(row.send_at) <= now) return null;
   const seqs: number[] = [];
   if (!(row.send_status === 'scheduled' && row.approved === 1)) {
@@ -649,7 +682,7 @@ export function nextDraftDue(db: Db): string | null {
 /** Takes a due draft for sending (`sending`, so edits wait); false when it changed meanwhile. */
 export function claimDueDraft(db: Db, draftId: string, now: string): boolean {
   return (
-    prepared(db, "UPDATE drafts SET send_status = 'sending', updated_at = ? WHERE draft_id = ? AND send_status = 'scheduled' AND approved = 1 AND send_at <= ?").run(new Date().toISOString(), draftId, now)
+    prepared(db, `UPDATE drafts SET send_status = 'sending', updated_at = ${NEXT_UPDATED_AT} WHERE draft_id = ? AND send_status = 'scheduled' AND approved = 1 AND send_at <= ?`).run(new Date().toISOString(), draftId, now)
       .changes === 1
   );
 }
@@ -657,7 +690,7 @@ export function claimDueDraft(db: Db, draftId: string, now: string): boolean {
 /** A claimed draft that was not sent: back to `scheduled`, or to `failed` with the reason. */
 export function releaseDraft(db: Db, draftId: string, to: { status: 'scheduled' } | { status: 'failed'; reason: string }): boolean {
   const reason = to.status === 'failed' ? to.reason : null;
-  return prepared(db, "UPDATE drafts SET send_status = ?, send_reason = ?, updated_at = ? WHERE draft_id = ? AND send_status = 'sending'").run(to.status, reason, new Date().toISOString(), draftId).changes === 1;
+  return prepared(db, `UPDATE drafts SET send_status = ?, send_reason = ?, updated_at = ${NEXT_UPDATED_AT} WHERE draft_id = ? AND send_status = 'sending'`).run(to.status, reason, new Date().toISOString(), draftId).changes === 1;
 }
 
 /**

@@ -156,6 +156,14 @@ export async function performSend(ctx: SendContext, spec: SendSpec): Promise<Sen
       if (source.type === 'new') {
         draft = approvalDraft(db, ctx, inbox, source, derived);
       } else {
+        const current = draftRow(db, inbox.inbox_id, source.draft.draft_id);
+        if (!current) throw new ApiError('not_found', 'The draft was deleted.', { fix: 'Create a new draft.' });
+        checkDraftSendable(current);
+        // Already waiting: asking again would move its version and spoil the owner's approve.
+        if (current.send_status === 'pending_approval') {
+          if (idempotency) recordIdempotent(db, inbox.inbox_id, idempotency.key, idempotency.hash, { kind: 'approval', messageId: null, threadId: null, draftId: current.draft_id });
+          return current.draft_id;
+        }
         setDraftStatus(db, source.draft.draft_id, 'pending_approval', { approved: false });
         draft = draftRow(db, inbox.inbox_id, source.draft.draft_id)!;
       }
@@ -181,6 +189,11 @@ export async function performSend(ctx: SendContext, spec: SendSpec): Promise<Sen
       const current = draftRow(db, inbox.inbox_id, source.draft.draft_id);
       if (!current) throw new ApiError('not_found', 'The draft was deleted.', { fix: 'Create a new draft.' });
       checkDraftSendable(current);
+      // The MIME was built from the version read before; an edit since then must not go out as
+      // an approval of the older version, nor leave the draft `sent` with content never sent.
+      if (current.updated_at !== source.draft.updated_at) {
+        throw new ApiError('conflict', 'The draft changed while it was being sent; nothing was sent.', { fix: 'Read the draft again and send or approve it as it is now.' });
+      }
     }
     const queued = queueOutbound(db, prepared);
     if (source.type === 'draft') {

@@ -33,8 +33,3 @@ export class OAuthError extends Error {
   }
 }
 
-/**
- * An authorization error that goes back to the client's redirect URI (RFC 6749 §4.1.2.1): only
- * once the client and its redirect URI are known to be genuine.
- */
-export class RedirectableError extends OAuthError {}

@@ -6,7 +6,12 @@ export const SESSION_MAX_MS = 30 * 24 * 3600 * 1000;
 /** last_seen_at is written at most this often, so reads stay cheap. */
 export const SESSION_TOUCH_MS = 60 * 1000;
 export const LOGIN_LINK_MS = 2 * 60 * 1000;
-/** Failed password or setup-code attempts allowed per window before login is throttled. */
+/**
+ * Password attempts (failed or in progress) allowed per window, for all clients together: owner
+ * routes exist only on the loopback listener, where every client is 127.0.0.1, so there is no
+ * client address to count by. 5 per 5 minutes caps an online guesser at ~1,440 tries
+ * a day. Setup codes and password changes have budgets of the same size of their own.
+ */
 export const LOGIN_FAILURES_ALLOWED = 5;
 export const LOGIN_WINDOW_MS = 5 * 60 * 1000;
 export const SESSION_COOKIE = 'svc_session';

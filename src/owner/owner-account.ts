@@ -8,6 +8,7 @@ import { ApiError } from '../http/errors.js';
 import type { Principal } from '../http/principal.js';
 import { newSecret, sameSecret, sha256Hex } from '../http/secrets.js';
 import { uuidv7 } from '../db/ids.js';
+import { AttemptBudget } from './attempt-budget.js';
 import { hashPassword, verifyPassword } from './password.js';
 import {
   LOGIN_FAILURES_ALLOWED,
@@ -62,7 +63,11 @@ export class OwnerAccount {
   readonly bearerToken = newSecret('svc_owner_');
   readonly #bearerHash = sha256Hex(this.bearerToken);
   #setupCode: string | null;
-  #failures: number[] = [];
+  // One budget per secret, so guessing one cannot lock the owner out of another. Login links
+  // have none: a link is 256 random bits, used once, minted only with the owner bearer.
+  readonly #passwordAttempts = new AttemptBudget(LOGIN_FAILURES_ALLOWED, LOGIN_WINDOW_MS);
+  readonly #passwordChangeAttempts = new AttemptBudget(LOGIN_FAILURES_ALLOWED, LOGIN_WINDOW_MS);
+  readonly #setupCodeAttempts = new AttemptBudget(LOGIN_FAILURES_ALLOWED, LOGIN_WINDOW_MS);
   readonly #loginLinks = new Map<string, { expires: number }>();
 
   constructor(private readonly db: Db) {
@@ -86,33 +91,17 @@ export class OwnerAccount {
     return sameSecret(sha256Hex(token), this.#bearerHash);
   }
 
-  /** Throws 429 while too many recent attempts failed. */
-  #checkThrottle(now = Date.now()): void {
-    this.#failures = this.#failures.filter((t) => now - t < LOGIN_WINDOW_MS);
-    if (this.#failures.length >= LOGIN_FAILURES_ALLOWED) {
-      const retryAfter = Math.ceil((this.#failures[0] + LOGIN_WINDOW_MS - now) / 1000);
-      throw new ApiError('rate_limited', 'Too many failed attempts; login is paused for a while.', {
-        fix: `Wait ${retryAfter} seconds and try again.`,
-        headers: { 'retry-after': String(retryAfter) },
-      });
-    }
-  }
-
-  #fail(): void {
-    this.#failures.push(Date.now());
-  }
-
   async setup(password: string, code: string, userAgent: string | undefined): Promise<NewSession> {
     if (!this.setupRequired || this.#setupCode === null) {
       throw new ApiError('conflict', 'The owner password is already set.', { fix: 'Log in with POST /v0/owner/login.' });
     }
-    this.#checkThrottle();
+    const attempt = this.#setupCodeAttempts.take();
     if (!sameSecret(code.trim().toUpperCase(), this.#setupCode)) {
-      this.#fail();
       throw new ApiError('forbidden', 'The setup code does not match the one printed at startup.', {
         fix: 'Copy the `code` from the `owner.setup_required` line that svc printed when it started (it changes on every restart).',
       });
     }
+    attempt.succeeded();
     checkPasswordRules(password);
     const hash = await hashPassword(password);
     const now = iso(Date.now());
@@ -127,13 +116,13 @@ export class OwnerAccount {
   }
 
   async login(password: string, userAgent: string | undefined): Promise<NewSession> {
-    this.#checkThrottle();
     const row = this.db.prepare('SELECT password_hash FROM owner WHERE id = 1').get() as { password_hash: string } | undefined;
     if (!row) throw new ApiError('forbidden', 'The owner has not been set up yet.', { fix: 'Complete setup with POST /v0/owner/setup and the code svc printed at startup.' });
+    const attempt = this.#passwordAttempts.take();
     if (!(await verifyPassword(password, row.password_hash))) {
-      this.#fail();
-      throw new ApiError('unauthorized', 'The password is not correct.', { fix: 'Check the password; after several failures login pauses for a few minutes.' });
+      throw new ApiError('unauthorized', 'The password is not correct.', { fix: 'Check the password; after several failures login pauses for a few minutes (`svc open` still signs you in).' });
     }
+    attempt.succeeded();
     return this.createSession(userAgent);
   }
 
@@ -188,12 +177,12 @@ export class OwnerAccount {
 
   /** Changes the password and signs out every other session. */
   async changePassword(current: string, next: string, keepSessionId: string | null): Promise<void> {
-    this.#checkThrottle();
+    const attempt = this.#passwordChangeAttempts.take();
     const row = this.db.prepare('SELECT password_hash FROM owner WHERE id = 1').get() as { password_hash: string } | undefined;
     if (!row || !(await verifyPassword(current, row.password_hash))) {
-      this.#fail();
       throw new ApiError('forbidden', 'The current password is not correct.', { fix: 'Enter the password you log in with now.' });
     }
+    attempt.succeeded();
     checkPasswordRules(next);
     const hash = await hashPassword(next);
     this.db.transaction(() => {
@@ -211,12 +200,10 @@ export class OwnerAccount {
   }
 
   redeemLoginLink(token: string, userAgent: string | undefined): NewSession {
-    this.#checkThrottle();
     const hash = sha256Hex(token);
     const link = this.#loginLinks.get(hash);
     this.#loginLinks.delete(hash);
     if (!link || link.expires <= Date.now()) {
-      this.#fail();
       throw new ApiError('unauthorized', 'The login link is invalid, already used or expired.', { fix: 'Ask for a new link with `svc owner login-link` (links work once, for two minutes).' });
     }
     return this.createSession(userAgent);

@@ -21,7 +21,7 @@ import {
   sendDraftFor,
   updateDraftFor,
 } from '../mail/draft-requests.js';
-import { approveScheduled, CreateDraftBody, Draft, DraftItem, draftRow, draftShape, draftAttachments, MAX_REJECT_REASON, readDraft, rejectDraft, UpdateDraftBody } from '../mail/drafts.js';
+import { approveScheduled, checkDraftVersion, CreateDraftBody, Draft, DraftItem, draftRow, draftShape, draftAttachments, MAX_REJECT_REASON, readDraft, rejectDraft, UpdateDraftBody } from '../mail/drafts.js';
 import { idempotencyKey, recordIdempotent, replayIdempotent, requestHash } from '../mail/idempotency.js';
 import { performSend } from '../mail/send-flow.js';
 import { AttachmentDownload, ListOf } from '../mail/serialize.js';
@@ -33,7 +33,11 @@ const DraftParams = Type.Object({ inbox_id: Type.Optional(Type.String({ maxLengt
 const InboxDraftParams = Type.Object({ inbox_id: Type.String({ maxLength: 320 }), draft_id: Type.String({ maxLength: 64 }) });
 const AttachmentParams = Type.Object({ ...DraftParams.properties, attachment_id: Type.String({ maxLength: 128 }) });
 
-const ApproveBody = Type.Object({}, { additionalProperties: false });
+/**
+ * svc extension: `expected_updated_at` is the draft's `updated_at` as the owner read it; when
+ * given, an approve of any other version is `409 conflict` (the owner approves what they saw).
+ */
+const ApproveBody = Type.Object({ expected_updated_at: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })) }, { additionalProperties: false });
 const RejectBody = Type.Object({ reason: Type.Optional(Type.Union([Type.String({ maxLength: MAX_REJECT_REASON }), Type.Null()])) }, { additionalProperties: false });
 const SendResponse = Type.Object({ message_id: Type.String(), thread_id: Type.String() });
 
@@ -93,7 +97,8 @@ export const draftRoutes: FastifyPluginAsync = async (app) => {
   );
 
   // Owner only. A draft whose send_at is ahead stays scheduled (the draft is returned); any other
-  // is sent now through the one send path, which emits draft.approved and draft.sent.
+  // is sent now through the one send path, which emits draft.approved and draft.sent. What is
+  // sent is the version read here: performSend refuses to commit if the draft changed meanwhile.
   app.post<{ Params: InboxDraftParams; Body: Static<typeof ApproveBody> }>(
     `${base}/:draft_id/approve`,
     { config: { auth: 'owner' }, schema: { params: InboxDraftParams, body: ApproveBody } },
@@ -102,8 +107,9 @@ export const draftRoutes: FastifyPluginAsync = async (app) => {
       const inbox = inboxFor(db, p, request.params.inbox_id);
       const draft = draftRow(db, inbox.inbox_id, request.params.draft_id);
       if (!draft) throw notFound('draft');
+      const expected = request.body?.expected_updated_at;
       const key = idempotencyKey(request.headers['idempotency-key']);
-      const idempotency = key ? { key, hash: requestHash('draft_approve', draft.draft_id, {}) } : null;
+      const idempotency = key ? { key, hash: requestHash('draft_approve', draft.draft_id, expected === undefined ? {} : { expected_updated_at: expected }) } : null;
       const replay = () => {
         const earlier = idempotency ? replayIdempotent(db, inbox.inbox_id, idempotency.key, idempotency.hash) : null;
         if (!earlier) return null;
@@ -112,11 +118,12 @@ export const draftRoutes: FastifyPluginAsync = async (app) => {
       };
       const earlier = replay();
       if (earlier) return earlier;
+      checkDraftVersion(draft, expected);
 
       const scheduled = db.transaction(() => {
         const again = replay();
         if (again) return { answer: again, seqs: [] as number[] };
-        const approved = approveScheduled(db, inbox.inbox_id, draft.draft_id);
+        const approved = approveScheduled(db, inbox.inbox_id, draft.draft_id, expected ?? draft.updated_at);
         if (!approved) return null;
         if (idempotency) recordIdempotent(db, inbox.inbox_id, idempotency.key, idempotency.hash, { kind: 'draft_approve', messageId: null, threadId: null, draftId: draft.draft_id });
         return { answer: draftShape(approved.row, draftAttachments(db, draft.draft_id)), seqs: approved.seqs };

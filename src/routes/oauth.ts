@@ -15,11 +15,11 @@ import { webAppDir } from '../http/web-app.js';
 import { SESSION_COOKIE } from '../owner/limits.js';
 import { findClient, clientRedirectUris, readRegistration, registerClient, registrationResponse } from '../oauth/clients.js';
 import { storeRequest } from '../oauth/consent.js';
-import { OAuthError, RedirectableError } from '../oauth/errors.js';
+import { OAuthError } from '../oauth/errors.js';
 import { exchangeCode, refreshTokens, revokeToken, type TokenOutcome } from '../oauth/grants.js';
 import { GRANT_TYPES, RETRY_AFTER_SECONDS, REVOKE_REQUESTS_PER_MINUTE, SCOPE, STATE_MAX_LENGTH, TOKEN_BODY_MAX, TOKEN_REQUESTS_PER_MINUTE } from '../oauth/limits.js';
 import { RateWindow } from '../oauth/rate-window.js';
-import { matchesRegistered, withResponseParams } from '../oauth/redirect-uris.js';
+import { matchesRegistered } from '../oauth/redirect-uris.js';
 import { currentOrigins, currentResource, loopbackOrigin, noteLoopbackOrigin } from '../oauth/resources.js';
 
 const RESOURCE_METADATA = '/.well-known/oauth-protected-resource';
@@ -77,8 +77,26 @@ function toOAuthError(err: unknown, request: FastifyRequest): OAuthError {
   return new OAuthError('server_error', 'An internal error occurred.', 500);
 }
 
-function sendOAuthError(reply: FastifyReply, error: OAuthError): FastifyReply {
-  return reply.code(error.status).headers(error.headers).type('application/json; charset=utf-8').send(error.toBody());
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/** The page a browser sees when `/oauth/authorize` refuses: the error, and no way onward. */
+function authorizeErrorPage(error: OAuthError): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Sign-in request refused</title><meta name="viewport" content="width=device-width, initial-scale=1"></head>
+<body><h1>This sign-in request cannot continue</h1>
+<p>The application that sent you here made a request svc cannot accept, so you were not sent back to it.</p>
+<p><strong>${escapeHtml(error.error)}</strong>: ${escapeHtml(error.description)}</p>
+<p>Close this page and start the sign-in again from the application, or tell its developer.</p></body></html>
+`;
+}
+
+function sendOAuthError(request: FastifyRequest, reply: FastifyReply, error: OAuthError): FastifyReply {
+  reply.code(error.status).headers(error.headers);
+  // A browser navigating to /oauth/authorize gets a readable page; clients and tests get the JSON body.
+  if (request.routeOptions.url === '/oauth/authorize' && /\btext\/html\b/i.test(request.headers.accept ?? '')) {
+    return reply.headers({ 'content-security-policy': "default-src 'none'", 'cache-control': 'no-store' }).type('text/html; charset=utf-8').send(authorizeErrorPage(error));
+  }
+  return reply.type('application/json; charset=utf-8').send(error.toBody());
 }
 
 export const oauthRoutes: FastifyPluginAsync = async (app) => {
@@ -103,7 +121,7 @@ export const oauthRoutes: FastifyPluginAsync = async (app) => {
     done(null, params);
   });
 
-  app.setErrorHandler((err, request, reply) => sendOAuthError(reply, toOAuthError(err, request)));
+  app.setErrorHandler((err, request, reply) => sendOAuthError(request, reply, toOAuthError(err, request)));
 
   app.addHook('onSend', async (request, reply) => {
     if (request.routeOptions.url !== '/oauth/authorize') reply.header('access-control-allow-origin', '*');
@@ -154,39 +172,29 @@ export const oauthRoutes: FastifyPluginAsync = async (app) => {
       throw new OAuthError('not_supported', 'The owner web app is not built into this svc, so there is no consent screen; OAuth sign-in is unavailable. Use an API key instead.');
     }
     const query = request.query as Params;
-    // Until the client and its redirect URI are known, errors go to the browser, never to a redirect.
     const clientId = required(query, 'client_id');
     const client = findClient(db, clientId);
     if (!client) throw new OAuthError('invalid_client', 'Unknown or expired client_id; the client must register again.');
     const redirectUri = required(query, 'redirect_uri');
     if (!matchesRegistered(clientRedirectUris(client), redirectUri)) throw new OAuthError('invalid_request', '`redirect_uri` is not one this client registered.');
 
-    let state: string | null = null;
-    let pending;
-    try {
-      const redirectable = (d: string) => new RedirectableError('invalid_request', d);
-      state = param(query, 'state', redirectable);
-      if (state !== null && state.length > STATE_MAX_LENGTH) {
-        state = null;
-        throw redirectable(`\`state\` is longer than ${STATE_MAX_LENGTH} characters.`);
-      }
-      const responseType = required(query, 'response_type', redirectable);
-      if (responseType !== 'code') throw new RedirectableError('unsupported_response_type', 'Only `response_type=code` is supported.');
-      const challenge = required(query, 'code_challenge', (d) => new RedirectableError('invalid_request', `PKCE is required: ${d}`));
-      if (!CODE_CHALLENGE.test(challenge)) throw redirectable('`code_challenge` must be the BASE64URL SHA-256 of the code verifier.');
-      if (param(query, 'code_challenge_method', redirectable) !== 'S256') throw redirectable('PKCE with `code_challenge_method=S256` is required.');
-      const scope = param(query, 'scope', redirectable);
-      if (scope !== null && scope.split(' ').some((s) => s !== '' && s !== SCOPE)) throw new RedirectableError('invalid_scope', `The only scope is \`${SCOPE}\`.`);
-      const resourceParam = required(query, 'resource', redirectable);
-      const resource = currentResource(db, resourceParam);
-      if (!resource) {
-        throw new RedirectableError('invalid_target', `\`resource\` must be exactly ${currentOrigins(db).flatMap((o) => [`${o}/mcp`, `${o}/v0`]).join(' or ')}.`);
-      }
-      pending = { clientId: client.client_id, redirectUri, state, codeChallenge: challenge, resource };
-    } catch (err) {
-      if (!(err instanceof RedirectableError)) throw err;
-      return reply.redirect(withResponseParams(redirectUri, { error: err.error, error_description: err.description, state: state ?? undefined }));
+    // Every parameter error is answered here, never redirected: a self-registered client may name
+    // any redirect URI, and an error that bounced there with no owner step would make svc an open
+    // redirector (RFC 9700 §4.11.2). The client hears back only after the owner approves or denies.
+    const state = param(query, 'state');
+    if (state !== null && state.length > STATE_MAX_LENGTH) throw new OAuthError('invalid_request', `\`state\` is longer than ${STATE_MAX_LENGTH} characters.`);
+    const responseType = required(query, 'response_type');
+    if (responseType !== 'code') throw new OAuthError('unsupported_response_type', 'Only `response_type=code` is supported.');
+    const challenge = required(query, 'code_challenge', (d) => new OAuthError('invalid_request', `PKCE is required: ${d}`));
+    if (!CODE_CHALLENGE.test(challenge)) throw new OAuthError('invalid_request', '`code_challenge` must be the BASE64URL SHA-256 of the code verifier.');
+    if (param(query, 'code_challenge_method') !== 'S256') throw new OAuthError('invalid_request', 'PKCE with `code_challenge_method=S256` is required.');
+    const scope = param(query, 'scope');
+    if (scope !== null && scope.split(' ').some((s) => s !== '' && s !== SCOPE)) throw new OAuthError('invalid_scope', `The only scope is \`${SCOPE}\`.`);
+    const resource = currentResource(db, required(query, 'resource'));
+    if (!resource) {
+      throw new OAuthError('invalid_target', `\`resource\` must be exactly ${currentOrigins(db).flatMap((o) => [`${o}/mcp`, `${o}/v0`]).join(' or ')}.`);
     }
+    const pending = { clientId: client.client_id, redirectUri, state, codeChallenge: challenge, resource };
 
     // Consent happens only in the owner's own browser on the loopback origin; the code stays bound
     // to the resource the client asked for.

@@ -204,7 +204,7 @@ t.test('authorize: a loopback redirect URI may use another port', async (t) => {
   t.equal(view.body.redirect_uri, 'http://127.0.0.1:41234/callback');
 });
 
-t.test('authorize: other errors redirect with error, error_description and state', async (t) => {
+t.test('authorize: other parameter errors are answered to the browser too, never redirected (RFC 9700 §4.11.2)', async (t) => {
   const { challenge } = pkce();
   const good = { response_type: 'code', client_id: clientId, redirect_uri: REDIRECT, code_challenge: challenge, code_challenge_method: 'S256', resource: MCP, state: 'xyz' };
   const cases: [string, Record<string, string | undefined>, string][] = [
@@ -222,15 +222,16 @@ t.test('authorize: other errors redirect with error, error_description and state
   ];
   for (const [name, change, error] of cases) {
     const res = await visit(svc.url, authorizePath({ ...good, ...change }), session.cookie);
-    t.equal(res.status, 302, name);
-    const location = new URL(res.location!);
-    t.equal(`${location.origin}${location.pathname}`, REDIRECT, name);
-    t.equal(location.searchParams.get('error'), error, name);
-    t.ok(location.searchParams.get('error_description'), name);
-    t.equal(location.searchParams.get('state'), 'xyz', `${name}: state comes back`);
+    t.equal(res.status, 400, name);
+    t.equal(res.location, null, `${name}: no redirect`);
+    t.equal(res.body?.error, error, name);
+    t.ok(res.body?.error_description, name);
   }
   const repeated = await visit(svc.url, `${authorizePath(good)}&resource=${encodeURIComponent(V0)}`, session.cookie);
-  t.equal(new URL(repeated.location!).searchParams.get('error'), 'invalid_request', 'a repeated parameter is refused');
+  t.equal(repeated.status, 400);
+  t.equal(repeated.body?.error, 'invalid_request', 'a repeated parameter is refused');
+  const longState = await visit(svc.url, authorizePath({ ...good, state: 'x'.repeat(1025) }), session.cookie);
+  t.match(longState, { status: 400, location: null, body: { error: 'invalid_request' } }, 'a state over 1,024 characters');
 });
 
 t.test('authorize: a signed-out owner is sent to /login and back', async (t) => {

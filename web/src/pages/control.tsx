@@ -3,7 +3,7 @@
  * messages whose send outcome is unknown (resolve as sent or failed), and scheduled drafts.
  */
 import { useState } from 'preact/hooks';
-import { enc, get, patch, post, query } from '../api';
+import { ApiFailure, enc, get, patch, post, query } from '../api';
 import { useLiveEvents } from '../live';
 import { ErrorBox, Labels, Loading, Notice, Page, formValues, useAction, useLoad, when } from '../ui';
 
@@ -13,7 +13,9 @@ export interface DraftItem {
   labels: string[];
   to: string[] | null;
   cc: string[] | null;
+  bcc: string[] | null;
   subject: string | null;
+  attachments: { attachment_id: string; filename: string | null; size: number }[];
   preview: string | null;
   send_status: string;
   send_reason: string | null;
@@ -65,6 +67,11 @@ function PendingDraft({ item, onDone }: { item: DraftItem; onDone: () => void })
       <div class="muted small">
         from {item.inbox_id} to {(item.to ?? []).join(', ') || '—'}
       </div>
+      {/* Everything the approval covers is shown: hidden recipients and attachments included. */}
+      {(item.cc ?? []).length > 0 && <div class="muted small">cc {item.cc!.join(', ')}</div>}
+      {(item.bcc ?? []).length > 0 && <div class="muted small">bcc {item.bcc!.join(', ')}</div>}
+      {item.attachments.length > 0 && <div class="muted small">attachments: {item.attachments.map((a) => a.filename ?? '(unnamed)').join(', ')}</div>}
+      {item.send_at && <div class="muted small">sends {when(item.send_at)}</div>}
       {!open && <div class="item-sub">{item.preview}</div>}
       {result && <Notice>{result}</Notice>}
       <div class="actions" style={{ margin: '0.5rem 0' }}>
@@ -76,8 +83,14 @@ function PendingDraft({ item, onDone }: { item: DraftItem; onDone: () => void })
           disabled={action.busy}
           onClick={() =>
             void action.run(async () => {
-              const r = await post<{ message_id?: string; send_status?: string }>(`${draftPath(item)}/approve`);
-              setResult(r.message_id ? 'Approved and sent.' : 'Approved; it stays scheduled.');
+              try {
+                // Approve exactly the version shown: if the draft changed since, svc answers 409.
+                const r = await post<{ message_id?: string; send_status?: string }>(`${draftPath(item)}/approve`, { expected_updated_at: item.updated_at });
+                setResult(r.message_id ? 'Approved and sent.' : 'Approved; it stays scheduled.');
+              } catch (e) {
+                if (e instanceof ApiFailure && e.code === 'conflict') onDone();
+                throw e;
+              }
               onDone();
             })
           }
