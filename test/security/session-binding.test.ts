@@ -17,8 +17,8 @@ import { api, OWNER_PASSWORD, sessionCookie, setupOwner, startSvc, type RunningS
 import { servedRouteTable, type RouteEntry } from '../helpers/fuzz.js';
 import { segmentsOf, CANONICAL } from '../helpers/spellings.js';
 import { eachLimited, wireRequest, type WireAnswer } from '../helpers/wire.js';
+import { CSRF_HEADER } from '../helpers/principals.js';
 
-const CSRF_HEADER = 'X-Svc-CSRF';
 const CONCURRENCY = 8;
 const DECOY_ID = '01900000-0000-7000-8000-000000000000';
 /** Routes a request with no credential may call (spec §4.13, §4.7): nothing to bind there. */
