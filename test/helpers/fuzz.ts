@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { openDatabase } from '../../src/db/open.js';
 import { buildApp } from '../../src/http/app.js';
 import { ERROR_STATUS, errorName, type ErrorCode } from '../../src/http/errors.js';
@@ -170,6 +171,44 @@ export async function routeTable(): Promise<RouteEntry[]> {
     fs.rmSync(dir, { recursive: true, force: true });
   }
 }
+
+/** The built package that bin/svc runs. */
+const distRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'dist');
+
+/**
+ * Every route `svc serve` registers on its loopback listener, read the same way from the built
+ * package (dist/, what bin/svc runs) with the context the service gives it: the remote-access
+ * routes (registered only when a RemoteAccess is passed) and the web app's `GET /*` (registered
+ * only when web/dist is next to dist/) are included, which `routeTable()` built from src/ lacks.
+ * Run `npm run build` first, as for every test that starts the service.
+ */
+export async function servedRouteTable(): Promise<RouteEntry[]> {
+  const load = <T>(file: string): Promise<T> => import(pathToFileURL(path.join(distRoot, file)).href) as Promise<T>;
+  const { openDatabase: openBuilt } = await load<typeof import('../../src/db/open.js')>('src/db/open.js');
+  const { buildApp: buildBuilt } = await load<typeof import('../../src/http/app.js')>('src/http/app.js');
+  const { OwnerAccount: BuiltOwner } = await load<typeof import('../../src/owner/owner-account.js')>('src/owner/owner-account.js');
+  const { Bus: BuiltBus } = await load<typeof import('../../src/supervisor/bus.js')>('src/supervisor/bus.js');
+  const { CpuPool: BuiltPool } = await load<typeof import('../../src/supervisor/pool.js')>('src/supervisor/pool.js');
+  const { RemoteAccess: BuiltRemote } = await load<typeof import('../../src/remote/remote-access.js')>('src/remote/remote-access.js');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-routes-'));
+  const db = openBuilt(path.join(dir, 'svc.db'), randomBytes(32), { migrate: true });
+  const pool = new BuiltPool();
+  const bus = new BuiltBus();
+  // Never started: the table is read without listening, so no tunnel listener is ever built.
+  const remote = new BuiltRemote(db, bus, () => Promise.reject(new Error('the route table never opens a tunnel listener')));
+  const app = await buildBuilt({ db, bus, pool, owner: new BuiltOwner(db), origin: () => 'http://127.0.0.1:1', listener: 'local', remote });
+  try {
+    await app.ready();
+    // fastify prints the root wildcard as `*`; requests reach it as `/anything`.
+    return parseRouteTree(app.printRoutes({ commonPrefix: false })).map((r) => (r.url === '*' ? { ...r, url: '/*' } : r));
+  } finally {
+    await app.close();
+    await pool.close();
+    db.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 
 /** `├── /a (GET, POST)` / `│   └── /:id (DELETE)` lines → full paths with their methods. */
 export function parseRouteTree(tree: string): RouteEntry[] {
