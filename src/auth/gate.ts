@@ -237,7 +237,7 @@ function authenticate(request: FastifyRequest, ctx: GateContext, access: Access)
  * An owner browser session: the cookie and the CSRF token it was issued with, together. The
  * token comes in `X-Svc-CSRF`, or for a WebSocket (which cannot set headers) as the `csrf.<token>`
  * subprotocol. A cookie without its token is no session: public routes see nobody, protected
- * routes answer 403 (spec §5.1's CSRF rule, now for every method).
+ * routes answer 401 to a read and 403 to a write (spec §5.1's CSRF rule).
  */
 function sessionPrincipal(request: FastifyRequest, ctx: GateContext, access: Access): Principal | null {
   const cookie = request.cookies[SESSION_COOKIE];
@@ -247,15 +247,19 @@ function sessionPrincipal(request: FastifyRequest, ctx: GateContext, access: Acc
   const proof = csrfProof(request);
   if (proof !== undefined && principal.csrfToken !== undefined && sameSecret(proof, principal.csrfToken)) return principal;
   if (access === 'public') return null;
-  throw new ApiError('forbidden', 'The X-Svc-CSRF header is missing or wrong.', {
-    fix: 'Send the csrf_token from setup, login or login-link redemption in the X-Svc-CSRF header of every request.',
-  });
+  const fix = 'Send the csrf_token from setup, login or login-link redemption in the X-Svc-CSRF header of every request.';
+  // A read with the cookie alone is simply unauthenticated; a write (and a WebSocket, whose token
+  // travels as a subprotocol: docs/websocket.md) keeps spec §5.1's CSRF refusal.
+  if (SAFE_METHODS.has(request.method) && !isUpgrade(request)) throw new ApiError('unauthorized', 'The session cookie alone is not a credential: X-Svc-CSRF is missing or wrong.', { fix });
+  throw new ApiError('forbidden', 'The X-Svc-CSRF header is missing or wrong.', { fix });
 }
+
+const isUpgrade = (request: FastifyRequest) => request.headers.upgrade?.toLowerCase() === 'websocket';
 
 function csrfProof(request: FastifyRequest): string | undefined {
   const header = request.headers[CSRF_HEADER];
   if (typeof header === 'string') return header;
-  if (request.headers.upgrade?.toLowerCase() !== 'websocket') return undefined;
+  if (!isUpgrade(request)) return undefined;
   const offered = String(request.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim());
   return offered.find((p) => p.startsWith(CSRF_SUBPROTOCOL_PREFIX))?.slice(CSRF_SUBPROTOCOL_PREFIX.length);
 }

@@ -70,7 +70,7 @@ t.test('login, throttling, sessions, logout and password change', async (t) => {
     const wrong = await api(svc.url, 'POST', '/v0/owner/logout', { headers: { cookie, 'x-svc-csrf': 'nope' } });
     t.equal(wrong.status, 403);
     const readWithout = await api(svc.url, 'GET', '/v0/owner/sessions', { headers: { cookie } });
-    t.equal(readWithout.status, 403, 'reads need the token too: the cookie alone may be a port-mate\'s copy');
+    t.equal(readWithout.status, 401, 'reads need the token too: the cookie alone may be a port-mate\'s copy');
     const ok = await api(svc.url, 'POST', '/v0/owner/logout', { headers: { cookie, 'x-svc-csrf': csrf } });
     t.equal(ok.status, 200);
     t.equal(ok.text, '', 'empty 200');

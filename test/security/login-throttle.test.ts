@@ -43,7 +43,7 @@ t.test('a parallel burst of wrong passwords: only the budget is checked, the own
   const redeemed = await api<{ csrf_token: string }>(svc.url, 'POST', '/v0/owner/login-links/redeem', { body: { token } });
   t.equal(redeemed.status, 200, `svc open works during the flood: ${redeemed.text}`);
   const cookie = sessionCookie(redeemed);
-  t.equal((await api(svc.url, 'GET', '/v0/owner/sessions', { headers: { cookie } })).status, 200, 'the redeemed session is the owner');
+  t.equal((await api(svc.url, 'GET', '/v0/owner/sessions', { headers: { cookie, 'x-svc-csrf': redeemed.body.csrf_token } })).status, 200, 'the redeemed session is the owner');
 
   // The signed-in owner can still change the password: that budget is separate from the login one.
   const changed = await api(svc.url, 'POST', '/v0/owner/password', { headers: { cookie, 'x-svc-csrf': redeemed.body.csrf_token }, body: { current_password: OWNER_PASSWORD, password: 'another long password' } });
