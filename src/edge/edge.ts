@@ -19,6 +19,7 @@ import { RoutingCorrupt, RoutingTable, type ReportAddressPolicy } from './routin
 import { SEALED_VERSION, sealObject, type InboundAuth, type InboundObject, type SpamVerdict } from './sealed.js';
 import { createSmtpReceiver, SmtpReply, type ReceivedMessage, type TlsFiles } from './smtp.js';
 import { checkSpam } from './spam.js';
+import { deriveEdgeKey } from './verp.js';
 
 export interface ListenAddress {
   host: string;
@@ -107,6 +108,7 @@ export class Edge {
         reserveKey: () => this.buffer.reserveKey(),
         deliver: (input) => this.deliverLocally(input),
       },
+      verpKey: deriveEdgeKey(options.apiToken, 'verp-tag'),
       log: options.log,
     });
   }

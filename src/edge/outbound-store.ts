@@ -22,6 +22,7 @@ import { Type, type Static } from 'typebox';
 import { Value } from 'typebox/value';
 import { ensurePrivateDir, fsyncDirectoryAsync, removeIfPresent, writeNewFileSynced } from './durable-files.js';
 import { OUTBOUND_RETENTION_MS } from './limits.js';
+import { verpId } from './verp.js';
 
 export const RecipientStatus = Type.Union([Type.Literal('queued'), Type.Literal('deferred'), Type.Literal('delivered'), Type.Literal('bounced')]);
 export type RecipientStatus = Static<typeof RecipientStatus>;
@@ -52,7 +53,7 @@ export const OutboundJob = Type.Object({
   version: Type.Literal(1),
   ref: Type.String(),
   mail_from: Type.String(),
-  /** Message-ID of the raw message (with brackets), to match feedback reports that lack the VERP ref. */
+  /** Message-ID of the raw message (with brackets). Not used to match reports: every recipient knows it. */
   message_id: Type.Union([Type.String(), Type.Null()]),
   size: Type.Integer({ minimum: 0 }),
   created_at: Time,
@@ -111,9 +112,8 @@ export class OutboundStore {
   readonly jobsDir: string;
   readonly mimeDir: string;
   private readonly jobs = new Map<string, OutboundJob>();
-  /** Lower-cased ref → refs, because the VERP address comes back lower-cased from SMTP. */
-  private readonly refsByLower = new Map<string, Set<string>>();
-  private readonly refsByMessageId = new Map<string, string>();
+  /** VERP id (verp.ts) → refs, so a report to a tagged return path finds its job. */
+  private readonly refsByVerpId = new Map<string, Set<string>>();
   /** Refs whose first write is in progress: a concurrent repeat waits for it. */
   private readonly creating = new Map<string, Promise<OutboundJob>>();
   /** Per-ref chain of record writes, so the newest state is always the one on disk. */
@@ -152,16 +152,9 @@ export class OutboundStore {
     return this.jobs.get(ref) ?? null;
   }
 
-  /** A known ref spelled in any case (exact spelling preferred). */
-  findRef(ref: string): string | null {
-    if (this.jobs.has(ref)) return ref;
-    const candidates = this.refsByLower.get(ref.toLowerCase());
-    return candidates && candidates.size > 0 ? [...candidates][0] : null;
-  }
-
-  findByMessageId(messageId: string): OutboundJob | null {
-    const ref = this.refsByMessageId.get(messageId.toLowerCase());
-    return ref ? this.get(ref) : null;
+  /** Jobs whose ref has this VERP id (usually one; the caller checks the MAC of each). */
+  byVerpId(id: string): OutboundJob[] {
+    return [...(this.refsByVerpId.get(id) ?? [])].map((ref) => this.jobs.get(ref)).filter((j): j is OutboundJob => j !== undefined);
   }
 
   /** Jobs with recipients still to deliver. */
@@ -265,19 +258,18 @@ export class OutboundStore {
 
   private index(job: OutboundJob): void {
     this.jobs.set(job.ref, job);
-    const lower = job.ref.toLowerCase();
-    let set = this.refsByLower.get(lower);
-    if (!set) this.refsByLower.set(lower, (set = new Set()));
-    set.add(job.ref);
-    if (job.message_id) this.refsByMessageId.set(job.message_id.toLowerCase(), job.ref);
+    const id = verpId(job.ref);
+    let refs = this.refsByVerpId.get(id);
+    if (!refs) this.refsByVerpId.set(id, (refs = new Set()));
+    refs.add(job.ref);
   }
 
   private unindex(job: OutboundJob): void {
     this.jobs.delete(job.ref);
-    const set = this.refsByLower.get(job.ref.toLowerCase());
-    set?.delete(job.ref);
-    if (set && set.size === 0) this.refsByLower.delete(job.ref.toLowerCase());
-    if (job.message_id && this.refsByMessageId.get(job.message_id.toLowerCase()) === job.ref) this.refsByMessageId.delete(job.message_id.toLowerCase());
+    const id = verpId(job.ref);
+    const refs = this.refsByVerpId.get(id);
+    refs?.delete(job.ref);
+    if (refs && refs.size === 0) this.refsByVerpId.delete(id);
   }
 
   private jobPath(ref: string): string {

@@ -8,7 +8,8 @@ import path from 'node:path';
 import { parseDeliveryReport } from '../../src/edge/dsn.js';
 import { headerMessageId, OutboundStore } from '../../src/edge/outbound-store.js';
 import { ReportLog } from '../../src/edge/reports.js';
-import { bounceRef, isReportLocalPart } from '../../src/edge/routing.js';
+import { isReportLocalPart } from '../../src/edge/routing.js';
+import { deriveEdgeKey, envelopeSender, parseVerpTag, taggedReturnPath, verpId, verpMacMatches, MAX_LOCAL_PART } from '../../src/edge/verp.js';
 import { tempDir } from '../helpers/svc.js';
 
 function dsn(opts: { boundary?: string; perRecipient: string[]; original?: string; wrap?: boolean; statusEncoding?: 'base64' }): Buffer {
@@ -46,6 +47,7 @@ t.test('a DSN with Action: failed reads as a failed recipient with the SMTP code
   t.same(parsed, {
     kind: 'dsn',
     originalMessageId: '<orig-1@home.test>',
+    returnPaths: [],
     recipients: [{ recipient: 'carol@remote.test', action: 'failed', status: '5.1.1', code: 550, message: '550 5.1.1 <carol@remote.test>: Recipient address rejected' }],
   });
 });
@@ -89,10 +91,12 @@ t.test('an ARF report reads as a complaint with Original-Rcpt-To and the origina
       'User-Agent: isp-fbl/1.0',
       'Version: 1',
       'Original-Rcpt-To: <carol@isp.test>',
+      'Original-Mail-From: <svc-bounce+0123456789abcdef-0123456789abcdef0123456789abcdef@home.test>',
       '',
       '--arf',
       'Content-Type: message/rfc822',
       '',
+      'Return-Path: <svc-bounce+fedcba9876543210-0123456789abcdef0123456789abcdef@home.test>',
       'From: bob@home.test',
       'To: carol@isp.test, "Dan" <dan@isp.test>',
       'Message-ID: <sent-42@home.test>',
@@ -103,9 +107,10 @@ t.test('an ARF report reads as a complaint with Original-Rcpt-To and the origina
       '',
     ].join('\r\n'),
   );
-  t.same(parseDeliveryReport(raw), { kind: 'arf', feedbackType: 'abuse', recipients: ['carol@isp.test'], originalMessageId: '<sent-42@home.test>' });
+  const returnPaths = ['svc-bounce+0123456789abcdef-0123456789abcdef0123456789abcdef@home.test', 'svc-bounce+fedcba9876543210-0123456789abcdef0123456789abcdef@home.test'];
+  t.same(parseDeliveryReport(raw), { kind: 'arf', feedbackType: 'abuse', recipients: ['carol@isp.test'], recipientsFrom: 'original-rcpt-to', originalMessageId: '<sent-42@home.test>', returnPaths }, 'Original-Mail-From and the original Return-Path are where the tag may be');
   const noRcpt = Buffer.from(raw.toString().replace('Original-Rcpt-To: <carol@isp.test>\r\n', ''));
-  t.same(parseDeliveryReport(noRcpt), { kind: 'arf', feedbackType: 'abuse', recipients: ['carol@isp.test', 'dan@isp.test'], originalMessageId: '<sent-42@home.test>' }, 'without Original-Rcpt-To the original To/Cc are used');
+  t.same(parseDeliveryReport(noRcpt), { kind: 'arf', feedbackType: 'abuse', recipients: ['carol@isp.test', 'dan@isp.test'], recipientsFrom: 'original-headers', originalMessageId: '<sent-42@home.test>', returnPaths }, 'without Original-Rcpt-To the original To/Cc are used');
 });
 
 t.test('anything that is not a DSN or ARF report reads as null', async (t) => {
@@ -121,14 +126,26 @@ t.test('anything that is not a DSN or ARF report reads as null', async (t) => {
   for (const [name, text] of cases) t.equal(parseDeliveryReport(Buffer.from(text)), null, name);
 });
 
-t.test('report addresses: svc-bounce+<ref> and svc-feedback are report local parts; the ref comes from the VERP address', async (t) => {
+t.test('report addresses: svc-bounce+<tag> and svc-feedback are report local parts; a tag verifies only for its ref and key', async (t) => {
   t.ok(isReportLocalPart('svc-bounce+abc'));
   t.ok(isReportLocalPart('SVC-Feedback'));
   t.notOk(isReportLocalPart('svc-bounce+'));
   t.notOk(isReportLocalPart('svc-bouncer'));
-  t.equal(bounceRef('svc-bounce+Msg_1.2-x@home.test'), 'Msg_1.2-x');
-  t.equal(bounceRef('svc-bounce+bad/ref@home.test'), null);
-  t.equal(bounceRef('bob@home.test'), null);
+  const key = deriveEdgeKey('edge_' + 'k'.repeat(43), 'verp-tag');
+  const ref = 'R'.repeat(128);
+  const address = taggedReturnPath(key, ref, 'home.test');
+  t.ok(address.indexOf('@') <= MAX_LOCAL_PART, 'the local part fits 64 octets even for the longest ref');
+  t.equal(envelopeSender(key, ref, 'svc-bounce+whatever@Home.test'), taggedReturnPath(key, ref, 'Home.test'), 'the home\'s return path gets the tag');
+  t.equal(envelopeSender(key, ref, 'alice@home.test'), 'alice@home.test', 'other senders are left alone');
+  t.equal(envelopeSender(key, ref, ''), '', 'the null sender stays null');
+  const tag = parseVerpTag(address.toUpperCase());
+  t.equal(tag?.id, verpId(ref), 'read in any case');
+  t.ok(verpMacMatches(key, ref, tag!.mac));
+  t.notOk(verpMacMatches(key, 'other', tag!.mac), 'bound to the ref');
+  t.notOk(verpMacMatches(deriveEdgeKey('edge_' + 'z'.repeat(43), 'verp-tag'), ref, tag!.mac), 'bound to the key');
+  t.notOk(verpMacMatches(key, ref, tag!.mac.slice(0, -1)), 'a short tag fails');
+  t.equal(parseVerpTag('svc-bounce+Msg_1.2-x@home.test'), null, 'an untagged ref is no tag');
+  t.equal(parseVerpTag('bob@home.test'), null);
 });
 
 t.test('Message-ID is read from the header block only, unfolded', async (t) => {
@@ -218,8 +235,7 @@ t.test('a job is written durably, is idempotent on its ref, and is found again a
   const again = new OutboundStore(dir);
   again.open();
   t.equal(again.get('..')?.recipients[0].address, 'x@remote.test');
-  t.equal(again.findByMessageId('<M1@home.test>')?.ref, '..');
-  t.equal(again.findRef('..'), '..');
+  t.same(again.byVerpId(verpId('..')).map((j) => j.ref), ['..'], 'found by its VERP id');
   t.same(await again.readMime('..'), raw);
 });
 
