@@ -93,7 +93,8 @@ export class Edge {
     this.resolver = options.resolver ?? dnsResolver();
     this.maxMessageBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
     const outboundDir = path.join(options.dataDir, 'outbound');
-    this.outbound = new OutboundStore(outboundDir);
+    // Queued outbound mail is sealed under a key derived from the token, never kept in plaintext.
+    this.outbound = new OutboundStore(outboundDir, deriveEdgeKey(options.apiToken, 'outbound-mime'));
     this.reports = new ReportLog(outboundDir);
     this.relay = new OutboundRelay({
       store: this.outbound,

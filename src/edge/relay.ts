@@ -277,7 +277,7 @@ export class OutboundRelay {
     try {
       raw = await this.store.readMime(job.ref);
     } catch {
-      return this.commit(job, due.map((r) => [r, { status: 'bounced', message: 'The queued message is missing on the edge.' }]));
+      return this.commit(job, due.map((r) => [r, { status: 'bounced', message: 'The queued message is missing on the edge, or does not open with its current API token.' }]));
     }
 
     const groups = new Map<string, RecipientState[]>();

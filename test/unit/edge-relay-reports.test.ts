@@ -6,7 +6,7 @@ import t from 'tap';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseDeliveryReport } from '../../src/edge/dsn.js';
-import { headerMessageId, OutboundStore } from '../../src/edge/outbound-store.js';
+import { headerMessageId, OutboundStore, sealMime } from '../../src/edge/outbound-store.js';
 import { ReportLog } from '../../src/edge/reports.js';
 import { isReportLocalPart } from '../../src/edge/routing.js';
 import { deriveEdgeKey, envelopeSender, parseVerpTag, taggedReturnPath, verpId, verpMacMatches, MAX_LOCAL_PART } from '../../src/edge/verp.js';
@@ -218,9 +218,41 @@ t.test('segments past the retention are pruned, but ids never go back', async (t
 // ---------------------------------------------------------------------------------------------
 // The job store
 
+const MIME_KEY = deriveEdgeKey('edge_' + 'm'.repeat(43), 'outbound-mime');
+
+t.test('queued messages are sealed on disk: no plaintext, bound to key and ref; an old plaintext .eml is sealed at start', async (t) => {
+  const dir = tempDir('svc-outbound-');
+  const store = new OutboundStore(dir, MIME_KEY);
+  store.open();
+  const raw = Buffer.from('Subject: Merger plans\r\n\r\nThe secret body.\r\n');
+  await store.create({ ref: 'sealed-1', mailFrom: '', recipients: ['x@remote.test'], raw });
+  const [file] = fs.readdirSync(path.join(dir, 'mime'));
+  t.match(file, /\.sealed$/);
+  const onDisk = fs.readFileSync(path.join(dir, 'mime', file));
+  t.equal(onDisk.includes('Merger plans'), false, 'the subject is not on disk');
+  t.equal(onDisk.includes('secret body'), false, 'the body is not on disk');
+  t.same(await store.readMime('sealed-1'), raw, 'the edge opens its own queue');
+  const otherKey = new OutboundStore(dir, deriveEdgeKey('edge_' + 'n'.repeat(43), 'outbound-mime'));
+  otherKey.open();
+  await t.rejects(otherKey.readMime('sealed-1'), { name: 'SealedMimeUnreadable' }, 'another token\'s key does not open it');
+
+  // An edge from before sealing left a plaintext .eml for an unfinished job.
+  await store.create({ ref: 'legacy-1', mailFrom: '', recipients: ['x@remote.test'], raw });
+  const name = fs.readdirSync(path.join(dir, 'mime')).find((n) => n !== file)!;
+  const stem = name.slice(0, -'.sealed'.length);
+  fs.rmSync(path.join(dir, 'mime', name));
+  fs.writeFileSync(path.join(dir, 'mime', `${stem}.eml`), raw);
+  const upgraded = new OutboundStore(dir, MIME_KEY);
+  upgraded.open();
+  t.same(fs.readdirSync(path.join(dir, 'mime')).sort(), [file, `${stem}.sealed`].sort(), 'the .eml is gone, sealed in its place');
+  t.equal(fs.readFileSync(path.join(dir, 'mime', `${stem}.sealed`)).includes('Merger plans'), false);
+  t.same(await upgraded.readMime('legacy-1'), raw);
+  t.throws(() => sealMime(Buffer.alloc(3), 'r', raw), 'a wrong-sized key is refused');
+});
+
 t.test('a job is written durably, is idempotent on its ref, and is found again after a restart', async (t) => {
   const dir = tempDir('svc-outbound-');
-  const store = new OutboundStore(dir);
+  const store = new OutboundStore(dir, MIME_KEY);
   store.open();
   const raw = Buffer.from('Message-ID: <m1@home.test>\r\nSubject: x\r\n\r\nbody\r\n');
   const [a, b] = await Promise.all([
@@ -232,7 +264,7 @@ t.test('a job is written durably, is idempotent on its ref, and is found again a
   t.equal(b.job.mail_from, 'svc-bounce+..@home.test');
   t.equal(fs.readdirSync(path.join(dir, 'jobs')).length, 1);
   t.equal(fs.readdirSync(path.join(dir, 'mime')).length, 1);
-  const again = new OutboundStore(dir);
+  const again = new OutboundStore(dir, MIME_KEY);
   again.open();
   t.equal(again.get('..')?.recipients[0].address, 'x@remote.test');
   t.same(again.byVerpId(verpId('..')).map((j) => j.ref), ['..'], 'found by its VERP id');
@@ -241,7 +273,7 @@ t.test('a job is written durably, is idempotent on its ref, and is found again a
 
 t.test('start-up removes temp files, MIME without a record, and MIME of finished jobs', async (t) => {
   const dir = tempDir('svc-outbound-');
-  const store = new OutboundStore(dir);
+  const store = new OutboundStore(dir, MIME_KEY);
   store.open();
   const raw = Buffer.from('Subject: x\r\n\r\nbody\r\n');
   const { job } = await store.create({ ref: 'done-1', mailFrom: '', recipients: ['x@remote.test'], raw });
@@ -249,9 +281,10 @@ t.test('start-up removes temp files, MIME without a record, and MIME of finished
   job.status = 'done';
   job.finished_at = new Date().toISOString();
   await store.save(job);
-  fs.writeFileSync(path.join(dir, 'mime', 'f'.repeat(64) + '.eml'), 'orphan');
+  fs.writeFileSync(path.join(dir, 'mime', 'f'.repeat(64) + '.sealed'), 'orphan');
+  fs.writeFileSync(path.join(dir, 'mime', 'e'.repeat(64) + '.eml'), 'orphan');
   fs.writeFileSync(path.join(dir, 'jobs', 'x.json.tmp'), '{');
-  const again = new OutboundStore(dir);
+  const again = new OutboundStore(dir, MIME_KEY);
   again.open();
   t.equal(fs.readdirSync(path.join(dir, 'mime')).length, 1, 'only the unfinished job keeps its message');
   t.same(await again.readMime('open-1'), raw);
