@@ -24,14 +24,21 @@ export interface DsnRecipient {
 }
 
 export type DeliveryReportMail =
-  | { kind: 'dsn'; recipients: DsnRecipient[]; originalMessageId: string | null }
+  | { kind: 'dsn'; recipients: DsnRecipient[]; originalMessageId: string | null; returnPaths: string[] }
   | {
       kind: 'arf';
       /** `abuse`, `fraud`, `virus`, `other`, `not-spam`, … as the reporter wrote it (lower-cased). */
       feedbackType: string | null;
       /** `Original-Rcpt-To` fields, else the embedded message's To/Cc addresses. */
       recipients: string[];
+      /** Where `recipients` came from: the report's own claim, or the (often redacted) original's headers. */
+      recipientsFrom: 'original-rcpt-to' | 'original-headers';
       originalMessageId: string | null;
+      /**
+       * Envelope senders of the original as the report quotes them (ARF `Original-Mail-From`, the
+       * embedded original's `Return-Path`): where a feedback loop's report carries the VERP tag.
+       */
+      returnPaths: string[];
     };
 
 interface Entity {
@@ -55,12 +62,13 @@ export function parseDeliveryReport(raw: Buffer): DeliveryReportMail | null {
   const original = entities.find((e) => ORIGINAL_TYPES.has(contentType(e).type));
   const originalHeaders = original ? originalHeaderFields(original) : null;
   const originalMessageId = originalHeaders ? messageIdOf(originalHeaders) : null;
+  const originalReturnPaths = originalHeaders ? (originalHeaders.get('return-path') ?? []).map(bareAddress).filter((a): a is string => a !== null) : [];
 
   if (reportType === 'delivery-status') {
     const status = entities.find((e) => STATUS_TYPES.has(contentType(e).type));
     if (!status) return null;
     const recipients = dsnRecipients(decodedBody(status));
-    return recipients.length > 0 ? { kind: 'dsn', recipients, originalMessageId } : null;
+    return recipients.length > 0 ? { kind: 'dsn', recipients, originalMessageId, returnPaths: originalReturnPaths } : null;
   }
   if (reportType === 'feedback-report') {
     const feedback = entities.find((e) => contentType(e).type === 'message/feedback-report');
@@ -68,7 +76,8 @@ export function parseDeliveryReport(raw: Buffer): DeliveryReportMail | null {
     const fields = parseFields(decodedBody(feedback));
     const rcptTo = (fields.get('original-rcpt-to') ?? []).map(bareAddress).filter((a): a is string => a !== null);
     const recipients = rcptTo.length > 0 ? rcptTo : originalHeaders ? headerAddresses(originalHeaders, ['to', 'cc']) : [];
-    return { kind: 'arf', feedbackType: fields.get('feedback-type')?.[0]?.toLowerCase() ?? null, recipients: unique(recipients), originalMessageId };
+    const mailFrom = (fields.get('original-mail-from') ?? []).map(bareAddress).filter((a): a is string => a !== null);
+    return { kind: 'arf', feedbackType: fields.get('feedback-type')?.[0]?.toLowerCase() ?? null, recipients: unique(recipients), recipientsFrom: rcptTo.length > 0 ? 'original-rcpt-to' : 'original-headers', originalMessageId, returnPaths: unique([...mailFrom, ...originalReturnPaths]) };
   }
   return null;
 }

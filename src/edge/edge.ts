@@ -19,6 +19,7 @@ import { RoutingCorrupt, RoutingTable, type ReportAddressPolicy } from './routin
 import { SEALED_VERSION, sealObject, type InboundAuth, type InboundObject, type SpamVerdict } from './sealed.js';
 import { createSmtpReceiver, SmtpReply, type ReceivedMessage, type TlsFiles } from './smtp.js';
 import { checkSpam } from './spam.js';
+import { deriveEdgeKey } from './verp.js';
 
 export interface ListenAddress {
   host: string;
@@ -92,7 +93,8 @@ export class Edge {
     this.resolver = options.resolver ?? dnsResolver();
     this.maxMessageBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
     const outboundDir = path.join(options.dataDir, 'outbound');
-    this.outbound = new OutboundStore(outboundDir);
+    // Queued outbound mail is sealed under a key derived from the token, never kept in plaintext.
+    this.outbound = new OutboundStore(outboundDir, deriveEdgeKey(options.apiToken, 'outbound-mime'));
     this.reports = new ReportLog(outboundDir);
     this.relay = new OutboundRelay({
       store: this.outbound,
@@ -107,6 +109,7 @@ export class Edge {
         reserveKey: () => this.buffer.reserveKey(),
         deliver: (input) => this.deliverLocally(input),
       },
+      verpKey: deriveEdgeKey(options.apiToken, 'verp-tag'),
       log: options.log,
     });
   }

@@ -9,7 +9,18 @@ export const MAX_RECIPIENTS_PER_MESSAGE = 100;
 /** Concurrent SMTP clients; more are turned away with 421 so a flood cannot exhaust memory. */
 export const MAX_SMTP_CLIENTS = 200;
 
-/** Idle SMTP connections are closed after this long. */
+/**
+ * Concurrent SMTP connections from one client (an IPv4 address, an IPv6 /64); more get 421.
+ * Without it one address could hold every MAX_SMTP_CLIENTS slot and lock out every other sender
+ * (issue 16 finding 8). Real MTAs open a few per destination (Postfix: 20 at most by default).
+ */
+export const MAX_SMTP_CONNECTIONS_PER_CLIENT = 20;
+
+/**
+ * Idle SMTP connections (also before the greeting is answered, and between commands) are closed
+ * after this long, so a held slot is freed within a minute. RFC 5321 suggests 5 min; a sender
+ * that is really working sends a command or data well within this.
+ */
 export const SMTP_SOCKET_TIMEOUT_MS = 60_000;
 
 /** On stop, SMTP sessions get this long to finish before they are told 421 and closed. */

@@ -108,6 +108,9 @@ export function registerOutboundRoutes(app: FastifyInstance, ctx: OutboundApiCon
     return jobStatus(job);
   });
 
+  // How many reports were refused since the edge started, by reason (forged or untied reports).
+  app.get('/reports/dropped', async () => ({ dropped: relay.droppedReports() }));
+
   app.get<{ Querystring: Static<typeof EventsQuery> }>('/events', { schema: { querystring: EventsQuery } }, async (request) => {
     return reports.page(request.query.after || null, request.query.limit ?? EVENTS_DEFAULT_LIMIT);
   });

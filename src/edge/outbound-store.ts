@@ -1,8 +1,13 @@
 /**
  * Outbound jobs on disk: `outbound/jobs/<name>.json` (the job record: envelope, per-recipient
- * state; never content) and `outbound/mime/<name>.eml` (the signed message, only until every
- * recipient is delivered or bounced). `<name>` is the SHA-256 of the ref, so any ref is a safe
- * file name on every file system (refs differ in case; `.` and `..` are valid refs).
+ * state; never content) and `outbound/mime/<name>.sealed` (the signed message, encrypted, only
+ * until every recipient is delivered or bounced). `<name>` is the SHA-256 of the ref, so any ref
+ * is a safe file name on every file system (refs differ in case; `.` and `..` are valid refs).
+ *
+ * Sealed MIME (issue 16 finding 10): AES-256-GCM under a key derived from the edge API token
+ * (verp.ts `deriveEdgeKey`), a random 96-bit nonce per file, the ref as associated data (a file
+ * moved to another job's name does not open). The file is `MIME_MAGIC ‖ nonce ‖ ciphertext ‖ tag`.
+ * A `.eml` left in plaintext by an older edge is sealed at start-up.
  *
  * Every write is temp file + fsync + rename + directory fsync. A new job writes its MIME first and
  * its record last, so a record on disk always has its message.
@@ -14,14 +19,15 @@
  * - an unfinished record without MIME: cannot happen through the edge; the relay bounces its
  *   remaining recipients when it finds the message missing.
  */
-import { createHash } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { Type, type Static } from 'typebox';
 import { Value } from 'typebox/value';
-import { ensurePrivateDir, fsyncDirectoryAsync, removeIfPresent, writeNewFileSynced } from './durable-files.js';
+import { ensurePrivateDir, fsyncDirectory, fsyncDirectoryAsync, removeIfPresent, writeNewFileSynced } from './durable-files.js';
 import { OUTBOUND_RETENTION_MS } from './limits.js';
+import { verpId } from './verp.js';
 
 export const RecipientStatus = Type.Union([Type.Literal('queued'), Type.Literal('deferred'), Type.Literal('delivered'), Type.Literal('bounced')]);
 export type RecipientStatus = Static<typeof RecipientStatus>;
@@ -52,7 +58,7 @@ export const OutboundJob = Type.Object({
   version: Type.Literal(1),
   ref: Type.String(),
   mail_from: Type.String(),
-  /** Message-ID of the raw message (with brackets), to match feedback reports that lack the VERP ref. */
+  /** Message-ID of the raw message (with brackets). Not used to match reports: every recipient knows it. */
   message_id: Type.Union([Type.String(), Type.Null()]),
   size: Type.Integer({ minimum: 0 }),
   created_at: Time,
@@ -78,8 +84,43 @@ export interface NewJob {
 }
 
 const JOB_SUFFIX = '.json';
-const MIME_SUFFIX = '.eml';
+const MIME_SUFFIX = '.sealed';
+/** Plaintext messages of an edge from before sealing; sealed (or removed) at start-up. */
+const LEGACY_MIME_SUFFIX = '.eml';
 const TEMP_SUFFIX = '.tmp';
+
+/** First bytes of a sealed message file: format and version. */
+const MIME_MAGIC = Buffer.from('svc-outbound-mime-v1\n', 'latin1');
+const NONCE_BYTES = 12;
+const TAG_BYTES = 16;
+
+/** Thrown by `readMime` when the file does not open (damaged, or sealed under another token's key). */
+export class SealedMimeUnreadable extends Error {
+  override name = 'SealedMimeUnreadable';
+}
+
+/** Encrypts a message for the job `ref` (see the module comment for the format). */
+export function sealMime(key: Buffer, ref: string, raw: Buffer): Buffer {
+  const nonce = randomBytes(NONCE_BYTES);
+  const cipher = createCipheriv('aes-256-gcm', key, nonce);
+  cipher.setAAD(Buffer.from(ref, 'utf8'));
+  const body = Buffer.concat([cipher.update(raw), cipher.final()]);
+  return Buffer.concat([MIME_MAGIC, nonce, body, cipher.getAuthTag()]);
+}
+
+/** Decrypts what `sealMime` made for the same key and ref; throws SealedMimeUnreadable otherwise. */
+export function openMime(key: Buffer, ref: string, sealed: Buffer): Buffer {
+  const head = MIME_MAGIC.length + NONCE_BYTES;
+  if (sealed.length < head + TAG_BYTES || !sealed.subarray(0, MIME_MAGIC.length).equals(MIME_MAGIC)) throw new SealedMimeUnreadable('not a sealed message file');
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', key, sealed.subarray(MIME_MAGIC.length, head));
+    decipher.setAAD(Buffer.from(ref, 'utf8'));
+    decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
+    return Buffer.concat([decipher.update(sealed.subarray(head, sealed.length - TAG_BYTES)), decipher.final()]);
+  } catch {
+    throw new SealedMimeUnreadable('the sealed message does not open with this key');
+  }
+}
 
 export function jobStatus(job: OutboundJob): OutboundStatus {
   return {
@@ -111,9 +152,8 @@ export class OutboundStore {
   readonly jobsDir: string;
   readonly mimeDir: string;
   private readonly jobs = new Map<string, OutboundJob>();
-  /** Lower-cased ref → refs, because the VERP address comes back lower-cased from SMTP. */
-  private readonly refsByLower = new Map<string, Set<string>>();
-  private readonly refsByMessageId = new Map<string, string>();
+  /** VERP id (verp.ts) → refs, so a report to a tagged return path finds its job. */
+  private readonly refsByVerpId = new Map<string, Set<string>>();
   /** Refs whose first write is in progress: a concurrent repeat waits for it. */
   private readonly creating = new Map<string, Promise<OutboundJob>>();
   /** Per-ref chain of record writes, so the newest state is always the one on disk. */
@@ -121,6 +161,8 @@ export class OutboundStore {
 
   constructor(
     outboundDir: string,
+    /** AES-256 key the queued messages are sealed with (derived from the API token by the edge). */
+    private readonly mimeKey: Buffer,
     private readonly now: () => number = Date.now,
   ) {
     this.jobsDir = path.join(outboundDir, 'jobs');
@@ -130,8 +172,8 @@ export class OutboundStore {
   open(): void {
     ensurePrivateDir(this.jobsDir);
     ensurePrivateDir(this.mimeDir);
-    /** File stems of jobs that still need their message. */
-    const unfinished = new Set<string>();
+    /** File stems of jobs that still need their message → their ref. */
+    const unfinished = new Map<string, string>();
     for (const name of fs.readdirSync(this.jobsDir)) {
       const file = path.join(this.jobsDir, name);
       if (name.endsWith(TEMP_SUFFIX)) fs.rmSync(file, { force: true });
@@ -139,29 +181,40 @@ export class OutboundStore {
         const job = readJob(file);
         if (!job || fileName(job.ref) !== name.slice(0, -JOB_SUFFIX.length)) continue;
         this.index(job);
-        if (job.status !== 'done') unfinished.add(fileName(job.ref));
+        if (job.status !== 'done') unfinished.set(fileName(job.ref), job.ref);
       }
     }
     for (const name of fs.readdirSync(this.mimeDir)) {
-      const keep = name.endsWith(MIME_SUFFIX) && unfinished.has(name.slice(0, -MIME_SUFFIX.length));
-      if (!keep) fs.rmSync(path.join(this.mimeDir, name), { force: true });
+      const file = path.join(this.mimeDir, name);
+      const legacyRef = name.endsWith(LEGACY_MIME_SUFFIX) ? unfinished.get(name.slice(0, -LEGACY_MIME_SUFFIX.length)) : undefined;
+      if (legacyRef !== undefined) this.sealLegacy(legacyRef, file);
+      else if (!(name.endsWith(MIME_SUFFIX) && unfinished.has(name.slice(0, -MIME_SUFFIX.length)))) fs.rmSync(file, { force: true });
     }
+  }
+
+  /** Seals a plaintext `.eml` an older edge queued (temp + fsync + rename), then removes the plaintext. */
+  private sealLegacy(ref: string, file: string): void {
+    const target = this.mimePath(ref);
+    const temp = target + TEMP_SUFFIX;
+    fs.writeFileSync(temp, sealMime(this.mimeKey, ref, fs.readFileSync(file)), { mode: 0o600 });
+    const fd = fs.openSync(temp, 'r');
+    try {
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+    fs.renameSync(temp, target);
+    fs.rmSync(file, { force: true });
+    fsyncDirectory(this.mimeDir);
   }
 
   get(ref: string): OutboundJob | null {
     return this.jobs.get(ref) ?? null;
   }
 
-  /** A known ref spelled in any case (exact spelling preferred). */
-  findRef(ref: string): string | null {
-    if (this.jobs.has(ref)) return ref;
-    const candidates = this.refsByLower.get(ref.toLowerCase());
-    return candidates && candidates.size > 0 ? [...candidates][0] : null;
-  }
-
-  findByMessageId(messageId: string): OutboundJob | null {
-    const ref = this.refsByMessageId.get(messageId.toLowerCase());
-    return ref ? this.get(ref) : null;
+  /** Jobs whose ref has this VERP id (usually one; the caller checks the MAC of each). */
+  byVerpId(id: string): OutboundJob[] {
+    return [...(this.refsByVerpId.get(id) ?? [])].map((ref) => this.jobs.get(ref)).filter((j): j is OutboundJob => j !== undefined);
   }
 
   /** Jobs with recipients still to deliver. */
@@ -214,11 +267,12 @@ export class OutboundStore {
     return next;
   }
 
-  readMime(ref: string): Promise<Buffer> {
-    return fsp.readFile(this.mimePath(ref));
+  /** The queued message of `ref`, opened; throws when it is missing or does not open. */
+  async readMime(ref: string): Promise<Buffer> {
+    return openMime(this.mimeKey, ref, await fsp.readFile(this.mimePath(ref)));
   }
 
-  /** Deletes the message of a finished job: plaintext mail stays on disk no longer than needed. */
+  /** Deletes the message of a finished job: queued mail stays on disk no longer than needed. */
   async removeMime(ref: string): Promise<void> {
     await removeIfPresent(this.mimePath(ref));
   }
@@ -244,7 +298,7 @@ export class OutboundStore {
     const temp = mime + TEMP_SUFFIX;
     try {
       await removeIfPresent(temp);
-      await writeNewFileSynced(temp, raw);
+      await writeNewFileSynced(temp, sealMime(this.mimeKey, job.ref, raw));
       await fsp.rename(temp, mime);
       await fsyncDirectoryAsync(this.mimeDir);
       await this.writeRecord(job, JSON.stringify(job) + '\n');
@@ -265,19 +319,18 @@ export class OutboundStore {
 
   private index(job: OutboundJob): void {
     this.jobs.set(job.ref, job);
-    const lower = job.ref.toLowerCase();
-    let set = this.refsByLower.get(lower);
-    if (!set) this.refsByLower.set(lower, (set = new Set()));
-    set.add(job.ref);
-    if (job.message_id) this.refsByMessageId.set(job.message_id.toLowerCase(), job.ref);
+    const id = verpId(job.ref);
+    let refs = this.refsByVerpId.get(id);
+    if (!refs) this.refsByVerpId.set(id, (refs = new Set()));
+    refs.add(job.ref);
   }
 
   private unindex(job: OutboundJob): void {
     this.jobs.delete(job.ref);
-    const set = this.refsByLower.get(job.ref.toLowerCase());
-    set?.delete(job.ref);
-    if (set && set.size === 0) this.refsByLower.delete(job.ref.toLowerCase());
-    if (job.message_id && this.refsByMessageId.get(job.message_id.toLowerCase()) === job.ref) this.refsByMessageId.delete(job.message_id.toLowerCase());
+    const id = verpId(job.ref);
+    const refs = this.refsByVerpId.get(id);
+    refs?.delete(job.ref);
+    if (refs && refs.size === 0) this.refsByVerpId.delete(id);
   }
 
   private jobPath(ref: string): string {

@@ -26,7 +26,8 @@ import {
 } from './limits.js';
 import { isFinal, type OutboundJob, type OutboundStore, type RecipientState } from './outbound-store.js';
 import { replyText, type NewReport, type ReportLog } from './reports.js';
-import { bounceRef, type RecipientKind } from './routing.js';
+import type { RecipientKind } from './routing.js';
+import { envelopeSender, parseVerpTag, verpMacMatches } from './verp.js';
 
 /** All non-local mail goes here instead of the recipient's MX (e.g. a provider's submission port). */
 export interface SmartHost {
@@ -59,6 +60,8 @@ export interface RelayOptions {
   smartHost?: SmartHost;
   retryScheduleMs: readonly number[];
   local: LocalRecipients;
+  /** HMAC key of the VERP tags (verp.ts): signs every job's return path and checks every report. */
+  verpKey: Buffer;
   log?: (line: Record<string, unknown>) => void;
   now?: () => number;
 }
@@ -86,6 +89,9 @@ interface Target {
   ignoreTls?: boolean;
 }
 
+/** Why a report was not recorded: not a report, no verifying tag, recipients not on the job, nothing to say. */
+export type DropReason = 'unreadable' | 'no_valid_tag' | 'recipient_not_on_job' | 'nothing_to_report';
+
 const RETRY_AFTER_STORAGE_FAILURE_MS = 60_000;
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -100,6 +106,7 @@ export class OutboundRelay {
   private timer: NodeJS.Timeout | null = null;
   private pruneTimer: NodeJS.Timeout | null = null;
   private stopping = false;
+  private readonly dropped: Record<DropReason, number> = { unreadable: 0, no_valid_tag: 0, recipient_not_on_job: 0, nothing_to_report: 0 };
 
   constructor(private readonly options: RelayOptions) {
     this.store = options.store;
@@ -137,44 +144,47 @@ export class OutboundRelay {
 
   /**
    * Reads a message sent to report addresses of this edge and records what it reports, durably
-   * (the SMTP 250 waits for this). Unreadable ones are dropped with a log line: true when recorded.
+   * (the SMTP 250 waits for this). A report counts only when a VERP tag that verifies ties it to
+   * a job (the RCPT address, else for ARF the quoted original envelope sender), and only for that
+   * job's recipients; everything else is dropped and counted (`dropped`). True when recorded.
    */
   async takeReportMail(raw: Buffer, addresses: string[]): Promise<boolean> {
     const parsed = parseDeliveryReport(raw);
-    if (!parsed) {
-      this.options.log?.({ event: 'edge.report_dropped', reason: 'unreadable', message: 'Mail to a report address was not a DSN or ARF report; it was accepted and dropped.' });
-      return false;
-    }
-    const verp = addresses.map(bounceRef).find((r): r is string => r !== null);
-    const job = (verp ? this.store.get(this.store.findRef(verp) ?? '') : null) ?? (parsed.originalMessageId ? this.store.findByMessageId(parsed.originalMessageId) : null);
-    const ref = job?.ref ?? verp;
-    if (!ref) {
-      this.options.log?.({ event: 'edge.report_dropped', reason: 'unknown_message', message: 'A report named no outbound message this edge knows; it was accepted and dropped.' });
-      return false;
-    }
-    const canonical = (address: string) => job?.recipients.find((r) => r.address.toLowerCase() === address.toLowerCase())?.address ?? address;
+    if (!parsed) return this.drop('unreadable', 'Mail to a report address was not a DSN or ARF report; it was accepted and dropped.');
+    const job = this.taggedJob([...addresses, ...parsed.returnPaths]);
+    if (!job) return this.drop('no_valid_tag', 'A report carried no valid VERP tag of an outbound job here; it was accepted and dropped.');
+    const ref = job.ref;
+    const onJob = (address: string) => job.recipients.find((r) => r.address.toLowerCase() === address.toLowerCase())?.address;
     const reports: NewReport[] = [];
     const bounced = new Map<string, FinalOutcome>();
+    let strangers = 0;
     if (parsed.kind === 'dsn') {
       for (const r of parsed.recipients) {
         if (r.action !== 'failed' && r.action !== 'delayed') continue;
-        const recipient = canonical(r.recipient);
+        const recipient = onJob(r.recipient);
+        if (!recipient) {
+          strangers++;
+          continue;
+        }
         const type = r.action === 'failed' ? 'bounced' : 'deferred';
         reports.push(withReply({ ref, type, recipient }, r.code, r.message));
         if (type === 'bounced') bounced.set(recipient.toLowerCase(), { status: 'bounced', code: r.code, message: r.message });
       }
     } else {
-      const known = job ? parsed.recipients.filter((a) => job.recipients.some((r) => r.address.toLowerCase() === a.toLowerCase())) : parsed.recipients;
-      const recipients = known.length > 0 ? known.map(canonical) : job ? job.recipients.map((r) => r.address) : [];
+      const named = parsed.recipients.map(onJob).filter((a): a is string => a !== undefined);
+      // Original-Rcpt-To is the report's own claim: a stranger there is refused. Feedback loops
+      // often redact the original's To/Cc instead; then the tie says only "this job", so all of it.
+      if (parsed.recipientsFrom === 'original-rcpt-to') strangers = parsed.recipients.length - named.length;
+      const recipients = named.length > 0 || strangers > 0 ? named : job.recipients.map((r) => r.address);
       for (const recipient of recipients) reports.push(withReply({ ref, type: 'complained', recipient }, undefined, parsed.feedbackType ? `Feedback-Type: ${parsed.feedbackType}` : undefined));
     }
+    if (strangers > 0) this.drop('recipient_not_on_job', 'A report named recipients that were not on its job; those were dropped.');
     if (reports.length === 0) {
-      this.options.log?.({ event: 'edge.report_dropped', reason: 'nothing_to_report', message: 'A report named no failed, delayed or complaining recipient; it was accepted and dropped.' });
-      return false;
+      return strangers > 0 ? false : this.drop('nothing_to_report', 'A report named no failed, delayed or complaining recipient; it was accepted and dropped.');
     }
     await this.reports.append(reports);
     // A later bounce overrides what the job knew (the remote MX had accepted it, then gave up).
-    if (job && bounced.size > 0) {
+    if (bounced.size > 0) {
       for (const r of job.recipients) {
         const outcome = bounced.get(r.address.toLowerCase());
         if (outcome) settle(r, outcome);
@@ -182,6 +192,28 @@ export class OutboundRelay {
       await this.finishIfDone(job);
     }
     return true;
+  }
+
+  /** Reports dropped since start, by reason (`GET /reports/dropped`). */
+  droppedReports(): Record<DropReason, number> {
+    return { ...this.dropped };
+  }
+
+  /** The job one of `addresses` carries a verifying VERP tag for (constant-time MAC check), or null. */
+  private taggedJob(addresses: string[]): OutboundJob | null {
+    for (const address of addresses) {
+      const tag = parseVerpTag(address);
+      if (!tag) continue;
+      const job = this.store.byVerpId(tag.id).find((j) => verpMacMatches(this.options.verpKey, j.ref, tag.mac));
+      if (job) return job;
+    }
+    return null;
+  }
+
+  private drop(reason: DropReason, message: string): false {
+    this.dropped[reason]++;
+    this.options.log?.({ event: 'edge.report_dropped', reason, message });
+    return false;
   }
 
   // -------------------------------------------------------------------------------------------
@@ -245,7 +277,7 @@ export class OutboundRelay {
     try {
       raw = await this.store.readMime(job.ref);
     } catch {
-      return this.commit(job, due.map((r) => [r, { status: 'bounced', message: 'The queued message is missing on the edge.' }]));
+      return this.commit(job, due.map((r) => [r, { status: 'bounced', message: 'The queued message is missing on the edge, or does not open with its current API token.' }]));
     }
 
     const groups = new Map<string, RecipientState[]>();
@@ -257,7 +289,7 @@ export class OutboundRelay {
     const results = await Promise.all(
       [...groups.entries()].map(async ([key, recipients]): Promise<[RecipientState, Outcome][]> => {
         if (key.startsWith('local:')) return [[recipients[0], await this.deliverLocally(job, recipients[0], raw)]];
-        const outcomes = await this.deliverRemote(key === 'smart-host' ? null : key.slice(3), job.mail_from, recipients.map((r) => r.address), raw);
+        const outcomes = await this.deliverRemote(key === 'smart-host' ? null : key.slice(3), this.returnPath(job), recipients.map((r) => r.address), raw);
         return recipients.map((r) => [r, outcomes.get(r.address.toLowerCase()) ?? { status: 'deferred', message: 'No reply for this recipient.' }]);
       }),
     );
@@ -306,6 +338,11 @@ export class OutboundRelay {
     if (done) await this.store.removeMime(job.ref);
   }
 
+  /** The job's envelope sender with its VERP tag (the home asks for `svc-bounce+<ref>@domain`). */
+  private returnPath(job: OutboundJob): string {
+    return envelopeSender(this.options.verpKey, job.ref, job.mail_from);
+  }
+
   private async prune(): Promise<void> {
     try {
       await this.store.prune();
@@ -325,7 +362,7 @@ export class OutboundRelay {
         await this.takeReportMail(raw, [r.address.toLowerCase()]);
         return { status: 'delivered', code: 250, message: '2.0.0 Report taken by this edge' };
       }
-      await local.deliver({ raw, mailFrom: job.mail_from, recipient: r.address.toLowerCase(), key: r.local_key ?? local.reserveKey() });
+      await local.deliver({ raw, mailFrom: this.returnPath(job), recipient: r.address.toLowerCase(), key: r.local_key ?? local.reserveKey() });
       return { status: 'delivered', code: 250, message: '2.0.0 Delivered on this edge' };
     } catch {
       // No code: no server answered, so running out of retries reads as a delivery failure, not a bounce.

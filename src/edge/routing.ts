@@ -15,7 +15,11 @@ import { fsyncDirectory } from './durable-files.js';
 /** The local part every routed domain accepts for the home's domain self-test (spec §4.12). */
 export const SELFTEST_LOCAL_PART = 'svc-selftest';
 
-/** VERP return path of outbound mail: `svc-bounce+<ref>@<routed domain>`; DSNs sent there become reports. */
+/**
+ * VERP return paths of outbound mail: `svc-bounce+<tag>@<routed domain>` (verp.ts). Any such
+ * address is accepted at RCPT, so a sender cannot probe which tags are valid; only a report whose
+ * tag verifies becomes a delivery report.
+ */
 export const BOUNCE_LOCAL_PREFIX = 'svc-bounce+';
 /** Where feedback loops (ARF complaint reports) are pointed: `svc-feedback@<routed domain>`. */
 export const FEEDBACK_LOCAL_PART = 'svc-feedback';
@@ -26,14 +30,6 @@ export function isReportLocalPart(local: string): boolean {
   return lower === FEEDBACK_LOCAL_PART || (lower.startsWith(BOUNCE_LOCAL_PREFIX) && lower.length > BOUNCE_LOCAL_PREFIX.length);
 }
 
-/** The outbound `ref` a VERP return path carries (`svc-bounce+<ref>@…`), or null. */
-export function bounceRef(address: string): string | null {
-  const at = address.lastIndexOf('@');
-  const local = at > 0 ? address.slice(0, at) : '';
-  if (!local.toLowerCase().startsWith(BOUNCE_LOCAL_PREFIX)) return null;
-  const ref = local.slice(BOUNCE_LOCAL_PREFIX.length);
-  return /^[A-Za-z0-9._-]{1,128}$/.test(ref) ? ref : null;
-}
 
 const Domain = Type.String({ minLength: 1, maxLength: 253, pattern: '^[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?$' });
 const Address = Type.String({ minLength: 3, maxLength: 320, pattern: '^[^\\s@<>"]+@[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?$' });

@@ -3,10 +3,12 @@
  * SIZE and by counting DATA bytes, and no `250` until `accept` has the message on disk.
  *
  * Replies (enhanced status codes on): unrouted recipient 550 5.1.1; no routing yet 451 4.3.0;
- * too many recipients 452 4.5.3; oversized 552; storage or processing failure 451 4.3.0.
+ * too many recipients 452 4.5.3; oversized 552; storage or processing failure 451 4.3.0; more than
+ * MAX_SMTP_CONNECTIONS_PER_CLIENT open connections from one client 421 at connect.
  */
+import net from 'node:net';
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
-import { MAX_RECIPIENTS_PER_MESSAGE, MAX_SMTP_CLIENTS, SMTP_CLOSE_GRACE_MS, SMTP_SOCKET_TIMEOUT_MS } from './limits.js';
+import { MAX_RECIPIENTS_PER_MESSAGE, MAX_SMTP_CLIENTS, MAX_SMTP_CONNECTIONS_PER_CLIENT, SMTP_CLOSE_GRACE_MS, SMTP_SOCKET_TIMEOUT_MS } from './limits.js';
 import type { RoutingTable } from './routing.js';
 
 export interface ReceivedMessage {
@@ -51,7 +53,52 @@ export function plainAddress(address: string): string {
   return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address;
 }
 
+/**
+ * Who a connection counts against for the per-client cap: the IPv4 address, or the /64 of an
+ * IPv6 address (one subscriber usually gets a whole /64, so single IPv6 addresses are free to vary).
+ */
+export function clientKey(remoteAddress: string): string {
+  const address = plainAddress(remoteAddress);
+  if (net.isIPv6(address)) return `${expandIPv6(address).slice(0, 4).join(':')}::/64`;
+  return address;
+}
+
+function expandIPv6(address: string): string[] {
+  const [head, tail] = address.split('::');
+  const part = (s: string | undefined) => (s ? s.split(':') : []);
+  const left = part(head);
+  const right = tail === undefined ? [] : part(tail);
+  const groups = [...left, ...Array.from({ length: Math.max(0, 8 - left.length - right.length) }, () => '0'), ...right];
+  return groups.map((g) => (g.includes('.') ? g : parseInt(g || '0', 16).toString(16)));
+}
+
+/** Open sessions per client key, so one address cannot take every slot of `maxClients`. */
+class ClientConnections {
+  private readonly perClient = new Map<string, number>();
+  private readonly counted = new Map<string, string>();
+
+  /** Counts the session in; false (and not counted) when its client already has the maximum. */
+  admit(session: SMTPServerSession): boolean {
+    const key = clientKey(session.remoteAddress);
+    const open = this.perClient.get(key) ?? 0;
+    if (open >= MAX_SMTP_CONNECTIONS_PER_CLIENT) return false;
+    this.perClient.set(key, open + 1);
+    this.counted.set(session.id, key);
+    return true;
+  }
+
+  release(session: SMTPServerSession): void {
+    const key = this.counted.get(session.id);
+    if (key === undefined) return;
+    this.counted.delete(session.id);
+    const open = (this.perClient.get(key) ?? 1) - 1;
+    if (open > 0) this.perClient.set(key, open);
+    else this.perClient.delete(key);
+  }
+}
+
 export function createSmtpReceiver(ctx: ReceiverContext): SMTPServer {
+  const clients = new ClientConnections();
   return new SMTPServer({
     name: ctx.hostname,
     banner: 'svc edge',
@@ -68,9 +115,14 @@ export function createSmtpReceiver(ctx: ReceiverContext): SMTPServer {
     logger: false,
     ...(ctx.tls ? { key: ctx.tls.key, cert: ctx.tls.cert } : {}),
 
-    onConnect(_session, callback) {
+    onConnect(session, callback) {
       if (ctx.stopping()) return callback(new SmtpReply(421, 'Shutting down; try again later'));
+      if (!clients.admit(session)) return callback(new SmtpReply(421, 'Too many connections from your address; try again later'));
       callback();
+    },
+
+    onClose(session) {
+      clients.release(session);
     },
 
     onMailFrom(_address, _session, callback) {

@@ -33,6 +33,17 @@ function label(db: Db, rowid: number, add: string, remove: string[] = []): void 
   for (const l of remove) del.run(rowid, l);
 }
 
+function wasSentTo(recipientsJson: string, address: string): boolean {
+  let recipients: unknown;
+  try {
+    recipients = JSON.parse(recipientsJson);
+  } catch {
+    return false;
+  }
+  const wanted = address.toLowerCase();
+  return Array.isArray(recipients) && recipients.some((r) => typeof r === 'string' && r.toLowerCase() === wanted);
+}
+
 /** Applies a page of reports and stores the next cursor; returns the seqs of the events appended. */
 export function applyReports(db: Db, reports: DeliveryReport[], next: string): number[] {
   return db
@@ -41,9 +52,11 @@ export function applyReports(db: Db, reports: DeliveryReport[], next: string): n
       for (const r of reports) {
         const row = prepared(
           db,
-          "SELECT m.id, m.inbox_id, m.thread_id, m.message_id FROM outbox o JOIN messages m ON m.id = o.message_rowid WHERE o.ref = ? AND m.direction = 'outbound'",
-        ).get(r.ref) as { id: number; inbox_id: string; thread_id: string; message_id: string } | undefined;
+          "SELECT m.id, m.inbox_id, m.thread_id, m.message_id, o.recipients FROM outbox o JOIN messages m ON m.id = o.message_rowid WHERE o.ref = ? AND m.direction = 'outbound'",
+        ).get(r.ref) as { id: number; inbox_id: string; thread_id: string; message_id: string; recipients: string } | undefined;
         if (!row) continue; // the message was deleted since
+        // The edge checks this too (issue 16 finding 7); a report about someone the message was not sent to is never applied.
+        if (!wasSentTo(row.recipients, r.recipient)) continue;
         const ids = { inbox_id: row.inbox_id, thread_id: row.thread_id, message_id: row.message_id, timestamp: r.at };
         const status = (s: string) => prepared(db, 'UPDATE messages SET send_status = ?, send_reason = ?, updated_at = ? WHERE id = ?').run(s, null, new Date().toISOString(), row.id);
         const event = (eventType: string, payloadKey: string, payload: Record<string, unknown>) =>

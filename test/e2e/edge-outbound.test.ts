@@ -14,6 +14,7 @@ import nodemailer from 'nodemailer';
 import { SMTPServer, type SMTPServerSession } from 'smtp-server';
 import { Edge, type EdgeOptions } from '../../src/edge/edge.js';
 import { generateHomeKeyPair, openObject, rawMessage, type HomeKeyPair } from '../../src/edge/sealed.js';
+import { deriveEdgeKey, taggedReturnPath } from '../../src/edge/verp.js';
 import { startLoopbackDns, type LoopbackDns } from '../helpers/dns.js';
 import { api, repoRoot, tempDir, type ApiResponse } from '../helpers/svc.js';
 
@@ -190,6 +191,11 @@ function outbound(ref: string, recipients: string[], raw = signedMail(ref, recip
   return { ref, mail_from: mailFrom, recipients, raw: Buffer.from(raw).toString('base64') };
 }
 
+/** The tagged VERP return path the edge sends a job with (docs/edge.md "Reports that come back"). */
+function returnPathOf(edge: RunningEdge, ref: string): string {
+  return taggedReturnPath(deriveEdgeKey(edge.token, 'verp-tag'), ref, HOME_DOMAIN);
+}
+
 async function waitFor<T>(what: string, check: () => Promise<T | undefined> | T | undefined, timeoutMs = 10_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -240,7 +246,7 @@ t.test('POST /outbound queues durably (202), then the relay delivers the raw byt
   t.equal(sink.received.length, 1);
   const got = sink.received[0];
   t.equal(got.raw.toString(), raw, 'the raw bytes arrive unchanged (dot-stuffing undone by the receiver)');
-  t.equal(got.mailFrom, `svc-bounce+${ref}@${HOME_DOMAIN}`, 'MAIL FROM is the job mail_from');
+  t.equal(got.mailFrom, returnPathOf(edge, ref), 'MAIL FROM is the job mail_from with its VERP tag');
   t.same(got.rcptTo, [`carol@${REMOTE}`]);
   t.equal(got.helo, EDGE_HOSTNAME, 'EHLO with the edge host name');
   t.equal(got.secure, true, 'opportunistic STARTTLS with a self-signed certificate');
@@ -482,7 +488,7 @@ t.test('a recipient this edge routes is delivered into its own buffer, sealed, a
   const payload = await openObject(jwe.text, edge.home.privateJwk);
   t.equal(rawMessage(payload).toString(), raw, 'the raw message unchanged');
   t.same(payload.envelope.rcpt_to, [BOB]);
-  t.equal(payload.envelope.mail_from, `svc-bounce+${ref}@${HOME_DOMAIN}`);
+  t.equal(payload.envelope.mail_from, returnPathOf(edge, ref), 'the tagged return path, as a remote MX would see it');
   t.equal(payload.auth.spf.result, 'pass', 'local mail passes as internal');
   t.equal(payload.auth.dmarc.result, 'pass');
   t.equal(sink.received.length, 0, 'nothing went over SMTP');
@@ -510,7 +516,7 @@ t.test('svc-selftest@ a routed domain is delivered locally too, next to a remote
 function dsnFor(ref: string, recipient: string, action: 'failed' | 'delayed'): string {
   return [
     'From: MAILER-DAEMON@remote.test',
-    `To: svc-bounce+${ref}@${HOME_DOMAIN}`,
+    `To: svc-bounce+x@${HOME_DOMAIN}`,
     'Subject: Undelivered Mail Returned to Sender',
     'MIME-Version: 1.0',
     'Content-Type: multipart/report; report-type=delivery-status; boundary="dsn-b"',
@@ -542,13 +548,14 @@ async function sendToEdge(edge: RunningEdge, to: string, raw: string) {
   return nodemailer.createTransport({ host: '127.0.0.1', port: edge.smtpPort, secure: false, ignoreTLS: true }).sendMail({ envelope: { from: '', to: [to] }, raw });
 }
 
-t.test('a DSN to svc-bounce+<ref>@ becomes a bounced report for that ref and is not stored as mail', async (t) => {
+t.test('a DSN to the tagged return path becomes a bounced report for that ref and is not stored as mail', async (t) => {
   const sink = await startSink(t);
   const edge = await startEdge(t, { deliveryPort: sink.port });
   const ref = `Ref_${newRef()}`;
   await edge.call('POST', '/outbound', outbound(ref, [`Sam@${REMOTE}`]));
   await waitDone(edge, ref);
-  const info = await sendToEdge(edge, `svc-bounce+${ref}@${HOME_DOMAIN}`, dsnFor(ref, `sam@${REMOTE}`, 'failed'));
+  const returnPath = sink.received[0].mailFrom;
+  const info = await sendToEdge(edge, returnPath.toLowerCase(), dsnFor(ref, `sam@${REMOTE}`, 'failed'));
   t.match(info.response, /^250 /);
   const bounced = await waitFor('bounced report', async () => (await reportsFor(edge, ref)).find((r) => r.type === 'bounced'));
   t.match(bounced, { ref, recipient: `Sam@${REMOTE}`, code: 550, message: '550 5.1.1 User unknown' }, 'the ref keeps its case and the recipient its spelling');
@@ -556,12 +563,20 @@ t.test('a DSN to svc-bounce+<ref>@ becomes a bounced report for that ref and is 
   const status = (await edge.call<OutboundStatus>('GET', `/outbound/${ref}`)).body;
   t.match(status.recipients[0], { status: 'bounced', code: 550 });
 
-  await sendToEdge(edge, `svc-bounce+${ref}@${HOME_DOMAIN}`, dsnFor(ref, `sam@${REMOTE}`, 'delayed'));
+  await sendToEdge(edge, returnPath, dsnFor(ref, `sam@${REMOTE}`, 'delayed'));
   const deferred = await waitFor('deferred report', async () => (await reportsFor(edge, ref)).find((r) => r.type === 'deferred'));
   t.match(deferred, { code: 451 });
+
+  // The ref itself, or the Message-ID, is no proof: every recipient knows both.
+  const before = (await reportsFor(edge, ref)).length;
+  await sendToEdge(edge, `svc-bounce+${ref}@${HOME_DOMAIN}`, dsnFor(ref, `sam@${REMOTE}`, 'failed'));
+  await sendToEdge(edge, returnPath, dsnFor(ref, `someone-else@${REMOTE}`, 'failed'));
+  t.equal((await reportsFor(edge, ref)).length, before, 'an untagged address and a stranger recipient add nothing');
+  const dropped = await edge.call<{ dropped: Record<string, number> }>('GET', '/reports/dropped');
+  t.match(dropped.body.dropped, { no_valid_tag: 1, recipient_not_on_job: 1 }, 'each is counted');
 });
 
-t.test('an ARF report to svc-feedback@ becomes a complained report, matched by the original Message-ID', async (t) => {
+t.test('an ARF report to svc-feedback@ becomes a complained report, tied by the tag in the original Return-Path', async (t) => {
   const sink = await startSink(t);
   const edge = await startEdge(t, { deliveryPort: sink.port });
   const ref = newRef();
@@ -587,6 +602,7 @@ t.test('an ARF report to svc-feedback@ becomes a complained report, matched by t
     '--arf-b',
     'Content-Type: message/rfc822',
     '',
+    `Return-Path: <${sink.received[0].mailFrom}>`,
     `From: ${BOB}`,
     'To: redacted@remote.test',
     `Message-ID: <${ref}@${HOME_DOMAIN}>`,
@@ -597,7 +613,7 @@ t.test('an ARF report to svc-feedback@ becomes a complained report, matched by t
   ].join('\r\n');
   await sendToEdge(edge, `svc-feedback@${HOME_DOMAIN}`, arf);
   const complained = await waitFor('complained report', async () => (await reportsFor(edge, ref)).find((r) => r.type === 'complained'));
-  t.match(complained, { ref, recipient: `tom@${REMOTE}` }, 'a redacted recipient falls back to the job recipients');
+  t.match(complained, { ref, recipient: `tom@${REMOTE}` }, 'a redacted To names nobody on the job; the tie makes it the job\'s recipients');
   t.same(await listKeys(edge), []);
 });
 

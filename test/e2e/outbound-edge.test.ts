@@ -123,7 +123,7 @@ t.test('through the local edge: delivered to the remote MX, bounced by a 5xx and
     'the DSN did not become mail',
   );
 
-  // 3b. A feedback-loop complaint (ARF) naming the message by its Message-ID: complained.
+  // 3b. A feedback-loop complaint (ARF) tied to the message by the VERP tag it quotes: complained.
   const arf = [
     'From: Feedback Loop <fbl@remote.example>',
     'To: svc-feedback@home.example',
@@ -141,6 +141,7 @@ t.test('through the local edge: delivered to the remote MX, bounced by a 5xx and
     'Feedback-Type: abuse',
     'User-Agent: fbl/1.0',
     'Version: 1',
+    `Original-Mail-From: <${copy.from}>`,
     '',
     '--F',
     'Content-Type: text/rfc822-headers',

@@ -6,9 +6,10 @@ import t from 'tap';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseDeliveryReport } from '../../src/edge/dsn.js';
-import { headerMessageId, OutboundStore } from '../../src/edge/outbound-store.js';
+import { headerMessageId, OutboundStore, sealMime } from '../../src/edge/outbound-store.js';
 import { ReportLog } from '../../src/edge/reports.js';
-import { bounceRef, isReportLocalPart } from '../../src/edge/routing.js';
+import { isReportLocalPart } from '../../src/edge/routing.js';
+import { deriveEdgeKey, envelopeSender, parseVerpTag, taggedReturnPath, verpId, verpMacMatches, MAX_LOCAL_PART } from '../../src/edge/verp.js';
 import { tempDir } from '../helpers/svc.js';
 
 function dsn(opts: { boundary?: string; perRecipient: string[]; original?: string; wrap?: boolean; statusEncoding?: 'base64' }): Buffer {
@@ -46,6 +47,7 @@ t.test('a DSN with Action: failed reads as a failed recipient with the SMTP code
   t.same(parsed, {
     kind: 'dsn',
     originalMessageId: '<orig-1@home.test>',
+    returnPaths: [],
     recipients: [{ recipient: 'carol@remote.test', action: 'failed', status: '5.1.1', code: 550, message: '550 5.1.1 <carol@remote.test>: Recipient address rejected' }],
   });
 });
@@ -89,10 +91,12 @@ t.test('an ARF report reads as a complaint with Original-Rcpt-To and the origina
       'User-Agent: isp-fbl/1.0',
       'Version: 1',
       'Original-Rcpt-To: <carol@isp.test>',
+      'Original-Mail-From: <svc-bounce+0123456789abcdef-0123456789abcdef0123456789abcdef@home.test>',
       '',
       '--arf',
       'Content-Type: message/rfc822',
       '',
+      'Return-Path: <svc-bounce+fedcba9876543210-0123456789abcdef0123456789abcdef@home.test>',
       'From: bob@home.test',
       'To: carol@isp.test, "Dan" <dan@isp.test>',
       'Message-ID: <sent-42@home.test>',
@@ -103,9 +107,10 @@ t.test('an ARF report reads as a complaint with Original-Rcpt-To and the origina
       '',
     ].join('\r\n'),
   );
-  t.same(parseDeliveryReport(raw), { kind: 'arf', feedbackType: 'abuse', recipients: ['carol@isp.test'], originalMessageId: '<sent-42@home.test>' });
+  const returnPaths = ['svc-bounce+0123456789abcdef-0123456789abcdef0123456789abcdef@home.test', 'svc-bounce+fedcba9876543210-0123456789abcdef0123456789abcdef@home.test'];
+  t.same(parseDeliveryReport(raw), { kind: 'arf', feedbackType: 'abuse', recipients: ['carol@isp.test'], recipientsFrom: 'original-rcpt-to', originalMessageId: '<sent-42@home.test>', returnPaths }, 'Original-Mail-From and the original Return-Path are where the tag may be');
   const noRcpt = Buffer.from(raw.toString().replace('Original-Rcpt-To: <carol@isp.test>\r\n', ''));
-  t.same(parseDeliveryReport(noRcpt), { kind: 'arf', feedbackType: 'abuse', recipients: ['carol@isp.test', 'dan@isp.test'], originalMessageId: '<sent-42@home.test>' }, 'without Original-Rcpt-To the original To/Cc are used');
+  t.same(parseDeliveryReport(noRcpt), { kind: 'arf', feedbackType: 'abuse', recipients: ['carol@isp.test', 'dan@isp.test'], recipientsFrom: 'original-headers', originalMessageId: '<sent-42@home.test>', returnPaths }, 'without Original-Rcpt-To the original To/Cc are used');
 });
 
 t.test('anything that is not a DSN or ARF report reads as null', async (t) => {
@@ -121,14 +126,26 @@ t.test('anything that is not a DSN or ARF report reads as null', async (t) => {
   for (const [name, text] of cases) t.equal(parseDeliveryReport(Buffer.from(text)), null, name);
 });
 
-t.test('report addresses: svc-bounce+<ref> and svc-feedback are report local parts; the ref comes from the VERP address', async (t) => {
+t.test('report addresses: svc-bounce+<tag> and svc-feedback are report local parts; a tag verifies only for its ref and key', async (t) => {
   t.ok(isReportLocalPart('svc-bounce+abc'));
   t.ok(isReportLocalPart('SVC-Feedback'));
   t.notOk(isReportLocalPart('svc-bounce+'));
   t.notOk(isReportLocalPart('svc-bouncer'));
-  t.equal(bounceRef('svc-bounce+Msg_1.2-x@home.test'), 'Msg_1.2-x');
-  t.equal(bounceRef('svc-bounce+bad/ref@home.test'), null);
-  t.equal(bounceRef('bob@home.test'), null);
+  const key = deriveEdgeKey('edge_' + 'k'.repeat(43), 'verp-tag');
+  const ref = 'R'.repeat(128);
+  const address = taggedReturnPath(key, ref, 'home.test');
+  t.ok(address.indexOf('@') <= MAX_LOCAL_PART, 'the local part fits 64 octets even for the longest ref');
+  t.equal(envelopeSender(key, ref, 'svc-bounce+whatever@Home.test'), taggedReturnPath(key, ref, 'Home.test'), 'the home\'s return path gets the tag');
+  t.equal(envelopeSender(key, ref, 'alice@home.test'), 'alice@home.test', 'other senders are left alone');
+  t.equal(envelopeSender(key, ref, ''), '', 'the null sender stays null');
+  const tag = parseVerpTag(address.toUpperCase());
+  t.equal(tag?.id, verpId(ref), 'read in any case');
+  t.ok(verpMacMatches(key, ref, tag!.mac));
+  t.notOk(verpMacMatches(key, 'other', tag!.mac), 'bound to the ref');
+  t.notOk(verpMacMatches(deriveEdgeKey('edge_' + 'z'.repeat(43), 'verp-tag'), ref, tag!.mac), 'bound to the key');
+  t.notOk(verpMacMatches(key, ref, tag!.mac.slice(0, -1)), 'a short tag fails');
+  t.equal(parseVerpTag('svc-bounce+Msg_1.2-x@home.test'), null, 'an untagged ref is no tag');
+  t.equal(parseVerpTag('bob@home.test'), null);
 });
 
 t.test('Message-ID is read from the header block only, unfolded', async (t) => {
@@ -201,9 +218,41 @@ t.test('segments past the retention are pruned, but ids never go back', async (t
 // ---------------------------------------------------------------------------------------------
 // The job store
 
+const MIME_KEY = deriveEdgeKey('edge_' + 'm'.repeat(43), 'outbound-mime');
+
+t.test('queued messages are sealed on disk: no plaintext, bound to key and ref; an old plaintext .eml is sealed at start', async (t) => {
+  const dir = tempDir('svc-outbound-');
+  const store = new OutboundStore(dir, MIME_KEY);
+  store.open();
+  const raw = Buffer.from('Subject: Merger plans\r\n\r\nThe secret body.\r\n');
+  await store.create({ ref: 'sealed-1', mailFrom: '', recipients: ['x@remote.test'], raw });
+  const [file] = fs.readdirSync(path.join(dir, 'mime'));
+  t.match(file, /\.sealed$/);
+  const onDisk = fs.readFileSync(path.join(dir, 'mime', file));
+  t.equal(onDisk.includes('Merger plans'), false, 'the subject is not on disk');
+  t.equal(onDisk.includes('secret body'), false, 'the body is not on disk');
+  t.same(await store.readMime('sealed-1'), raw, 'the edge opens its own queue');
+  const otherKey = new OutboundStore(dir, deriveEdgeKey('edge_' + 'n'.repeat(43), 'outbound-mime'));
+  otherKey.open();
+  await t.rejects(otherKey.readMime('sealed-1'), { name: 'SealedMimeUnreadable' }, 'another token\'s key does not open it');
+
+  // An edge from before sealing left a plaintext .eml for an unfinished job.
+  await store.create({ ref: 'legacy-1', mailFrom: '', recipients: ['x@remote.test'], raw });
+  const name = fs.readdirSync(path.join(dir, 'mime')).find((n) => n !== file)!;
+  const stem = name.slice(0, -'.sealed'.length);
+  fs.rmSync(path.join(dir, 'mime', name));
+  fs.writeFileSync(path.join(dir, 'mime', `${stem}.eml`), raw);
+  const upgraded = new OutboundStore(dir, MIME_KEY);
+  upgraded.open();
+  t.same(fs.readdirSync(path.join(dir, 'mime')).sort(), [file, `${stem}.sealed`].sort(), 'the .eml is gone, sealed in its place');
+  t.equal(fs.readFileSync(path.join(dir, 'mime', `${stem}.sealed`)).includes('Merger plans'), false);
+  t.same(await upgraded.readMime('legacy-1'), raw);
+  t.throws(() => sealMime(Buffer.alloc(3), 'r', raw), 'a wrong-sized key is refused');
+});
+
 t.test('a job is written durably, is idempotent on its ref, and is found again after a restart', async (t) => {
   const dir = tempDir('svc-outbound-');
-  const store = new OutboundStore(dir);
+  const store = new OutboundStore(dir, MIME_KEY);
   store.open();
   const raw = Buffer.from('Message-ID: <m1@home.test>\r\nSubject: x\r\n\r\nbody\r\n');
   const [a, b] = await Promise.all([
@@ -215,17 +264,16 @@ t.test('a job is written durably, is idempotent on its ref, and is found again a
   t.equal(b.job.mail_from, 'svc-bounce+..@home.test');
   t.equal(fs.readdirSync(path.join(dir, 'jobs')).length, 1);
   t.equal(fs.readdirSync(path.join(dir, 'mime')).length, 1);
-  const again = new OutboundStore(dir);
+  const again = new OutboundStore(dir, MIME_KEY);
   again.open();
   t.equal(again.get('..')?.recipients[0].address, 'x@remote.test');
-  t.equal(again.findByMessageId('<M1@home.test>')?.ref, '..');
-  t.equal(again.findRef('..'), '..');
+  t.same(again.byVerpId(verpId('..')).map((j) => j.ref), ['..'], 'found by its VERP id');
   t.same(await again.readMime('..'), raw);
 });
 
 t.test('start-up removes temp files, MIME without a record, and MIME of finished jobs', async (t) => {
   const dir = tempDir('svc-outbound-');
-  const store = new OutboundStore(dir);
+  const store = new OutboundStore(dir, MIME_KEY);
   store.open();
   const raw = Buffer.from('Subject: x\r\n\r\nbody\r\n');
   const { job } = await store.create({ ref: 'done-1', mailFrom: '', recipients: ['x@remote.test'], raw });
@@ -233,9 +281,10 @@ t.test('start-up removes temp files, MIME without a record, and MIME of finished
   job.status = 'done';
   job.finished_at = new Date().toISOString();
   await store.save(job);
-  fs.writeFileSync(path.join(dir, 'mime', 'f'.repeat(64) + '.eml'), 'orphan');
+  fs.writeFileSync(path.join(dir, 'mime', 'f'.repeat(64) + '.sealed'), 'orphan');
+  fs.writeFileSync(path.join(dir, 'mime', 'e'.repeat(64) + '.eml'), 'orphan');
   fs.writeFileSync(path.join(dir, 'jobs', 'x.json.tmp'), '{');
-  const again = new OutboundStore(dir);
+  const again = new OutboundStore(dir, MIME_KEY);
   again.open();
   t.equal(fs.readdirSync(path.join(dir, 'mime')).length, 1, 'only the unfinished job keeps its message');
   t.same(await again.readMime('open-1'), raw);
