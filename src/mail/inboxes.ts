@@ -27,6 +27,8 @@ export const LOCAL_DEFAULT_DOMAIN = 'example.test';
  * type requires one (docs/agentmail-compat.md).
  */
 export const SINGLE_POD_ID = 'default';
+/** Likewise the one AgentMail "organization" (the SDK's list entries require `organization_id`). */
+export const SINGLE_ORGANIZATION_ID = 'default';
 export const DISPLAY_NAME_MAX = 256;
 export const CLIENT_ID_MAX = 128;
 export const METADATA_MAX_KEYS = 50;
