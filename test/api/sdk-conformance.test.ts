@@ -297,10 +297,11 @@ t.test('every supported SDK method answers what the SDK declares', async (t) => 
 });
 
 /**
- * The SDK's methods svc does not serve, with what they answer: 404 `not_found` (no such route:
- * pods, organizations, accounts, metrics, providers, AgentMail sign-up, event history), or 405
- * where svc has the path for another method. `websockets.connect` speaks AgentMail's socket
- * protocol, and `fetch` is the SDK's raw passthrough, not a resource method.
+ * The SDK's methods svc does not serve, with what they answer (docs/agentmail-compat.md): 404
+ * `not_found`, because svc has no such route (pods, organizations, accounts, metrics, providers,
+ * AgentMail sign-up, event history) or, for `domains.verify`, no such domain (svc's verify of a
+ * real domain answers a body the SDK does not expect). `websockets.connect` speaks AgentMail's
+ * socket protocol, and `fetch` is the SDK's raw passthrough, not a resource method.
  */
 const NOT_SUPPORTED: Record<string, number> = {
   'inboxes.metrics.queryEvents': 404,
