@@ -6,7 +6,7 @@
 import { CliError } from './exit-codes.js';
 import { enc, opt, PAGE_OPTIONS, pageQuery, type Ctx, type Group } from './commands.js';
 import type { ServiceClient } from './owner-client.js';
-import { cell, fields, itemsTable, out, pageTable, printJson, type Column } from './output.js';
+import { cell, fields, itemsTable, out, pageTable, printJson, type Column, WHOLE } from './output.js';
 
 interface DomainRecord {
   type: string;
@@ -38,7 +38,7 @@ const MAX_LOOKUP_PAGES = 50;
 
 const COLUMNS: Column<Domain>[] = [
   ['DOMAIN', (d) => d.domain],
-  ['ID', (d) => d.domain_id],
+  ['ID', (d) => d.domain_id, WHOLE],
   ['STATUS', (d) => d.status],
   ['REASON', (d) => d.reason, 60],
 ];

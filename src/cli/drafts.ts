@@ -6,7 +6,7 @@
 import { enc, opt, PAGE_OPTIONS, pageQuery, type Ctx, type Group } from './commands.js';
 import { resolveInbox } from './inboxes.js';
 import type { ServiceClient } from './owner-client.js';
-import { bodyText, fields, out, pageTable, printJson, type Column } from './output.js';
+import { bodyText, fields, out, pageTable, printJson, type Column, WHOLE } from './output.js';
 
 interface DraftItem {
   inbox_id: string;
@@ -31,8 +31,8 @@ interface Draft extends DraftItem {
 }
 
 const COLUMNS: Column<DraftItem>[] = [
-  ['DRAFT', (d) => d.draft_id],
-  ['INBOX', (d) => d.inbox_id],
+  ['DRAFT', (d) => d.draft_id, WHOLE],
+  ['INBOX', (d) => d.inbox_id, WHOLE],
   ['STATUS', (d) => d.send_status],
   ['SEND AT', (d) => d.send_at],
   ['TO', (d) => d.to, 40],
@@ -72,16 +72,16 @@ export const group: Group = {
   actions: {
     list: {
       summary: 'List drafts, newest first: of one inbox with --inbox, else of every inbox in scope.',
-      options: [opt('inbox ADDRESS', 'Only this inbox.'), ...PAGE_OPTIONS, opt('label LABEL...', 'Only drafts with this label.'), opt('status STATUS', 'Only drafts in this status on the page (e.g. pending_approval, scheduled).')],
+      options: [opt('inbox ADDRESS', 'Only this inbox.'), ...PAGE_OPTIONS, opt('label LABEL...', 'Only drafts with this label.'), opt('status STATUS...', 'Only drafts in this status (draft, pending_approval, scheduled, sending, sent, rejected, failed); repeat for several.')],
       examples: ['svc drafts list --status pending_approval', 'svc drafts list --inbox hello@example.com --json'],
       async run(ctx) {
         const client = await ctx.client();
         const inbox = ctx.str('inbox');
-        const page = await client.call<{ drafts: DraftItem[]; next_page_token?: string; count: number }>('GET', inbox ? `/v0/inboxes/${enc(inbox)}/drafts` : '/v0/drafts', { query: { ...pageQuery(ctx), labels: ctx.list('label') } });
-        const status = ctx.str('status');
-        const drafts = status ? page.drafts.filter((d) => d.send_status === status) : page.drafts;
-        if (ctx.json) return printJson({ ...page, count: drafts.length, drafts });
-        out(pageTable(page, drafts, COLUMNS, 'No drafts.'));
+        // The service filters by state (send_status), so every page holds only matching drafts.
+        const query = { ...pageQuery(ctx), labels: ctx.list('label'), send_status: ctx.list('status') };
+        const page = await client.call<{ drafts: DraftItem[]; next_page_token?: string; count: number }>('GET', inbox ? `/v0/inboxes/${enc(inbox)}/drafts` : '/v0/drafts', { query });
+        if (ctx.json) return printJson(page);
+        out(pageTable(page, page.drafts, COLUMNS, 'No drafts.'));
       },
     },
     show: {

@@ -2,7 +2,7 @@
 import { CliError } from './exit-codes.js';
 import { enc, opt, PAGE_OPTIONS, pageQuery, type Ctx, type Group } from './commands.js';
 import type { ServiceClient } from './owner-client.js';
-import { fields, out, pageTable, printJson, type Column } from './output.js';
+import { fields, out, pageTable, printJson, type Column, WHOLE } from './output.js';
 
 export interface Inbox {
   inbox_id: string;
@@ -15,7 +15,7 @@ export interface Inbox {
 }
 
 const COLUMNS: Column<Inbox>[] = [
-  ['INBOX', (i) => i.inbox_id],
+  ['INBOX', (i) => i.inbox_id, WHOLE],
   ['STATUS', (i) => i.status],
   ['DISPLAY NAME', (i) => i.display_name],
   ['CREATED', (i) => i.created_at],

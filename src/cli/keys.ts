@@ -5,7 +5,7 @@
 import { CliError } from './exit-codes.js';
 import { enc, opt, PAGE_OPTIONS, pageQuery, type Ctx, type Group } from './commands.js';
 import { PERMISSIONS } from '../mail/permissions.js';
-import { fields, out, pageTable, printJson, type Column } from './output.js';
+import { fields, out, pageTable, printJson, type Column, WHOLE } from './output.js';
 
 interface ApiKey {
   api_key_id: string;
@@ -23,7 +23,7 @@ interface ApiKey {
 const granted = (k: ApiKey) => Object.keys(k.permissions).filter((p) => k.permissions[p]);
 
 const COLUMNS: Column<ApiKey>[] = [
-  ['KEY', (k) => k.api_key_id],
+  ['KEY', (k) => k.api_key_id, WHOLE],
   ['NAME', (k) => k.name],
   ['PREFIX', (k) => k.prefix],
   ['POLICY', (k) => k.send_policy],

@@ -4,7 +4,7 @@
  */
 import { CliError } from './exit-codes.js';
 import { enc, opt, type Ctx, type Group } from './commands.js';
-import { out, pageTable, printJson, type Column } from './output.js';
+import { out, pageTable, printJson, type Column, WHOLE } from './output.js';
 
 interface Entry {
   entry: string;
@@ -20,7 +20,7 @@ const COLUMNS: Column<Entry>[] = [
   ['ENTRY', (e) => e.entry],
   ['TYPE', (e) => e.entry_type],
   ['LIST', (e) => `${e.direction}/${e.list_type}`],
-  ['INBOX', (e) => e.inbox_id ?? 'global'],
+  ['INBOX', (e) => e.inbox_id ?? 'global', WHOLE],
   ['REASON', (e) => e.reason],
   ['CREATED', (e) => e.created_at],
 ];
@@ -105,7 +105,7 @@ export const group: Group = {
           query: { inbox_id: ctx.str('inbox'), limit: ctx.int('limit', 1, 100), page_token: ctx.str('page-token') },
         });
         if (ctx.json) return printJson(page);
-        out(pageTable(page, page.rejections, [['REJECTION', (r) => r.rejection_id], ['INBOX', (r) => r.inbox_id], ['FROM', (r) => r.sender], ['REASON', (r) => r.reason], ['AT', (r) => r.created_at]], 'No rejections.'));
+        out(pageTable(page, page.rejections, [['REJECTION', (r) => r.rejection_id, WHOLE], ['INBOX', (r) => r.inbox_id, WHOLE], ['FROM', (r) => r.sender], ['REASON', (r) => r.reason], ['AT', (r) => r.created_at]], 'No rejections.'));
       },
     },
     'delete-rejection': {

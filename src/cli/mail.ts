@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import { CliError } from './exit-codes.js';
 import { enc, opt, PAGE_OPTIONS, pageQuery, type Ctx, type Group, type Option } from './commands.js';
 import { inboxOption, resolveInbox } from './inboxes.js';
-import { bodyText, cell, fields, out, pageTable, printJson, type Column } from './output.js';
+import { bodyText, cell, fields, out, pageTable, printJson, type Column, WHOLE } from './output.js';
 
 interface Attachment {
   attachment_id: string;
@@ -52,8 +52,8 @@ interface Thread extends ThreadItem {
 }
 
 const THREAD_COLUMNS: Column<ThreadItem>[] = [
-  ['THREAD', (t) => t.thread_id, 40],
-  ['INBOX', (t) => t.inbox_id],
+  ['THREAD', (t) => t.thread_id, WHOLE],
+  ['INBOX', (t) => t.inbox_id, WHOLE],
   ['LAST', (t) => t.timestamp],
   ['MSGS', (t) => t.message_count],
   ['FROM', (t) => t.senders, 30],
@@ -62,10 +62,11 @@ const THREAD_COLUMNS: Column<ThreadItem>[] = [
 ];
 
 const MESSAGE_COLUMNS: Column<MessageItem>[] = [
-  ['MESSAGE', (m) => m.message_id, 50],
+  // The id is whole (it is pasted into `svc messages show`); the free-text columns give way.
+  ['MESSAGE', (m) => m.message_id, WHOLE],
   ['DATE', (m) => m.timestamp],
-  ['FROM', (m) => m.from, 30],
-  ['SUBJECT', (m) => m.subject, 50],
+  ['FROM', (m) => m.from, 24],
+  ['SUBJECT', (m) => m.subject, 40],
   ['LABELS', (m) => m.labels],
 ];
 

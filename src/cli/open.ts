@@ -1,15 +1,20 @@
 /**
  * `svc open`: signs the owner into the web app in a browser with a single-use login link
- * (spec §4.13 `POST /owner/login-links`, valid two minutes). Opens it with the platform's opener
- * when there is one (and a display on Linux), else prints it.
+ * (spec §4.13 `POST /owner/login-links`, valid two minutes). Opens it with `$BROWSER`, else the
+ * platform's opener when there is one (and a display on Linux), else prints it.
  */
 import { spawn } from 'node:child_process';
 import type { Group } from './commands.js';
 import { opt } from './commands.js';
 import { out, printJson } from './output.js';
 
-/** The opener command for this platform, or null when none is expected to work. */
+/**
+ * The opener command: `$BROWSER` when set (the common convention; one program, run without a
+ * shell, so the URL is never shell-parsed), else the platform's, or null when none is expected to work.
+ */
 function opener(url: string): [string, string[]] | null {
+  const browser = process.env.BROWSER?.trim();
+  if (browser) return [browser, [url]];
   if (process.platform === 'darwin') return ['open', [url]];
   if (process.platform === 'win32') return ['cmd', ['/c', 'start', '""', url.replace(/&/g, '^&')]];
   if (!process.env.DISPLAY && !process.env.WAYLAND_DISPLAY) return null;

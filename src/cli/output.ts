@@ -37,6 +37,12 @@ export function table(rows: string[][]): string {
   return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ').trimEnd()).join('\n');
 }
 
+/**
+ * `max` of a column of identifiers (ids, addresses): never clipped, because a clipped id pasted
+ * into the next command finds nothing. Free text is clipped instead (60 characters by default).
+ */
+export const WHOLE = Number.POSITIVE_INFINITY;
+
 export type Column<T> = [header: string, value: (item: T) => unknown, max?: number];
 
 /** A table of items, or `empty` when there are none. */

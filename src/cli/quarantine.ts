@@ -4,7 +4,7 @@
  * pending, or with a missing or different edge buffer, is action_required (exit 6).
  */
 import { enc, opt, type Group } from './commands.js';
-import { fields, out, pageTable, printJson, type Column } from './output.js';
+import { fields, out, pageTable, printJson, type Column, WHOLE } from './output.js';
 
 interface Item {
   quarantine_id: string;
@@ -19,11 +19,11 @@ interface Item {
 }
 
 const COLUMNS: Column<Item>[] = [
-  ['ITEM', (i) => i.quarantine_id],
+  ['ITEM', (i) => i.quarantine_id, WHOLE],
   ['KIND', (i) => i.source_kind],
   ['REASON', (i) => i.reason_code],
   ['STATUS', (i) => i.status],
-  ['INBOX', (i) => i.inbox_id],
+  ['INBOX', (i) => i.inbox_id, WHOLE],
   ['SIZE', (i) => i.size],
   ['ATTEMPTS', (i) => i.attempts ?? '?'],
   ['FIRST SEEN', (i) => i.first_seen],

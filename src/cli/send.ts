@@ -104,9 +104,10 @@ function idempotency(ctx: Ctx): Record<string, string> | undefined {
   return key ? { 'idempotency-key': key } : undefined;
 }
 
-function report(ctx: Ctx, result: { message_id: string; thread_id: string }, verb: string): void {
+/** The hint names the inbox: without --inbox, an owner with several inboxes gets validation_error. */
+function report(ctx: Ctx, result: { message_id: string; thread_id: string }, verb: string, inbox: string): void {
   if (ctx.json) return printJson(result);
-  out(`${verb} ${result.message_id} (thread ${result.thread_id}). Follow it with \`svc messages show '${result.message_id}'\`.`);
+  out(`${verb} ${result.message_id} (thread ${result.thread_id}). Follow it with \`svc messages show '${result.message_id}' --inbox ${inbox}\`.`);
 }
 
 export const send: Group = {
@@ -122,7 +123,7 @@ export const send: Group = {
         const client = await ctx.client();
         const inbox = await resolveInbox(ctx, client);
         const body = composed(ctx, { recipients: true, subject: true, stdin: true });
-        report(ctx, await client.call('POST', `/v0/inboxes/${enc(inbox)}/messages/send`, { body, headers: idempotency(ctx) }), 'Queued');
+        report(ctx, await client.call('POST', `/v0/inboxes/${enc(inbox)}/messages/send`, { body, headers: idempotency(ctx) }), 'Queued', inbox);
       },
     },
   },
@@ -144,7 +145,7 @@ export const reply: Group = {
         const all = ctx.bool('all');
         const body = composed(ctx, { recipients: !all, subject: false, stdin: true });
         const route = all ? 'reply-all' : 'reply';
-        report(ctx, await client.call('POST', `/v0/inboxes/${enc(inbox)}/messages/${enc(ctx.args[0])}/${route}`, { body, headers: idempotency(ctx) }), 'Queued reply');
+        report(ctx, await client.call('POST', `/v0/inboxes/${enc(inbox)}/messages/${enc(ctx.args[0])}/${route}`, { body, headers: idempotency(ctx) }), 'Queued reply', inbox);
       },
     },
   },
@@ -165,7 +166,7 @@ export const forward: Group = {
         const client = await ctx.client();
         const inbox = await resolveInbox(ctx, client);
         const body = composed(ctx, { recipients: true, subject: true, stdin: false });
-        report(ctx, await client.call('POST', `/v0/inboxes/${enc(inbox)}/messages/${enc(ctx.args[0])}/forward`, { body, headers: idempotency(ctx) }), 'Queued forward');
+        report(ctx, await client.call('POST', `/v0/inboxes/${enc(inbox)}/messages/${enc(ctx.args[0])}/forward`, { body, headers: idempotency(ctx) }), 'Queued forward', inbox);
       },
     },
   },

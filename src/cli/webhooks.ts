@@ -1,7 +1,7 @@
 /** `svc webhooks`: list, show (with health), create (prints the secret once), update, delete (spec §2.8, §4.9). */
 import { CliError } from './exit-codes.js';
 import { enc, opt, PAGE_OPTIONS, pageQuery, type Ctx, type Group } from './commands.js';
-import { fields, out, pageTable, printJson, type Column } from './output.js';
+import { fields, out, pageTable, printJson, type Column, WHOLE } from './output.js';
 
 interface Webhook {
   webhook_id: string;
@@ -18,7 +18,7 @@ interface Webhook {
 }
 
 const COLUMNS: Column<Webhook>[] = [
-  ['WEBHOOK', (w) => w.webhook_id],
+  ['WEBHOOK', (w) => w.webhook_id, WHOLE],
   ['URL', (w) => w.url, 50],
   ['ENABLED', (w) => (w.enabled ? 'yes' : 'no')],
   ['EVENTS', (w) => w.event_types, 50],

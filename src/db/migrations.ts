@@ -271,4 +271,10 @@ export const MIGRATIONS: readonly string[] = [
   DOMAINS_MIGRATION,
   // 8: the OAuth authorization server (src/db/migrations-oauth.ts)
   OAUTH_MIGRATION,
+  // 9: idempotent webhook create with the AgentMail SDK's client_id (docs/webhooks.md)
+  `
+  ALTER TABLE webhooks ADD COLUMN client_id TEXT;              -- unique per creator, checked inside the create transaction
+  ALTER TABLE webhooks ADD COLUMN client_request_hash TEXT;    -- hash of the create body, so a repeat with another body is refused
+  CREATE INDEX webhooks_client ON webhooks (owner_kind, creator_id, client_id) WHERE client_id IS NOT NULL;
+  `,
 ];

@@ -13,7 +13,7 @@ import { API_KEY_PREFIX } from '../http/credentials.js';
 import { newSecret, sha256Hex } from '../http/secrets.js';
 import { DEFAULT_LIMIT, pageFromRows, readCursor, type PageBinding } from '../http/pagination.js';
 import { normalizeInboxId } from '../http/access.js';
-import { permissionObject, permissionSet, PermissionsInput, storedPermissions } from './permissions.js';
+import { PERMISSIONS, permissionObject, permissionSet, PermissionsInput, storedPermissions } from './permissions.js';
 
 /** Characters of the secret kept for display: `svc_key_` plus four. */
 export const PREFIX_LENGTH = 12;
@@ -21,14 +21,20 @@ export const NAME_MAX = 128;
 export const SCOPE_MAX_INBOXES = 1000;
 
 const SendPolicyField = Type.Union([Type.Literal('direct'), Type.Literal('approval'), Type.Literal('read_only')]);
+/**
+ * The send policy of a key created without one (the AgentMail SDK's `apiKeys.create` has no such
+ * field). `approval` is the cautious choice: the key can draft and ask, but nothing leaves the
+ * home until the owner approves it; `direct` has to be asked for by name.
+ */
+export const DEFAULT_SEND_POLICY: SendPolicy = 'approval';
 const Name = Type.Union([Type.String({ maxLength: NAME_MAX }), Type.Null()]);
 const Address = Type.String({ minLength: 3, maxLength: 320 });
 
 /** Create under `/inboxes/{inbox_id}/api-keys`: the path is the scope, so the body carries none. */
 export const CreateInboxApiKeyBody = Type.Object(
   {
-    permissions: PermissionsInput,
-    send_policy: SendPolicyField,
+    permissions: Type.Optional(PermissionsInput),
+    send_policy: Type.Optional(SendPolicyField),
     name: Type.Optional(Name),
     expires_at: Type.Optional(Type.Union([Type.String({ format: 'date-time' }), Type.Null()])),
   },
@@ -38,8 +44,8 @@ export type CreateInboxApiKeyBody = Static<typeof CreateInboxApiKeyBody>;
 
 export const CreateApiKeyBody = Type.Object(
   {
-    permissions: PermissionsInput,
-    send_policy: SendPolicyField,
+    permissions: Type.Optional(PermissionsInput),
+    send_policy: Type.Optional(SendPolicyField),
     name: Type.Optional(Name),
     expires_at: Type.Optional(Type.Union([Type.String({ format: 'date-time' }), Type.Null()])),
     inbox_id: Type.Optional(Type.Union([Address, Type.Null()])),
@@ -157,7 +163,8 @@ function futureExpiry(expiresAt: string | null | undefined): string | null {
  * Returns the response with the secret, the only time it is ever shown.
  */
 export function createApiKey(db: Db, body: CreateApiKeyBody | CreateInboxApiKeyBody, fixedInbox: string | null): ApiKeyResponse & { api_key: string } {
-  const permissions = permissionSet(body.permissions);
+  // Omitted permissions grant every one, as AgentMail documents; the approval default still holds every send.
+  const permissions = body.permissions === undefined ? new Set(PERMISSIONS) : permissionSet(body.permissions);
   const expiresAt = futureExpiry(body.expires_at);
   const scope = fixedInbox !== null ? [normalizeInboxId(fixedInbox)] : resolveScope(db, body as CreateApiKeyBody);
   const secret = newSecret(API_KEY_PREFIX);
@@ -165,7 +172,7 @@ export function createApiKey(db: Db, body: CreateApiKeyBody | CreateInboxApiKeyB
   const now = new Date().toISOString();
   db.prepare(
     'INSERT INTO api_keys (api_key_id, name, prefix, key_hash, permissions, send_policy, inbox_ids, expires_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-  ).run(id, body.name ?? null, secret.slice(0, PREFIX_LENGTH), sha256Hex(secret), storedPermissions(permissions), body.send_policy, scope === null ? null : JSON.stringify(scope), expiresAt, now, now);
+  ).run(id, body.name ?? null, secret.slice(0, PREFIX_LENGTH), sha256Hex(secret), storedPermissions(permissions), body.send_policy ?? DEFAULT_SEND_POLICY, scope === null ? null : JSON.stringify(scope), expiresAt, now, now);
   return { ...apiKeyResponse(keyRow(db, id, null)), api_key: secret };
 }
 

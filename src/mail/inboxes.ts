@@ -16,6 +16,19 @@ import { redactMessageEvents } from '../events/log.js';
 export const RESERVED_USERNAME = 'svc-selftest';
 export const USERNAME_MAX = 64;
 export const DOMAIN_MAX = 253;
+/**
+ * The domain of an inbox created without one when no registered domain is verified yet: the
+ * README's walkthrough domain. `.test` is reserved (RFC 6761), so it can never be someone
+ * else's real domain, and the local edge routes it like any inbox domain.
+ */
+export const LOCAL_DEFAULT_DOMAIN = 'example.test';
+/**
+ * svc is a single AgentMail "pod": every inbox carries this `pod_id`, because the SDK's Inbox
+ * type requires one (docs/agentmail-compat.md).
+ */
+export const SINGLE_POD_ID = 'default';
+/** Likewise the one AgentMail "organization" (the SDK's list entries require `organization_id`). */
+export const SINGLE_ORGANIZATION_ID = 'default';
 export const DISPLAY_NAME_MAX = 256;
 export const CLIENT_ID_MAX = 128;
 export const METADATA_MAX_KEYS = 50;
@@ -35,8 +48,8 @@ export const InboxStatus = Type.Union([Type.Literal('active'), Type.Literal('pau
 
 export const CreateInboxBody = Type.Object(
   {
-    domain: Type.String({ minLength: 1, maxLength: DOMAIN_MAX }),
     // null is accepted as "omitted": the AgentMail SDK may send explicit nulls.
+    domain: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: DOMAIN_MAX }), Type.Null()])),
     username: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: USERNAME_MAX }), Type.Null()])),
     display_name: Type.Optional(Type.Union([DisplayName, Type.Null()])),
     status: Type.Optional(InboxStatus),
@@ -58,6 +71,7 @@ export const UpdateInboxBody = Type.Object(
 export type UpdateInboxBody = Static<typeof UpdateInboxBody>;
 
 export const InboxResponse = Type.Object({
+  pod_id: Type.String(),
   inbox_id: Type.String(),
   email: Type.String(),
   username: Type.String(),
@@ -74,6 +88,7 @@ type MetadataObject = Static<typeof Metadata>;
 
 export function inboxResponse(row: InboxRow): InboxResponse {
   return {
+    pod_id: SINGLE_POD_ID,
     inbox_id: row.inbox_id,
     email: row.inbox_id,
     username: row.username,
@@ -123,6 +138,12 @@ function checkMetadataSize(metadata: MetadataObject): void {
 
 const storedMetadata = (m: MetadataObject | null | undefined) => (m && Object.keys(m).length > 0 ? JSON.stringify(m) : null);
 
+/** The first verified domain (by when it was verified), else LOCAL_DEFAULT_DOMAIN: AgentMail's `inboxes.create()` names none. */
+export function defaultInboxDomain(db: Db): string {
+  const verified = db.prepare("SELECT domain FROM domains WHERE status = 'verified' ORDER BY verified_at, domain LIMIT 1").pluck().get() as string | undefined;
+  return verified ?? LOCAL_DEFAULT_DOMAIN;
+}
+
 const getInbox = (db: Db, inboxId: string) => db.prepare('SELECT * FROM inboxes WHERE inbox_id = ?').get(inboxId) as InboxRow | undefined;
 
 const outOfScope = (address: string) =>
@@ -142,7 +163,7 @@ export function createInbox(db: Db, p: Principal, body: CreateInboxBody): InboxR
     requirePermission(p, 'inbox_create');
     return earlier;
   }
-  const domain = normalizeDomain(body.domain);
+  const domain = body.domain == null ? defaultInboxDomain(db) : normalizeDomain(body.domain);
   const username = body.username == null ? randomBytes(8).toString('hex') : normalizeUsername(body.username);
   const inboxId = `${username}@${domain}`;
   if (!inScope(p, inboxId)) throw outOfScope(inboxId);

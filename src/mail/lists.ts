@@ -8,6 +8,7 @@ import { Type, type Static } from 'typebox';
 import type { Db } from '../db/open.js';
 import { ApiError } from '../http/errors.js';
 import { prepared } from './statements.js';
+import { SINGLE_ORGANIZATION_ID, SINGLE_POD_ID } from './inboxes.js';
 
 export const DIRECTIONS = ['receive', 'send', 'reply'] as const;
 export const LIST_TYPES = ['allow', 'block'] as const;
@@ -30,6 +31,9 @@ export const ListEntrySchema = Type.Object({
   reason: Type.Union([Type.String(), Type.Null()]),
   inbox_id: Type.Union([Type.String(), Type.Null()]),
   created_at: Type.String(),
+  /** Constants the AgentMail SDK's types require (docs/agentmail-compat.md); `pod_id` on inbox lists only. */
+  organization_id: Type.String(),
+  pod_id: Type.Optional(Type.String()),
 });
 export type ListEntry = Static<typeof ListEntrySchema>;
 
@@ -60,6 +64,8 @@ function toEntry(row: ListEntryRow): ListEntry {
     reason: row.reason,
     inbox_id: row.inbox_id === GLOBAL ? null : row.inbox_id,
     created_at: row.created_at,
+    organization_id: SINGLE_ORGANIZATION_ID,
+    ...(row.inbox_id === GLOBAL ? {} : { pod_id: SINGLE_POD_ID }),
   };
 }
 

@@ -90,6 +90,8 @@ export const LabelsResult = {
 
 export const DownloadLink = Type.Object({ download_url: Type.String(), expires_at: Type.String() });
 export const AttachmentDownload = Type.Object({ ...Attachment.properties, ...DownloadLink.properties });
+/** The raw MIME link with AgentMail's RawMessageResponse fields: which message, and its size in bytes. */
+export const RawMessageDownload = Type.Object({ message_id: Type.String(), size: Type.Integer(), ...DownloadLink.properties });
 
 /** A list response schema: `{count, limit, next_page_token?, [key]: items}`. */
 export function ListOf(key: string, item: TSchema) {

@@ -16,6 +16,8 @@ import { DEFAULT_LIMIT, pageFromRows, readCursor, type PageBinding } from '../ht
 import { latestSeq } from '../events/log.js';
 import { audienceOf, EVENT_TYPES } from '../events/visibility.js';
 import { internalTargetProblem, parseTarget, URL_MAX } from '../events/webhook-target.js';
+import { requestHash } from './idempotency.js';
+import { CLIENT_ID_MAX } from './inboxes.js';
 
 export const WEBHOOK_SECRET_PREFIX = 'whsec_';
 /** Random bytes behind a secret (Standard Webhooks asks for 24 to 64). */
@@ -37,15 +39,17 @@ const Address = Type.String({ minLength: 3, maxLength: 320 });
 const EventTypes = Type.Array(Type.String({ maxLength: 100 }), { maxItems: EVENT_TYPES.length * 2 });
 const Headers = Type.Record(Type.String(), Type.String());
 const InboxIds = Type.Array(Address, { maxItems: WEBHOOK_INBOX_IDS_MAX });
+/** The AgentMail SDK's `clientId`: a repeated create with the same body returns the same webhook. */
+const ClientId = Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: CLIENT_ID_MAX }), Type.Null()]));
 
 export const CreateInboxWebhookBody = Type.Object(
-  { url: Type.String({ minLength: 1, maxLength: URL_MAX }), event_types: EventTypes, headers: Type.Optional(Headers) },
+  { url: Type.String({ minLength: 1, maxLength: URL_MAX }), event_types: EventTypes, headers: Type.Optional(Headers), client_id: ClientId },
   { additionalProperties: false },
 );
 export type CreateInboxWebhookBody = Static<typeof CreateInboxWebhookBody>;
 
 export const CreateWebhookBody = Type.Object(
-  { url: Type.String({ minLength: 1, maxLength: URL_MAX }), event_types: EventTypes, headers: Type.Optional(Headers), inbox_ids: Type.Optional(Type.Union([InboxIds, Type.Null()])) },
+  { url: Type.String({ minLength: 1, maxLength: URL_MAX }), event_types: EventTypes, headers: Type.Optional(Headers), inbox_ids: Type.Optional(Type.Union([InboxIds, Type.Null()])), client_id: ClientId },
   { additionalProperties: false },
 );
 export type CreateWebhookBody = Static<typeof CreateWebhookBody>;
@@ -88,6 +92,8 @@ export interface WebhookRow {
   next_attempt_at: string | null;
   created_at: string;
   updated_at: string;
+  client_id: string | null;
+  client_request_hash: string | null;
 }
 
 export const WebhookResponse = Type.Object({
@@ -106,7 +112,13 @@ export const WebhookResponse = Type.Object({
   disabled_reason: Type.Optional(Type.Union([Type.String(), Type.Null()])),
   last_error_code: Type.Optional(Type.Union([Type.String(), Type.Null()])),
   last_success_at: Type.Optional(Type.Union([Type.String(), Type.Null()])),
-  secret: Type.Optional(Type.String()),
+  client_id: Type.Union([Type.String(), Type.Null()]),
+  /**
+   * The signing secret on create (and on an idempotent repeat of that create by its creator);
+   * an empty string on every read, because spec §2.8 returns the secret once and the AgentMail
+   * SDK's type requires the field (docs/agentmail-compat.md).
+   */
+  secret: Type.String(),
 });
 export type WebhookResponse = Static<typeof WebhookResponse>;
 
@@ -120,6 +132,8 @@ function webhookResponse(row: WebhookRow, health: boolean): WebhookResponse {
     enabled: row.enabled === 1,
     created_at: row.created_at,
     updated_at: row.updated_at,
+    client_id: row.client_id,
+    secret: '',
   };
   if (!health) return base;
   return {
@@ -140,11 +154,18 @@ function creatorOf(p: Principal): { kind: WebhookRow['owner_kind']; id: string |
   return { kind: p.kind === 'oauth' ? 'oauth' : 'api_key', id: p.id };
 }
 
-/** SQL limiting rows to the webhooks a caller may see: all for the owner, else its own. */
+/**
+ * SQL limiting rows to the webhooks a caller may see: all for the owner, else its own; an
+ * inbox-restricted caller's inbox webhooks only while their inbox is still in its scope.
+ */
 function visibleTo(p: Principal): { sql: string; params: string[] } {
   if (isOwner(p)) return { sql: '1 = 1', params: [] };
   const c = creatorOf(p);
-  return { sql: 'owner_kind = ? AND creator_id = ?', params: [c.kind, c.id!] };
+  if (p.inboxScope === 'all') return { sql: 'owner_kind = ? AND creator_id = ?', params: [c.kind, c.id!] };
+  return {
+    sql: 'owner_kind = ? AND creator_id = ? AND (inbox_scope IS NULL OR inbox_scope IN (SELECT value FROM json_each(?)))',
+    params: [c.kind, c.id!, JSON.stringify([...p.inboxScope])],
+  };
 }
 
 /** Known, deduplicated event types; agents may not ask for owner-only ones they could never get. */
@@ -237,27 +258,46 @@ function webhookRow(db: Db, p: Principal, webhookId: string, inbox: string | nul
 
 const newWebhookSecret = () => WEBHOOK_SECRET_PREFIX + randomBytes(SECRET_BYTES).toString('base64');
 
+/** The webhook this creator already made with `clientId`, if any. */
+function webhookByClientId(db: Db, creator: { kind: WebhookRow['owner_kind']; id: string | null }, clientId: string): WebhookRow | undefined {
+  return db.prepare('SELECT * FROM webhooks WHERE owner_kind = ? AND creator_id IS ? AND client_id = ?').get(creator.kind, creator.id, clientId) as WebhookRow | undefined;
+}
+
 /**
  * Creates a webhook. `inbox` is the path's inbox on the inbox route (already checked for scope),
- * null on the instance-wide route. Delivery starts with events after this moment.
+ * null on the instance-wide route, where every listed inbox must be in the caller's scope (404).
+ * Delivery starts with events after this moment. A `client_id` the same creator used before
+ * returns that webhook (with its secret, which this creator was already given) when the body is
+ * the same, and `409 already_exists` when it is not; client ids of other creators are invisible.
  */
-export async function createWebhook(db: Db, p: Principal, body: CreateWebhookBody | CreateInboxWebhookBody, inbox: string | null): Promise<WebhookResponse & { secret: string }> {
+export async function createWebhook(db: Db, p: Principal, body: CreateWebhookBody | CreateInboxWebhookBody, inbox: string | null): Promise<WebhookResponse> {
   const eventTypes = checkEventTypes(p, body.event_types);
   const inboxIds = inbox === null && 'inbox_ids' in body && body.inbox_ids != null ? checkInboxIds(db, p, body.inbox_ids) : null;
   const headers = headerChange(body.headers, undefined);
   const url = await checkUrl(p, body.url);
   const creator = creatorOf(p);
+  const clientId = body.client_id ?? null;
+  const bodyHash = clientId === null ? null : requestHash('webhooks.create', inbox, { url, event_types: [...eventTypes].sort(), inbox_ids: inboxIds === null ? null : [...inboxIds].sort(), headers: body.headers ?? {} });
   const id = uuidv7();
-  const secret = newWebhookSecret();
   const now = new Date().toISOString();
-  db.transaction(() => {
+  const row = db.transaction(() => {
+    const earlier = clientId === null ? undefined : webhookByClientId(db, creator, clientId);
+    if (earlier) {
+      if (earlier.client_request_hash !== bodyHash) {
+        throw new ApiError('already_exists', `The client_id \`${clientId}\` was already used to create the webhook ${earlier.webhook_id} with a different body.`, {
+          fix: 'Repeat the create with exactly the same body to get that webhook back, or use a new client_id for a new webhook.',
+        });
+      }
+      return earlier;
+    }
     db.prepare(
-      `INSERT INTO webhooks (webhook_id, owner_kind, creator_id, inbox_scope, inbox_ids, url, event_types, secret, cursor_seq, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    ).run(id, creator.kind, creator.id, inbox, inboxIds === null ? null : JSON.stringify(inboxIds), url, JSON.stringify(eventTypes), secret, latestSeq(db), now, now);
+      `INSERT INTO webhooks (webhook_id, owner_kind, creator_id, inbox_scope, inbox_ids, url, event_types, secret, cursor_seq, created_at, updated_at, client_id, client_request_hash)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ).run(id, creator.kind, creator.id, inbox, inboxIds === null ? null : JSON.stringify(inboxIds), url, JSON.stringify(eventTypes), newWebhookSecret(), latestSeq(db), now, now, clientId, bodyHash);
     applyHeaders(db, id, headers);
-  })();
-  return { ...webhookResponse(webhookRow(db, p, id, null), true), secret };
+    return webhookRow(db, p, id, null);
+  }).immediate();
+  return { ...webhookResponse(row, true), secret: row.secret };
 }
 
 export function getWebhook(db: Db, p: Principal, webhookId: string, inbox: string | null): WebhookResponse {
@@ -270,7 +310,7 @@ export function getWebhook(db: Db, p: Principal, webhookId: string, inbox: strin
  * events after that moment (docs/webhooks.md).
  */
 export function updateWebhook(db: Db, p: Principal, webhookId: string, inbox: string | null, patch: UpdateWebhookBody): WebhookResponse {
-  return db.transaction(() => {
+  return db.transaction((): WebhookResponse => {
     const row = webhookRow(db, p, webhookId, inbox);
     const eventTypes = patch.event_types === undefined ? row.event_types : JSON.stringify(checkEventTypes(p, patch.event_types));
     let inboxIds = row.inbox_ids;
@@ -292,7 +332,7 @@ export function updateWebhook(db: Db, p: Principal, webhookId: string, inbox: st
       ).run(latestSeq(db), row.webhook_id);
     }
     return webhookResponse(webhookRow(db, p, row.webhook_id, null), true);
-  })();
+  }).immediate();
 }
 
 export function deleteWebhook(db: Db, p: Principal, webhookId: string, inbox: string | null): void {
@@ -313,7 +353,7 @@ export function updateWebhookHeaders(db: Db, p: Principal, webhookId: string, in
     const row = webhookRow(db, p, webhookId, inbox);
     applyHeaders(db, row.webhook_id, change);
     db.prepare('UPDATE webhooks SET updated_at = ? WHERE webhook_id = ?').run(new Date().toISOString(), row.webhook_id);
-  })();
+  }).immediate();
 }
 
 export interface WebhookPageQuery {

@@ -194,7 +194,7 @@ export const TOOLS: McpTool[] = [
     title: 'Create Inbox',
     description: 'Create an inbox on a registered domain. Repeating a create with the same clientId returns the existing inbox.',
     input: {
-      domain: z.string().describe('Domain of the new address'),
+      domain: z.string().optional().describe('Domain of the new address; the first verified domain (else example.test) when omitted'),
       username: z.string().optional().describe('Local part; 16 random hex characters when omitted'),
       displayName: z.string().optional().describe('Display name'),
       status: z.enum(['active', 'paused']).optional().describe('Initial status'),

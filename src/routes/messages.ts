@@ -13,7 +13,7 @@ import { editMessageLabels, messageAttachmentDownload, messageListPage, messageS
 import { batchGetMessages, deleteMessage, updateMessageLabels, visibleMessage } from '../mail/messages.js';
 import { MessageListQuery, SearchQuery } from '../mail/query.js';
 import { cachedRead } from '../mail/read-cache.js';
-import { AttachmentDownload, DownloadLink, LabelsResult, ListOf, Message, MessageItem } from '../mail/serialize.js';
+import { AttachmentDownload, LabelsResult, RawMessageDownload, ListOf, Message, MessageItem } from '../mail/serialize.js';
 
 export const MAX_BATCH_GET = 500;
 export const MAX_BATCH_UPDATE = 50;
@@ -100,13 +100,14 @@ export const messageRoutes: FastifyPluginAsync = async (app) => {
 
   app.get<{ Params: MessageParams }>(
     `${base}/:message_id/raw`,
-    { config: { auth: 'agent' }, schema: { params: MessageParams, response: { 200: DownloadLink } } },
+    { config: { auth: 'agent' }, schema: { params: MessageParams, response: { 200: RawMessageDownload } } },
     async (request) => {
       const p = request.principal!;
       const inbox = inboxFor(db, p, request.params.inbox_id, 'message_read');
       const found = visibleMessage(db, inbox.inbox_id, request.params.message_id, readVisibility(p));
       if (!found) throw notFound('message');
-      return issueDownloadUrl(p, app.svc.origin(), { kind: 'raw', inboxId: inbox.inbox_id, messageId: found.messageId });
+      const link = issueDownloadUrl(p, app.svc.origin(), { kind: 'raw', inboxId: inbox.inbox_id, messageId: found.messageId });
+      return { message_id: found.messageId, size: found.size, ...link };
     },
   );
 

@@ -1,13 +1,13 @@
 /**
  * Webhooks (spec §4.9): instance-wide `/webhooks...` and per inbox `/inboxes/{inbox_id}/webhooks...`.
  * Order of checks (ARCHITECTURE §7): the inbox route's inbox in scope (else 404) → permission
- * (403) → the webhook visible to the caller (else 404). The instance-wide routes need a
- * credential without an inbox restriction (403 `missing_permission`): an inbox-restricted agent
- * uses the inbox form.
+ * (403) → the webhook visible to the caller (else 404). An inbox-restricted agent may use the
+ * instance-wide routes too (the AgentMail SDK's `webhooks.*`): every inbox it names must be in
+ * its scope (else 404), it sees only its own webhooks, and delivery filters every event by its
+ * scope as it stands then (workers/loops/webhooks.ts).
  */
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { ApiError } from '../http/errors.js';
 import { inboxFor, requirePermission } from '../http/access.js';
 import { PageQuery } from '../http/pagination.js';
 import type { Principal } from '../http/principal.js';
@@ -40,14 +40,9 @@ type InboxHookParams = Static<typeof InboxHookParams>;
 
 const agent = { auth: 'agent' } as const;
 
-/** Instance-wide webhooks see every inbox: an inbox-restricted credential uses the inbox routes. */
+/** The caller of an instance-wide route, holding `permission`; scope is enforced per inbox in src/mail/webhooks.ts. */
 function instanceWide(request: FastifyRequest, permission: string): Principal {
   const p = request.principal!;
-  if (p.inboxScope !== 'all') {
-    throw new ApiError('missing_permission', 'This credential is restricted to some inboxes and cannot use instance-wide webhooks.', {
-      fix: 'Use the inbox form of the route: /v0/inboxes/{inbox_id}/webhooks...',
-    });
-  }
   requirePermission(p, permission);
   return p;
 }

@@ -129,9 +129,10 @@ t.test('permissions: object of booleans or array of names; unknown names → val
   }
 });
 
-t.test('create: permissions and send_policy are required; send_policy is direct, approval or read_only', async (t) => {
-  t.equal((await owner('POST', '/v0/api-keys', { send_policy: 'direct' })).status, 400, 'permissions missing');
-  t.equal((await owner('POST', '/v0/api-keys', { permissions: [] })).status, 400, 'send_policy missing');
+t.test('create: permissions default to all and send_policy to approval (issue 17); send_policy is direct, approval or read_only', async (t) => {
+  const bare = await createKey({});
+  t.equal(bare.send_policy, 'approval', 'send_policy missing: approval');
+  t.ok(Object.values(bare.permissions).every((granted) => granted === true), 'permissions missing: all, as AgentMail documents');
   t.equal((await owner('POST', '/v0/api-keys', { permissions: [], send_policy: 'yolo' })).status, 400);
   t.equal((await owner('POST', '/v0/api-keys', { permissions: [], send_policy: 'direct', pod_id: 'x' })).status, 400, 'unknown field');
   for (const policy of ['direct', 'approval', 'read_only']) {

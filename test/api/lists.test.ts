@@ -55,7 +55,8 @@ for (const form of ['global', 'inbox'] as const) {
         t.equal(created.status, 200, `create ${listPath}`);
         t.same(
           { ...created.body, created_at: 'x' },
-          { entry: `someone@${d}-${ty}.example`, entry_type: 'email', direction: d, list_type: ty, reason: 'because', inbox_id: inboxId, created_at: 'x' },
+          // organization_id and (inbox lists) pod_id: the constants the AgentMail SDK's types require (docs/agentmail-compat.md).
+          { entry: `someone@${d}-${ty}.example`, entry_type: 'email', direction: d, list_type: ty, reason: 'because', inbox_id: inboxId, created_at: 'x', organization_id: 'default', ...(inboxId === null ? {} : { pod_id: 'default' }) },
         );
         t.match(created.body.created_at, ISO_MS);
         const domain = await api<Entry>(svc.url, 'POST', listPath, { token: owner(), body: { entry: `${d}-${ty}.example` } });

@@ -347,7 +347,8 @@ t.test('GET raw and attachment routes return download links', async (t) => {
   const reader = key(['message_read']);
   const raw = await api<Record<string, string>>(svc.url, 'GET', messagesPath(inbox, `/${enc('<multi-1@example.org>')}/raw`), { token: reader });
   t.equal(raw.status, 200);
-  t.same(Object.keys(raw.body).sort(), ['download_url', 'expires_at'], 'raw returns { download_url, expires_at }');
+  t.same(Object.keys(raw.body).sort(), ['download_url', 'expires_at', 'message_id', 'size'], 'raw returns { download_url, expires_at } with the AgentMail SDK\'s message_id and size');
+  t.equal(raw.body.message_id, '<multi-1@example.org>');
   t.match(raw.body.download_url, new RegExp(`^${svc.url}/v0/downloads/`));
   const ttl = Date.parse(raw.body.expires_at) - Date.now();
   t.ok(ttl > 4 * 60_000 && ttl <= 5 * 60_000, 'valid five minutes');
