@@ -72,7 +72,15 @@ function commitRecipients(deps: IngestDeps, objectKey: string, opened: OpenedInb
       continue;
     }
     const hiddenLabels = verdict === 'not_allowed' ? ['blocked' as const, ...hiddenBase] : hiddenBase;
-    const result = commitInbound(db, { inboxId, parsed: opened.parsed, raw: opened.raw, sourceKey, hiddenLabels, receivedAt: opened.envelope.received_at });
+    const result = commitInbound(db, {
+      inboxId,
+      parsed: opened.parsed,
+      raw: opened.raw,
+      derived: opened.derived,
+      sourceKey,
+      hiddenLabels,
+      receivedAt: opened.envelope.received_at,
+    });
     if (!result.duplicate && result.seq !== null) seqs.push(result.seq);
   }
   return seqs;
