@@ -10,7 +10,7 @@ import { runLoop, type LoopContext } from './run-loop.js';
 import { readTransport } from '../../src/mail/transport.js';
 import { EdgeClient } from '../../src/inbound/edge-client.js';
 import { homeKeyPair } from '../../src/inbound/home-key.js';
-import { commitBatch, deleteCommitted, prepareBatch, type IngestDeps, type PreparedBatch } from '../../src/inbound/ingest.js';
+import { CommitDeferred, commitBatch, deleteCommitted, prepareBatch, type IngestDeps, type PreparedBatch } from '../../src/inbound/ingest.js';
 import { openInbound, type OpenedInbound } from '../pool/tasks.js';
 
 const BATCH = 50;
@@ -31,6 +31,8 @@ const CAUGHT_UP_WAIT_MS = 2_000;
 const MAX_PER_PASS = 2_000;
 const LONG_POLL_MS = 25_000;
 const RETRY_POLL_MS = 2_000;
+/** A commit the database could not take now (busy past its retries, disk trouble) is tried again this soon, not on the idle schedule. */
+const COMMIT_RETRY_MS = 1_000;
 
 let polling = false;
 
@@ -107,6 +109,7 @@ runLoop(async (ctx) => {
   let listing = true;
   let stop = false;
   let failed = false;
+  let commitDeferred = false;
   let wakeCommitter = () => {};
   let wakeLister = () => {};
   const lister = (async () => {
@@ -175,14 +178,16 @@ runLoop(async (ctx) => {
       deleting = quiet(deleteCommitted(deps, committed));
     }
     await deleting;
-  } catch {
+  } catch (err) {
     failed = true;
+    commitDeferred = err instanceof CommitDeferred;
   } finally {
     stop = true;
     wakeLister();
   }
   // Edge unreachable: try again on the idle schedule or at the next long-poll. Objects committed
   // but not deleted are fetched again later and skipped as already committed.
+  if (commitDeferred) return { delayMs: COMMIT_RETRY_MS };
   if (failed) return 'idle';
   await lister;
   if (listed >= MAX_PER_PASS) return { delayMs: 0 }; // a backlog may remain: continue at once
