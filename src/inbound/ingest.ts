@@ -18,8 +18,8 @@ import { isSelftestRecipient, receiveSelftest } from '../domains/store.js';
 export interface IngestDeps {
   db: Db;
   edge: EdgeClient;
-  /** Opens and parses in the CPU pool; rejects with Error(message = reason code). */
-  open(jwe: string): Promise<OpenedInbound>;
+  /** Opens and parses (a compact JWE as text, or its bytes); rejects with Error(message = reason code). */
+  open(sealed: string | Uint8Array): Promise<OpenedInbound>;
   /** Publishes an appended event's seq after its commit. */
   publish(seq: number): void;
   /** Called between the durable commit and the edge delete (the crash window tests aim at). */
@@ -169,6 +169,12 @@ async function quarantineOrphanEntry(deps: IngestDeps, key: string): Promise<voi
   if (seq !== null) deps.publish(seq);
 }
 
+/**
+ * Objects larger than this are fetched alone, as bytes, instead of in the page's JSON batch: a
+ * 25 MB message would otherwise be held as response text, parsed JSON and string at once.
+ */
+export const LARGE_OBJECT_BYTES = 256 * 1024;
+
 /** A page of objects fetched and opened, not yet committed. */
 export interface PreparedBatch {
   ready: { key: string; size: number; mail: OpenedInbound }[];
@@ -187,14 +193,24 @@ export async function prepareBatch(deps: IngestDeps, objects: { key: string; siz
     return !held || held.status === 'released' || held.status === 'deleted';
   });
   if (pending.length === 0) return { ready: [], processed: 0 };
-  const { objects: fetched, missing } = await edge.fetchObjects(pending.map((o) => o.key));
+  const small = pending.filter((o) => o.size <= LARGE_OBJECT_BYTES).map((o) => o.key);
+  const { objects: fetched, missing } = small.length > 0 ? await edge.fetchObjects(small) : { objects: new Map<string, string>(), missing: [] };
   for (const key of missing) await quarantineOrphanEntry(deps, key);
   const opened = await Promise.all(
     pending.map(async ({ key, size }) => {
-      const jwe = fetched.get(key);
-      if (jwe === undefined) return null;
+      let sealed: string | Uint8Array | undefined = fetched.get(key);
+      if (size > LARGE_OBJECT_BYTES) {
+        const bytes = await edge.getObjectBytes(key);
+        if (bytes === null) {
+          await quarantineOrphanEntry(deps, key);
+          return null;
+        }
+        sealed = bytes;
+      }
+      if (sealed === undefined) return null;
+      fetched.delete(key);
       try {
-        return { key, size, mail: await deps.open(jwe) };
+        return { key, size, mail: await deps.open(sealed) };
       } catch (err) {
         fail(deps, key, size, null, (err as Error).message === 'parse_failed' ? 'parse_failed' : 'open_failed');
         return null;
