@@ -5,6 +5,29 @@ import { MIGRATIONS } from './migrations.js';
 
 export type Db = Database.Database;
 
+/**
+ * How long SQLite itself waits for another connection's write lock (its busy handler backs off
+ * between tries). Loops and the request path share svc.db, and the longest write (a page of
+ * inbound mail) takes well under this.
+ */
+const BUSY_TIMEOUT_MS = 5_000;
+/**
+ * Further attempts at BEGIN IMMEDIATE after SQLite gave up with SQLITE_BUSY, and the pause before
+ * each: busy_timeout does not cover every busy case (WAL recovery, SQLITE_BUSY_SNAPSHOT), and a
+ * busy database is a reason to wait, never to fail a write or quarantine mail.
+ */
+const WRITE_LOCK_RETRIES = 3;
+const WRITE_LOCK_BACKOFF_MS = [50, 200, 800] as const;
+
+/** SQLITE_BUSY and SQLITE_LOCKED with their extended codes: another connection holds the lock. */
+export function isBusyError(err: unknown): boolean {
+  return /^SQLITE_(BUSY|LOCKED)/.test(sqliteCode(err));
+}
+
+const sleepSignal = new Int32Array(new SharedArrayBuffer(4));
+/** Transactions are synchronous, so the pause between attempts is too (as SQLite's own busy handler is). */
+const pauseSync = (ms: number) => Atomics.wait(sleepSignal, 0, 0, ms);
+
 const failed = (cause: string, message: string) =>
   new StartupError('database_failed', cause, message, 'Check disk space and that svc.db in the home is intact; restore the whole home from a backup if it is damaged.');
 
@@ -42,8 +65,9 @@ export function openDatabase(file: string, dbKey: Buffer, opts: { migrate: boole
     }
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = FULL');
-    db.pragma('busy_timeout = 5000');
+    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     db.pragma('foreign_keys = ON');
+    writeLockUpFront(db);
     if (opts.migrate) migrate(db);
     else checkSchema(db);
     return db;
@@ -56,6 +80,38 @@ export function openDatabase(file: string, dbKey: Buffer, opts: { migrate: boole
     if (err instanceof StartupError) throw err;
     throw failed('DatabaseAccessFailed', 'The database could not be read or migrated.');
   }
+}
+
+/**
+ * The one write-transaction rule (issue 17 §1): `db.transaction(fn)()` takes the write lock up
+ * front (BEGIN IMMEDIATE), whatever variant is called, so a transaction never reads and then
+ * fails to upgrade (SQLITE_BUSY_SNAPSHOT, which busy_timeout does not cover). When the lock
+ * cannot be had, BEGIN is tried again with backoff; `fn` has not run yet then, so retrying it
+ * is safe. Nested calls are savepoints inside the outer transaction, as before.
+ */
+function writeLockUpFront(db: Db): void {
+  const transaction = db.transaction.bind(db);
+  db.transaction = ((fn: (...args: unknown[]) => unknown) => {
+    let started = false;
+    const tx = transaction(function (this: unknown, ...args: unknown[]) {
+      started = true;
+      return fn.apply(this, args);
+    });
+    const run = (variant: 'immediate' | 'exclusive', args: unknown[]) => {
+      if (db.inTransaction) return tx[variant](...args);
+      for (let attempt = 0; ; attempt++) {
+        started = false;
+        try {
+          return tx[variant](...args);
+        } catch (err) {
+          if (started || !isBusyError(err) || attempt >= WRITE_LOCK_RETRIES) throw err;
+          pauseSync(WRITE_LOCK_BACKOFF_MS[attempt]);
+        }
+      }
+    };
+    const immediate = (...args: unknown[]) => run('immediate', args);
+    return Object.assign(immediate, { default: immediate, deferred: immediate, immediate, exclusive: (...args: unknown[]) => run('exclusive', args) });
+  }) as unknown as Db['transaction'];
 }
 
 function checkSchema(db: Db): void {

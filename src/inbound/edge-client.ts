@@ -49,6 +49,12 @@ export class EdgeClient {
     return res ? res.text() : null;
   }
 
+  /** The sealed object as bytes (no string copy of a large object), or null when it is gone. */
+  async getObjectBytes(key: string): Promise<Uint8Array | null> {
+    const res = await this.call('GET', `/objects/${key}`, { allow404: true });
+    return res ? new Uint8Array(await res.arrayBuffer()) : null;
+  }
+
   async deleteObject(key: string): Promise<void> {
     await this.call('DELETE', `/objects/${key}`);
   }

@@ -4,7 +4,7 @@
  * on the object key: a crash between commit and delete neither loses nor duplicates mail,
  * because each recipient's commit is keyed `<object key>:<inbox>` and is skipped when present.
  */
-import type { Db } from '../db/open.js';
+import { isBusyError, type Db } from '../db/open.js';
 import { commitInbound } from '../mail/store.js';
 import { listVerdict } from '../mail/lists.js';
 import { prepared } from '../mail/statements.js';
@@ -18,8 +18,8 @@ import { isSelftestRecipient, receiveSelftest } from '../domains/store.js';
 export interface IngestDeps {
   db: Db;
   edge: EdgeClient;
-  /** Opens and parses in the CPU pool; rejects with Error(message = reason code). */
-  open(jwe: string): Promise<OpenedInbound>;
+  /** Opens and parses (a compact JWE as text, or its bytes); rejects with Error(message = reason code). */
+  open(sealed: string | Uint8Array): Promise<OpenedInbound>;
   /** Publishes an appended event's seq after its commit. */
   publish(seq: number): void;
   /** Called between the durable commit and the edge delete (the crash window tests aim at). */
@@ -38,6 +38,34 @@ const FAILED_SPF = new Set(['fail', 'softfail', 'permerror']);
 export function isUnauthenticated(auth: InboundAuth): boolean {
   if (auth.dmarc.result === 'fail') return true;
   return auth.dmarc.policy === null && FAILED_SPF.has(auth.spf.result) && auth.dkim.result !== 'pass';
+}
+
+/**
+ * SQLite codes that say the database could not be written right now (another writer, a full
+ * disk, an I/O error), not that the message is bad. The objects stay at the edge and are
+ * committed on a later pass; such a failure is never a quarantine reason.
+ */
+const STORAGE_TROUBLE = /^SQLITE_(BUSY|LOCKED|FULL|IOERR|READONLY|CANTOPEN|NOMEM|PROTOCOL|CORRUPT|NOTADB)/;
+
+export function isStorageTrouble(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return isBusyError(err) || (typeof code === 'string' && STORAGE_TROUBLE.test(code));
+}
+
+/** The commit of a page could not be written now; its objects stay at the edge for a later pass. */
+export class CommitDeferred extends Error {
+  constructor(readonly reason: 'storage_busy' | 'storage_failure') {
+    super(reason);
+  }
+}
+
+/** One stderr line per failed commit: our reason code and a count, never content or SQLite details (docs/reliability.md). */
+function logCommitFailure(reason: 'storage_busy' | 'storage_failure' | 'commit_failed', objects: number): void {
+  process.stderr.write(`${JSON.stringify({ event: 'inbound.commit_failed', reason, objects })}\n`);
+}
+
+function deferral(err: unknown): CommitDeferred {
+  return new CommitDeferred(isBusyError(err) ? 'storage_busy' : 'storage_failure');
 }
 
 const commitKey = (objectKey: string, inboxId: string) => `${objectKey}:${inboxId}`;
@@ -72,7 +100,15 @@ function commitRecipients(deps: IngestDeps, objectKey: string, opened: OpenedInb
       continue;
     }
     const hiddenLabels = verdict === 'not_allowed' ? ['blocked' as const, ...hiddenBase] : hiddenBase;
-    const result = commitInbound(db, { inboxId, parsed: opened.parsed, raw: opened.raw, sourceKey, hiddenLabels, receivedAt: opened.envelope.received_at });
+    const result = commitInbound(db, {
+      inboxId,
+      parsed: opened.parsed,
+      raw: opened.raw,
+      derived: opened.derived,
+      sourceKey,
+      hiddenLabels,
+      receivedAt: opened.envelope.received_at,
+    });
     if (!result.duplicate && result.seq !== null) seqs.push(result.seq);
   }
   return seqs;
@@ -96,11 +132,19 @@ export async function ingestObject(deps: IngestDeps, key: string, size: number |
   } catch (err) {
     return fail(deps, key, size, null, (err as Error).message === 'parse_failed' ? 'parse_failed' : 'open_failed', opts.retry);
   }
+  let seqs: number[];
   try {
-    for (const seq of commitRecipients(deps, key, opened)) deps.publish(seq);
-  } catch {
+    seqs = db.transaction(() => commitRecipients(deps, key, opened))();
+  } catch (err) {
+    if (isStorageTrouble(err)) {
+      const deferred = deferral(err);
+      logCommitFailure(deferred.reason, 1);
+      throw deferred;
+    }
+    logCommitFailure('commit_failed', 1);
     return fail(deps, key, size, opened.envelope.rcpt_to[0] ?? null, 'commit_failed', opts.retry);
   }
+  for (const seq of seqs) deps.publish(seq);
   deps.beforeDelete?.();
   await edge.deleteObject(key);
   return { outcome: 'committed' };
@@ -125,6 +169,12 @@ async function quarantineOrphanEntry(deps: IngestDeps, key: string): Promise<voi
   if (seq !== null) deps.publish(seq);
 }
 
+/**
+ * Objects larger than this are fetched alone, as bytes, instead of in the page's JSON batch: a
+ * 25 MB message would otherwise be held as response text, parsed JSON and string at once.
+ */
+export const LARGE_OBJECT_BYTES = 256 * 1024;
+
 /** A page of objects fetched and opened, not yet committed. */
 export interface PreparedBatch {
   ready: { key: string; size: number; mail: OpenedInbound }[];
@@ -143,14 +193,24 @@ export async function prepareBatch(deps: IngestDeps, objects: { key: string; siz
     return !held || held.status === 'released' || held.status === 'deleted';
   });
   if (pending.length === 0) return { ready: [], processed: 0 };
-  const { objects: fetched, missing } = await edge.fetchObjects(pending.map((o) => o.key));
+  const small = pending.filter((o) => o.size <= LARGE_OBJECT_BYTES).map((o) => o.key);
+  const { objects: fetched, missing } = small.length > 0 ? await edge.fetchObjects(small) : { objects: new Map<string, string>(), missing: [] };
   for (const key of missing) await quarantineOrphanEntry(deps, key);
   const opened = await Promise.all(
     pending.map(async ({ key, size }) => {
-      const jwe = fetched.get(key);
-      if (jwe === undefined) return null;
+      let sealed: string | Uint8Array | undefined = fetched.get(key);
+      if (size > LARGE_OBJECT_BYTES) {
+        const bytes = await edge.getObjectBytes(key);
+        if (bytes === null) {
+          await quarantineOrphanEntry(deps, key);
+          return null;
+        }
+        sealed = bytes;
+      }
+      if (sealed === undefined) return null;
+      fetched.delete(key);
       try {
-        return { key, size, mail: await deps.open(jwe) };
+        return { key, size, mail: await deps.open(sealed) };
       } catch (err) {
         fail(deps, key, size, null, (err as Error).message === 'parse_failed' ? 'parse_failed' : 'open_failed');
         return null;
@@ -162,8 +222,11 @@ export async function prepareBatch(deps: IngestDeps, objects: { key: string; siz
 
 /**
  * Stage 2: commit every prepared object in ONE transaction (one WAL fsync for the page; each
- * message still gets its own event row in it). A failing commit falls back to one transaction
- * per object so only the bad one is quarantined. Returns the keys now durably committed.
+ * message still gets its own event row in it). The transaction takes the write lock up front and
+ * waits for a busy database (src/db/open.ts). A database that still cannot be written throws
+ * CommitDeferred: nothing is quarantined, the objects stay at the edge and a later pass commits
+ * them. Any other failure falls back to one transaction per object, so only a message that is
+ * itself bad is quarantined (`commit_failed`). Returns the keys now durably committed.
  * Listeners only need "the log head moved", so one notice with the highest seq covers the page.
  */
 export function commitBatch(deps: IngestDeps, batch: PreparedBatch): string[] {
@@ -174,13 +237,27 @@ export function commitBatch(deps: IngestDeps, batch: PreparedBatch): string[] {
   let seqs: number[] = [];
   try {
     seqs = db.transaction(() => ready.flatMap((o) => commitRecipients(deps, o.key, o.mail)))();
-  } catch {
+  } catch (err) {
+    if (isStorageTrouble(err)) {
+      const deferred = deferral(err);
+      logCommitFailure(deferred.reason, ready.length);
+      throw deferred;
+    }
+    logCommitFailure('commit_failed', ready.length);
     committed = [];
     for (const o of ready) {
       try {
         seqs.push(...db.transaction(() => commitRecipients(deps, o.key, o.mail))());
         committed.push(o);
-      } catch {
+      } catch (objectErr) {
+        if (isStorageTrouble(objectErr)) {
+          // Publish what did commit; the rest waits for the next pass.
+          if (seqs.length > 0) deps.publish(Math.max(...seqs));
+          const deferred = deferral(objectErr);
+          logCommitFailure(deferred.reason, ready.length - committed.length);
+          throw deferred;
+        }
+        logCommitFailure('commit_failed', 1);
         fail(deps, o.key, o.size, o.mail.envelope.rcpt_to[0] ?? null, 'commit_failed');
       }
     }

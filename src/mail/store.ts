@@ -11,7 +11,9 @@ import type { ParsedMail } from '../../workers/pool/tasks.js';
 import { uuidv7 } from '../db/ids.js';
 import { appendEvent } from '../events/log.js';
 import { bumpSearchGeneration } from '../http/pagination.js';
-import { extractHtml, extractText } from './extract.js';
+import { deriveText, type DerivedText } from './extract.js';
+
+export { PREVIEW_LENGTH, previewOf } from './extract.js';
 import { HIDDEN_LABELS, INBOUND_HIDDEN_ORDER, type InboundHiddenLabel } from './labels.js';
 import { messagesByRowid } from './messages.js';
 import { threadSummaries } from './threads.js';
@@ -27,6 +29,8 @@ export interface InboundMail {
   hiddenLabels?: InboundHiddenLabel[];
   /** When the edge accepted the mail; defaults to now. */
   receivedAt?: string;
+  /** deriveText(parsed), computed where the MIME was parsed; computed here, before the transaction, when absent. */
+  derived?: DerivedText;
 }
 
 export interface CommitResult {
@@ -39,7 +43,6 @@ export interface CommitResult {
   duplicate: boolean;
 }
 
-export const PREVIEW_LENGTH = 200;
 /** Body text indexed for search per message; longer bodies are searchable by their start. */
 export const MAX_INDEXED_BODY = 256 * 1024;
 /** Threading looks at this many of the newest References. */
@@ -52,39 +55,6 @@ function messageIds(value: string | null | undefined): string[] {
   return value ? (value.match(MSG_ID) ?? []) : [];
 }
 
-export function previewOf(text: string | null): string | null {
-  if (text === null) return null;
-  // Only the start is shown: collapse a bounded prefix (4 UTF-16 units per character is enough
-  // for any run of whitespace short of that) instead of the whole body.
-  const start = text.trimStart().slice(0, PREVIEW_LENGTH * 4 + 2);
-  const collapsed = start.replace(/\s+/g, ' ').trim();
-  const chars = [...collapsed];
-  if (chars.length <= PREVIEW_LENGTH && start.length < PREVIEW_LENGTH * 4 + 2) return collapsed;
-  if (chars.length <= PREVIEW_LENGTH) return previewOfWhole(text);
-  return `${chars.slice(0, PREVIEW_LENGTH).join('').trimEnd()}…`;
-}
-
-/** The rare body whose first characters are mostly whitespace: collapse all of it. */
-function previewOfWhole(text: string): string {
-  const collapsed = text.replace(/\s+/g, ' ').trim();
-  const chars = [...collapsed];
-  return chars.length <= PREVIEW_LENGTH ? collapsed : `${chars.slice(0, PREVIEW_LENGTH).join('').trimEnd()}…`;
-}
-
-/** Header lines → `{Name: value}`; unfolded; a repeated header's values are joined by newlines. */
-function headerRecord(lines: [string, string][]): Record<string, string> {
-  const out: Record<string, string> = {};
-  const names = new Map<string, string>();
-  for (const [key, line] of lines) {
-    const colon = line.indexOf(':');
-    const name = names.get(key) ?? (colon > 0 ? line.slice(0, colon).trim() : key);
-    names.set(key, name);
-    const value = (colon >= 0 ? line.slice(colon + 1) : '').replace(/\r?\n[ \t]+/g, ' ').trim();
-    out[name] = name in out ? `${out[name]}\n${value}` : value;
-  }
-  return out;
-}
-
 export function stableAttachmentId(messageId: string, index: number): string {
   return `att_${createHash('sha256').update(`${messageId}\u0000${index}`).digest('hex').slice(0, 24)}`;
 }
@@ -95,6 +65,9 @@ function disposition(value: string | null): string | null {
   return v === 'inline' || v === 'attachment' ? v : null;
 }
 
+/** A Buffer view of the same bytes: a 25 MB message is not copied again just to be bound. */
+const asBuffer = (bytes: Uint8Array): Buffer => (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+
 const json = <T>(list: T[]): string | null => (list.length ? JSON.stringify(list) : null);
 
 function existing(db: Db, row: { id: number; message_id: string; thread_id: string }): CommitResult {
@@ -102,8 +75,19 @@ function existing(db: Db, row: { id: number; message_id: string; thread_id: stri
   return { messageRowid: row.id, messageId: row.message_id, threadId: row.thread_id, seq: event?.seq ?? null, duplicate: true };
 }
 
+/**
+ * Stores one received message. Everything computed from the body (extraction, preview, header
+ * record, search text) is done before the transaction, so the write lock is held for SQL only.
+ */
 export function commitInbound(db: Db, input: InboundMail): CommitResult {
   const { parsed } = input;
+  const derived = input.derived ?? deriveText(parsed);
+  const from = parsed.from[0];
+  const participants = [from ? displayAddress(from) : '', ...parsed.to.map(displayAddress), ...parsed.cc.map(displayAddress)].join(' ');
+  const searchBody = (parsed.text ?? '').slice(0, MAX_INDEXED_BODY);
+  const parsedId = messageIds(parsed.messageId)[0];
+  const inReplyTo = messageIds(parsed.inReplyTo);
+  const refs = parsed.references.flatMap((r) => messageIds(r));
   return db.transaction((): CommitResult => {
     if (input.sourceKey !== undefined) {
       const same = prepared(db, 'SELECT id, message_id, thread_id FROM messages WHERE source_key = ?').get(input.sourceKey) as
@@ -114,7 +98,6 @@ export function commitInbound(db: Db, input: InboundMail): CommitResult {
     const inbox = prepared(db, 'SELECT inbox_id, domain FROM inboxes WHERE inbox_id = ?').get(input.inboxId) as { inbox_id: string; domain: string } | undefined;
     if (!inbox) throw new Error(`commitInbound: no inbox ${input.inboxId}`);
 
-    const parsedId = messageIds(parsed.messageId)[0];
     const messageId = parsedId && parsedId.length <= MAX_MESSAGE_ID_LENGTH ? parsedId : `<${uuidv7()}@${inbox.domain}>`;
     const dup = prepared(db, 'SELECT id, message_id, thread_id FROM messages WHERE inbox_id = ? AND message_id = ?').get(inbox.inbox_id, messageId) as
       | { id: number; message_id: string; thread_id: string }
@@ -122,12 +105,8 @@ export function commitInbound(db: Db, input: InboundMail): CommitResult {
     if (dup) return existing(db, dup);
 
     const timestamp = input.receivedAt ? new Date(input.receivedAt).toISOString() : new Date().toISOString();
-    const inReplyTo = messageIds(parsed.inReplyTo);
-    const refs = parsed.references.flatMap((r) => messageIds(r));
     const threadId = joinThread(db, inbox.inbox_id, [...inReplyTo, ...refs.slice(-MAX_THREAD_REFS)], timestamp) ?? newThread(db, inbox.inbox_id, parsed.subject, timestamp);
 
-    const extractedText = extractText(parsed.text);
-    const from = parsed.from[0];
     const rowid = Number(
       prepared(
         db,
@@ -144,12 +123,12 @@ export function commitInbound(db: Db, input: InboundMail): CommitResult {
         json(parsed.cc.map(displayAddress)),
         json(parsed.replyTo.map(displayAddress)),
         parsed.subject,
-        previewOf(extractedText),
+        derived.preview,
         parsed.text,
         parsed.html,
-        extractedText,
-        extractHtml(parsed.html),
-        JSON.stringify(headerRecord(parsed.headers)),
+        derived.extractedText,
+        derived.extractedHtml,
+        derived.headersJson,
         inReplyTo[0] ?? null,
         json(refs),
         input.raw.byteLength,
@@ -170,13 +149,10 @@ export function commitInbound(db: Db, input: InboundMail): CommitResult {
     );
     parsed.attachments.forEach((a, i) => {
       const contentId = a.contentId ? a.contentId.replace(/^<|>$/g, '') : null;
-      addAttachment.run(rowid, stableAttachmentId(messageId, i), a.filename, a.contentType, disposition(a.contentDisposition), contentId, a.content.byteLength, Buffer.from(a.content));
+      addAttachment.run(rowid, stableAttachmentId(messageId, i), a.filename, a.contentType, disposition(a.contentDisposition), contentId, a.content.byteLength, asBuffer(a.content));
     });
-    prepared(db, 'INSERT INTO raw_messages (message_rowid, mime) VALUES (?, ?)').run(rowid, Buffer.from(input.raw));
-
-    const participants = [from ? displayAddress(from) : '', ...parsed.to.map(displayAddress), ...parsed.cc.map(displayAddress)].join(' ');
-    const body = (parsed.text ?? '').slice(0, MAX_INDEXED_BODY);
-    prepared(db, 'INSERT INTO messages_fts (rowid, subject, participants, body) VALUES (?, ?, ?, ?)').run(rowid, parsed.subject ?? '', participants, body);
+    prepared(db, 'INSERT INTO raw_messages (message_rowid, mime) VALUES (?, ?)').run(rowid, asBuffer(input.raw));
+    prepared(db, 'INSERT INTO messages_fts (rowid, subject, participants, body) VALUES (?, ?, ?, ?)').run(rowid, parsed.subject ?? '', participants, searchBody);
     bumpSearchGeneration(db);
 
     // The event carries the message and its thread as a reader of this event type sees them:

@@ -6,21 +6,33 @@
  * transaction) and then deleted at the edge (one request, only after the commit is durable),
  * page n+1 is already being listed, fetched (one request) and opened in the pool.
  */
+import { Worker } from 'node:worker_threads';
+import { fileURLToPath } from 'node:url';
+import type { JWK } from 'jose';
 import { runLoop, type LoopContext } from './run-loop.js';
 import { readTransport } from '../../src/mail/transport.js';
 import { EdgeClient } from '../../src/inbound/edge-client.js';
 import { homeKeyPair } from '../../src/inbound/home-key.js';
-import { commitBatch, deleteCommitted, prepareBatch, type IngestDeps, type PreparedBatch } from '../../src/inbound/ingest.js';
+import { CommitDeferred, commitBatch, deleteCommitted, prepareBatch, type IngestDeps, type PreparedBatch } from '../../src/inbound/ingest.js';
 import { openInbound, type OpenedInbound } from '../pool/tasks.js';
+import type { OpenLargeReply, OpenLargeRequest } from '../pool/open-large.js';
 
 const BATCH = 50;
 /**
- * Sealed objects up to this size are opened and parsed in this loop's own thread: that skips two
- * copies through the supervisor's pool, which cost more CPU than the parse of a typical message.
- * Larger ones go to the shared pool, where a message that exhausts the parser's memory fails its
- * task (and is quarantined) instead of stopping the loop.
+ * Sealed objects up to this size are opened and parsed in this loop's own thread: that skips
+ * the copies to and from another thread, which cost more CPU than the parse of a typical message.
  */
 const OPEN_IN_LOOP_MAX_CHARS = 256 * 1024;
+/**
+ * Larger ones are opened one at a time, each in a worker of its own (workers/pool/open-large.ts)
+ * that gets the sealed bytes and returns the message bytes by transfer and then exits, so the
+ * parser's transient copies (several times the message) never pile up across messages and are
+ * released when it ends (issue 16, finding 9: four 20 MB messages at once held 2.3 GB before).
+ */
+const LARGE_OPENS_AT_ONCE = 1;
+/** The opener's heap: many times what a 25 MB message needs; a message that needs more fails alone (`parse_failed`). */
+const LARGE_OPEN_HEAP_MB = 1_024;
+const OPEN_LARGE_FILE = fileURLToPath(new URL('../pool/open-large.js', import.meta.url));
 /** Pages listed and being fetched and opened ahead of the committer, and their sealed bytes. */
 const PAGES_AHEAD = 4;
 const AHEAD_MAX_BYTES = 64 * 1024 * 1024;
@@ -31,8 +43,43 @@ const CAUGHT_UP_WAIT_MS = 2_000;
 const MAX_PER_PASS = 2_000;
 const LONG_POLL_MS = 25_000;
 const RETRY_POLL_MS = 2_000;
+/** A commit the database could not take now (busy past its retries, disk trouble) is tried again this soon, not on the idle schedule. */
+const COMMIT_RETRY_MS = 1_000;
 
 let polling = false;
+
+function openInWorker(sealed: Uint8Array, privateJwk: JWK): Promise<OpenedInbound> {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(OPEN_LARGE_FILE, { name: 'inbound-open-large', resourceLimits: { maxOldGenerationSizeMb: LARGE_OPEN_HEAP_MB } });
+    let settled = false;
+    const settle = (fn: () => void) => {
+      if (settled) return;
+      settled = true;
+      fn();
+      void worker.terminate();
+    };
+    worker.once('message', (reply: OpenLargeReply) => settle(() => (reply.ok ? resolve(reply.opened) : reject(new Error(reply.reason)))));
+    // Out of memory or any other death: the message could not be parsed within the bounds.
+    worker.once('error', () => settle(() => reject(new Error('parse_failed'))));
+    worker.once('exit', () => settle(() => reject(new Error('parse_failed'))));
+    const bytes = sealed.byteOffset === 0 && sealed.byteLength === sealed.buffer.byteLength ? sealed : sealed.slice();
+    worker.postMessage({ sealed: bytes, privateJwk } satisfies OpenLargeRequest, [bytes.buffer as ArrayBuffer]);
+  });
+}
+
+/** Runs large opens LARGE_OPENS_AT_ONCE at a time, in arrival order. */
+const largeOpens: Promise<unknown>[] = [];
+async function openLarge(sealed: string | Uint8Array, privateJwk: JWK): Promise<OpenedInbound> {
+  const before = largeOpens.length >= LARGE_OPENS_AT_ONCE ? largeOpens[largeOpens.length - LARGE_OPENS_AT_ONCE] : undefined;
+  const run = (async () => {
+    await before?.catch(() => undefined);
+    return openInWorker(typeof sealed === 'string' ? Buffer.from(sealed, 'latin1') : sealed, privateJwk);
+  })();
+  largeOpens.push(run);
+  const forget = () => largeOpens.splice(largeOpens.indexOf(run), 1);
+  run.then(forget, forget);
+  return run;
+}
 
 function pause(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise<void>((resolve) => {
@@ -89,8 +136,8 @@ runLoop(async (ctx) => {
   const deps: IngestDeps = {
     db,
     edge: client,
-    open: (jwe: string) =>
-      jwe.length <= OPEN_IN_LOOP_MAX_CHARS ? openInbound({ jwe, privateJwk }) : (ctx.runTask('openInbound', { jwe, privateJwk }) as Promise<OpenedInbound>),
+    open: (sealed) =>
+      typeof sealed === 'string' && sealed.length <= OPEN_IN_LOOP_MAX_CHARS ? openInbound({ jwe: sealed, privateJwk }) : openLarge(sealed, privateJwk),
     publish: (seq: number) => ctx.publish({ kind: 'event', seq }),
     // Test-only (docs/testing.md): die like `kill -9` after a commit, before the edge delete.
     beforeDelete: ctx.fault === 'inbound-kill-after-commit' ? () => process.kill(process.pid, 'SIGKILL') : undefined,
@@ -107,6 +154,7 @@ runLoop(async (ctx) => {
   let listing = true;
   let stop = false;
   let failed = false;
+  let commitDeferred = false;
   let wakeCommitter = () => {};
   let wakeLister = () => {};
   const lister = (async () => {
@@ -175,14 +223,16 @@ runLoop(async (ctx) => {
       deleting = quiet(deleteCommitted(deps, committed));
     }
     await deleting;
-  } catch {
+  } catch (err) {
     failed = true;
+    commitDeferred = err instanceof CommitDeferred;
   } finally {
     stop = true;
     wakeLister();
   }
   // Edge unreachable: try again on the idle schedule or at the next long-poll. Objects committed
   // but not deleted are fetched again later and skipped as already committed.
+  if (commitDeferred) return { delayMs: COMMIT_RETRY_MS };
   if (failed) return 'idle';
   await lister;
   if (listed >= MAX_PER_PASS) return { delayMs: 0 }; // a backlog may remain: continue at once

@@ -6,6 +6,7 @@ import { simpleParser } from 'mailparser';
 import type { JWK } from 'jose';
 import { openObject, rawMessage, type InboundObject } from '../../src/edge/sealed.js';
 import { composeMime } from './compose.js';
+import { deriveText, type DerivedText } from '../../src/mail/extract.js';
 
 export interface ParsedAttachment {
   filename: string | null;
@@ -41,9 +42,12 @@ function addresses(field: AddressField): { address: string; name: string }[] {
   });
 }
 
+/** A Buffer over the same memory (Buffer.from(Uint8Array) would copy the whole message). */
+const bufferView = (bytes: Uint8Array): Buffer => (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+
 /** Parses raw MIME into the fields the mail store keeps. */
 export async function parseMime(raw: Uint8Array): Promise<ParsedMail> {
-  const mail = await simpleParser(Buffer.from(raw), { skipImageLinks: true, skipTextToHtml: true, skipTextLinks: true });
+  const mail = await simpleParser(bufferView(raw), { skipImageLinks: true, skipTextToHtml: true, skipTextLinks: true });
   const refs = mail.references === undefined ? [] : Array.isArray(mail.references) ? mail.references : [mail.references];
   return {
     messageId: mail.messageId ?? null,
@@ -63,7 +67,7 @@ export async function parseMime(raw: Uint8Array): Promise<ParsedMail> {
       contentType: a.contentType,
       contentDisposition: a.contentDisposition ?? null,
       contentId: a.contentId ?? null,
-      content: new Uint8Array(a.content),
+      content: a.content,
     })),
   };
 }
@@ -75,6 +79,8 @@ export interface OpenedInbound {
   spam: InboundObject['spam'];
   raw: Uint8Array;
   parsed: ParsedMail;
+  /** Extraction, preview and header record, computed here so the commit holds the write lock for SQL only. */
+  derived: DerivedText;
 }
 
 /**
@@ -89,8 +95,12 @@ export async function openInbound({ jwe, privateJwk }: { jwe: string; privateJwk
     throw new Error('open_failed');
   }
   const raw = rawMessage(object);
+  const { envelope, auth, spam } = object;
+  // The base64 copy of the message inside the opened object is not needed past this point.
+  object.raw = '';
   try {
-    return { envelope: object.envelope, auth: object.auth, spam: object.spam, raw: new Uint8Array(raw), parsed: await parseMime(raw) };
+    const parsed = await parseMime(raw);
+    return { envelope, auth, spam, raw, parsed, derived: deriveText(parsed) };
   } catch {
     throw new Error('parse_failed');
   }

@@ -1,0 +1,44 @@
+/**
+ * Worker entry that opens and parses ONE large sealed object, then exits (issue 16, finding 9).
+ * The sealed bytes arrive transferred, not copied; the raw message and attachment bytes go back
+ * transferred too. Parsing a message takes several times its size in transient copies (the
+ * ciphertext, the JSON payload, base64, mailparser's buffers); they live in this thread's own
+ * heap, which is bounded by the worker's resource limits and handed back whole when it exits.
+ */
+import { parentPort } from 'node:worker_threads';
+import type { JWK } from 'jose';
+import { openInbound, type OpenedInbound } from './tasks.js';
+
+export interface OpenLargeRequest {
+  sealed: Uint8Array;
+  privateJwk: JWK;
+}
+
+export type OpenLargeReply = { ok: true; opened: OpenedInbound } | { ok: false; reason: string };
+
+/** The ArrayBuffers that belong to these views alone, each once: those can be moved instead of copied. */
+function transferables(views: Uint8Array[]): ArrayBuffer[] {
+  const seen = new Set<ArrayBufferLike>();
+  const out: ArrayBuffer[] = [];
+  for (const v of views) {
+    const whole = v.byteOffset === 0 && v.byteLength === v.buffer.byteLength;
+    if (whole && !seen.has(v.buffer) && v.buffer instanceof ArrayBuffer) out.push(v.buffer);
+    seen.add(v.buffer);
+  }
+  return out;
+}
+
+parentPort!.once('message', async ({ sealed, privateJwk }: OpenLargeRequest) => {
+  let reply: OpenLargeReply;
+  let transfer: ArrayBuffer[] = [];
+  try {
+    const jwe = Buffer.from(sealed.buffer, sealed.byteOffset, sealed.byteLength).toString('latin1');
+    const opened = await openInbound({ jwe, privateJwk });
+    reply = { ok: true, opened };
+    transfer = transferables([opened.raw, ...opened.parsed.attachments.map((a) => a.content)]);
+  } catch (err) {
+    const reason = err instanceof Error && (err.message === 'open_failed' || err.message === 'parse_failed') ? err.message : 'parse_failed';
+    reply = { ok: false, reason };
+  }
+  parentPort!.postMessage(reply, transfer);
+});
