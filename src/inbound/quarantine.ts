@@ -7,6 +7,47 @@ import type { Db } from '../db/open.js';
 import { prepared } from '../mail/statements.js';
 import { uuidv7 } from '../db/ids.js';
 import { appendEvent } from '../events/log.js';
+import { QUARANTINE_RETRY_BACKOFF_MS } from '../supervisor/loop-table.js';
+
+/**
+ * Reasons that can pass on a later try, so the pull loop retries them on its own: `parse_failed`
+ * also covers an opener worker that died or ran out of memory under load, and `commit_failed` a
+ * write that failed for a reason other than a busy database. `open_failed` (the object does not
+ * decrypt with the home key) and `object_missing` (no ciphertext left) cannot change by waiting.
+ */
+export const TRANSIENT_REASONS: ReadonlySet<string> = new Set(['parse_failed', 'commit_failed']);
+
+/** Wait before automatic retry n+1 after attempt n; the schedule lives with the loop timings. */
+export const AUTO_RETRY_BACKOFF_MS = QUARANTINE_RETRY_BACKOFF_MS;
+
+/**
+ * When the background loop should next try this item, or null when it never will (a permanent
+ * reason, a queue-message item, the schedule used up, or an owner action in progress).
+ */
+export function nextAutoRetryAt(r: Pick<QuarantineRow, 'source_kind' | 'reason_code' | 'attempts' | 'last_attempt_at' | 'first_seen' | 'status'>): number | null {
+  if (r.status !== 'quarantined' || r.source_kind !== 'buffer_object' || !TRANSIENT_REASONS.has(r.reason_code)) return null;
+  const attempts = r.attempts ?? 1;
+  if (attempts < 1 || attempts > AUTO_RETRY_BACKOFF_MS.length) return null;
+  const wait = AUTO_RETRY_BACKOFF_MS[attempts - 1];
+  return Date.parse(r.last_attempt_at ?? r.first_seen) + wait;
+}
+
+/** Items the background loop may retry now, oldest first (a handful per pass; the rest wait for the next). */
+export function dueForAutoRetry(db: Db, now: number, limit: number): QuarantineRow[] {
+  const reasons = [...TRANSIENT_REASONS];
+  const rows = db
+    .prepare(
+      `SELECT * FROM inbound_quarantine WHERE status = 'quarantined' AND source_kind = 'buffer_object'
+       AND reason_code IN (${reasons.map(() => '?').join(', ')}) AND coalesce(attempts, 1) <= ? ORDER BY first_seen, quarantine_id`,
+    )
+    .all(...reasons, AUTO_RETRY_BACKOFF_MS.length) as QuarantineRow[];
+  return rows.filter((r) => (nextAutoRetryAt(r) ?? Infinity) <= now).slice(0, limit);
+}
+
+/** Visible items (what the owner still has to look at), for the navigation badge and `svc status`. */
+export function countQuarantine(db: Db): number {
+  return (db.prepare("SELECT count(*) AS n FROM inbound_quarantine WHERE status IN ('quarantined', 'release_pending', 'delete_pending')").get() as { n: number }).n;
+}
 
 export type QuarantineStatus = 'quarantined' | 'release_pending' | 'delete_pending' | 'released' | 'deleted';
 

@@ -11,7 +11,7 @@ import { readTransport } from '../mail/transport.js';
 import { EdgeClient, EdgeUnavailable } from '../inbound/edge-client.js';
 import { homeKeyPair } from '../inbound/home-key.js';
 import { ingestObject } from '../inbound/ingest.js';
-import { finishQuarantine, listQuarantine, quarantineById, quarantineView, recordFailedRetry, setStatus } from '../inbound/quarantine.js';
+import { countQuarantine, finishQuarantine, listQuarantine, quarantineById, quarantineView, recordFailedRetry, setStatus } from '../inbound/quarantine.js';
 import { deleteRejection, listRejections } from '../inbound/rejections.js';
 import type { OpenedInbound } from '../../workers/pool/tasks.js';
 
@@ -36,7 +36,8 @@ export const inboundRoutes: FastifyPluginAsync = async (app) => {
     const binding = { route: 'quarantine', filters: {}, principal: request.principal! };
     const after = request.query.page_token ? (readCursor(db, request.query.page_token, binding, 2) as [string, string]) : null;
     const rows = listQuarantine(db, after, limit + 1);
-    return pageFromRows(db, binding, 'items', rows, limit, (r) => [r.first_seen, r.quarantine_id], quarantineView);
+    // `count` is this page's size (AgentMail style); `total` (svc extension) is every visible item, for the app's badge and `svc status`.
+    return { ...pageFromRows(db, binding, 'items', rows, limit, (r) => [r.first_seen, r.quarantine_id], quarantineView), total: countQuarantine(db) };
   });
 
   app.post<{ Params: Static<typeof IdParams> }>('/quarantine/:id/retry', { config: { auth: 'owner' }, schema: { params: IdParams, body: Empty } }, async (request) => {

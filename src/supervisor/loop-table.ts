@@ -11,7 +11,7 @@ export interface LoopTiming {
 
 export const LOOPS = {
   outbox: { busyMs: 2_000, idleMs: 30_000, schedule: 'wakes on enqueue or approval; recovery 2 s after work, 30 s idle or unconfigured' },
-  'inbound-pull': { busyMs: 2_000, idleMs: 30_000, schedule: 'every 2 s while busy, 30 s idle' },
+  'inbound-pull': { busyMs: 2_000, idleMs: 30_000, schedule: 'every 2 s while busy, 30 s idle; each pass first retries due transient quarantine items (QUARANTINE_RETRY_BACKOFF_MS)' },
   'inbound-reconcile': { busyMs: 15 * 60_000, idleMs: 15 * 60_000, schedule: 'at startup, then every 15 minutes' },
   'delivery-events': { busyMs: 2_000, idleMs: 30_000, schedule: 'every 2 s while busy, 30 s idle' },
   'scheduled-drafts': { busyMs: 2_000, idleMs: 30_000, schedule: 'wakes on create, edit or approval; waits until the next due time, capped at 30 s idle and 2 s after work' },
@@ -19,6 +19,14 @@ export const LOOPS = {
   webhooks: { busyMs: 1_000, idleMs: 1_000, schedule: 'every second' },
   'remote-access': { busyMs: 1_000, idleMs: 1_000, schedule: 'supervised every second; restart backoff up to 60 s' },
 } as const satisfies Record<string, LoopTiming>;
+
+/**
+ * Automatic retries of a transient quarantine reason (src/inbound/quarantine.ts), run by the
+ * inbound-pull loop: the wait after attempt 1, 2, 3, 4 (1 min, 5 min, 30 min, 2 h). Short enough
+ * to recover from a load spike within minutes, long enough that a truly bad message costs only a
+ * few opens; after the last step the item waits for the owner.
+ */
+export const QUARANTINE_RETRY_BACKOFF_MS: readonly number[] = [60_000, 5 * 60_000, 30 * 60_000, 2 * 60 * 60_000];
 
 export type LoopName = keyof typeof LOOPS;
 export const LOOP_NAMES = Object.keys(LOOPS) as LoopName[];

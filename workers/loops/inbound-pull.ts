@@ -13,7 +13,8 @@ import { runLoop, type LoopContext } from './run-loop.js';
 import { readTransport } from '../../src/mail/transport.js';
 import { EdgeClient } from '../../src/inbound/edge-client.js';
 import { homeKeyPair } from '../../src/inbound/home-key.js';
-import { CommitDeferred, commitBatch, deleteCommitted, prepareBatch, type IngestDeps, type PreparedBatch } from '../../src/inbound/ingest.js';
+import { CommitDeferred, commitBatch, deleteCommitted, ingestObject, prepareBatch, type IngestDeps, type PreparedBatch } from '../../src/inbound/ingest.js';
+import { dueForAutoRetry, finishQuarantine, recordFailedRetry, setStatus } from '../../src/inbound/quarantine.js';
 import { openInbound, type OpenedInbound } from '../pool/tasks.js';
 import type { OpenLargeReply, OpenLargeRequest } from '../pool/open-large.js';
 
@@ -46,7 +47,41 @@ const RETRY_POLL_MS = 2_000;
 /** A commit the database could not take now (busy past its retries, disk trouble) is tried again this soon, not on the idle schedule. */
 const COMMIT_RETRY_MS = 1_000;
 
+/** Quarantine items retried per pass: bounds the time a pass spends on old failures before new mail. */
+const AUTO_RETRIES_PER_PASS = 10;
+
 let polling = false;
+
+/**
+ * Retries quarantined objects whose reason is transient once their backoff has passed
+ * (src/inbound/quarantine.ts). Success releases the item (`inbound.released`); another failure
+ * counts an attempt. An edge or database that is unavailable counts nothing: the item is tried
+ * again on the next pass. Returns how many items were tried.
+ */
+/** Whether any recipient's copy of this edge object is stored (commit keys are `<object key>:<inbox>`). */
+function wasCommitted(db: IngestDeps['db'], objectKey: string): boolean {
+  return Boolean(db.prepare('SELECT 1 FROM messages WHERE source_key >= ? AND source_key < ? LIMIT 1').get(`${objectKey}:`, `${objectKey};`));
+}
+
+async function retryQuarantined(deps: IngestDeps): Promise<number> {
+  const { db } = deps;
+  const due = dueForAutoRetry(db, Date.now(), AUTO_RETRIES_PER_PASS);
+  for (const item of due) {
+    setStatus(db, item.quarantine_id, 'release_pending');
+    let result;
+    try {
+      result = await ingestObject(deps, item.source_key, item.size, { retry: true });
+    } catch {
+      setStatus(db, item.quarantine_id, 'quarantined');
+      break; // edge unreachable or storage busy: stop here, the next pass tries again
+    }
+    // `gone` after the mail was committed (an earlier pass stored it, then deleted it at the edge): it was delivered.
+    const delivered = result.outcome === 'committed' || (result.outcome === 'gone' && wasCommitted(db, item.source_key));
+    if (delivered) deps.publish(finishQuarantine(db, item.quarantine_id, 'released'));
+    else recordFailedRetry(db, item.quarantine_id, result.outcome === 'failed' ? result.reason : item.reason_code);
+  }
+  return due.length;
+}
 
 function openInWorker(sealed: Uint8Array, privateJwk: JWK): Promise<OpenedInbound> {
   return new Promise((resolve, reject) => {
@@ -142,6 +177,7 @@ runLoop(async (ctx) => {
     // Test-only (docs/testing.md): die like `kill -9` after a commit, before the edge delete.
     beforeDelete: ctx.fault === 'inbound-kill-after-commit' ? () => process.kill(process.pid, 'SIGKILL') : undefined,
   };
+  const retried = await retryQuarantined(deps);
   // Two halves run side by side. The lister lists whatever is new after its cursor (paging past
   // objects held in quarantine, so they never hide newer mail) and starts fetching and opening it
   // at once; when caught up it long-polls the edge for the next object instead of listing again.
@@ -236,5 +272,5 @@ runLoop(async (ctx) => {
   if (failed) return 'idle';
   await lister;
   if (listed >= MAX_PER_PASS) return { delayMs: 0 }; // a backlog may remain: continue at once
-  return listed > 0 ? 'busy' : 'idle';
+  return listed > 0 || retried > 0 ? 'busy' : 'idle';
 });
