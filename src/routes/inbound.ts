@@ -79,9 +79,10 @@ export const inboundRoutes: FastifyPluginAsync = async (app) => {
     const item = quarantineById(db, request.params.id);
     if (!item) throw notFound('quarantine item');
     if (item.status === 'deleted' || item.status === 'released') return reply.send();
-    setStatus(db, item.quarantine_id, 'delete_pending');
+    // Without a buffer nothing can be deleted: the item stays as it was (and stays retryable).
     const { edge } = readTransport(db);
     if (!edge) throw edgeMissing();
+    setStatus(db, item.quarantine_id, 'delete_pending');
     const client = new EdgeClient(edge.url, edge.token);
     try {
       if (item.source_kind === 'buffer_object') await client.deleteObject(item.source_key);

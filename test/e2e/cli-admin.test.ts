@@ -138,6 +138,9 @@ t.test('quarantine: list; retry of a queue-message item is not_supported (9); re
   db.close();
   const list = await svcCli(['quarantine', 'list', '--json', ...owner]);
   t.same(list.json<{ items: { quarantine_id: string }[] }>().items.map((i) => i.quarantine_id).sort(), [queued, deleting].sort());
+  const status = await svcCli(['status', '--json', ...owner]);
+  t.same(status.json<{ counts: { quarantine: unknown } }>().counts.quarantine, { count: 2, more: false }, '`svc status` counts the waiting items');
+  t.match((await svcCli(['status', ...owner])).stdout, /quarantine:\s+2 items waiting \(see `svc quarantine list`\)\n/);
   const notSupported = await svcCli(['quarantine', 'retry', queued, ...owner]);
   t.equal(notSupported.code, 9);
   t.match(notSupported.stderr, /^error \(not_supported\): /);

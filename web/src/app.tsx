@@ -4,8 +4,8 @@
  */
 import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { loadStatus, onSignedOut, setCsrf, type OwnerStatus } from './api';
-import { startLive, stopLive, useLiveState } from './live';
+import { get, loadStatus, onSignedOut, setCsrf, type OwnerStatus } from './api';
+import { startLive, stopLive, useLiveEvents, useLiveState } from './live';
 import { match, navigate, useLocation } from './router';
 import { ErrorBox } from './ui';
 import { goAfterLogin, LoginPage, SetupPage } from './pages/auth';
@@ -99,9 +99,27 @@ function pageFor(path: string, ctx: RouteContext): ComponentChildren {
   );
 }
 
+/**
+ * Items waiting in quarantine (`total` of GET /v0/owner/quarantine), kept current by the
+ * `inbound.*` events, so mail svc could not process is seen without opening the page.
+ * Null until known or when the question fails (the nav then shows the plain label).
+ */
+function useQuarantineTotal(): number | null {
+  const [total, setTotal] = useState<number | null>(null);
+  const reload = () =>
+    void get<{ total: number }>('/v0/owner/quarantine?limit=1').then(
+      (r) => setTotal(r.total),
+      () => setTotal(null),
+    );
+  useEffect(reload, []);
+  useLiveEvents(['inbound.quarantined', 'inbound.released', 'inbound.deleted'], reload);
+  return total;
+}
+
 function Shell({ path, children }: { path: string; children: ComponentChildren }) {
   const [open, setOpen] = useState(false);
   const live = useLiveState();
+  const quarantined = useQuarantineTotal();
   useEffect(() => setOpen(false), [path]);
   return (
     <div class={`shell${open ? ' nav-open' : ''}`}>
@@ -119,7 +137,16 @@ function Shell({ path, children }: { path: string; children: ComponentChildren }
       <nav class="nav" aria-label="Main">
         {NAV.map((n) => (
           <a key={n.href} href={n.href} class={path === n.href || path.startsWith(`${n.href}/`) ? 'active' : ''}>
-            {n.label}
+            {n.href === '/quarantine' && quarantined ? (
+              <>
+                {n.label}{' '}
+                <span class="badge bad" data-testid="quarantine-count" aria-label={`${quarantined} items in quarantine`}>
+                  {quarantined}
+                </span>
+              </>
+            ) : (
+              n.label
+            )}
           </a>
         ))}
       </nav>

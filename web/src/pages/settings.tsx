@@ -181,6 +181,30 @@ interface QuarantineItem {
   status: string;
 }
 
+/** What each reason code means for the owner: what happened, and what to do (docs/inbound.md). */
+const REASONS: Record<string, { title: string; happened: string; todo: string }> = {
+  parse_failed: {
+    title: 'Could not be read',
+    happened: 'The message opened but could not be read as email: it is malformed, or reading it ran out of memory while svc was busy.',
+    todo: 'svc retries it on its own after 1 min, 5 min, 30 min and 2 h. If it still fails after that, Retry once more, or Delete it and ask the sender to send it again.',
+  },
+  commit_failed: {
+    title: 'Could not be stored',
+    happened: 'The message was read but could not be saved into the inbox.',
+    todo: 'svc retries it on its own after 1 min, 5 min, 30 min and 2 h. If it keeps failing, check free disk space and Retry, or Delete it.',
+  },
+  open_failed: {
+    title: 'Could not be decrypted',
+    happened: "The edge holds this message sealed to a key that is not this home's key (for example the edge was paired with another home), or the stored ciphertext was altered.",
+    todo: 'Waiting will not help. Pair the edge with the home it was sealed for and Retry there, or Delete it.',
+  },
+  object_missing: {
+    title: 'Lost at the edge',
+    happened: 'The edge accepted this message but its stored copy is gone (for example removed from its disk); only its size and recipient are known.',
+    todo: 'It cannot be recovered. Delete it, and ask the sender to send the message again.',
+  },
+};
+
 export function QuarantinePage() {
   const q = useLoad(() => get<{ items: QuarantineItem[] }>('/v0/owner/quarantine?limit=100'), []);
   const action = useAction();
@@ -197,9 +221,16 @@ export function QuarantinePage() {
         {q.data?.items.map((i) => (
           <li key={i.quarantine_id} style={{ padding: '0.6rem 0.8rem' }}>
             <div class="item-line">
-              <strong>{i.reason_code}</strong>
+              <span>
+                <strong>{REASONS[i.reason_code]?.title ?? i.reason_code}</strong> <code class="small">{i.reason_code}</code>
+              </span>
               <span class="badge warn">{i.status}</span>
             </div>
+            {REASONS[i.reason_code] && (
+              <p class="small" data-testid="quarantine-reason">
+                {REASONS[i.reason_code].happened} {REASONS[i.reason_code].todo}
+              </p>
+            )}
             <div class="small muted">
               {i.source_kind} · {bytes(i.size)} · {i.inbox_id ?? 'unknown inbox'} · first seen {when(i.first_seen)} · attempts {i.attempts ?? '?'}
             </div>
