@@ -9,6 +9,9 @@ import { LOOPS, type FromLoop, type LoopName, type LoopWorkerData, type ToLoop }
 import type { BusMessage } from '../../src/supervisor/bus.js';
 import type { TaskName } from '../pool/tasks.js';
 
+/** Test-only crash injection (docs/testing.md) waits this long after the first pass. */
+const FAULT_DELAY_MS = 2_000;
+
 export interface LoopContext {
   db: Db;
   name: LoopName;
@@ -97,8 +100,9 @@ export function runLoop(pass: LoopPass): void {
       const result = await pass(ctx);
       passes++;
       const delay = result === 'busy' ? timing.busyMs : result === 'idle' ? timing.idleMs : Math.min(result.delayMs, timing.idleMs);
-      // Crash injection fires on the second pass so startup is complete and observable first.
-      await sleep(data.fault === `loop-crash:${data.name}` ? 200 : delay);
+      // Crash injection fires on the second pass, late enough that startup has completed and been
+      // reported even on a loaded machine (the test waits for server.ready first).
+      await sleep(data.fault === `loop-crash:${data.name}` ? FAULT_DELAY_MS : delay);
       wake = null;
     }
     db.close();
