@@ -4,26 +4,14 @@
  * Expiry is covered in test/unit/download-verify.test.ts on the same token code.
  */
 import t from 'tap';
-import net from 'node:net';
 import { api, setupOwner, startSvc, type RunningSvc } from '../helpers/svc.js';
 import { insertApiKey, insertInbox, openHomeDb } from '../helpers/db.js';
 import { fixture, seedMail } from '../helpers/mail.js';
+import { freePort } from '../helpers/ports.js';
 import type { Db } from '../../src/db/open.js';
 
 const MESSAGE_ID = '<multi-1@example.org>';
 const RAW = fixture('multipart-attachment.eml');
-
-/** A loopback port that is free now, so a restart can come back on the same origin. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 let svc: RunningSvc;
 let db: Db;

@@ -8,7 +8,8 @@
  */
 import t from 'tap';
 import { api, setupOwner, startSvc, type RunningSvc } from '../helpers/svc.js';
-import { answers, freePort, tunnelProxyCommand } from '../helpers/tunnel.js';
+import { answers, freePort } from '../helpers/ports.js';
+import { tunnelProxyCommand } from '../helpers/tunnel.js';
 import { authorizePath, ensureWebApp, exchange, form, pkce, approve, REDIRECT, refresh, register, visit, type Session, type Tokens } from '../helpers/oauth.js';
 
 const HOST = 'mail.oauth.test';

@@ -11,6 +11,7 @@ import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
 import { startLoopbackDns, type LoopbackDns } from '../helpers/dns.js';
 import { startSink, type Sink } from '../helpers/sink.js';
 import { subscribe, type EventStream } from '../helpers/events.js';
+import { dsnReport } from '../helpers/mail.js';
 
 const enc = encodeURIComponent;
 let dns: LoopbackDns;
@@ -88,30 +89,7 @@ t.test('through the local edge: delivered to the remote MX, bounced by a 5xx and
   const [copy] = (await sink.waitFor(before2 + 1)).slice(before2);
   await events.next('message.delivered', (e) => (e.delivery as { message_id: string }).message_id === later.message_id);
   const smtpPort = Number(String(svc.stdoutLines.find((l) => l.event === 'server.ready')!.smtp).split(':')[1]);
-  const dsn = [
-    'From: Mail Delivery System <mailer-daemon@remote.example>',
-    `To: ${copy.from}`,
-    'Subject: Undelivered Mail Returned to Sender',
-    'MIME-Version: 1.0',
-    'Content-Type: multipart/report; report-type=delivery-status; boundary="B"',
-    '',
-    '--B',
-    'Content-Type: text/plain',
-    '',
-    'The mailbox does not exist.',
-    '--B',
-    'Content-Type: message/delivery-status',
-    '',
-    'Reporting-MTA: dns; mx.remote.example',
-    '',
-    'Final-Recipient: rfc822; erin@remote.example',
-    'Action: failed',
-    'Status: 5.1.1',
-    'Diagnostic-Code: smtp; 550 5.1.1 No such user',
-    '',
-    '--B--',
-    '',
-  ].join('\r\n');
+  const dsn = dsnReport(copy.from, 'erin@remote.example');
   const client = nodemailer.createTransport({ host: '127.0.0.1', port: smtpPort, secure: false, ignoreTLS: true });
   await client.sendMail({ envelope: { from: '', to: [copy.from] }, raw: dsn });
   const dsnBounce = await events.next('message.bounced', (e) => (e.bounce as { message_id: string }).message_id === later.message_id);

@@ -55,3 +55,36 @@ export function simpleMail(fields: { from?: string; to?: string; cc?: string; su
   ];
   return lines.join('\r\n');
 }
+
+/**
+ * A delivery status notification (RFC 3464) as a remote MTA sends it: `to` is the envelope
+ * return path it answers, `recipient` the address that failed; the original's headers carry
+ * `messageId` when given.
+ */
+export function dsnReport(to: string, recipient: string, messageId?: string): string {
+  return [
+    'From: Mail Delivery System <mailer-daemon@remote.example>',
+    `To: ${to}`,
+    'Subject: Undelivered Mail Returned to Sender',
+    'MIME-Version: 1.0',
+    'Content-Type: multipart/report; report-type=delivery-status; boundary="B"',
+    '',
+    '--B',
+    'Content-Type: text/plain',
+    '',
+    'The mailbox does not exist.',
+    '--B',
+    'Content-Type: message/delivery-status',
+    '',
+    'Reporting-MTA: dns; mx.remote.example',
+    '',
+    `Final-Recipient: rfc822; ${recipient}`,
+    'Action: failed',
+    'Status: 5.1.1',
+    'Diagnostic-Code: smtp; 550 5.1.1 No such user',
+    '',
+    ...(messageId === undefined ? [] : ['--B', 'Content-Type: text/rfc822-headers', '', `Message-ID: ${messageId}`, 'Subject: Quarterly numbers', '']),
+    '--B--',
+    '',
+  ].join('\r\n');
+}

@@ -14,6 +14,7 @@ import { api, startSvc } from '../helpers/svc.js';
 import { startLoopbackDns, type LoopbackDns } from '../helpers/dns.js';
 import { startSink, type Sink } from '../helpers/sink.js';
 import { subscribe } from '../helpers/events.js';
+import { dsnReport } from '../helpers/mail.js';
 
 const enc = encodeURIComponent;
 const DOMAIN = 'home.example';
@@ -29,38 +30,6 @@ t.teardown(async () => {
   await dns.close();
 });
 
-function dsn(to: string, recipient: string, messageId: string): string {
-  return [
-    'From: Mail Delivery System <mailer-daemon@remote.example>',
-    `To: ${to}`,
-    'Subject: Undelivered Mail Returned to Sender',
-    'MIME-Version: 1.0',
-    'Content-Type: multipart/report; report-type=delivery-status; boundary="B"',
-    '',
-    '--B',
-    'Content-Type: text/plain',
-    '',
-    'The mailbox does not exist.',
-    '--B',
-    'Content-Type: message/delivery-status',
-    '',
-    'Reporting-MTA: dns; mx.remote.example',
-    '',
-    `Final-Recipient: rfc822; ${recipient}`,
-    'Action: failed',
-    'Status: 5.1.1',
-    'Diagnostic-Code: smtp; 550 5.1.1 No such user',
-    '',
-    '--B',
-    'Content-Type: text/rfc822-headers',
-    '',
-    `Message-ID: ${messageId}`,
-    'Subject: Quarterly numbers',
-    '',
-    '--B--',
-    '',
-  ].join('\r\n');
-}
 
 function arf(recipient: string, messageId: string, originalMailFrom?: string): string {
   return [
@@ -120,10 +89,10 @@ t.test('forged DSN and ARF reports do not mark a sent message bounced or complai
   const local = returnPath.slice(0, at);
   const flipped = local.slice(0, -1) + (local.endsWith('0') ? '1' : '0');
   const attacks: [string, string, string][] = [
-    ['a DSN to a VERP address without a tag, naming the sent Message-ID', `svc-bounce+x@${DOMAIN}`, dsn(`svc-bounce+x@${DOMAIN}`, 'carol@remote.example', messageId)],
-    ['a DSN to a VERP address with a forged tag', `${flipped}@${DOMAIN}`, dsn(`${flipped}@${DOMAIN}`, 'carol@remote.example', messageId)],
-    ['a DSN to the feedback address naming only the Message-ID', `svc-feedback@${DOMAIN}`, dsn(`svc-feedback@${DOMAIN}`, 'carol@remote.example', messageId)],
-    ['a DSN with the genuine tag naming a recipient not on the job', returnPath, dsn(returnPath, 'mallory@remote.example', messageId)],
+    ['a DSN to a VERP address without a tag, naming the sent Message-ID', `svc-bounce+x@${DOMAIN}`, dsnReport(`svc-bounce+x@${DOMAIN}`, 'carol@remote.example', messageId)],
+    ['a DSN to a VERP address with a forged tag', `${flipped}@${DOMAIN}`, dsnReport(`${flipped}@${DOMAIN}`, 'carol@remote.example', messageId)],
+    ['a DSN to the feedback address naming only the Message-ID', `svc-feedback@${DOMAIN}`, dsnReport(`svc-feedback@${DOMAIN}`, 'carol@remote.example', messageId)],
+    ['a DSN with the genuine tag naming a recipient not on the job', returnPath, dsnReport(returnPath, 'mallory@remote.example', messageId)],
     ['an ARF report naming only the Message-ID', `svc-feedback@${DOMAIN}`, arf('carol@remote.example', messageId)],
     ['an ARF report with a forged tag in Original-Mail-From', `svc-feedback@${DOMAIN}`, arf('carol@remote.example', messageId, `${flipped}@${DOMAIN}`)],
     ['an ARF report with the genuine tag naming a recipient not on the job', `svc-feedback@${DOMAIN}`, arf('mallory@remote.example', messageId, returnPath)],
@@ -131,7 +100,7 @@ t.test('forged DSN and ARF reports do not mark a sent message bounced or complai
   for (const [name, to, raw] of attacks) t.match(await deliver(to, raw), /^250 /, `${name}: accepted at SMTP (a sender learns nothing)`);
 
   // The genuine report, taken after every forged one: when its bounce shows, the others were handled.
-  await deliver(returnPath, dsn(returnPath, 'carol@remote.example', messageId));
+  await deliver(returnPath, dsnReport(returnPath, 'carol@remote.example', messageId));
   await events.next('message.bounced', (e) => (e.bounce as { message_id: string }).message_id === messageId);
 
   const bounces = events.all('message.bounced').filter((e) => (e.bounce as { message_id: string }).message_id === messageId);
