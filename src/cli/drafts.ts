@@ -61,6 +61,8 @@ function showDraft(ctx: Ctx, d: Draft, lead?: string): void {
     ['labels', d.labels],
     ...d.attachments.map((a) => ['attachment', `${a.attachment_id} ${a.filename ?? ''} ${a.size} bytes`] as [string, unknown]),
     ['message', d.message_id],
+    // The version to pass to `svc drafts approve --expected-updated-at`: approve what was read.
+    ['updated at', d.updated_at],
   ]);
   out(`${lead ? `${lead}\n` : ''}${head}${d.text ? `\n\n${bodyText(d.text)}` : ''}`);
 }
@@ -137,13 +139,19 @@ export const group: Group = {
       summary: 'Approve a draft awaiting approval (owner): it is sent now, or stays scheduled for its send_at.',
       usage: '<draft_id>',
       args: [1, 1],
-      options: [inboxOpt, opt('idempotency-key KEY', 'Repeat-safe approval.')],
-      examples: ['svc drafts approve 0190f4c2-…'],
+      options: [
+        inboxOpt,
+        opt('idempotency-key KEY', 'Repeat-safe approval.'),
+        opt('expected-updated-at TIME', 'Approve only if the draft is still at this version (its "updated at" in svc drafts show); a later edit → conflict.'),
+      ],
+      examples: ['svc drafts approve 0190f4c2-…', 'svc drafts approve 0190f4c2-… --expected-updated-at 2026-05-01T09:30:00.123Z'],
       async run(ctx) {
         const client = await ctx.client();
         const inbox = await draftInbox(ctx, client);
         const key = ctx.str('idempotency-key');
-        const result = await client.call<Record<string, unknown>>('POST', `/v0/inboxes/${enc(inbox)}/drafts/${enc(ctx.args[0])}/approve`, { body: {}, headers: key ? { 'idempotency-key': key } : undefined });
+        const expected = ctx.str('expected-updated-at');
+        const body = expected === undefined ? {} : { expected_updated_at: expected };
+        const result = await client.call<Record<string, unknown>>('POST', `/v0/inboxes/${enc(inbox)}/drafts/${enc(ctx.args[0])}/approve`, { body, headers: key ? { 'idempotency-key': key } : undefined });
         if (ctx.json) return printJson(result);
         if (typeof result.draft_id === 'string') return showDraft(ctx, result as unknown as Draft, `Approved; it stays scheduled for ${result.send_at as string}.`);
         out(`Approved and queued ${result.message_id as string} (thread ${result.thread_id as string}).`);

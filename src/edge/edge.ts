@@ -106,12 +106,15 @@ export class Edge {
       retryScheduleMs: options.retryScheduleMs ?? DEFAULT_RETRY_SCHEDULE_MS,
       local: {
         kindOf: (address) => this.routing.kindOf(address),
+        routesDomainOf: (address) => this.routing.routesDomainOf(address),
         reserveKey: () => this.buffer.reserveKey(),
         deliver: (input) => this.deliverLocally(input),
       },
       verpKey: deriveEdgeKey(options.apiToken, 'verp-tag'),
       log: options.log,
     });
+    // Mail held for a new inbox's routing goes out as soon as the home pushes it.
+    this.routing.onChange(() => this.relay.routingChanged());
   }
 
   async start(): Promise<EdgeAddresses> {

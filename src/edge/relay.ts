@@ -43,6 +43,8 @@ export interface SmartHost {
 export interface LocalRecipients {
   /** `mail` → the buffer, `report` → read as a DSN/ARF report, null → deliver over SMTP. */
   kindOf(address: string): RecipientKind | null;
+  /** Whether the address's domain is routed here: an unknown address there may be an inbox whose routing is on its way. */
+  routesDomainOf(address: string): boolean;
   /** A buffer key, reserved (and saved in the job) before the first try, so a repeat reuses it. */
   reserveKey(): string;
   /** Seals and stores the message under `key` as if received over SMTP; idempotent on the key. */
@@ -93,6 +95,16 @@ interface Target {
 export type DropReason = 'unreadable' | 'no_valid_tag' | 'recipient_not_on_job' | 'nothing_to_report';
 
 const RETRY_AFTER_STORAGE_FAILURE_MS = 60_000;
+/**
+ * Mail from the home to an address on a domain this edge routes, but that the routing does not
+ * list yet, is held this long after the job arrived before it is delivered like remote mail
+ * (which for a routed domain usually means a bounce). The home pushes routing within seconds of
+ * an inbox change and retries a failed push every 10 s, so a new inbox's first mail is not lost
+ * to that race; an address that really is unknown is only delayed by this much.
+ */
+export const ROUTING_HOLD_MS = 2 * 60_000;
+/** How often held recipients are looked at again; a routing push also wakes the relay at once. */
+export const ROUTING_HOLD_RECHECK_MS = 1_000;
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
 export class OutboundRelay {
@@ -103,6 +115,8 @@ export class OutboundRelay {
   private readonly connections = new Set<SMTPConnection>();
   /** Jobs whose last commit failed: not retried before this time (in memory only). */
   private readonly holdUntil = new Map<string, number>();
+  /** Jobs with recipients waiting for routing (ROUTING_HOLD_MS): looked at again at this time, or when routing changes. */
+  private readonly heldForRouting = new Map<string, number>();
   private timer: NodeJS.Timeout | null = null;
   private pruneTimer: NodeJS.Timeout | null = null;
   private stopping = false;
@@ -137,6 +151,12 @@ export class OutboundRelay {
   wake(): void {
     if (this.stopping) return;
     this.schedule(0);
+  }
+
+  /** The routing table changed: recipients held for routing are looked at now. */
+  routingChanged(): void {
+    this.heldForRouting.clear();
+    this.wake();
   }
 
   // -------------------------------------------------------------------------------------------
@@ -232,7 +252,7 @@ export class OutboundRelay {
     let nextDue = Infinity;
     for (const job of this.store.unfinished()) {
       if (this.active.has(job.ref)) continue;
-      const due = Math.max(dueAt(job), this.holdUntil.get(job.ref) ?? 0);
+      const due = Math.max(dueAt(job), this.holdUntil.get(job.ref) ?? 0, this.heldForRouting.get(job.ref) ?? 0);
       if (due > now) {
         nextDue = Math.min(nextDue, due);
         continue;
@@ -253,11 +273,28 @@ export class OutboundRelay {
     if (nextDue !== Infinity) this.schedule(nextDue - now);
   }
 
-  /** One attempt for every due recipient of a job. */
+  /**
+   * One attempt for every due recipient of a job. Recipients waiting for routing (see
+   * ROUTING_HOLD_MS) are left out: no attempt is counted and no report is written for them, and
+   * the job is looked at again shortly.
+   */
   private async attempt(job: OutboundJob): Promise<void> {
     const now = this.now();
-    const due = job.recipients.filter((r) => !isFinal(r.status) && Date.parse(r.next_attempt_at ?? '') <= now);
-    if (due.length === 0) return;
+    const ready = job.recipients.filter((r) => !isFinal(r.status) && Date.parse(r.next_attempt_at ?? '') <= now);
+    const held = ready.filter((r) => this.awaitsRouting(job, r.address, now));
+    const due = ready.filter((r) => !held.includes(r));
+    if (due.length > 0) await this.attemptDue(job, due);
+    if (held.length > 0) this.heldForRouting.set(job.ref, this.now() + ROUTING_HOLD_RECHECK_MS);
+    else this.heldForRouting.delete(job.ref);
+  }
+
+  /** True while a recipient of `job` is unknown on a domain routed here and the hold has not run out. */
+  private awaitsRouting(job: OutboundJob, address: string, now: number): boolean {
+    const { local } = this.options;
+    return local.kindOf(address) === null && local.routesDomainOf(address) && now < Date.parse(job.created_at) + ROUTING_HOLD_MS;
+  }
+
+  private async attemptDue(job: OutboundJob, due: RecipientState[]): Promise<void> {
     const { local } = this.options;
     let changed = false;
     if (job.status === 'queued') {

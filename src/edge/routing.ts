@@ -84,6 +84,7 @@ export class RoutingCorrupt extends Error {}
 export class RoutingTable {
   private active: ActiveRouting | null = null;
   private readonly file: string;
+  private readonly changeListeners: (() => void)[] = [];
 
   constructor(
     dataDir: string,
@@ -137,7 +138,23 @@ export class RoutingTable {
     writeFileAtomic(this.file, JSON.stringify({ version: 1, ...next.routing }, null, 2) + '\n');
     fsyncDirectory(path.dirname(this.file));
     this.active = next;
+    for (const listener of this.changeListeners) listener();
     return next.routing;
+  }
+
+  /** Called after each replace that changed the table (the relay re-checks mail held for routing). */
+  onChange(listener: () => void): void {
+    this.changeListeners.push(listener);
+  }
+
+  /**
+   * Whether the domain of `address` is routed here, whatever its local part. An address that is
+   * not hosted on a routed domain may be an inbox the home just created and has not pushed yet.
+   */
+  routesDomainOf(address: string): boolean {
+    const active = this.active;
+    const at = address.lastIndexOf('@');
+    return active !== null && at > 0 && active.domains.has(address.slice(at + 1).toLowerCase());
   }
 
   decide(recipient: string): RecipientDecision {

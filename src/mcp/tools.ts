@@ -27,6 +27,7 @@ import {
 } from '../mail/draft-requests.js';
 import { CreateDraftBody, UpdateDraftBody } from '../mail/drafts.js';
 import { createInbox, CreateInboxBody, deleteInbox, inboxResponse, listInboxes, updateInbox, UpdateInboxBody } from '../mail/inboxes.js';
+import { routeToLocalEdge } from '../mail/inbox-routing.js';
 import { LabelEditBody } from '../mail/labels.js';
 import { listEntriesPage, readListEntry } from '../mail/list-requests.js';
 import { DIRECTIONS, LIST_TYPES } from '../mail/lists.js';
@@ -202,9 +203,10 @@ export const TOOLS: McpTool[] = [
       clientId: z.string().optional().describe('Client-supplied key for idempotent creation'),
     },
     annotations: withTitle(CREATE, 'Create Inbox'),
-    run: (ctx, a) => {
+    run: async (ctx, a) => {
       const body = checked<CreateInboxBody>(CreateInboxBody, { domain: a.domain, username: a.username, display_name: a.displayName, status: a.status, metadata: a.metadata, client_id: a.clientId });
       const created = inboxResponse(createInbox(ctx.svc.db, ctx.principal, body));
+      await routeToLocalEdge(ctx.svc.db);
       wakeProvisioning(ctx);
       return created;
     },

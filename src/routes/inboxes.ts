@@ -3,6 +3,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { inboxFor, requirePermission } from '../http/access.js';
 import { PageQuery } from '../http/pagination.js';
+import { routeToLocalEdge } from '../mail/inbox-routing.js';
 import { createInbox, CreateInboxBody, deleteInbox, inboxResponse, listInboxes, updateInbox, UpdateInboxBody } from '../mail/inboxes.js';
 
 const InboxParams = Type.Object({ inbox_id: Type.String({ minLength: 1, maxLength: 320 }) });
@@ -19,9 +20,12 @@ export const inboxRoutes: FastifyPluginAsync = async (app) => {
     return listInboxes(db, request.principal!, request.query);
   });
 
-  app.post<{ Body: CreateInboxBody }>('/inboxes', { config: { auth: 'agent' }, schema: { body: CreateInboxBody } }, async (request) =>
-    inboxResponse(createInbox(db, request.principal!, request.body)),
-  );
+  app.post<{ Body: CreateInboxBody }>('/inboxes', { config: { auth: 'agent' }, schema: { body: CreateInboxBody } }, async (request) => {
+    const created = createInbox(db, request.principal!, request.body);
+    // Mail sent right after this answer must find the inbox routed (issue 17 §1).
+    await routeToLocalEdge(db);
+    return inboxResponse(created);
+  });
 
   app.get<{ Querystring: Static<typeof SearchQuery> }>('/inboxes/search', { config: { auth: 'agent' }, schema: { querystring: SearchQuery } }, async (request) => {
     requirePermission(request.principal!, 'inbox_read');

@@ -53,6 +53,10 @@ t.test('the owner reads and edits the draft, then approves it and it is sent as 
   await screenshot(page, 'approvals');
   await page.locator('[data-testid="approvals"] li', { hasText: 'Approved subject' }).getByRole('button', { name: 'Approve' }).click();
   await page.getByText('Nothing is waiting for approval.').waitFor();
+  // The list has refreshed (the draft left it); the confirmation is still there to read.
+  const confirmation = page.locator('[data-testid="approval-result"]');
+  await confirmation.waitFor();
+  t.match(await confirmation.textContent(), /Approved subject.*approved and sent/, 'the approval is confirmed after the list refreshed');
   const deadline = Date.now() + 45_000;
   let subjects: string[] = [];
   while (!subjects.includes('Approved subject') && Date.now() < deadline) {
@@ -70,6 +74,9 @@ t.test('rejecting with a reason makes the draft final', async (t) => {
   await item.getByLabel('Reason for rejecting').fill('not today');
   await item.getByRole('button', { name: 'Reject' }).click();
   await item.waitFor({ state: 'detached' });
+  // The next decision replaces the confirmation of the previous one.
+  await page.locator('[data-testid="approval-result"]', { hasText: 'Do not send this' }).waitFor();
+  t.match(await page.locator('[data-testid="approval-result"]').textContent(), /Do not send this.*rejected/);
   const draft = await api<{ send_status: string; send_reason: string | null }>(svc.url, 'GET', `/v0/inboxes/agent%40local.test/drafts/${draftId}`, owner);
   t.equal(draft.body.send_status, 'rejected');
   t.match(draft.body.send_reason ?? '', /not today/);

@@ -60,3 +60,28 @@ t.test('svc status counts the drafts awaiting approval', async (t) => {
   const text = await svcCli(['status', ...owner]);
   t.match(text.stdout, new RegExp(`${PENDING} drafts awaiting approval`));
 });
+
+t.test('drafts show prints updated_at and approve --expected-updated-at binds the approval to it', async (t) => {
+  const list = await svcCli(['drafts', 'list', '--status', 'pending_approval', '--json', ...owner]);
+  const draftId = list.json<{ drafts: { draft_id: string }[] }>().drafts[0].draft_id;
+  const shown = await svcCli(['drafts', 'show', draftId, ...owner]);
+  t.equal(shown.code, 0, shown.stderr);
+  const version = /^updated at:\s+(\S+)$/m.exec(shown.stdout)?.[1];
+  t.ok(version, 'show prints the version the owner read');
+
+  // The agent side edits it after the owner read it: the version no longer matches.
+  const edited = await api(svc.url, 'PATCH', `/v0/inboxes/${encodeURIComponent(INBOX)}/drafts/${draftId}`, { token: svc.ownerToken, body: { subject: 'Edited after reading' } });
+  t.equal(edited.status, 200, edited.text);
+  const stale = await svcCli(['drafts', 'approve', draftId, '--expected-updated-at', version!, ...owner]);
+  t.not(stale.code, 0, 'an approval of what is no longer there is refused');
+  t.match(stale.stderr, /conflict/);
+  t.equal((await api<{ send_status: string }>(svc.url, 'GET', `/v0/drafts/${draftId}`, { token: svc.ownerToken })).body.send_status, 'pending_approval', 'and the draft still waits');
+
+  const reread = await svcCli(['drafts', 'show', draftId, '--json', ...owner]);
+  const current = reread.json<{ updated_at: string; subject: string }>();
+  t.equal(current.subject, 'Edited after reading');
+  const approved = await svcCli(['drafts', 'approve', draftId, '--expected-updated-at', current.updated_at, ...owner]);
+  t.equal(approved.code, 0, approved.stderr);
+  t.match(approved.stdout, /^Approved/);
+  t.not((await api<{ send_status: string }>(svc.url, 'GET', `/v0/drafts/${draftId}`, { token: svc.ownerToken })).body.send_status, 'pending_approval', 'the current version is approved');
+});

@@ -52,9 +52,16 @@ const list = (s: string) =>
     .map((x) => x.trim())
     .filter(Boolean);
 
-function PendingDraft({ item, onDone }: { item: DraftItem; onDone: () => void }) {
+/**
+ * What the owner decided about one draft. Kept by the page, not the list entry: the entry leaves
+ * the list as soon as it is no longer pending, and its confirmation must stay readable.
+ */
+function decisionLine(item: DraftItem, outcome: string): string {
+  return `“${item.subject || '(no subject)'}” to ${(item.to ?? []).join(', ') || '—'}: ${outcome}`;
+}
+
+function PendingDraft({ item, onDone, onDecided }: { item: DraftItem; onDone: () => void; onDecided: (line: string) => void }) {
   const [open, setOpen] = useState(false);
-  const [result, setResult] = useState<string | null>(null);
   const full = useLoad(() => (open ? get<Draft>(draftPath(item)) : Promise.resolve(null)), [open, item.updated_at]);
   const action = useAction();
   const d = full.data;
@@ -73,7 +80,6 @@ function PendingDraft({ item, onDone }: { item: DraftItem; onDone: () => void })
       {item.attachments.length > 0 && <div class="muted small">attachments: {item.attachments.map((a) => a.filename ?? '(unnamed)').join(', ')}</div>}
       {item.send_at && <div class="muted small">sends {when(item.send_at)}</div>}
       {!open && <div class="item-sub">{item.preview}</div>}
-      {result && <Notice>{result}</Notice>}
       <div class="actions" style={{ margin: '0.5rem 0' }}>
         <button class="small" onClick={() => setOpen(!open)}>
           {open ? 'Close' : 'Read and edit'}
@@ -86,7 +92,7 @@ function PendingDraft({ item, onDone }: { item: DraftItem; onDone: () => void })
               try {
                 // Approve exactly the version shown: if the draft changed since, svc answers 409.
                 const r = await post<{ message_id?: string; send_status?: string }>(`${draftPath(item)}/approve`, { expected_updated_at: item.updated_at });
-                setResult(r.message_id ? 'Approved and sent.' : 'Approved; it stays scheduled.');
+                onDecided(decisionLine(item, r.message_id ? 'approved and sent.' : `approved; it stays scheduled${item.send_at ? ` for ${when(item.send_at)}` : ''}.`));
               } catch (e) {
                 if (e instanceof ApiFailure && e.code === 'conflict') onDone();
                 throw e;
@@ -135,7 +141,7 @@ function PendingDraft({ item, onDone }: { item: DraftItem; onDone: () => void })
           const v = formValues(e.currentTarget);
           void action.run(async () => {
             await post(`${draftPath(item)}/reject`, v.reason ? { reason: v.reason } : {});
-            setResult('Rejected.');
+            onDecided(decisionLine(item, 'rejected.'));
             onDone();
           });
         }}
@@ -150,15 +156,22 @@ function PendingDraft({ item, onDone }: { item: DraftItem; onDone: () => void })
 
 export function ApprovalsPage() {
   const drafts = useLoad(() => draftsWithStatus('pending_approval'), []);
+  // The last decision stays on screen until the next one, however often the list refreshes.
+  const [decided, setDecided] = useState<string | null>(null);
   useLiveEvents(['draft.'], () => drafts.reload());
   return (
     <Page title="Approvals">
       <p class="muted">Messages agents asked to send under the approval policy. Nothing leaves until you approve it.</p>
+      {decided && (
+        <div data-testid="approval-result">
+          <Notice>{decided}</Notice>
+        </div>
+      )}
       <Loading loaded={drafts} />
       {drafts.data?.length === 0 && <p class="muted">Nothing is waiting for approval.</p>}
       <ul class="items plain" data-testid="approvals">
         {drafts.data?.map((d) => (
-          <PendingDraft key={d.draft_id} item={d} onDone={drafts.reload} />
+          <PendingDraft key={d.draft_id} item={d} onDone={drafts.reload} onDecided={setDecided} />
         ))}
       </ul>
     </Page>
