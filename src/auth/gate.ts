@@ -22,6 +22,7 @@ import { markApiKeyUsed } from '../mail/api-keys.js';
 import type { OwnerAccount } from '../owner/owner-account.js';
 import type { Db } from '../db/open.js';
 import { CSRF_HEADER, SESSION_COOKIE } from '../owner/limits.js';
+import { sessionCsrfToken } from '../owner/session-binding.js';
 
 /**
  * Who may call a route:
@@ -185,7 +186,7 @@ function checkHost(request: FastifyRequest, ctx: GateContext): void {
 }
 
 /** The browser origins of this listener. */
-function ownOrigins(ctx: GateContext): string[] {
+export function ownOrigins(ctx: Pick<GateContext, 'listener' | 'origin'>): string[] {
   const origin = ctx.origin();
   if (ctx.listener === 'tunnel') return [origin];
   const port = new URL(origin).port;
@@ -242,10 +243,12 @@ function authenticate(request: FastifyRequest, ctx: GateContext, access: Access)
 function sessionPrincipal(request: FastifyRequest, ctx: GateContext, access: Access): Principal | null {
   const cookie = request.cookies[SESSION_COOKIE];
   if (!cookie || ctx.listener !== 'local') return null;
-  const principal = ctx.owner.sessionPrincipal(cookie);
-  if (!principal) return null;
+  const stored = ctx.owner.sessionPrincipal(cookie);
+  if (!stored?.csrfToken) return null;
+  // The token the browser holds is bound to this listener's origin (src/owner/session-binding.ts).
+  const principal = { ...stored, csrfToken: sessionCsrfToken(stored.csrfToken, ctx.origin()) };
   const proof = csrfProof(request);
-  if (proof !== undefined && principal.csrfToken !== undefined && sameSecret(proof, principal.csrfToken)) return principal;
+  if (proof !== undefined && sameSecret(proof, principal.csrfToken)) return principal;
   if (access === 'public') return null;
   const fix = 'Send the csrf_token from setup, login or login-link redemption in the X-Svc-CSRF header of every request.';
   // A read with the cookie alone is simply unauthenticated; a write (and a WebSocket, whose token

@@ -4,6 +4,7 @@ import { Type, type Static } from 'typebox';
 import { ApiError } from '../http/errors.js';
 import type { NewSession } from '../owner/owner-account.js';
 import { SESSION_COOKIE, SESSION_MAX_MS } from '../owner/limits.js';
+import { sessionCsrfToken } from '../owner/session-binding.js';
 
 const Setup = Type.Object({ password: Type.String(), code: Type.String({ maxLength: 64 }) }, { additionalProperties: false });
 const Login = Type.Object({ password: Type.String() }, { additionalProperties: false });
@@ -20,7 +21,7 @@ function startSession(request: FastifyRequest, reply: FastifyReply, session: New
     secure: request.protocol === 'https',
     maxAge: SESSION_MAX_MS / 1000,
   });
-  return { csrf_token: session.csrfToken, expires_at: session.expiresAt };
+  return { csrf_token: sessionCsrfToken(session.csrfToken, request.server.svc.origin()), expires_at: session.expiresAt };
 }
 
 export const ownerRoutes: FastifyPluginAsync = async (app) => {

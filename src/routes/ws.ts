@@ -7,6 +7,7 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { ApiError } from '../http/errors.js';
+import { ownOrigins } from '../auth/gate.js';
 import type { Principal } from '../http/principal.js';
 import { sameSecret } from '../http/secrets.js';
 import { seqOfEventId } from '../events/log.js';
@@ -29,9 +30,9 @@ function offeredSubprotocols(request: FastifyRequest): string[] {
  * A browser cannot set headers on a WebSocket, so the session proves it is the owner's page the
  * way the spec says: the exact origin, and the CSRF token carried as a subprotocol.
  */
-function requireBrowserSession(request: FastifyRequest, session: Principal, ownOrigin: string): void {
-  if (request.headers.origin !== ownOrigin) {
-    throw new ApiError('forbidden', 'A browser session may open the event stream only from the service\'s own origin.', { fix: `Open the WebSocket from a page served by ${ownOrigin}.` });
+function requireBrowserSession(request: FastifyRequest, session: Principal, ownOrigins: string[]): void {
+  if (request.headers.origin === undefined || !ownOrigins.includes(request.headers.origin)) {
+    throw new ApiError('forbidden', 'A browser session may open the event stream only from the service\'s own origin.', { fix: `Open the WebSocket from a page served by ${ownOrigins[0]}.` });
   }
   const offered = offeredSubprotocols(request);
   const csrf = offered.find((p) => p.startsWith(CSRF_SUBPROTOCOL_PREFIX))?.slice(CSRF_SUBPROTOCOL_PREFIX.length);
@@ -58,7 +59,7 @@ export const wsRoutes: FastifyPluginAsync = async (app) => {
     schema: { querystring: WsQuery },
     preHandler: async (request) => {
       const principal = request.principal!;
-      if (principal.kind === 'session' && request.ws) requireBrowserSession(request, principal, app.svc.origin());
+      if (principal.kind === 'session' && request.ws) requireBrowserSession(request, principal, ownOrigins(app.svc));
       if (!canReadEventStream(principal)) {
         throw new ApiError('missing_permission', `The event stream needs \`${STREAM_READ_PERMISSIONS.join('` or `')}\`.`, {
           fix: 'Ask the owner to grant message_read or draft_read to this key; webhook permissions alone are not enough.',
