@@ -5,7 +5,7 @@
  * over SMTP, and the attachment downloads to the bytes that were encoded. The process's peak RSS
  * while it is received, sealed, opened, parsed and stored (the kernel's high-water mark, reset
  * just before, so no sampling) rises by at most MAX_PEAK_RISE_PER_BYTE × its size; before the
- * chunked seal/open it rose by about 30× (numbers in docs/inbound.md).
+ * chunked seal/open it rose by 25× (numbers in docs/inbound.md).
  */
 import fs from 'node:fs';
 import t from 'tap';
@@ -20,9 +20,9 @@ const ATTACHMENT_BYTES = 14 * 1024 * 1024; // ~19 MB once base64-encoded
 const DEADLINE_MS = 120_000;
 /**
  * Peak RSS rise allowed per byte of message, for the whole process (edge thread, home loops,
- * the one-shot opener). Measured about 11–16× after the chunked seal/open and 28–31× before;
- * the bound sits between so allocator noise does not fail it and a return of a whole-message
- * string copy (2–4× each) on either side does.
+ * the one-shot opener). Measured with this message: 11.5× after the chunked seal/open, 25× before;
+ * the bound sits between, so allocator noise does not fail it and the return of whole-message
+ * string copies (each 2–4× the message) does.
  */
 const MAX_PEAK_RISE_PER_BYTE = 20;
 
