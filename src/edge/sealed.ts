@@ -385,7 +385,8 @@ for (const c of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-
  */
 export async function openSealed(sealed: Uint8Array | string, privateKey: JWK | KeyObject | CryptoKey): Promise<{ meta: InboundMeta; raw: Buffer }> {
   const key = homeKey(privateKey);
-  const bytes = typeof sealed === 'string' ? Buffer.from(sealed, 'latin1') : Buffer.from(sealed.buffer, sealed.byteOffset, sealed.byteLength);
+  // UTF-8, not latin1: a non-ASCII character must stay outside the alphabet (malformed), not fold onto a letter.
+  const bytes = typeof sealed === 'string' ? Buffer.from(sealed, 'utf8') : Buffer.from(sealed.buffer, sealed.byteOffset, sealed.byteLength);
   let start = 0;
   let end = bytes.length;
   while (start < end && isSpace(bytes[start])) start++;

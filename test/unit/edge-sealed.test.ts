@@ -44,7 +44,7 @@ const failureOf = (p: Promise<unknown>): Promise<unknown> =>
  */
 async function openFailure(jwe: string, key: HomeKeyPair['privateJwk']): Promise<unknown> {
   const err = await failureOf(openObject(jwe, key));
-  for (const input of [jwe, Buffer.from(jwe, 'latin1')]) {
+  for (const input of [jwe, Buffer.from(jwe, 'utf8')]) {
     const other = await failureOf(openSealed(input, key));
     const reason = (e: unknown) => (e instanceof SealedObjectError ? e.reason : e === null ? null : 'other');
     if (reason(other) !== reason(err)) throw new Error(`openSealed failed with ${String(reason(other))}, openObject with ${String(reason(err))}`);
@@ -277,4 +277,13 @@ t.test('a tampered large object does not open, whichever chunk was changed', asy
   const bad = Buffer.from(sealed);
   bad[dots[2] + 10] = 0x2b; // '+' is base64, not base64url
   t.match(await failureOf(openSealed(bad, home.privateJwk)), { reason: 'malformed' }, 'a character outside base64url');
+});
+
+t.test('a non-ASCII character in a sealed string is malformed for both openers', async (t) => {
+  const home = await generateHomeKeyPair();
+  const jwe = await sealObject(payload(), home.publicJwk);
+  const parts = jwe.split('.');
+  // U+0141 has the low byte of 'A': read as latin1 it would fold onto a letter of the alphabet.
+  parts[3] = 'Ł' + parts[3].slice(1);
+  t.match(await openFailure(parts.join('.'), home.privateJwk), { reason: 'malformed' });
 });
