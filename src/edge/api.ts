@@ -138,9 +138,9 @@ export async function buildEdgeApi(ctx: EdgeApiContext): Promise<FastifyInstance
   });
 
   app.get<{ Params: Static<typeof KeyParams> }>('/objects/:key', { schema: { params: KeyParams } }, async (request, reply) => {
-    const jwe = await buffer.readObject(request.params.key);
-    if (jwe === null) throw new EdgeApiError('not_found', 'There is no object with this key (it may have been deleted).');
-    return reply.type(JOSE_MEDIA_TYPE).send(jwe);
+    const object = await buffer.openObjectStream(request.params.key);
+    if (object === null) throw new EdgeApiError('not_found', 'There is no object with this key (it may have been deleted).');
+    return reply.type(JOSE_MEDIA_TYPE).header('content-length', object.size).send(object.stream);
   });
 
   app.delete<{ Params: Static<typeof KeyParams> }>('/objects/:key', { schema: { params: KeyParams } }, async (request, reply) => {

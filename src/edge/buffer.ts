@@ -47,7 +47,8 @@ export interface Page<T> {
 interface PendingCommit {
   /** A key reserved earlier (`reserveKey`), else one is issued at write time. */
   key?: string;
-  jwe: string;
+  /** The compact JWE, as bytes for mail the edge sealed (no string of a large message). */
+  jwe: string | Buffer;
   receivedAt: string;
   recipients: string[];
   keyId: string;
@@ -115,7 +116,7 @@ export class SealedBuffer {
    * disk. With `key` (from `reserveKey`) the write is idempotent: an object already stored under
    * it is not written again.
    */
-  commit(jwe: string, meta: { receivedAt: string; recipients: string[]; keyId: string; key?: string }): Promise<string> {
+  commit(jwe: string | Buffer, meta: { receivedAt: string; recipients: string[]; keyId: string; key?: string }): Promise<string> {
     if (meta.key !== undefined && this.objectSizes.has(meta.key)) return Promise.resolve(meta.key);
     return new Promise<string>((resolve, reject) => {
       this.pending.push({ jwe, ...meta, resolve, reject });
@@ -213,6 +214,29 @@ export class SealedBuffer {
       return await fsp.readFile(this.objectPath(key), 'utf8');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw err;
+    }
+  }
+
+  /**
+   * The sealed object as a byte stream with its size, or null when there is none: the API sends a
+   * large object from the file as it reads it instead of holding it (and a string of it) in memory
+   * (issue 16, finding 9). The open file stays readable if the object is deleted meanwhile.
+   */
+  async openObjectStream(key: string): Promise<{ stream: fs.ReadStream; size: number } | null> {
+    if (!this.objectSizes.has(key)) return null;
+    let handle: fsp.FileHandle;
+    try {
+      handle = await fsp.open(this.objectPath(key), 'r');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw err;
+    }
+    try {
+      const { size } = await handle.stat();
+      return { stream: handle.createReadStream({ autoClose: true }), size };
+    } catch (err) {
+      await handle.close();
       throw err;
     }
   }

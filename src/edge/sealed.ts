@@ -187,6 +187,91 @@ export async function sealObject(payload: InboundObject, recipient: X25519Public
   return [header, encryptedKey.toString('base64url'), iv.toString('base64url'), ciphertext.toString('base64url'), cipher.getAuthTag().toString('base64url')].join('.');
 }
 
+/** The payload without the message: what `sealMessage` takes beside the raw bytes and `openSealed` returns beside them. */
+export type InboundMeta = Omit<InboundObject, 'raw'>;
+
+/**
+ * Large messages are base64-encoded, encrypted and base64url-encoded this many raw bytes at a
+ * time, so sealing and opening hold the message, the sealed bytes and one chunk, never a string
+ * of the whole message (issue 16, finding 9). A multiple of 3 (whole base64 groups) and of 4.
+ */
+const STREAM_CHUNK_BYTES = 3 * 4 * 64 * 1024;
+
+/** Length of the unpadded base64url (or padded base64, `padded`) text of `n` bytes. */
+function base64Length(n: number, padded: boolean): number {
+  const rest = n % 3;
+  return Math.floor(n / 3) * 4 + (rest === 0 ? 0 : padded ? 4 : rest + 1);
+}
+
+/**
+ * Writes the base64url text of a byte stream into a preallocated buffer, three bytes at a time,
+ * carrying the 0–2 bytes that do not fill a group over to the next chunk.
+ */
+class Base64UrlWriter {
+  private carry: Buffer = Buffer.alloc(0);
+
+  constructor(
+    private readonly out: Buffer,
+    private pos: number,
+  ) {}
+
+  write(bytes: Buffer): void {
+    const all = this.carry.length > 0 ? Buffer.concat([this.carry, bytes]) : bytes;
+    const whole = all.length - (all.length % 3);
+    if (whole > 0) this.pos += this.out.write(all.subarray(0, whole).toString('base64url'), this.pos, 'latin1');
+    this.carry = Buffer.from(all.subarray(whole));
+  }
+
+  /** Flushes the last partial group; returns the position after it. */
+  end(): number {
+    if (this.carry.length > 0) this.pos += this.out.write(this.carry.toString('base64url'), this.pos, 'latin1');
+    this.carry = Buffer.alloc(0);
+    return this.pos;
+  }
+}
+
+/**
+ * Seals one message like `sealObject` (the same v1 JWE, byte for byte the same layout) but
+ * returns the compact JWE as bytes and never builds the JSON or base64 text of the message as a
+ * string: the payload is encrypted and encoded chunk by chunk into one preallocated buffer. The
+ * edge then holds the message once and the sealed object (4/3 × 4/3 of it) once.
+ */
+export async function sealMessage(meta: InboundMeta, raw: Buffer, recipient: X25519PublicJwk | SealingKey): Promise<Buffer> {
+  const sealing = 'keyId' in recipient ? recipient : await prepareSealingKey(recipient);
+  const ephemeral = generateKeyPairSync('x25519');
+  const kek = concatKdf(diffieHellman({ privateKey: ephemeral.privateKey, publicKey: sealing.key }), Buffer.alloc(0), Buffer.alloc(0));
+  const cek = randomBytes(CEK_BYTES);
+  const wrap = createCipheriv('id-aes256-wrap', kek, KEY_WRAP_IV);
+  const encryptedKey = Buffer.concat([wrap.update(cek), wrap.final()]);
+  const { x } = ephemeral.publicKey.export({ format: 'jwk' });
+  const header = Buffer.from(
+    JSON.stringify({ alg: SEAL_ALG, enc: SEAL_ENC, cty: SEAL_CONTENT_TYPE, kid: sealing.keyId, epk: { x, crv: 'X25519', kty: 'OKP' } }),
+  ).toString('base64url');
+  const iv = randomBytes(IV_BYTES);
+  // `raw` goes last, so the JSON is this text with the base64 of the message between the quotes.
+  const json = JSON.stringify({ version: meta.version, envelope: meta.envelope, auth: meta.auth, spam: meta.spam, raw: '' });
+  const jsonHead = Buffer.from(json.slice(0, -2), 'utf8');
+  const jsonTail = Buffer.from('"}', 'utf8');
+  const plaintextLength = jsonHead.length + base64Length(raw.length, true) + jsonTail.length;
+  const lead = `${header}.${encryptedKey.toString('base64url')}.${iv.toString('base64url')}.`;
+  const out = Buffer.allocUnsafe(lead.length + base64Length(plaintextLength, false) + 1 + base64Length(TAG_BYTES, false));
+  out.write(lead, 0, 'latin1');
+  const cipher = createCipheriv('aes-256-gcm', cek, iv, { authTagLength: TAG_BYTES });
+  cipher.setAAD(Buffer.from(header, 'ascii'));
+  const writer = new Base64UrlWriter(out, lead.length);
+  writer.write(cipher.update(jsonHead));
+  for (let at = 0; at < raw.length; at += STREAM_CHUNK_BYTES) {
+    writer.write(cipher.update(Buffer.from(raw.subarray(at, at + STREAM_CHUNK_BYTES).toString('base64'), 'latin1')));
+  }
+  writer.write(cipher.update(jsonTail));
+  writer.write(cipher.final());
+  let pos = writer.end();
+  pos += out.write('.', pos, 'latin1');
+  pos += out.write(cipher.getAuthTag().toString('base64url'), pos, 'latin1');
+  if (pos !== out.length) throw new Error(`sealed object length mismatch (${pos} of ${out.length})`);
+  return out;
+}
+
 /** Why an object could not be opened; the home quarantines on any of these. */
 export class SealedObjectError extends Error {
   override readonly name = 'SealedObjectError';
@@ -228,6 +313,11 @@ function parseCompact(jwe: string): { header: string; epk: KeyObject; apu: Buffe
   const parts = jwe.trim().split('.');
   if (parts.length !== 5 || !parts.every((p) => BASE64URL.test(p))) throw malformed();
   const [header, encryptedKey, iv, ciphertext, tag] = parts;
+  return { ...parseFrame(header, encryptedKey, iv, tag), ciphertext: Buffer.from(ciphertext, 'base64url') };
+}
+
+/** Everything of a compact JWE but its ciphertext, checked before any key is used. */
+function parseFrame(header: string, encryptedKey: string, iv: string, tag: string): { header: string; epk: KeyObject; apu: Buffer; apv: Buffer; encryptedKey: Buffer; iv: Buffer; tag: Buffer } {
   let fields: Record<string, unknown>;
   try {
     fields = JSON.parse(Buffer.from(header, 'base64url').toString('utf8')) as Record<string, unknown>;
@@ -256,29 +346,183 @@ function parseCompact(jwe: string): { header: string; epk: KeyObject; apu: Buffe
     apv: party(fields.apv),
     encryptedKey: Buffer.from(encryptedKey, 'base64url'),
     iv: Buffer.from(iv, 'base64url'),
-    ciphertext: Buffer.from(ciphertext, 'base64url'),
     tag: Buffer.from(tag, 'base64url'),
   };
   if (out.iv.length !== IV_BYTES || out.tag.length !== TAG_BYTES) throw malformed();
   return out;
 }
 
-/** Opens a sealed object with the home's private key and checks the payload shape. */
-export async function openObject(jwe: string, privateKey: JWK | KeyObject | CryptoKey): Promise<InboundObject> {
-  let key: KeyObject;
+/** The content key of a parsed object, unwrapped with the home's private key. */
+function contentKey(key: KeyObject, parts: { epk: KeyObject; apu: Buffer; apv: Buffer; encryptedKey: Buffer }): Buffer {
+  const kek = concatKdf(diffieHellman({ privateKey: key, publicKey: parts.epk }), parts.apu, parts.apv);
+  const unwrap = createDecipheriv('id-aes256-wrap', kek, KEY_WRAP_IV);
+  const cek = Buffer.concat([unwrap.update(parts.encryptedKey), unwrap.final()]);
+  if (cek.length !== CEK_BYTES) throw new Error('content key of the wrong size');
+  return cek;
+}
+
+function homeKey(privateKey: JWK | KeyObject | CryptoKey): KeyObject {
   try {
-    key = privateKeyObject(isCryptoKey(privateKey) ? KeyObject.from(privateKey) : privateKey);
+    return privateKeyObject(isCryptoKey(privateKey) ? KeyObject.from(privateKey) : privateKey);
   } catch {
     throw new SealedObjectError('decrypt_failed', 'The private key is not a usable X25519 key.');
   }
+}
+
+const DOT = 0x2e;
+const isSpace = (byte: number) => byte === 0x20 || byte === 0x09 || byte === 0x0a || byte === 0x0d;
+/** base64url alphabet as a byte table, for checking the ciphertext without making a string of it. */
+const BASE64URL_BYTE = new Uint8Array(256);
+for (const c of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_') BASE64URL_BYTE[c.charCodeAt(0)] = 1;
+
+/**
+ * Opens a sealed object given as bytes (or as the compact string) and returns its metadata and
+ * the raw message as one Buffer. Same format, checks and errors as `openObject`, but the
+ * ciphertext is decoded and decrypted chunk by chunk into one plaintext buffer and the message's
+ * base64 is decoded from it chunk by chunk, so no string of the whole message is ever made: the
+ * peak is the sealed bytes + the JSON plaintext + the message (about 4× the message), and the
+ * first two can go as soon as this returns (issue 16, finding 9).
+ */
+export async function openSealed(sealed: Uint8Array | string, privateKey: JWK | KeyObject | CryptoKey): Promise<{ meta: InboundMeta; raw: Buffer }> {
+  const key = homeKey(privateKey);
+  // UTF-8, not latin1: a non-ASCII character must stay outside the alphabet (malformed), not fold onto a letter.
+  const bytes = typeof sealed === 'string' ? Buffer.from(sealed, 'utf8') : Buffer.from(sealed.buffer, sealed.byteOffset, sealed.byteLength);
+  let start = 0;
+  let end = bytes.length;
+  while (start < end && isSpace(bytes[start])) start++;
+  while (end > start && isSpace(bytes[end - 1])) end--;
+  const dots: number[] = [];
+  for (let at = bytes.indexOf(DOT, start); at !== -1 && at < end; at = bytes.indexOf(DOT, at + 1)) {
+    dots.push(at);
+    if (dots.length > 4) throw malformed();
+  }
+  if (dots.length !== 4) throw malformed();
+  const small = (from: number, to: number): string => {
+    // Frame parts are short; a huge one is not the svc format (and is not worth a string).
+    if (to - from > 64 * 1024) throw malformed();
+    const text = bytes.toString('latin1', from, to);
+    if (!BASE64URL.test(text)) throw malformed();
+    return text;
+  };
+  const frame = parseFrame(small(start, dots[0]), small(dots[0] + 1, dots[1]), small(dots[1] + 1, dots[2]), small(dots[3] + 1, end));
+  const ciphertext = bytes.subarray(dots[2] + 1, dots[3]);
+  for (let i = 0; i < ciphertext.length; i++) if (BASE64URL_BYTE[ciphertext[i]] === 0) throw malformed();
+  const plaintext = Buffer.allocUnsafe(Math.floor((ciphertext.length * 3) / 4));
+  let written = 0;
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', contentKey(key, frame), frame.iv, { authTagLength: TAG_BYTES });
+    decipher.setAAD(Buffer.from(frame.header, 'ascii'));
+    decipher.setAuthTag(frame.tag);
+    // Whole base64 groups per chunk: 4 characters are 3 bytes.
+    const step = (STREAM_CHUNK_BYTES / 3) * 4;
+    for (let at = 0; at < ciphertext.length; at += step) {
+      const part = decipher.update(Buffer.from(ciphertext.toString('latin1', at, Math.min(at + step, ciphertext.length)), 'base64url'));
+      written += part.copy(plaintext, written);
+    }
+    written += decipher.final().copy(plaintext, written);
+  } catch {
+    throw undecryptable();
+  }
+  return readPayload(plaintext.subarray(0, written));
+}
+
+/** Where the top-level `"raw"` string's contents lie in the JSON text, when it has no escapes; else null. */
+function rawMemberRange(json: Buffer): { start: number; end: number } | null {
+  const QUOTE = 0x22;
+  const BACKSLASH = 0x5c;
+  let depth = 0;
+  let expectKey = false;
+  let lastKey: string | null = null;
+  let found: { start: number; end: number } | null = null;
+  for (let i = 0; i < json.length; i++) {
+    const c = json[i];
+    if (c === QUOTE) {
+      // Jump to the closing quote with native searches; a backslash means an escape to step over.
+      let close = i + 1;
+      let escaped = false;
+      for (;;) {
+        const quote = json.indexOf(QUOTE, close);
+        if (quote === -1) return null;
+        const backslash = json.indexOf(BACKSLASH, close);
+        if (backslash === -1 || backslash > quote) {
+          close = quote;
+          break;
+        }
+        escaped = true;
+        close = backslash + 2;
+      }
+      if (depth === 1 && expectKey) {
+        lastKey = escaped ? null : json.toString('latin1', i + 1, close);
+        // A second "raw" (JSON.parse keeps the last) or an escaped key: leave it to JSON.parse.
+        if (escaped || (lastKey === 'raw' && found !== null)) return null;
+        expectKey = false;
+      } else if (depth === 1 && lastKey === 'raw') {
+        if (escaped) return null;
+        found = { start: i + 1, end: close };
+      }
+      i = close;
+    } else if (c === 0x7b || c === 0x5b) {
+      depth++;
+      if (depth === 1) expectKey = c === 0x7b;
+    } else if (c === 0x7d || c === 0x5d) {
+      depth--;
+    } else if (c === 0x2c && depth === 1) {
+      expectKey = true;
+      lastKey = null;
+    }
+  }
+  return found;
+}
+
+/** The opened JSON payload → metadata and message bytes, checked like `openObject`. */
+function readPayload(plaintext: Buffer): { meta: InboundMeta; raw: Buffer } {
+  const range = rawMemberRange(plaintext);
+  let payload: unknown;
+  let raw: Buffer | null = null;
+  try {
+    if (range === null) {
+      payload = JSON.parse(plaintext.toString('utf8'));
+    } else {
+      payload = JSON.parse(Buffer.concat([plaintext.subarray(0, range.start), plaintext.subarray(range.end)]).toString('utf8'));
+      raw = decodeBase64(plaintext.subarray(range.start, range.end));
+    }
+  } catch {
+    throw new SealedObjectError('invalid_payload', 'The opened object is not JSON.');
+  }
+  if (!Value.Check(InboundObject, payload)) throw new SealedObjectError('invalid_payload', 'The opened object does not have the inbound object shape.');
+  const { raw: text, ...meta } = payload;
+  return { meta, raw: raw ?? Buffer.from(text, 'base64') };
+}
+
+/**
+ * Base64 text (as bytes) → bytes, decoded a chunk at a time into one buffer. Decodes exactly as
+ * `Buffer.from(text, 'base64')` would for the text our sealer writes; anything else (a chunk
+ * that does not decode to whole groups) falls back to that, so odd input means the same thing.
+ */
+function decodeBase64(text: Buffer): Buffer {
+  const whole = () => Buffer.from(text.toString('latin1'), 'base64');
+  const step = (STREAM_CHUNK_BYTES / 3) * 4;
+  let padding = 0;
+  while (padding < 2 && padding < text.length && text[text.length - 1 - padding] === 0x3d) padding++;
+  // Exactly the message's size, so the buffer is the whole of its memory and can be transferred.
+  const out = Buffer.allocUnsafe(Math.floor(((text.length - padding) * 3) / 4));
+  let written = 0;
+  for (let at = 0; at < text.length; at += step) {
+    const last = at + step >= text.length;
+    const part = Buffer.from(text.toString('latin1', at, Math.min(at + step, text.length)), 'base64');
+    if ((!last && part.length !== (step / 4) * 3) || written + part.length > out.length) return whole();
+    written += part.copy(out, written);
+  }
+  return written === out.length ? out : whole();
+}
+
+/** Opens a sealed object with the home's private key and checks the payload shape. */
+export async function openObject(jwe: string, privateKey: JWK | KeyObject | CryptoKey): Promise<InboundObject> {
+  const key = homeKey(privateKey);
   const parts = parseCompact(jwe);
   let plaintext: Buffer;
   try {
-    const kek = concatKdf(diffieHellman({ privateKey: key, publicKey: parts.epk }), parts.apu, parts.apv);
-    const unwrap = createDecipheriv('id-aes256-wrap', kek, KEY_WRAP_IV);
-    const cek = Buffer.concat([unwrap.update(parts.encryptedKey), unwrap.final()]);
-    if (cek.length !== CEK_BYTES) throw new Error('content key of the wrong size');
-    const decipher = createDecipheriv('aes-256-gcm', cek, parts.iv, { authTagLength: TAG_BYTES });
+    const decipher = createDecipheriv('aes-256-gcm', contentKey(key, parts), parts.iv, { authTagLength: TAG_BYTES });
     decipher.setAAD(Buffer.from(parts.header, 'ascii'));
     decipher.setAuthTag(parts.tag);
     plaintext = Buffer.concat([decipher.update(parts.ciphertext), decipher.final()]);

@@ -162,8 +162,11 @@ export function createSmtpReceiver(ctx: ReceiverContext): SMTPServer {
       stream.once('error', () => callback(TEMPORARY_FAILURE()));
       stream.once('end', () => {
         if (oversized || stream.sizeExceeded) return callback(new SmtpReply(552, `Message exceeds the maximum size of ${ctx.maxMessageBytes} bytes`));
+        const raw = Buffer.concat(chunks, bytes);
+        // The chunks stay reachable from this session's listeners; drop them so the message is held once.
+        chunks.length = 0;
         const message: ReceivedMessage = {
-          raw: Buffer.concat(chunks, bytes),
+          raw,
           clientIp: plainAddress(session.remoteAddress),
           helo: session.hostNameAppearsAs || '',
           mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',

@@ -52,7 +52,7 @@ export class EdgeClient {
   /** The sealed object as bytes (no string copy of a large object), or null when it is gone. */
   async getObjectBytes(key: string): Promise<Uint8Array | null> {
     const res = await this.call('GET', `/objects/${key}`, { allow404: true });
-    return res ? new Uint8Array(await res.arrayBuffer()) : null;
+    return res ? readBody(res) : null;
   }
 
   async deleteObject(key: string): Promise<void> {
@@ -134,4 +134,33 @@ export class EdgeClient {
     const res = await this.call('GET', `/wait?timeout_ms=${timeoutMs}${after ? `&after=${after}` : ''}`, { timeoutMs: timeoutMs + 10_000, signal });
     return (await res!.json()) as { available: boolean; latest: string | null };
   }
+}
+
+/**
+ * A response body as one Uint8Array that owns its whole ArrayBuffer (so it can be transferred),
+ * read into a buffer of the announced length as it arrives: `arrayBuffer()` would hold every
+ * chunk and then their concatenation, twice the object at the peak (issue 16, finding 9).
+ */
+async function readBody(res: Response): Promise<Uint8Array> {
+  const announced = Number(res.headers.get('content-length'));
+  if (!res.body || !Number.isSafeInteger(announced) || announced <= 0) return new Uint8Array(await res.arrayBuffer());
+  const out = new Uint8Array(announced);
+  let filled = 0;
+  const extra: Uint8Array[] = [];
+  for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
+    const fits = Math.min(chunk.length, announced - filled);
+    out.set(chunk.subarray(0, fits), filled);
+    filled += fits;
+    // More than announced is a broken answer; keep it whole so the opener judges it, as before.
+    if (fits < chunk.length) extra.push(chunk.subarray(fits));
+  }
+  if (extra.length === 0 && filled === announced) return out;
+  const all = new Uint8Array(filled + extra.reduce((n, c) => n + c.length, 0));
+  all.set(out.subarray(0, filled));
+  let at = filled;
+  for (const c of extra) {
+    all.set(c, at);
+    at += c.length;
+  }
+  return all;
 }

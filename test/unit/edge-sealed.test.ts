@@ -4,9 +4,11 @@ import { CompactEncrypt, compactDecrypt, decodeProtectedHeader, importJWK } from
 import {
   generateHomeKeyPair,
   openObject,
+  openSealed,
   publicKeyId,
   rawMessage,
   sealedKeyId,
+  sealMessage,
   sealObject,
   SealedObjectError,
   type HomeKeyPair,
@@ -30,12 +32,24 @@ function payload(): InboundObject {
   };
 }
 
-/** The error openObject rejects with (null when it opened). */
-function openFailure(jwe: string, key: HomeKeyPair['privateJwk']): Promise<unknown> {
-  return openObject(jwe, key).then(
+const failureOf = (p: Promise<unknown>): Promise<unknown> =>
+  p.then(
     () => null,
     (e: unknown) => e,
   );
+
+/**
+ * The error openObject rejects with (null when it opened). The streaming opener (`openSealed`,
+ * given the string or its bytes) must fail the same way, with the same reason.
+ */
+async function openFailure(jwe: string, key: HomeKeyPair['privateJwk']): Promise<unknown> {
+  const err = await failureOf(openObject(jwe, key));
+  for (const input of [jwe, Buffer.from(jwe, 'utf8')]) {
+    const other = await failureOf(openSealed(input, key));
+    const reason = (e: unknown) => (e instanceof SealedObjectError ? e.reason : e === null ? null : 'other');
+    if (reason(other) !== reason(err)) throw new Error(`openSealed failed with ${String(reason(other))}, openObject with ${String(reason(err))}`);
+  }
+  return err;
 }
 
 /** Flips one character inside the given segment of a compact JWE (0 header … 4 tag). */
@@ -174,4 +188,102 @@ t.test('an ephemeral key of low order does not open (decrypt_failed)', async (t)
   const err = await openFailure([zero, ...rest].join('.'), home.privateJwk);
   t.ok(err instanceof SealedObjectError);
   t.match(err, { reason: /^(decrypt_failed|malformed)$/ });
+});
+
+// Large messages are sealed from bytes into bytes and opened chunk by chunk (issue 16, finding 9);
+// the object is the same v1 JWE, so every opener reads what every sealer wrote.
+
+function metaOf(p: InboundObject): Omit<InboundObject, 'raw'> {
+  const { raw: _raw, ...meta } = p;
+  return meta;
+}
+
+/** Sizes around the 3-byte groups of base64 and the 768 KiB chunks of the streaming code. */
+const SIZES = [0, 1, 2, 3, 4, 5, 786_431, 786_432, 786_433, 2 * 786_432 + 2, 3_000_001];
+
+function bytesOfSize(n: number): Buffer {
+  const b = Buffer.alloc(n);
+  for (let i = 0; i < n; i++) b[i] = (i * 131 + (i >> 8)) & 0xff;
+  return b;
+}
+
+t.test('sealMessage writes the same v1 JWE: jose, openObject and openSealed all read it', async (t) => {
+  const home = await generateHomeKeyPair();
+  const joseKey = await importJWK(home.privateJwk, 'ECDH-ES+A256KW');
+  for (const n of SIZES) {
+    const raw = bytesOfSize(n);
+    const expected = { ...payload(), raw: raw.toString('base64') };
+    const sealed = await sealMessage(metaOf(expected), raw, home.publicJwk);
+    t.ok(Buffer.isBuffer(sealed), `${n} bytes: sealed as bytes`);
+    const jwe = sealed.toString('latin1');
+    t.equal(sealedKeyId(jwe), await publicKeyId(home.publicJwk), `${n} bytes: kid`);
+    const { plaintext } = await compactDecrypt(jwe, joseKey, { keyManagementAlgorithms: ['ECDH-ES+A256KW'], contentEncryptionAlgorithms: ['A256GCM'] });
+    t.same(JSON.parse(Buffer.from(plaintext).toString('utf8')), expected, `${n} bytes: jose reads the payload`);
+    t.same(await openObject(jwe, home.privateJwk), expected, `${n} bytes: openObject reads it`);
+    const opened = await openSealed(sealed, home.privateJwk);
+    t.same(opened.meta, metaOf(expected), `${n} bytes: openSealed metadata`);
+    t.ok(opened.raw.equals(raw), `${n} bytes: openSealed raw bytes`);
+    // Small buffers come from Node's shared pool either way; only large ones are worth moving.
+    if (n >= 4096) t.equal(opened.raw.byteLength, opened.raw.buffer.byteLength, `${n} bytes: the raw bytes own their memory (transferable)`);
+  }
+});
+
+t.test('openSealed reads what sealObject and jose seal, from the string or the bytes', async (t) => {
+  const home = await generateHomeKeyPair();
+  const raw = bytesOfSize(1_000_003);
+  const expected = { ...payload(), raw: raw.toString('base64') };
+  const jwe = await sealObject(expected, home.publicJwk);
+  for (const input of [jwe, Buffer.from(jwe), ` ${jwe}\r\n`]) {
+    const opened = await openSealed(input, home.privateJwk);
+    t.same(opened.meta, metaOf(expected));
+    t.ok(opened.raw.equals(raw), 'raw bytes are identical');
+  }
+});
+
+t.test('JSON the edge would not write (raw first, escapes, a repeated raw) means what JSON.parse says', async (t) => {
+  const home = await generateHomeKeyPair();
+  const publicKey = await importJWK({ ...home.publicJwk }, 'ECDH-ES+A256KW');
+  const seal = (json: string) =>
+    new CompactEncrypt(Buffer.from(json))
+      .setProtectedHeader({ alg: 'ECDH-ES+A256KW', enc: 'A256GCM', cty: 'svc-inbound+json' })
+      .encrypt(publicKey);
+  const meta = metaOf(payload());
+  const b64 = RAW.toString('base64');
+  const cases: [string, string][] = [
+    ['raw first', `{"raw":"${b64}",${JSON.stringify(meta).slice(1)}`],
+    ['raw with an escape', JSON.stringify({ ...meta, raw: '' }).replace('"raw":""', `"raw":"\\u00${b64.charCodeAt(0).toString(16)}${b64.slice(1)}"`)],
+    ['an escaped key', JSON.stringify({ ...meta, raw: '' }).replace('"raw":""', `"r\\u0061w":"${b64}"`)],
+    ['raw repeated, the last one counts', JSON.stringify({ ...meta, raw: 'AAAA' }).replace(/}$/, `,"raw":"${b64}"}`)],
+  ];
+  for (const [what, json] of cases) {
+    const jwe = await seal(json);
+    const reference = await openObject(jwe, home.privateJwk);
+    const opened = await openSealed(Buffer.from(jwe), home.privateJwk);
+    t.same(opened.meta, metaOf(reference), `${what}: metadata`);
+    t.ok(opened.raw.equals(rawMessage(reference)), `${what}: raw bytes as openObject reads them`);
+    t.ok(opened.raw.equals(RAW), `${what}: the message`);
+  }
+});
+
+t.test('a tampered large object does not open, whichever chunk was changed', async (t) => {
+  const home = await generateHomeKeyPair();
+  const sealed = await sealMessage(metaOf(payload()), bytesOfSize(2_000_000), home.publicJwk);
+  const dots = [...sealed.keys()].filter((i) => sealed[i] === 0x2e);
+  for (const at of [dots[2] + 1, dots[2] + 1_500_000, dots[3] - 1]) {
+    const copy = Buffer.from(sealed);
+    copy[at] = copy[at] === 0x41 ? 0x42 : 0x41;
+    t.match(await failureOf(openSealed(copy, home.privateJwk)), { reason: 'decrypt_failed' }, `byte ${at}`);
+  }
+  const bad = Buffer.from(sealed);
+  bad[dots[2] + 10] = 0x2b; // '+' is base64, not base64url
+  t.match(await failureOf(openSealed(bad, home.privateJwk)), { reason: 'malformed' }, 'a character outside base64url');
+});
+
+t.test('a non-ASCII character in a sealed string is malformed for both openers', async (t) => {
+  const home = await generateHomeKeyPair();
+  const jwe = await sealObject(payload(), home.publicJwk);
+  const parts = jwe.split('.');
+  // U+0141 has the low byte of 'A': read as latin1 it would fold onto a letter of the alphabet.
+  parts[3] = 'Ł' + parts[3].slice(1);
+  t.match(await openFailure(parts.join('.'), home.privateJwk), { reason: 'malformed' });
 });

@@ -1,13 +1,15 @@
 /**
  * Worker entry that opens and parses ONE large sealed object, then exits (issue 16, finding 9).
  * The sealed bytes arrive transferred, not copied; the raw message and attachment bytes go back
- * transferred too. Parsing a message takes several times its size in transient copies (the
- * ciphertext, the JSON payload, base64, mailparser's buffers); they live in this thread's own
+ * transferred too. Opening holds the sealed bytes, the JSON plaintext and the message (no string
+ * of any of them, src/edge/sealed.ts `openSealed`); mailparser's copies come after the first two
+ * are let go. All of it lives in this thread's own
  * heap, which is bounded by the worker's resource limits and handed back whole when it exits.
  */
 import { parentPort } from 'node:worker_threads';
 import type { JWK } from 'jose';
-import { openInbound, type OpenedInbound } from './tasks.js';
+import { openSealed } from '../../src/edge/sealed.js';
+import { parseOpened, type OpenedInbound } from './tasks.js';
 
 export interface OpenLargeRequest {
   sealed: Uint8Array;
@@ -28,12 +30,23 @@ function transferables(views: Uint8Array[]): ArrayBuffer[] {
   return out;
 }
 
-parentPort!.once('message', async ({ sealed, privateJwk }: OpenLargeRequest) => {
+parentPort!.once('message', async (request: OpenLargeRequest) => {
   let reply: OpenLargeReply;
   let transfer: ArrayBuffer[] = [];
   try {
-    const jwe = Buffer.from(sealed.buffer, sealed.byteOffset, sealed.byteLength).toString('latin1');
-    const opened = await openInbound({ jwe, privateJwk });
+    // Opened from the bytes as they came (no string of the object). Nothing keeps the sealed bytes
+    // once opened, so they can be freed while the parser runs.
+    let sealed: Uint8Array | null = request.sealed;
+    (request as { sealed: Uint8Array | null }).sealed = null;
+    let message: Awaited<ReturnType<typeof openSealed>> | null;
+    try {
+      message = await openSealed(sealed, request.privateJwk);
+    } catch {
+      throw new Error('open_failed');
+    }
+    sealed = null;
+    const opened = await parseOpened(message);
+    message = null;
     reply = { ok: true, opened };
     transfer = transferables([opened.raw, ...opened.parsed.attachments.map((a) => a.content)]);
   } catch (err) {

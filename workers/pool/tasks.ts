@@ -4,7 +4,7 @@
  */
 import { simpleParser } from 'mailparser';
 import type { JWK } from 'jose';
-import { openObject, rawMessage, type InboundObject } from '../../src/edge/sealed.js';
+import { openSealed, type InboundMeta, type InboundObject } from '../../src/edge/sealed.js';
 import { composeMime } from './compose.js';
 import { deriveText, type DerivedText } from '../../src/mail/extract.js';
 
@@ -87,17 +87,19 @@ export interface OpenedInbound {
  * Opens a sealed edge object with the home's private key and parses the message. Throws an
  * Error whose message is a reason code (`open_failed`, `parse_failed`) for the quarantine.
  */
-export async function openInbound({ jwe, privateJwk }: { jwe: string; privateJwk: JWK }): Promise<OpenedInbound> {
-  let object: InboundObject;
+export async function openInbound({ jwe, privateJwk }: { jwe: string | Uint8Array; privateJwk: JWK }): Promise<OpenedInbound> {
+  let opened: Awaited<ReturnType<typeof openSealed>>;
   try {
-    object = await openObject(jwe, privateJwk);
+    opened = await openSealed(jwe, privateJwk);
   } catch {
     throw new Error('open_failed');
   }
-  const raw = rawMessage(object);
-  const { envelope, auth, spam } = object;
-  // The base64 copy of the message inside the opened object is not needed past this point.
-  object.raw = '';
+  return parseOpened(opened);
+}
+
+/** The parse half of `openInbound`, for a caller that opened the object itself (workers/pool/open-large.ts). */
+export async function parseOpened({ meta, raw }: { meta: InboundMeta; raw: Buffer }): Promise<OpenedInbound> {
+  const { envelope, auth, spam } = meta;
   try {
     const parsed = await parseMime(raw);
     return { envelope, auth, spam, raw, parsed, derived: deriveText(parsed) };
