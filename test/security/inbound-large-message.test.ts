@@ -3,9 +3,9 @@
  * large objects one at a time in a worker of their own (bytes in and out by transfer, no string
  * copies of the raw MIME). It arrives intact: the raw download has the sha256 of what was sent
  * over SMTP, and the attachment downloads to the bytes that were encoded. The process's peak RSS
- * while it is received, sealed, opened, parsed and stored (the kernel's high-water mark, reset
- * just before, so no sampling) rises by at most MAX_PEAK_RISE_PER_BYTE × its size; before the
- * chunked seal/open it rose by 25× (numbers in docs/inbound.md).
+ * rise while it is received, sealed, opened, parsed and stored (the kernel's high-water mark, reset
+ * just before) is printed as a comment; the memory target itself is a benchmark
+ * (bench/inbound-memory.ts, numbers in docs/inbound.md), not a test assertion.
  */
 import fs from 'node:fs';
 import t from 'tap';
@@ -18,14 +18,6 @@ const INBOX = 'large@local.test';
 const MESSAGE_ID = '<large-1@elsewhere.test>';
 const ATTACHMENT_BYTES = 14 * 1024 * 1024; // ~19 MB once base64-encoded
 const DEADLINE_MS = 120_000;
-/**
- * Peak RSS rise allowed per byte of message, for the whole process (edge thread, home loops,
- * the one-shot opener). Measured with this message: 11.5× after the chunked seal/open, 25× before;
- * the bound sits between, so allocator noise does not fail it and the return of whole-message
- * string copies (each 2–4× the message) does.
- */
-const MAX_PEAK_RISE_PER_BYTE = 20;
-
 /** VmRSS / VmHWM of a process, in bytes. */
 function memoryOf(pid: number): { rss: number; peak: number } {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -110,7 +102,6 @@ t.test('a 20 MB message arrives intact: raw download and attachment are byte for
   t.equal(message.body.size, sent.length, 'its size is the size sent');
   const rise = memoryOf(pid).peak - before.rss;
   t.comment(`peak RSS rise ${(rise / 1048576).toFixed(0)} MiB for a ${(sent.length / 1048576).toFixed(1)} MiB message (${(rise / sent.length).toFixed(1)}x)`);
-  t.ok(rise <= MAX_PEAK_RISE_PER_BYTE * sent.length, `peak RSS rise is at most ${MAX_PEAK_RISE_PER_BYTE}x the message size`);
 
   const link = await api<{ download_url: string }>(svc.url, 'GET', `${path}/raw`, { token: svc.ownerToken });
   t.equal(link.status, 200);
