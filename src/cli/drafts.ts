@@ -14,7 +14,8 @@ interface DraftItem {
   labels: string[];
   to: string[] | null;
   subject: string | null;
-  send_status: string;
+  /** svc's full draft state (`send_status` is only the AgentMail SDK's subset). */
+  state: string;
   send_reason: string | null;
   send_at: string | null;
   message_id: string | null;
@@ -33,7 +34,7 @@ interface Draft extends DraftItem {
 const COLUMNS: Column<DraftItem>[] = [
   ['DRAFT', (d) => d.draft_id, WHOLE],
   ['INBOX', (d) => d.inbox_id, WHOLE],
-  ['STATUS', (d) => d.send_status],
+  ['STATUS', (d) => d.state],
   ['SEND AT', (d) => d.send_at],
   ['TO', (d) => d.to, 40],
   ['SUBJECT', (d) => d.subject, 50],
@@ -52,7 +53,7 @@ function showDraft(ctx: Ctx, d: Draft, lead?: string): void {
   const head = fields([
     ['draft', d.draft_id],
     ['inbox', d.inbox_id],
-    ['status', `${d.send_status}${d.send_reason ? ` (${d.send_reason})` : ''}`],
+    ['status', `${d.state}${d.send_reason ? ` (${d.send_reason})` : ''}`],
     ['send at', d.send_at],
     ['to', d.to],
     ['cc', d.cc],
@@ -79,7 +80,8 @@ export const group: Group = {
       async run(ctx) {
         const client = await ctx.client();
         const inbox = ctx.str('inbox');
-        // The service filters by state (send_status), so every page holds only matching drafts.
+        // The service filters by state (the `send_status` query takes svc's `state` names), so
+        // every page holds only matching drafts.
         const query = { ...pageQuery(ctx), labels: ctx.list('label'), send_status: ctx.list('status') };
         const page = await client.call<{ drafts: DraftItem[]; next_page_token?: string; count: number }>('GET', inbox ? `/v0/inboxes/${enc(inbox)}/drafts` : '/v0/drafts', { query });
         if (ctx.json) return printJson(page);
@@ -132,7 +134,7 @@ export const group: Group = {
           client_id: ctx.str('client-id'),
         };
         const d = await client.call<Draft>('POST', `/v0/inboxes/${enc(inbox)}/drafts`, { body });
-        showDraft(ctx, d, `Created draft ${d.draft_id} (${d.send_status}).`);
+        showDraft(ctx, d, `Created draft ${d.draft_id} (${d.state}).`);
       },
     },
     approve: {

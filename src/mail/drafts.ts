@@ -42,6 +42,25 @@ import { prepared } from './statements.js';
 export const DRAFT_STATUSES = ['draft', 'pending_approval', 'scheduled', 'sending', 'sent', 'rejected', 'failed'] as const;
 export type DraftStatus = (typeof DRAFT_STATUSES)[number];
 
+/** The AgentMail SDK's draft `send_status` enum; svc's full state goes in the `state` extension field. */
+export const SDK_DRAFT_SEND_STATUSES = ['scheduled', 'sending', 'failed'] as const;
+export type SdkDraftSendStatus = (typeof SDK_DRAFT_SEND_STATUSES)[number];
+
+/**
+ * What an AgentMail client reads as `send_status` for each svc state (docs/drafts.md). `rejected`
+ * reads as `failed`: it will never be sent, a final non-delivery. The states the SDK cannot name
+ * (`draft`, `pending_approval`, `sent`) leave the field out, as AgentMail does for an unsent draft.
+ */
+export const SDK_SEND_STATUS_OF: Readonly<Record<DraftStatus, SdkDraftSendStatus | null>> = {
+  draft: null,
+  pending_approval: null,
+  scheduled: 'scheduled',
+  sending: 'sending',
+  sent: null,
+  rejected: 'failed',
+  failed: 'failed',
+};
+
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 const Strings = Type.Array(Type.String());
 
@@ -57,7 +76,9 @@ const draftItemFields = {
   attachments: Type.Array(Attachment),
   in_reply_to: Nullable(Type.String()),
   forward_of: Nullable(Type.String()),
-  send_status: Type.String(),
+  send_status: Type.Optional(Type.Unsafe<SdkDraftSendStatus>(Type.Union(SDK_DRAFT_SEND_STATUSES.map((s) => Type.Literal(s))))),
+  /** svc extension: the full state, including those the SDK's `send_status` cannot name. */
+  state: Type.Unsafe<DraftStatus>(Type.Union(DRAFT_STATUSES.map((s) => Type.Literal(s)))),
   send_reason: Nullable(Type.String()),
   send_at: Nullable(Type.String()),
   message_id: Nullable(Type.String()),
@@ -133,6 +154,7 @@ export function draftAttachmentContents(db: Db, draftId: string): OutgoingAttach
 }
 
 export function draftItemShape(row: DraftRow, attachments: DraftAttachmentRow[]): DraftItem {
+  const sdkSendStatus = SDK_SEND_STATUS_OF[row.send_status];
   return {
     inbox_id: row.inbox_id,
     draft_id: row.draft_id,
@@ -145,7 +167,8 @@ export function draftItemShape(row: DraftRow, attachments: DraftAttachmentRow[])
     attachments: attachments.map(attachmentShape),
     in_reply_to: row.in_reply_to,
     forward_of: row.forward_of,
-    send_status: row.send_status,
+    ...(sdkSendStatus === null ? {} : { send_status: sdkSendStatus }),
+    state: row.send_status,
     send_reason: row.send_reason,
     send_at: row.send_at,
     message_id: row.message_id,

@@ -29,7 +29,9 @@ interface DraftBody {
   in_reply_to: string | null;
   forward_of: string | null;
   references: string[] | null;
-  send_status: string;
+  /** The AgentMail SDK's subset of `state`; absent for `draft`, `pending_approval` and `sent`. */
+  send_status?: 'scheduled' | 'sending' | 'failed';
+  state: string;
   send_reason: string | null;
   send_at: string | null;
   message_id: string | null;
@@ -153,8 +155,8 @@ async function pollDraft(inbox: string, draftId: string, status: string, ms = 15
   const until = Date.now() + ms;
   for (;;) {
     const d = await getDraft(inbox, draftId);
-    if (d.send_status === status) return d;
-    if (Date.now() > until) throw new Error(`draft ${draftId} is ${d.send_status} (${d.send_reason}), not ${status}, after ${ms} ms`);
+    if (d.state === status) return d;
+    if (Date.now() > until) throw new Error(`draft ${draftId} is ${d.state} (${d.send_reason}), not ${status}, after ${ms} ms`);
     await sleep(100);
   }
 }
@@ -181,7 +183,9 @@ t.test('SDK: create, get, list, update and delete a draft', async (t) => {
     attachments: [{ filename: 'notes.txt', contentType: 'text/plain', content: b64('the notes') }],
   });
   t.match(created, { inboxId: inbox, draftId: String, to: ['Ann <ann@example.net>'], subject: 'Plan', text: 'Hello Ann', labels: ['project'], preview: 'Hello Ann' });
-  t.equal((created as unknown as { sendStatus: string }).sendStatus, 'draft', 'a draft without send_at is in state draft');
+  // The SDK's enum has no name for an unsent draft: no sendStatus; svc's `state` reaches the SDK user as an extra key.
+  t.equal(created.sendStatus, undefined, 'a draft without send_at has no SDK send status');
+  t.equal((created as unknown as { state: string }).state, 'draft', 'a draft without send_at is in state draft');
   t.equal(created.attachments?.length, 1);
   t.match(created.attachments?.[0], { filename: 'notes.txt', size: 9, contentType: 'text/plain' });
 
@@ -256,20 +260,73 @@ t.test('send_status filter (svc extension): only drafts in the named states, on 
   const inbox = newInbox();
   const plain = await createDraft(inbox, { subject: 'plain', text: 'x' });
   const scheduled = await createDraft(inbox, { to: ['a@example.net'], subject: 'later', text: 'x', send_at: new Date(Date.now() + 3_600_000).toISOString() });
-  t.equal(plain.send_status, 'draft');
-  t.not(scheduled.send_status, 'draft', 'a draft with send_at is in another state');
+  t.equal(plain.state, 'draft');
+  t.not(scheduled.state, 'draft', 'a draft with send_at is in another state');
   const ids = async (path: string) => {
     const res = await api<DraftList>(svc.url, 'GET', path, { token: svc.ownerToken });
     t.equal(res.status, 200, path);
     return res.body.drafts.map((d) => d.draft_id);
   };
   t.same(await ids(draftsPath(inbox, '?send_status=draft')), [plain.draft_id]);
-  t.same(await ids(draftsPath(inbox, `?send_status=${scheduled.send_status}`)), [scheduled.draft_id]);
-  t.same(await ids(draftsPath(inbox, `?send_status=draft&send_status=${scheduled.send_status}`)), [scheduled.draft_id, plain.draft_id], 'repeated: either state');
-  const everywhere = await ids(`/v0/drafts?send_status=${scheduled.send_status}&limit=100`);
+  t.same(await ids(draftsPath(inbox, `?send_status=${scheduled.state}`)), [scheduled.draft_id]);
+  t.same(await ids(draftsPath(inbox, `?send_status=draft&send_status=${scheduled.state}`)), [scheduled.draft_id, plain.draft_id], 'repeated: either state');
+  const everywhere = await ids(`/v0/drafts?send_status=${scheduled.state}&limit=100`);
   t.ok(everywhere.includes(scheduled.draft_id) && !everywhere.includes(plain.draft_id), 'the instance-wide list filters too');
   const bad = await api(svc.url, 'GET', draftsPath(inbox, '?send_status=waiting'), { token: svc.ownerToken });
   expectError(t, bad, 400, 'validation_error', 'an unknown state');
+});
+
+t.test('send_status is what the AgentMail SDK can read of each state; state is svc’s own, in every answer', async (t) => {
+  const inbox = newInbox();
+  const plain = await createDraft(inbox, { subject: 'mapping draft', text: 'x' });
+  const pendingId = await approvalDraft(inbox, 'mapping pending');
+  const scheduled = await createDraft(inbox, { to: ['a@example.net'], subject: 'mapping scheduled', text: 'x', send_at: new Date(Date.now() + 3_600_000).toISOString() });
+  // `sending` lasts only the milliseconds of a send and has no route; set directly to read how it is shown.
+  const sending = await createDraft(inbox, { to: ['a@example.net'], subject: 'mapping sending', text: 'x', send_at: new Date(Date.now() + 3_600_000).toISOString() });
+  db.prepare("UPDATE drafts SET send_status = 'sending' WHERE draft_id = ?").run(sending.draft_id);
+  const toSend = await createDraft(inbox, { to: ['a@example.net'], subject: 'mapping sent', text: 'x' });
+  t.equal((await api(svc.url, 'POST', draftsPath(inbox, `/${toSend.draft_id}/send`), { token: svc.ownerToken, body: {} })).status, 200);
+  const rejectId = await approvalDraft(inbox, 'mapping rejected');
+  const rejected = await api<DraftBody>(svc.url, 'POST', draftsPath(inbox, `/${rejectId}/reject`), { token: svc.ownerToken, body: { reason: 'no' } });
+  t.match(rejected.body, { state: 'rejected', send_status: 'failed' }, 'the reject answer');
+  const pausedInbox = newInbox();
+  t.equal((await api(svc.url, 'PATCH', `/v0/inboxes/${enc(pausedInbox)}`, { token: svc.ownerToken, body: { status: 'paused' } })).status, 200);
+  const failing = await createDraft(pausedInbox, { to: ['a@example.net'], subject: 'mapping failed', text: 'x', send_at: new Date().toISOString() });
+  await pollDraft(pausedInbox, failing.draft_id, 'failed');
+
+  const expected: [string, string, string, string | undefined][] = [
+    [inbox, plain.draft_id, 'draft', undefined],
+    [inbox, pendingId, 'pending_approval', undefined],
+    [inbox, scheduled.draft_id, 'scheduled', 'scheduled'],
+    [inbox, sending.draft_id, 'sending', 'sending'],
+    [inbox, toSend.draft_id, 'sent', undefined],
+    [inbox, rejectId, 'rejected', 'failed'],
+    [pausedInbox, failing.draft_id, 'failed', 'failed'],
+  ];
+  const listed = new Map<string, DraftBody>();
+  for (const path of [draftsPath(inbox), draftsPath(pausedInbox), '/v0/drafts?limit=100']) {
+    const page = await api<DraftList>(svc.url, 'GET', path, { token: svc.ownerToken });
+    for (const d of page.body.drafts) listed.set(`${path}|${d.draft_id}`, d);
+  }
+  for (const [inboxId, draftId, state, sendStatus] of expected) {
+    const answers: [string, DraftBody | undefined][] = [
+      ['get', await getDraft(inboxId, draftId)],
+      ['instance-wide get', (await api<DraftBody>(svc.url, 'GET', `/v0/drafts/${draftId}`, { token: svc.ownerToken })).body],
+      ['list item', listed.get(`${draftsPath(inboxId)}|${draftId}`)],
+      ['instance-wide list item', listed.get(`/v0/drafts?limit=100|${draftId}`)],
+    ];
+    for (const [form, d] of answers) {
+      t.equal(d?.state, state, `${state}: ${form} state`);
+      if (sendStatus === undefined) t.notOk(d && 'send_status' in d, `${state}: ${form} has no send_status`);
+      else t.equal(d?.send_status, sendStatus, `${state}: ${form} send_status is ${sendStatus}`);
+    }
+  }
+  // The filter keeps svc's own state names: rejected and failed stay apart.
+  const filtered = async (state: string) =>
+    (await api<DraftList>(svc.url, 'GET', draftsPath(inbox, `?send_status=${state}`), { token: svc.ownerToken })).body.drafts.map((d) => d.draft_id);
+  t.same(await filtered('pending_approval'), [pendingId]);
+  t.same(await filtered('rejected'), [rejectId]);
+  t.same(await filtered('failed'), [], 'a rejected draft is not in the failed state');
 });
 
 t.test('client_id: repeating a create in the same inbox returns the existing draft, with no second event', async (t) => {
@@ -315,7 +372,7 @@ t.test('a reply draft derives recipients, subject and references; sending it thr
   t.match(mail.raw, /Subject: Re: Site photos and invoice/);
   const message = await api<{ thread_id: string }>(svc.url, 'GET', `/v0/inboxes/${enc(inbox)}/messages/${enc('<multi-1@example.org>')}`, { token: svc.ownerToken });
   t.equal(sent.body.thread_id, message.body.thread_id, 'the reply joined the original thread');
-  t.match(await getDraft(inbox, reply.draft_id), { send_status: 'sent', message_id: sent.body.message_id, thread_id: sent.body.thread_id });
+  t.match(await getDraft(inbox, reply.draft_id), { state: 'sent', message_id: sent.body.message_id, thread_id: sent.body.thread_id });
 });
 
 t.test('a plain draft with references is sent with them and joins the thread they name', async (t) => {
@@ -336,11 +393,11 @@ t.test('draft send under the approval policy asks the owner instead, once per un
   const inbox = newInbox();
   const agent = key(DRAFT_ALL, { sendPolicy: 'approval' });
   const draft = await createDraft(inbox, { to: ['ann@example.net'], subject: 'Agent draft send', text: 'x' }, agent);
-  t.equal(draft.send_status, 'draft');
+  t.equal(draft.state, 'draft');
   const res = await api<ErrorBody>(svc.url, 'POST', draftsPath(inbox, `/${draft.draft_id}/send`), { token: agent, body: {} });
   expectError(t, res, 403, 'approval_required', 'draft send by an approval-policy credential');
   t.equal(res.body.draft_id, draft.draft_id, 'the same draft now waits');
-  t.equal((await getDraft(inbox, draft.draft_id)).send_status, 'pending_approval');
+  t.equal((await getDraft(inbox, draft.draft_id)).state, 'pending_approval');
   await nextEvent('draft.approval_required', draft.draft_id);
   const approved = await api<{ message_id: string }>(svc.url, 'POST', draftsPath(inbox, `/${draft.draft_id}/approve`), { token: svc.ownerToken });
   t.equal(approved.status, 200, approved.text);
@@ -439,7 +496,7 @@ t.test('approval: an approval-policy send becomes a draft; the owner approves; i
   const inbox = newInbox();
   const draftId = await approvalDraft(inbox, 'Needs the owner OK');
   await nextEvent('draft.approval_required', draftId);
-  t.match(await getDraft(inbox, draftId), { send_status: 'pending_approval', to: ['ann@example.net'], subject: 'Needs the owner OK' });
+  t.match(await getDraft(inbox, draftId), { state: 'pending_approval', to: ['ann@example.net'], subject: 'Needs the owner OK' });
   t.equal(sunkWith('Needs the owner OK').length, 0, 'nothing was sent');
 
   const approved = await api<{ message_id: string; thread_id: string }>(svc.url, 'POST', draftsPath(inbox, `/${draftId}/approve`), { token: svc.ownerToken });
@@ -451,7 +508,7 @@ t.test('approval: an approval-policy send becomes a draft; the owner approves; i
   t.notOk('subject' in sentEvent.draft!, 'draft events carry no content');
   const mail = await waitForSunk('Needs the owner OK');
   t.same(mail.to, ['ann@example.net']);
-  t.match(await getDraft(inbox, draftId), { send_status: 'sent', message_id: approved.body.message_id });
+  t.match(await getDraft(inbox, draftId), { state: 'sent', message_id: approved.body.message_id });
   expectError(t, await api(svc.url, 'POST', draftsPath(inbox, `/${draftId}/approve`), { token: svc.ownerToken }), 409, 'conflict', 'approving a sent draft');
   expectError(t, await api(svc.url, 'POST', draftsPath(inbox, `/${draftId}/reject`), { token: svc.ownerToken, body: {} }), 409, 'conflict', 'rejecting a sent draft');
   expectError(t, await api(svc.url, 'PATCH', draftsPath(inbox, `/${draftId}`), { token: svc.ownerToken, body: { subject: 'x' } }), 409, 'conflict', 'editing a sent draft');
@@ -462,7 +519,7 @@ t.test('reject: final, with the reason; a second reject changes nothing; sending
   const draftId = await approvalDraft(inbox, 'Please reject me');
   const rejected = await api<DraftBody>(svc.url, 'POST', draftsPath(inbox, `/${draftId}/reject`), { token: svc.ownerToken, body: { reason: 'Not to this customer.' } });
   t.equal(rejected.status, 200);
-  t.match(rejected.body, { draft_id: draftId, send_status: 'rejected', send_reason: 'Not to this customer.' });
+  t.match(rejected.body, { draft_id: draftId, state: 'rejected', send_reason: 'Not to this customer.' });
   await nextEvent('draft.rejected', draftId);
   const again = await api<DraftBody>(svc.url, 'POST', draftsPath(inbox, `/${draftId}/reject`), { token: svc.ownerToken, body: { reason: 'other' } });
   t.equal(again.status, 200);
@@ -507,9 +564,9 @@ t.test('a scheduled draft is sent by the loop when send_at comes; an overdue one
   const agent = key(DRAFT_ALL);
   const soon = new Date(Date.now() + 1500).toISOString();
   const scheduled = await createDraft(inbox, { to: ['later@example.net'], subject: 'Scheduled soon', text: 'tick', send_at: soon }, agent);
-  t.match(scheduled, { send_status: 'scheduled', send_at: soon });
+  t.match(scheduled, { state: 'scheduled', send_at: soon });
   await sleep(300);
-  t.equal((await getDraft(inbox, scheduled.draft_id)).send_status, 'scheduled', 'not before its time');
+  t.equal((await getDraft(inbox, scheduled.draft_id)).state, 'scheduled', 'not before its time');
   const sent = await pollDraft(inbox, scheduled.draft_id, 'sent');
   t.ok(Date.now() >= Date.parse(soon), 'sent after send_at');
   t.match(sent, { message_id: String, thread_id: String });
@@ -526,29 +583,29 @@ t.test('schedules and approval: pending until the owner approves; agent edits wi
   const agent = key(DRAFT_ALL, { sendPolicy: 'approval' });
   const later = new Date(Date.now() + 3600_000).toISOString();
   const draft = await createDraft(inbox, { to: ['boss@example.net'], subject: 'Later', text: 'x', send_at: later }, agent);
-  t.equal(draft.send_status, 'pending_approval');
+  t.equal(draft.state, 'pending_approval');
   await nextEvent('draft.created', draft.draft_id);
   await nextEvent('draft.approval_required', draft.draft_id);
 
   const approved = await api<DraftBody>(svc.url, 'POST', draftsPath(inbox, `/${draft.draft_id}/approve`), { token: svc.ownerToken });
   t.equal(approved.status, 200);
-  t.match(approved.body, { draft_id: draft.draft_id, send_status: 'scheduled', send_at: later, message_id: null }, 'send_at ahead: the draft stays scheduled');
+  t.match(approved.body, { draft_id: draft.draft_id, state: 'scheduled', send_at: later, message_id: null }, 'send_at ahead: the draft stays scheduled');
   await nextEvent('draft.approved', draft.draft_id);
 
   const edited = await api<DraftBody>(svc.url, 'PATCH', draftsPath(inbox, `/${draft.draft_id}`), { token: agent, body: { text: 'changed by the agent' } });
-  t.equal(edited.body.send_status, 'pending_approval', 'an approval-policy edit withdraws approval');
+  t.equal(edited.body.state, 'pending_approval', 'an approval-policy edit withdraws approval');
   await sleep(200);
   t.equal(draftEvents('draft.approval_required', draft.draft_id).length, 2, 'approval is asked for again');
 
   await api(svc.url, 'POST', draftsPath(inbox, `/${draft.draft_id}/approve`), { token: svc.ownerToken });
   const ownerEdit = await api<DraftBody>(svc.url, 'PATCH', draftsPath(inbox, `/${draft.draft_id}`), { token: svc.ownerToken, body: { subject: 'Later (owner)' } });
-  t.equal(ownerEdit.body.send_status, 'scheduled', 'owner edits keep approval');
+  t.equal(ownerEdit.body.state, 'scheduled', 'owner edits keep approval');
   const cancelled = await api<DraftBody>(svc.url, 'PATCH', draftsPath(inbox, `/${draft.draft_id}`), { token: agent, body: { send_at: null } });
-  t.match(cancelled.body, { send_status: 'draft', send_at: null });
+  t.match(cancelled.body, { state: 'draft', send_at: null });
 
   const direct = key(DRAFT_ALL);
   const rescheduled = await api<DraftBody>(svc.url, 'PATCH', draftsPath(inbox, `/${draft.draft_id}`), { token: direct, body: { send_at: later } });
-  t.match(rescheduled.body, { send_status: 'scheduled', send_at: later }, 'a direct credential schedules approved');
+  t.match(rescheduled.body, { state: 'scheduled', send_at: later }, 'a direct credential schedules approved');
   const noSend = key(['draft_update', 'draft_read']);
   expectError(t, await api(svc.url, 'PATCH', draftsPath(inbox, `/${draft.draft_id}`), { token: noSend, body: { send_at: later } }), 403, 'missing_permission', 'setting send_at needs draft_send');
   t.equal(sunkWith('Later').length, 0);
@@ -563,7 +620,7 @@ t.test('a scheduled draft of a paused inbox fails with send_reason inbox_paused'
   t.equal(failed.send_reason, 'inbox_paused');
   t.equal(sunkWith('From a paused inbox').length, 0);
   const edited = await api<DraftBody>(svc.url, 'PATCH', draftsPath(inbox, `/${draft.draft_id}`), { token: svc.ownerToken, body: { text: 'fixed' } });
-  t.match(edited.body, { send_status: 'failed', send_reason: 'inbox_paused' }, 'a failed draft may be edited; it stays failed until sent or rescheduled');
+  t.match(edited.body, { state: 'failed', send_reason: 'inbox_paused' }, 'a failed draft may be edited; it stays failed until sent or rescheduled');
 });
 
 t.test('draft attachments: metadata with a download URL that serves the bytes; removal by id', async (t) => {
@@ -612,12 +669,12 @@ t.test('without a transport a due draft stays scheduled, and a draft send is 503
   const inbox = insertInbox(bareDb, 'waiting@example.com');
   const path = (rest = '') => `/v0/inboxes/${enc(inbox)}/drafts${rest}`;
   const created = await api<DraftBody>(bare.url, 'POST', path(), { token: bare.ownerToken, body: { to: ['x@example.net'], subject: 'Waits for a transport', text: 'x', send_at: new Date().toISOString() } });
-  t.equal(created.body.send_status, 'scheduled');
+  t.equal(created.body.state, 'scheduled');
   const now = await api(bare.url, 'POST', path(`/${created.body.draft_id}/send`), { token: bare.ownerToken, body: {} });
   expectError(t, now, 503, 'service_unavailable', 'draft send with no transport');
   await sleep(1500);
   const waiting = await api<DraftBody>(bare.url, 'GET', path(`/${created.body.draft_id}`), { token: bare.ownerToken });
-  t.match(waiting.body, { send_status: 'scheduled', send_reason: null }, 'still scheduled, not failed');
+  t.match(waiting.body, { state: 'scheduled', send_reason: null }, 'still scheduled, not failed');
 
   const port = (sinkServer.server.address() as AddressInfo).port;
   t.equal((await api(bare.url, 'PUT', '/v0/owner/transport', { token: bare.ownerToken, body: { smtp: { host: '127.0.0.1', port } } })).status, 200);
@@ -625,7 +682,7 @@ t.test('without a transport a due draft stays scheduled, and a draft send is 503
   const until = Date.now() + 15_000;
   let status = '';
   while (Date.now() < until && status !== 'sent') {
-    status = (await api<DraftBody>(bare.url, 'GET', path(`/${created.body.draft_id}`), { token: bare.ownerToken })).body.send_status;
+    status = (await api<DraftBody>(bare.url, 'GET', path(`/${created.body.draft_id}`), { token: bare.ownerToken })).body.state;
     await sleep(100);
   }
   t.equal(status, 'sent');

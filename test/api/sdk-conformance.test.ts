@@ -10,7 +10,7 @@
 import t, { type Test } from 'tap';
 import { AgentMailClient, AgentMailError } from 'agentmail';
 import * as serialization from 'agentmail/serialization';
-import { startSvc, type RunningSvc } from '../helpers/svc.js';
+import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
 
 let svc: RunningSvc;
 t.before(async () => {
@@ -44,7 +44,7 @@ const INBOX_EXTENSIONS = ['username', 'domain', 'status'];
 const WEBHOOK_EXTENSIONS = ['inbox_id', 'failure_count', 'dropped_count', 'disabled_reason', 'last_error_code', 'last_success_at'];
 const API_KEY_EXTENSIONS = ['send_policy', 'inbox_ids', 'permissions.message_reply'];
 const MESSAGE_EXTENSIONS = ['send_status', 'send_reason'];
-const DRAFT_EXTENSIONS = ['thread_id', 'message_id', 'send_reason'];
+const DRAFT_EXTENSIONS = ['state', 'thread_id', 'message_id', 'send_reason'];
 const DOMAIN_EXTENSIONS = ['verified_at', 'checked_at', 'selftest'];
 const EXTENSIONS: Record<string, string[]> = {
   'inboxes.Inbox': INBOX_EXTENSIONS,
@@ -72,14 +72,10 @@ const EXTENSIONS: Record<string, string[]> = {
 /**
  * Fields whose values use svc's own vocabulary where the SDK declares an enum; documented in
  * docs/agentmail-compat.md and owned elsewhere, so they are exempt here by exact path:
- * - draft `send_status` (`draft`, `pending_approval`, ...; the SDK knows `scheduled | sending |
- *   failed`): the mapping is issue 17's draft item, owned by the drafts work;
  * - domain `status` and record `status`/`type` (svc's lifecycle of docs/domains.md, and A records
  *   the SDK's `TXT | CNAME | MX` cannot name).
  */
 const OWN_VOCABULARY: Record<string, string[]> = {
-  Draft: ['send_status'],
-  ListDraftsResponse: ['drafts.*.send_status'],
   Domain: ['status', 'records.*.status', 'records.*.type'],
 };
 
@@ -250,6 +246,19 @@ t.test('every supported SDK method answers what the SDK declares', async (t) => 
   await c('inboxes.drafts.send', () => client.inboxes.drafts.send(alice.inboxId, draft.draftId, {}));
   const second = await client.inboxes.drafts.create(alice.inboxId, { to: [bob.inboxId], subject: 'To delete', text: 'x' });
   await c('inboxes.drafts.delete', () => client.inboxes.drafts.delete(alice.inboxId, second.draftId));
+  // The states the SDK's send_status names, read strictly: scheduled, and rejected (read as failed).
+  const later = await c('inboxes.drafts.create', () =>
+    client.inboxes.drafts.create(alice.inboxId, { to: [bob.inboxId], subject: 'Later', text: 'x', sendAt: new Date(Date.now() + 3_600_000) }),
+  );
+  t.equal(later.sendStatus, 'scheduled', 'a scheduled draft reads as scheduled');
+  const refused = await client.inboxes.drafts.create(alice.inboxId, { to: [bob.inboxId], subject: 'Refused', text: 'x' });
+  const reject = await api(svc.url, 'POST', `/v0/inboxes/${encodeURIComponent(alice.inboxId)}/drafts/${refused.draftId}/reject`, { token: svc.ownerToken, body: {} });
+  t.equal(reject.status, 200, reject.text);
+  const rejected = await c('drafts.get', () => client.drafts.get(refused.draftId));
+  t.equal(rejected.sendStatus, 'failed', 'a rejected draft reads as failed');
+  // The list now holds a sent, a scheduled and a rejected draft.
+  await c('inboxes.drafts.list', () => client.inboxes.drafts.list(alice.inboxId));
+  await c('drafts.list', () => client.drafts.list());
 
   // Webhooks: instance-wide with the SDK's clientId, and per inbox.
   const hook = await c('webhooks.create', () => client.webhooks.create({ url: 'http://127.0.0.1:9/hook', eventTypes: ['message.received'], inboxIds: [bob.inboxId], clientId: 'conf-hook' }));

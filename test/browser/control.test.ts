@@ -77,26 +77,26 @@ t.test('rejecting with a reason makes the draft final', async (t) => {
   // The next decision replaces the confirmation of the previous one.
   await page.locator('[data-testid="approval-result"]', { hasText: 'Do not send this' }).waitFor();
   t.match(await page.locator('[data-testid="approval-result"]').textContent(), /Do not send this.*rejected/);
-  const draft = await api<{ send_status: string; send_reason: string | null }>(svc.url, 'GET', `/v0/inboxes/agent%40local.test/drafts/${draftId}`, owner);
-  t.equal(draft.body.send_status, 'rejected');
+  const draft = await api<{ state: string; send_reason: string | null }>(svc.url, 'GET', `/v0/inboxes/agent%40local.test/drafts/${draftId}`, owner);
+  t.equal(draft.body.state, 'rejected');
   t.match(draft.body.send_reason ?? '', /not today/);
 });
 
 t.test('a scheduled draft is listed and can be unscheduled', async (t) => {
   const sendAt = new Date(Date.now() + 3600_000).toISOString();
-  const created = await api<{ draft_id: string; send_status: string }>(svc.url, 'POST', '/v0/inboxes/boss%40local.test/drafts', {
+  const created = await api<{ draft_id: string; state: string }>(svc.url, 'POST', '/v0/inboxes/boss%40local.test/drafts', {
     ...owner,
     body: { to: ['agent@local.test'], subject: 'Later', text: 'in an hour', send_at: sendAt },
   });
-  t.equal(created.body.send_status, 'scheduled');
+  t.equal(created.body.state, 'scheduled');
   await page.goto(svc.url + '/scheduled');
   const item = page.locator(`[data-draft="${created.body.draft_id}"]`);
   await item.waitFor();
   await screenshot(page, 'scheduled');
   await item.getByRole('button', { name: 'Cancel schedule' }).click();
   await item.waitFor({ state: 'detached' });
-  const draft = await api<{ send_status: string; send_at: string | null }>(svc.url, 'GET', `/v0/inboxes/boss%40local.test/drafts/${created.body.draft_id}`, owner);
-  t.match(draft.body, { send_status: 'draft', send_at: null });
+  const draft = await api<{ state: string; send_at: string | null }>(svc.url, 'GET', `/v0/inboxes/boss%40local.test/drafts/${created.body.draft_id}`, owner);
+  t.match(draft.body, { state: 'draft', send_at: null });
 });
 
 t.test('a send whose answer was lost is resolved from the send-unknown queue', async (t) => {

@@ -37,9 +37,9 @@ t.teardown(() => svc.stop());
 t.test('drafts list --status finds pending drafts that are not on the first page of all drafts', async (t) => {
   const run = await svcCli(['drafts', 'list', '--status', 'pending_approval', '--limit', String(PAGE), '--json', ...owner]);
   t.equal(run.code, 0, run.stderr);
-  const page = run.json<{ drafts: { send_status: string }[]; next_page_token?: string }>();
+  const page = run.json<{ drafts: { state: string }[]; next_page_token?: string }>();
   t.equal(page.drafts.length, PAGE, 'a full page of pending drafts');
-  t.ok(page.drafts.every((d) => d.send_status === 'pending_approval'));
+  t.ok(page.drafts.every((d) => d.state === 'pending_approval'));
   t.ok(page.next_page_token, 'and the rest on the next page');
   const rest = await svcCli(['drafts', 'list', '--status', 'pending_approval', '--limit', String(PAGE), '--page-token', page.next_page_token!, '--json', ...owner]);
   t.equal(rest.json<{ drafts: unknown[] }>().drafts.length, PENDING - PAGE);
@@ -75,7 +75,7 @@ t.test('drafts show prints updated_at and approve --expected-updated-at binds th
   const stale = await svcCli(['drafts', 'approve', draftId, '--expected-updated-at', version!, ...owner]);
   t.not(stale.code, 0, 'an approval of what is no longer there is refused');
   t.match(stale.stderr, /conflict/);
-  t.equal((await api<{ send_status: string }>(svc.url, 'GET', `/v0/drafts/${draftId}`, { token: svc.ownerToken })).body.send_status, 'pending_approval', 'and the draft still waits');
+  t.equal((await api<{ state: string }>(svc.url, 'GET', `/v0/drafts/${draftId}`, { token: svc.ownerToken })).body.state, 'pending_approval', 'and the draft still waits');
 
   const reread = await svcCli(['drafts', 'show', draftId, '--json', ...owner]);
   const current = reread.json<{ updated_at: string; subject: string }>();
@@ -83,5 +83,5 @@ t.test('drafts show prints updated_at and approve --expected-updated-at binds th
   const approved = await svcCli(['drafts', 'approve', draftId, '--expected-updated-at', current.updated_at, ...owner]);
   t.equal(approved.code, 0, approved.stderr);
   t.match(approved.stdout, /^Approved/);
-  t.not((await api<{ send_status: string }>(svc.url, 'GET', `/v0/drafts/${draftId}`, { token: svc.ownerToken })).body.send_status, 'pending_approval', 'the current version is approved');
+  t.not((await api<{ state: string }>(svc.url, 'GET', `/v0/drafts/${draftId}`, { token: svc.ownerToken })).body.state, 'pending_approval', 'the current version is approved');
 });

@@ -193,7 +193,13 @@ t.test('approval policy: the agent send exits 1 with approval_required and the d
   t.match(approve.json(), { message_id: String, thread_id: String });
   await arrived('bob@cli.test', 'Needs approval');
   const reject = await svcCli(['drafts', 'reject', rejectId, '--reason', 'Not now', '--json', ...owner]);
-  t.match(reject.json(), { draft_id: rejectId, send_status: 'rejected', send_reason: 'Not now' });
+  t.match(reject.json(), { draft_id: rejectId, state: 'rejected', send_status: 'failed', send_reason: 'Not now' });
+  // The human output shows svc's own state, also where the SDK's send_status has no name for it.
+  const shown = await svcCli(['drafts', 'show', rejectId, ...owner]);
+  t.match(shown.stdout, /status: +rejected \(Not now\)/);
+  const plainDraft = await svcCli(['drafts', 'create', '--inbox', 'alice@cli.test', '--subject', 'Plain', '--text', 'x', ...owner]);
+  t.match(plainDraft.stdout, /^Created draft \S+ \(draft\)\.\n/);
+  t.match(plainDraft.stdout, /status: +draft\n/);
   const agentApprove = await svcCli(['drafts', 'approve', rejectId], { env });
   t.equal(agentApprove.code, 4, 'approving is for the owner');
 

@@ -192,7 +192,7 @@ t.test('the approval send policy turns a send into a draft: approval_required wi
   t.match(res.body, { name: 'ApprovalRequiredError', code: 'approval_required', draft_id: String });
   const draft = await call(client, 'get_draft', { inboxId: inbox, draftId: res.body.draft_id });
   t.notOk(draft.isError);
-  t.match(draft.body, { draft_id: res.body.draft_id, subject: 'Needs approval', send_status: 'pending_approval' });
+  t.match(draft.body, { draft_id: res.body.draft_id, subject: 'Needs approval', state: 'pending_approval' });
 });
 
 t.test('the read_only send policy cannot send: missing_permission', async (t) => {

@@ -51,12 +51,12 @@ t.test('a scheduled draft that fell due while the service was stopped is sent af
   db.close();
   await api(first.url, 'PUT', '/v0/owner/transport', { token: first.ownerToken, body: { smtp: { host: '127.0.0.1', port: sink.port } } });
   const sendAt = new Date(Date.now() + 2_000).toISOString();
-  const draft = await api<{ draft_id: string; send_status: string }>(first.url, 'POST', `/v0/inboxes/${enc(inbox)}/drafts`, {
+  const draft = await api<{ draft_id: string; state: string }>(first.url, 'POST', `/v0/inboxes/${enc(inbox)}/drafts`, {
     token: first.ownerToken,
     body: { to: ['bob@remote.example'], subject: 'Due during the outage', text: 'x', send_at: sendAt },
   });
   t.equal(draft.status, 200);
-  t.equal(draft.body.send_status, 'scheduled');
+  t.equal(draft.body.state, 'scheduled');
   t.equal(await first.stop(), 0);
   await new Promise((r) => setTimeout(r, 2_500));
   t.equal(sink.messages.length, 0, 'nothing was sent while stopped');
@@ -66,7 +66,7 @@ t.test('a scheduled draft that fell due while the service was stopped is sent af
   await sink.waitFor(1, 20_000);
   let status = '';
   for (let i = 0; i < 100 && status !== 'sent'; i++) {
-    status = (await api<{ send_status: string }>(second.url, 'GET', `/v0/inboxes/${enc(inbox)}/drafts/${draft.body.draft_id}`, { token: second.ownerToken })).body.send_status;
+    status = (await api<{ state: string }>(second.url, 'GET', `/v0/inboxes/${enc(inbox)}/drafts/${draft.body.draft_id}`, { token: second.ownerToken })).body.state;
     if (status !== 'sent') await new Promise((r) => setTimeout(r, 100));
   }
   t.equal(status, 'sent');

@@ -50,18 +50,18 @@ t.test('kill -9 during draft approvals: each draft ends sent exactly once or sta
   t.teardown(() => second.stop());
   let reapproved = 0;
   for (const id of drafts) {
-    const draft = (await api<{ send_status: string; message_id: string | null }>(second.url, 'GET', `/v0/inboxes/${enc(inbox)}/drafts/${id}`, { token: second.ownerToken })).body;
-    t.ok(['pending_approval', 'scheduled', 'sending', 'sent'].includes(draft.send_status), `${id}: ${draft.send_status} after the restart`);
+    const draft = (await api<{ state: string; message_id: string | null }>(second.url, 'GET', `/v0/inboxes/${enc(inbox)}/drafts/${id}`, { token: second.ownerToken })).body;
+    t.ok(['pending_approval', 'scheduled', 'sending', 'sent'].includes(draft.state), `${id}: ${draft.state} after the restart`);
     // Approving again (the owner retrying, same key) must never send a second copy.
     const again = await api<{ message_id: string }>(second.url, 'POST', `/v0/inboxes/${enc(inbox)}/drafts/${id}/approve`, { token: second.ownerToken, headers: { 'idempotency-key': `approve-${id}` } });
     t.equal(again.status, 200, `${id}: approve after the restart → ${again.text.slice(0, 120)}`);
     if (draft.message_id) t.equal(again.body.message_id, draft.message_id, 'the same message, not a new one');
-    if (draft.send_status === 'pending_approval') reapproved++;
+    if (draft.state === 'pending_approval') reapproved++;
   }
   t.comment(`${reapproved} drafts were still waiting for approval after the restart`);
   const messageIds = await until('every draft sent', async () => {
-    const all = await Promise.all(drafts.map(async (id) => (await api<{ send_status: string; message_id: string }>(second.url, 'GET', `/v0/inboxes/${enc(inbox)}/drafts/${id}`, { token: second.ownerToken })).body));
-    return all.every((d) => d.send_status === 'sent') ? all.map((d) => d.message_id) : undefined;
+    const all = await Promise.all(drafts.map(async (id) => (await api<{ state: string; message_id: string }>(second.url, 'GET', `/v0/inboxes/${enc(inbox)}/drafts/${id}`, { token: second.ownerToken })).body));
+    return all.every((d) => d.state === 'sent') ? all.map((d) => d.message_id) : undefined;
   });
   await until('every approved message at the sink', async () => (messageIds.every((id) => rig.sinkCopies().has(id)) ? true : undefined), 20_000);
   await sleep(1_000);

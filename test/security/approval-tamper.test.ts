@@ -19,7 +19,7 @@ interface DraftBody {
   bcc: string[] | null;
   text: string | null;
   subject: string | null;
-  send_status: string;
+  state: string;
   send_at: string | null;
   labels: string[];
   attachments: { attachment_id: string; filename: string | null }[];
@@ -92,7 +92,7 @@ async function arrived(marker: string): Promise<Buffer> {
 t.test('an approval-policy agent cannot change a pending draft: recipients, body, attachments, schedule, labels', async (t) => {
   const draftId = await agentSend('tamper-1', { attachments: [{ filename: 'numbers.txt', content: b64('42') }] });
   const seen = await read(draftId);
-  t.equal(seen.send_status, 'pending_approval');
+  t.equal(seen.state, 'pending_approval');
   const tampering: [string, Record<string, unknown>][] = [
     ['recipient + body', { to: ['attacker@evil.example'], text: 'Wire the money to account 666.' }],
     ['hidden recipient', { bcc: ['attacker@evil.example'] }],
@@ -142,7 +142,7 @@ t.test('the owner approves the version read: a later edit makes that approve 409
   t.equal(stale.status, 409, stale.text);
   t.equal(stale.body.code, 'conflict');
   t.equal(stale.body.updated_at, edit.body.updated_at, 'the answer names the current version');
-  t.equal((await read(draftId)).send_status, 'pending_approval', 'still waiting');
+  t.equal((await read(draftId)).state, 'pending_approval', 'still waiting');
   const garbage = await approve(draftId, { expected_updated_at: 'not a version' });
   t.equal(garbage.status, 409, 'any other value is stale too');
   t.equal(sunk('tamper-2').length, 0, 'nothing was sent');
@@ -161,15 +161,15 @@ t.test('after an approval to send later, an agent edit asks again and the old ap
     token: agent,
     body: { to: ['ann@example.net'], subject: 'Report tamper-3', text: 'Approved body tamper-3', send_at: later },
   });
-  t.equal(created.body.send_status, 'pending_approval');
+  t.equal(created.body.state, 'pending_approval');
   const scheduled = await approve(created.body.draft_id, { expected_updated_at: created.body.updated_at });
   t.equal(scheduled.status, 200, scheduled.text);
   const approvedVersion = (scheduled.body as unknown as DraftBody).updated_at;
-  t.equal((scheduled.body as unknown as DraftBody).send_status, 'scheduled');
+  t.equal((scheduled.body as unknown as DraftBody).state, 'scheduled');
 
   const edit = await api<DraftBody>(svc.url, 'PATCH', draftPath(created.body.draft_id), { token: agent, body: { to: ['attacker@evil.example'], send_at: new Date(Date.now() - 1000).toISOString() } });
   t.equal(edit.status, 200, 'a scheduled draft may be edited, which withdraws the approval');
-  t.equal(edit.body.send_status, 'pending_approval');
+  t.equal(edit.body.state, 'pending_approval');
   for (let i = 0; i < 200 && eventsFor('draft.approval_required', created.body.draft_id).length < 2; i++) await new Promise((r) => setTimeout(r, 25));
   t.equal(eventsFor('draft.approval_required', created.body.draft_id).length, 2, 'the owner is asked again');
 
@@ -201,7 +201,7 @@ t.test('race: agent and direct edits against the owner approve, round after roun
       t.notMatch(raw, /Tampered body/);
     } else {
       t.equal(approved.body.code, 'conflict', `${marker}: the approve lost to the edit`);
-      t.equal((await read(draftId)).send_status, 'pending_approval', `${marker}: the edited draft waits for a new approval`);
+      t.equal((await read(draftId)).state, 'pending_approval', `${marker}: the edited draft waits for a new approval`);
     }
   }
   // Anything sent at all was sent as approved: no tampered message ever reached the sink.

@@ -17,7 +17,8 @@ export interface DraftItem {
   subject: string | null;
   attachments: { attachment_id: string; filename: string | null; size: number }[];
   preview: string | null;
-  send_status: string;
+  /** svc's full draft state; `send_status` is only the AgentMail SDK's subset. */
+  state: string;
   send_reason: string | null;
   send_at: string | null;
   updated_at: string;
@@ -29,8 +30,9 @@ interface Draft extends DraftItem {
 }
 
 /**
- * The drafts in one state across every inbox, newest first (`send_status` filter). A queue longer
- * than DRAFT_PAGES_MAX pages shows its newest part; acting on those brings the rest up.
+ * The drafts in one state across every inbox, newest first (the `send_status` query filters on
+ * svc's `state`). A queue longer than DRAFT_PAGES_MAX pages shows its newest part; acting on
+ * those brings the rest up.
  */
 const DRAFT_PAGES_MAX = 10;
 async function draftsWithStatus(status: string): Promise<DraftItem[]> {
@@ -91,7 +93,7 @@ function PendingDraft({ item, onDone, onDecided }: { item: DraftItem; onDone: ()
             void action.run(async () => {
               try {
                 // Approve exactly the version shown: if the draft changed since, svc answers 409.
-                const r = await post<{ message_id?: string; send_status?: string }>(`${draftPath(item)}/approve`, { expected_updated_at: item.updated_at });
+                const r = await post<{ message_id?: string; state?: string }>(`${draftPath(item)}/approve`, { expected_updated_at: item.updated_at });
                 onDecided(decisionLine(item, r.message_id ? 'approved and sent.' : `approved; it stays scheduled${item.send_at ? ` for ${when(item.send_at)}` : ''}.`));
               } catch (e) {
                 if (e instanceof ApiFailure && e.code === 'conflict') onDone();
