@@ -7,6 +7,7 @@
  */
 import {
   createCipheriv,
+  type CipherGCM,
   createDecipheriv,
   createHash,
   createPrivateKey,
@@ -168,8 +169,11 @@ function concatKdf(sharedSecret: Buffer, apu: Buffer, apv: Buffer): Buffer {
     .digest();
 }
 
-/** Seals one payload to the home's public key; returns the compact JWE. */
-export async function sealObject(payload: InboundObject, recipient: X25519PublicJwk | SealingKey): Promise<string> {
+/**
+ * A fresh content key agreed with the home's key (ECDH-ES+A256KW): the first three parts of the
+ * compact JWE (`lead`, ending in a dot) and the AES-256-GCM cipher for its content.
+ */
+async function startJwe(recipient: X25519PublicJwk | SealingKey): Promise<{ lead: string; cipher: CipherGCM }> {
   const sealing = 'keyId' in recipient ? recipient : await prepareSealingKey(recipient);
   const ephemeral = generateKeyPairSync('x25519');
   const kek = concatKdf(diffieHellman({ privateKey: ephemeral.privateKey, publicKey: sealing.key }), Buffer.alloc(0), Buffer.alloc(0));
@@ -183,8 +187,14 @@ export async function sealObject(payload: InboundObject, recipient: X25519Public
   const iv = randomBytes(IV_BYTES);
   const cipher = createCipheriv('aes-256-gcm', cek, iv, { authTagLength: TAG_BYTES });
   cipher.setAAD(Buffer.from(header, 'ascii'));
+  return { lead: `${header}.${encryptedKey.toString('base64url')}.${iv.toString('base64url')}.`, cipher };
+}
+
+/** Seals one payload to the home's public key; returns the compact JWE. */
+export async function sealObject(payload: InboundObject, recipient: X25519PublicJwk | SealingKey): Promise<string> {
+  const { lead, cipher } = await startJwe(recipient);
   const ciphertext = Buffer.concat([cipher.update(JSON.stringify(payload), 'utf8'), cipher.final()]);
-  return [header, encryptedKey.toString('base64url'), iv.toString('base64url'), ciphertext.toString('base64url'), cipher.getAuthTag().toString('base64url')].join('.');
+  return `${lead}${ciphertext.toString('base64url')}.${cipher.getAuthTag().toString('base64url')}`;
 }
 
 /** The payload without the message: what `sealMessage` takes beside the raw bytes and `openSealed` returns beside them. */
@@ -237,27 +247,14 @@ class Base64UrlWriter {
  * edge then holds the message once and the sealed object (4/3 × 4/3 of it) once.
  */
 export async function sealMessage(meta: InboundMeta, raw: Buffer, recipient: X25519PublicJwk | SealingKey): Promise<Buffer> {
-  const sealing = 'keyId' in recipient ? recipient : await prepareSealingKey(recipient);
-  const ephemeral = generateKeyPairSync('x25519');
-  const kek = concatKdf(diffieHellman({ privateKey: ephemeral.privateKey, publicKey: sealing.key }), Buffer.alloc(0), Buffer.alloc(0));
-  const cek = randomBytes(CEK_BYTES);
-  const wrap = createCipheriv('id-aes256-wrap', kek, KEY_WRAP_IV);
-  const encryptedKey = Buffer.concat([wrap.update(cek), wrap.final()]);
-  const { x } = ephemeral.publicKey.export({ format: 'jwk' });
-  const header = Buffer.from(
-    JSON.stringify({ alg: SEAL_ALG, enc: SEAL_ENC, cty: SEAL_CONTENT_TYPE, kid: sealing.keyId, epk: { x, crv: 'X25519', kty: 'OKP' } }),
-  ).toString('base64url');
-  const iv = randomBytes(IV_BYTES);
+  const { lead, cipher } = await startJwe(recipient);
   // `raw` goes last, so the JSON is this text with the base64 of the message between the quotes.
   const json = JSON.stringify({ version: meta.version, envelope: meta.envelope, auth: meta.auth, spam: meta.spam, raw: '' });
   const jsonHead = Buffer.from(json.slice(0, -2), 'utf8');
   const jsonTail = Buffer.from('"}', 'utf8');
   const plaintextLength = jsonHead.length + base64Length(raw.length, true) + jsonTail.length;
-  const lead = `${header}.${encryptedKey.toString('base64url')}.${iv.toString('base64url')}.`;
   const out = Buffer.allocUnsafe(lead.length + base64Length(plaintextLength, false) + 1 + base64Length(TAG_BYTES, false));
   out.write(lead, 0, 'latin1');
-  const cipher = createCipheriv('aes-256-gcm', cek, iv, { authTagLength: TAG_BYTES });
-  cipher.setAAD(Buffer.from(header, 'ascii'));
   const writer = new Base64UrlWriter(out, lead.length);
   writer.write(cipher.update(jsonHead));
   for (let at = 0; at < raw.length; at += STREAM_CHUNK_BYTES) {
