@@ -9,11 +9,10 @@
  *   npm run build && scripts/with-keyring.sh node dist/bench/inbound-memory.js [COUNT] [MB]
  */
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import nodemailer from 'nodemailer';
-import dns2 from 'dns2';
-import { callJson, ownerToken, root, spawnUntil } from './util.js';
+import { callJson } from './util.js';
+import { emptyDns, serveLocalEdge } from './ingest.js';
 
 const COUNT = Number(process.argv[2] ?? 1);
 const MB = Number(process.argv[3] ?? 20);
@@ -30,22 +29,9 @@ function memory(pid: number): { rss: number; peak: number } {
   return { rss: kib('VmRSS'), peak: kib('VmHWM') };
 }
 
-const dns = dns2.createServer({ udp: true, handle: (request, send) => send(dns2.Packet.createResponseFromRequest(request)) });
-const bound = (await dns.listen({ udp: { port: 0, address: '127.0.0.1' } })) as { udp: { port: number } };
-const home = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-memory-')), 'home');
-let smtpPort = 0;
-const svc = await spawnUntil([path.join(root, 'bin', 'svc'), 'serve', '--init', '--home', home, '--local-edge', '--edge-dns', `127.0.0.1:${bound.udp.port}`], (line) => {
-  try {
-    const data = JSON.parse(line) as { event?: string; url?: string; smtp?: string };
-    if (data.event !== 'server.ready') return null;
-    smtpPort = Number(data.smtp?.split(':')[1]);
-    return data.url ?? null;
-  } catch {
-    return null;
-  }
-});
+const dns = await emptyDns();
+const { svc, home, smtpPort, token } = await serveLocalEdge('svc-bench-memory-', dns.server);
 const pid = svc.proc.pid!;
-const token = ownerToken(home);
 await callJson(svc.url, token, 'POST', '/v0/inboxes', { username: 'mem', domain: 'local.test' });
 const stored = async () => ((await callJson(svc.url, token, 'GET', `/v0/inboxes/${encodeURIComponent(INBOX)}/messages?limit=100`)).messages as unknown[]).length;
 const smtp = nodemailer.createTransport({ host: '127.0.0.1', port: smtpPort, secure: false, ignoreTLS: true });
@@ -93,5 +79,5 @@ console.log(
 );
 smtp.close();
 await svc.stop();
-dns.close();
+await dns.close();
 fs.rmSync(path.dirname(home), { recursive: true, force: true });

@@ -9,7 +9,7 @@ import path from 'node:path';
 import nodemailer from 'nodemailer';
 import { SMTPServer } from 'smtp-server';
 import WebSocket from 'ws';
-import { cpuSnapshot, percentile, profileFlags, round, spawnUntil, root } from './util.js';
+import { cpuSnapshot, ownerToken, percentile, profileFlags, round, spawnUntil, root } from './util.js';
 
 const MESSAGES = Number(process.env.BENCH_INGEST_MESSAGES ?? 2000);
 const CONNECTIONS = Number(process.env.BENCH_INGEST_CONNECTIONS ?? 8);
@@ -21,7 +21,7 @@ const INBOX = 'bench@ingest.test';
  * the network. It runs in its own process: answered from this busy load-generating process, DNS
  * replies would queue behind the client's own work and be measured as edge latency.
  */
-async function emptyDns(): Promise<{ server: string; pid: number | undefined; close(): Promise<void> }> {
+export async function emptyDns(): Promise<{ server: string; pid: number | undefined; close(): Promise<void> }> {
   const script = `import dns2 from '${path.join(root, 'node_modules', 'dns2', 'index.js')}';
 const server = dns2.createServer({ udp: true, handle: (request, send) => send(dns2.Packet.createResponseFromRequest(request)) });
 const a = await server.listen({ udp: { port: 0, address: '127.0.0.1' } });
@@ -30,6 +30,26 @@ console.log('ready 127.0.0.1:' + a.udp.port);`;
   fs.writeFileSync(file, script);
   const child = await spawnUntil([file], (l) => (l.startsWith('ready ') ? l.slice(6) : null));
   return { server: child.url, pid: child.proc.pid, close: async () => { await child.stop(); fs.rmSync(file, { force: true }); } };
+}
+
+/**
+ * `svc serve --init --local-edge` in a fresh temp home, its mail checks answered by `dnsServer`:
+ * the running service, its home, the built-in edge's SMTP port and the owner bearer.
+ */
+export async function serveLocalEdge(tmpPrefix: string, dnsServer: string, nodeFlags: string[] = []) {
+  const home = path.join(fs.mkdtempSync(path.join(os.tmpdir(), tmpPrefix)), 'home');
+  let smtpPort = 0;
+  const svc = await spawnUntil([...nodeFlags, path.join(root, 'bin', 'svc'), 'serve', '--init', '--home', home, '--local-edge', '--edge-dns', dnsServer], (line) => {
+    try {
+      const data = JSON.parse(line) as { event?: string; url?: string; smtp?: string };
+      if (data.event !== 'server.ready') return null;
+      smtpPort = Number(data.smtp?.split(':')[1]);
+      return data.url ?? null;
+    } catch {
+      return null;
+    }
+  });
+  return { svc, home, smtpPort, token: ownerToken(home) };
 }
 
 /** Sends MESSAGES mails with CONNECTIONS pooled connections; returns per-subject accept times. */
@@ -64,19 +84,7 @@ async function baseline(): Promise<number> {
 export async function benchIngest(): Promise<Record<string, number | string | null>> {
   const baselineRate = await baseline();
   const dns = await emptyDns();
-  const home = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-ingest-')), 'home');
-  let smtpPort = 0;
-  const svc = await spawnUntil([...profileFlags(), path.join(root, 'bin', 'svc'), 'serve', '--init', '--home', home, '--local-edge', '--edge-dns', dns.server], (line) => {
-    try {
-      const data = JSON.parse(line) as { event?: string; url?: string; smtp?: string };
-      if (data.event !== 'server.ready') return null;
-      smtpPort = Number(data.smtp?.split(':')[1]);
-      return data.url ?? null;
-    } catch {
-      return null;
-    }
-  });
-  const { owner_token: token } = JSON.parse(fs.readFileSync(path.join(home, 'connection.json'), 'utf8')) as { owner_token: string };
+  const { svc, home, smtpPort, token } = await serveLocalEdge('svc-bench-ingest-', dns.server, profileFlags());
   await fetch(`${svc.url}/v0/inboxes`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ username: 'bench', domain: 'ingest.test' }) });
   // Wait for the routing push: the edge answers 451 until it knows the address.
   for (let i = 0; i < 100; i++) {
