@@ -11,7 +11,7 @@ import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
 import { startLoopbackDns, type LoopbackDns } from '../helpers/dns.js';
 import { startSink, type Sink } from '../helpers/sink.js';
 import { subscribe, type EventStream } from '../helpers/events.js';
-import { dsnReport } from '../helpers/mail.js';
+import { arfReport, dsnReport } from '../helpers/mail.js';
 
 const enc = encodeURIComponent;
 let dns: LoopbackDns;
@@ -102,36 +102,12 @@ t.test('through the local edge: delivered to the remote MX, bounced by a 5xx and
   );
 
   // 3b. A feedback-loop complaint (ARF) tied to the message by the VERP tag it quotes: complained.
-  const arf = [
-    'From: Feedback Loop <fbl@remote.example>',
-    'To: svc-feedback@home.example',
-    'Subject: Abuse report',
-    'MIME-Version: 1.0',
-    'Content-Type: multipart/report; report-type=feedback-report; boundary="F"',
-    '',
-    '--F',
-    'Content-Type: text/plain',
-    '',
-    'A recipient marked this message as spam.',
-    '--F',
-    'Content-Type: message/feedback-report',
-    '',
-    'Feedback-Type: abuse',
-    'User-Agent: fbl/1.0',
-    'Version: 1',
-    `Original-Mail-From: <${copy.from}>`,
-    '',
-    '--F',
-    'Content-Type: text/rfc822-headers',
-    '',
+  const arf = arfReport('svc-feedback@home.example', { originalMailFrom: copy.from }, [
     `From: ${alice}`,
     'To: erin@remote.example',
     `Message-ID: ${later.message_id}`,
     'Subject: Later bounce',
-    '',
-    '--F--',
-    '',
-  ].join('\r\n');
+  ]);
   await client.sendMail({ envelope: { from: 'fbl@remote.example', to: ['svc-feedback@home.example'] }, raw: arf });
   const complaint = await events.next('message.complained', (e) => (e.complaint as { message_id: string }).message_id === later.message_id);
   t.match(complaint.complaint, { type: 'unknown', sub_type: 'unknown' });

@@ -88,3 +88,38 @@ export function dsnReport(to: string, recipient: string, messageId?: string): st
     '',
   ].join('\r\n');
 }
+
+/**
+ * An abuse feedback report (ARF, RFC 5965) to `feedbackAddress`: the report fields given, and the
+ * original message's headers quoted as `text/rfc822-headers`.
+ */
+export function arfReport(feedbackAddress: string, report: { originalMailFrom?: string; originalRcptTo?: string }, quotedHeaders: string[]): string {
+  return [
+    'From: Feedback Loop <fbl@remote.example>',
+    `To: ${feedbackAddress}`,
+    'Subject: Abuse report',
+    'MIME-Version: 1.0',
+    'Content-Type: multipart/report; report-type=feedback-report; boundary="F"',
+    '',
+    '--F',
+    'Content-Type: text/plain',
+    '',
+    'A recipient marked this message as spam.',
+    '--F',
+    'Content-Type: message/feedback-report',
+    '',
+    'Feedback-Type: abuse',
+    'User-Agent: fbl/1.0',
+    'Version: 1',
+    ...(report.originalMailFrom ? [`Original-Mail-From: <${report.originalMailFrom}>`] : []),
+    ...(report.originalRcptTo ? [`Original-Rcpt-To: <${report.originalRcptTo}>`] : []),
+    '',
+    '--F',
+    'Content-Type: text/rfc822-headers',
+    '',
+    ...quotedHeaders,
+    '',
+    '--F--',
+    '',
+  ].join('\r\n');
+}

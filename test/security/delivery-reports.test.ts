@@ -14,7 +14,7 @@ import { api, startSvc } from '../helpers/svc.js';
 import { startLoopbackDns, type LoopbackDns } from '../helpers/dns.js';
 import { startSink, type Sink } from '../helpers/sink.js';
 import { subscribe } from '../helpers/events.js';
-import { dsnReport } from '../helpers/mail.js';
+import { arfReport, dsnReport } from '../helpers/mail.js';
 
 const enc = encodeURIComponent;
 const DOMAIN = 'home.example';
@@ -31,36 +31,9 @@ t.teardown(async () => {
 });
 
 
-function arf(recipient: string, messageId: string, originalMailFrom?: string): string {
-  return [
-    'From: Feedback Loop <fbl@remote.example>',
-    `To: svc-feedback@${DOMAIN}`,
-    'Subject: Abuse report',
-    'MIME-Version: 1.0',
-    'Content-Type: multipart/report; report-type=feedback-report; boundary="F"',
-    '',
-    '--F',
-    'Content-Type: text/plain',
-    '',
-    'A recipient marked this message as spam.',
-    '--F',
-    'Content-Type: message/feedback-report',
-    '',
-    'Feedback-Type: abuse',
-    'Version: 1',
-    ...(originalMailFrom ? [`Original-Mail-From: <${originalMailFrom}>`] : []),
-    `Original-Rcpt-To: <${recipient}>`,
-    '',
-    '--F',
-    'Content-Type: text/rfc822-headers',
-    '',
-    `Message-ID: ${messageId}`,
-    `To: ${recipient}`,
-    '',
-    '--F--',
-    '',
-  ].join('\r\n');
-}
+/** A complaint about `recipient`'s copy of `messageId`, optionally quoting a return path. */
+const arf = (recipient: string, messageId: string, originalMailFrom?: string) =>
+  arfReport(`svc-feedback@${DOMAIN}`, { originalMailFrom, originalRcptTo: recipient }, [`Message-ID: ${messageId}`, `To: ${recipient}`]);
 
 t.test('forged DSN and ARF reports do not mark a sent message bounced or complained; a genuine DSN does', async (t) => {
   const svc = await startSvc({ args: ['--local-edge', '--edge-dns', dns.server, '--relay-port', String(sink.port)] });
