@@ -155,6 +155,8 @@ export interface PreparedSend {
   messageId: string;
   timestamp: string;
   raw: Uint8Array;
+  /** Reply-free text and HTML for search and preview, derived before any transaction. */
+  extracted: { text: string | null; html: string | null };
 }
 
 export type ComposeMime = (spec: MimeSpec) => Promise<Uint8Array>;
@@ -187,7 +189,9 @@ export async function prepareSend(inbox: InboxRow, kind: OutboundKind, compositi
     attachments: c.attachments.map((a) => ({ ...a, content: new Uint8Array(a.content.buffer, a.content.byteOffset, a.content.byteLength) })),
   });
   if (raw.byteLength >= MAX_MESSAGE_BYTES) throw tooLarge(raw.byteLength);
-  return { inbox, kind, composition, threading, messageId, timestamp, raw };
+  // Derived here, not in queueOutbound: the write transaction holds the lock for SQL only.
+  const extracted = { text: extractText(c.text), html: extractHtml(c.html) };
+  return { inbox, kind, composition, threading, messageId, timestamp, raw, extracted };
 }
 
 export const allRecipients = (c: Composition): Recipient[] => [...c.to, ...c.cc, ...c.bcc];
@@ -235,11 +239,10 @@ export const returnPath = (ref: string, domain: string) => `svc-bounce+${ref}@${
  * row. Runs inside the caller's transaction; the caller wakes the outbox after the commit.
  */
 export function queueOutbound(db: Db, send: PreparedSend, extraLabels: readonly string[] = []): { rowid: number; messageId: string; threadId: string } {
-  const { inbox, composition: c, threading, messageId, timestamp } = send;
+  const { inbox, composition: c, threading, messageId, timestamp, extracted } = send;
   const threadId = (threading.threadId && threadExists(db, threading.threadId, inbox.inbox_id) ? touchThread(db, threading.threadId, timestamp) : null) ??
     joinThread(db, inbox.inbox_id, [...(threading.inReplyTo ? [threading.inReplyTo] : []), ...threading.references], timestamp) ??
     newThread(db, inbox.inbox_id, c.subject, timestamp);
-  const extractedText = extractText(c.text);
   const from = fromHeader(inbox);
   const headers: Record<string, string> = {
     ...c.headers,
@@ -270,11 +273,11 @@ export function queueOutbound(db: Db, send: PreparedSend, extraLabels: readonly 
       json(c.bcc.map((r) => r.display)),
       json(c.replyTo.map((r) => r.display)),
       c.subject,
-      previewOf(extractedText),
+      previewOf(extracted.text),
       c.text,
       c.html,
-      extractedText,
-      extractHtml(c.html),
+      extracted.text,
+      extracted.html,
       JSON.stringify(headers),
       threading.inReplyTo,
       json(threading.references),
