@@ -16,8 +16,8 @@ import { commitInbound } from '../src/mail/store.js';
 import { parseMime, type ParsedMail } from '../workers/pool/tasks.js';
 import { percentile, round, rssMiB, sampleMemory, startHelloWorld, startSvc, type Metric } from './util.js';
 import { randomBytes } from 'node:crypto';
-import { sha256Hex } from '../src/http/secrets.js';
-import { API_KEY_PREFIX } from '../src/http/credentials.js';
+import { sha256Hex } from '../src/auth/secrets.js';
+import { API_KEY_PREFIX } from '../src/auth/credentials.js';
 import { uuidv7 } from '../src/db/ids.js';
 
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 100_000);

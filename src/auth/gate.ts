@@ -14,11 +14,11 @@
  *   the token lives only in this origin's storage.
  */
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
-import { ApiError, ownerOnly, unauthorized } from '../http/errors.js';
-import { isOwner, type Listener, type Principal } from '../http/principal.js';
-import { resolveBearer } from '../http/credentials.js';
-import { sameSecret } from '../http/secrets.js';
-import { markApiKeyUsed } from '../mail/api-keys.js';
+import { ApiError, ownerOnly, unauthorized } from '../core/errors.js';
+import { isOwner, type Listener, type Principal } from './principal.js';
+import { resolveBearer } from './credentials.js';
+import { sameSecret } from './secrets.js';
+import { markApiKeyUsed } from './api-keys.js';
 import type { OwnerAccount } from '../owner/owner-account.js';
 import type { Db } from '../db/open.js';
 import { CSRF_HEADER, SESSION_COOKIE } from '../owner/limits.js';

@@ -1,5 +1,5 @@
 /** CLI exit codes (spec §7.2); 1 for anything not listed. */
-import type { ErrorCode } from '../http/errors.js';
+import type { ErrorCode } from '../core/errors.js';
 
 export const EXIT = {
   ok: 0,

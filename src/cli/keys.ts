@@ -4,7 +4,7 @@
  */
 import { CliError } from './exit-codes.js';
 import { enc, opt, PAGE_OPTIONS, pageQuery, type Ctx, type Group } from './commands.js';
-import { PERMISSIONS } from '../mail/permissions.js';
+import { PERMISSIONS } from '../auth/permissions.js';
 import { fields, out, pageTable, printJson, type Column, WHOLE } from './output.js';
 
 interface ApiKey {

@@ -16,7 +16,7 @@ import { readKek } from '../keys/credential-store.js';
 import { homeFiles, resolveHome, type Flavor } from '../keys/home.js';
 import { CliError } from './exit-codes.js';
 import { isSourceCheckout } from './package-root.js';
-import type { ErrorCode } from '../http/errors.js';
+import type { ErrorCode } from '../core/errors.js';
 
 /** A local service answers at once; longer means it is wedged or not svc. Remote (agent) calls get more. */
 const OWNER_TIMEOUT_MS = 10_000;

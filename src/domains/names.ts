@@ -1,7 +1,7 @@
 /** Domain names as svc stores them: lower-case ASCII (punycode for IDNs), a real multi-label DNS name. */
 import { isIP } from 'node:net';
 import { domainToASCII } from 'node:url';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../core/errors.js';
 
 export const DOMAIN_MAX = 253;
 const LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;

@@ -18,9 +18,9 @@ import { Type, type Static } from 'typebox';
 import { Compile } from 'typebox/compile';
 import type { Db } from '../db/open.js';
 import type { Bus } from '../supervisor/bus.js';
-import type { Principal } from '../http/principal.js';
-import { refreshPrincipal } from '../http/credentials.js';
-import { normalizeInboxId } from '../http/access.js';
+import type { Principal } from '../auth/principal.js';
+import { refreshPrincipal } from '../auth/credentials.js';
+import { normalizeInboxId } from '../auth/access.js';
 import { latestSeq, seqOfEventId } from './log.js';
 import { EVENT_TYPES, canReadEventStream, isEventVisible, type EventAddress } from './visibility.js';
 

@@ -3,7 +3,7 @@
  * an event only when its inbox is in the credential's scope and the credential holds the
  * permissions the event type needs. Webhooks and the WebSocket both ask here, at delivery time.
  */
-import { hasPermission, inScope, isOwner, type Principal } from '../http/principal.js';
+import { hasPermission, inScope, isOwner, type Principal } from '../auth/principal.js';
 
 export { EVENT_TYPES } from './event-types.js';
 import { EVENT_TYPES } from './event-types.js';

@@ -8,13 +8,9 @@ import cookie from '@fastify/cookie';
 import websocket from '@fastify/websocket';
 import { Ajv } from 'ajv';
 import addFormats from 'ajv-formats';
-import { ApiError } from './errors.js';
-import type { Listener, Principal } from './principal.js';
+import { ApiError } from '../core/errors.js';
+import type { Principal } from '../auth/principal.js';
 import { installGate, noRoute } from '../auth/gate.js';
-import type { OwnerAccount } from '../owner/owner-account.js';
-import type { Db } from '../db/open.js';
-import type { Bus } from '../supervisor/bus.js';
-import type { CpuPool } from '../supervisor/pool.js';
 import { noteChange } from '../db/stamp.js';
 import { ownerRoutes } from '../routes/owner.js';
 import { transportRoutes } from '../routes/transport.js';
@@ -35,21 +31,7 @@ import { mcpRoutes } from '../routes/mcp.js';
 import { oauthRoutes } from '../routes/oauth.js';
 import { ownerOAuthRoutes } from '../routes/owner-oauth.js';
 import { remoteRoutes } from '../routes/remote.js';
-import type { RemoteAccess } from '../remote/remote-access.js';
-
-/** Everything route plugins need, decorated onto the instance as `app.svc`. */
-export interface AppContext {
-  db: Db;
-  bus: Bus;
-  pool: CpuPool;
-  owner: OwnerAccount;
-  /** The listener's own origin, e.g. http://127.0.0.1:8025; set once listening. */
-  origin: () => string;
-  /** Which listener this app serves: loopback (everything) or the tunnel (agent routes only). */
-  listener: Listener;
-  /** Remote access (tunnel listener and settings); given to the loopback listener only. */
-  remote?: RemoteAccess;
-}
+import type { AppContext } from '../context.js';
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -7,7 +7,7 @@
 import { isBusyError, type Db } from '../db/open.js';
 import { commitInbound } from '../mail/store.js';
 import { listVerdict } from '../mail/lists.js';
-import { prepared } from '../mail/statements.js';
+import { prepared } from '../db/statements.js';
 import type { InboundAuth } from '../edge/sealed.js';
 import type { OpenedInbound } from '../../workers/pool/tasks.js';
 import type { EdgeClient } from './edge-client.js';

@@ -4,7 +4,7 @@
  * commit together.
  */
 import type { Db } from '../db/open.js';
-import { prepared } from '../mail/statements.js';
+import { prepared } from '../db/statements.js';
 import { uuidv7 } from '../db/ids.js';
 import { appendEvent } from '../events/log.js';
 import { QUARANTINE_RETRY_BACKOFF_MS } from '../supervisor/loop-table.js';

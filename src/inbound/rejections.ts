@@ -4,7 +4,7 @@
  */
 import type { Db } from '../db/open.js';
 import { uuidv7 } from '../db/ids.js';
-import { prepared } from '../mail/statements.js';
+import { prepared } from '../db/statements.js';
 
 export interface RejectionRow {
   rejection_id: string;

@@ -7,8 +7,8 @@
  */
 import { Type, type Static } from 'typebox';
 import addressparser from 'nodemailer/lib/addressparser';
-import { ApiError } from '../http/errors.js';
-import type { Principal } from '../http/principal.js';
+import { ApiError } from '../core/errors.js';
+import type { Principal } from '../auth/principal.js';
 import { labelEdit, LabelList } from './labels.js';
 import { canonicalAddress } from './lists.js';
 import { displayAddress } from './serialize.js';

@@ -8,7 +8,7 @@
  */
 import type { Db } from '../db/open.js';
 import { appendEvent } from '../events/log.js';
-import { prepared } from './statements.js';
+import { prepared } from '../db/statements.js';
 
 export interface DeliveryReport {
   id: string;

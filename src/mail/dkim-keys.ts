@@ -7,7 +7,7 @@
 import { generateKeyPair } from 'node:crypto';
 import { promisify } from 'node:util';
 import type { Db } from '../db/open.js';
-import { prepared } from './statements.js';
+import { prepared } from '../db/statements.js';
 
 export interface DkimKey {
   domain: string;

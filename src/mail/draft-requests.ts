@@ -6,11 +6,11 @@
  */
 import { Type, type Static } from 'typebox';
 import type { Db } from '../db/open.js';
-import { inboxFor, requirePermission } from '../http/access.js';
-import { issueDownloadUrl } from '../http/downloads.js';
-import { notFound } from '../http/errors.js';
-import { PageQuery } from '../http/pagination.js';
-import { inScope, type Audience, type Principal } from '../http/principal.js';
+import { inboxFor, requirePermission } from '../auth/access.js';
+import { issueDownloadUrl } from '../auth/downloads.js';
+import { notFound } from '../core/errors.js';
+import { PageQuery } from '../core/pagination.js';
+import { inScope, type Audience, type Principal } from '../auth/principal.js';
 import type { Bus } from '../supervisor/bus.js';
 import {
   createDraft,

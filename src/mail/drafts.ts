@@ -8,11 +8,11 @@ import { Type, type Static } from 'typebox';
 import type { Db } from '../db/open.js';
 import { uuidv7 } from '../db/ids.js';
 import { appendEvent } from '../events/log.js';
-import type { InboxRow } from '../http/access.js';
-import { requirePermission } from '../http/access.js';
-import { ApiError, notFound } from '../http/errors.js';
-import type { Cursor } from '../http/pagination.js';
-import { isOwner, type Principal } from '../http/principal.js';
+import type { InboxRow } from '../auth/access.js';
+import { requirePermission } from '../auth/access.js';
+import { ApiError, notFound } from '../core/errors.js';
+import type { Cursor } from '../core/pagination.js';
+import { isOwner, type Principal } from '../auth/principal.js';
 import {
   Addresses,
   AttachmentInput,
@@ -37,7 +37,7 @@ import { deriveReply, loadOriginal } from './outbound.js';
 import { Attachment, attachmentShape } from './serialize.js';
 import { previewOf, stableAttachmentId } from './store.js';
 import { extractText } from './extract.js';
-import { prepared } from './statements.js';
+import { prepared } from '../db/statements.js';
 
 export const DRAFT_STATUSES = ['draft', 'pending_approval', 'scheduled', 'sending', 'sent', 'rejected', 'failed'] as const;
 export type DraftStatus = (typeof DRAFT_STATUSES)[number];

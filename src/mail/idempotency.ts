@@ -7,8 +7,8 @@
  */
 import { createHash } from 'node:crypto';
 import type { Db } from '../db/open.js';
-import { ApiError } from '../http/errors.js';
-import { prepared } from './statements.js';
+import { ApiError } from '../core/errors.js';
+import { prepared } from '../db/statements.js';
 
 export const IDEMPOTENCY_KEY = /^[A-Za-z0-9._~-]{1,256}$/;
 const REUSABLE_AFTER_MS = 24 * 60 * 60 * 1000;

@@ -6,10 +6,10 @@
 import { randomBytes } from 'node:crypto';
 import { Type, type Static } from 'typebox';
 import type { Db } from '../db/open.js';
-import { ApiError } from '../http/errors.js';
-import { requirePermission, scopeFilter, type InboxRow } from '../http/access.js';
-import { inScope, type Principal } from '../http/principal.js';
-import { bumpSearchGeneration, DEFAULT_LIMIT, pageFromRows, readCursor, type PageBinding } from '../http/pagination.js';
+import { ApiError } from '../core/errors.js';
+import { requirePermission, scopeFilter, type InboxRow } from '../auth/access.js';
+import { inScope, type Principal } from '../auth/principal.js';
+import { bumpSearchGeneration, DEFAULT_LIMIT, pageFromRows, readCursor, type PageBinding } from '../core/pagination.js';
 import { redactMessageEvents } from '../events/log.js';
 
 /** Reserved on every domain for the domain self-test (spec §2.1). */

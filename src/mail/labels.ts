@@ -5,10 +5,10 @@
  */
 import { Type } from 'typebox';
 import type { Db } from '../db/open.js';
-import { ApiError } from '../http/errors.js';
-import { requirePermission } from '../http/access.js';
-import { hasPermission, type Principal } from '../http/principal.js';
-import { prepared } from './statements.js';
+import { ApiError } from '../core/errors.js';
+import { requirePermission } from '../auth/access.js';
+import { hasPermission, type Principal } from '../auth/principal.js';
+import { prepared } from '../db/statements.js';
 
 export const SYSTEM_LABELS = ['received', 'queued', 'sent', 'send_unknown', 'failed', 'delivered', 'bounced', 'complained', 'rejected', 'deferred'] as const;
 /** `trash` hides mail like the other three; the pipeline sets those, callers set `trash`. */

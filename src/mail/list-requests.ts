@@ -3,10 +3,10 @@
  * so REST (src/routes/lists.ts) and MCP behave the same.
  */
 import type { Db } from '../db/open.js';
-import { inboxFor, requirePermission, requireUnrestricted } from '../http/access.js';
-import { ApiError } from '../http/errors.js';
-import { DEFAULT_LIMIT, pageFromRows, readCursor } from '../http/pagination.js';
-import type { Principal } from '../http/principal.js';
+import { inboxFor, requirePermission, requireUnrestricted } from '../auth/access.js';
+import { ApiError } from '../core/errors.js';
+import { DEFAULT_LIMIT, pageFromRows, readCursor } from '../core/pagination.js';
+import type { Principal } from '../auth/principal.js';
 import { getListEntry, listListEntries, normalizeListEntry, type ListDirection, type ListEntry, type ListKey, type ListType } from './lists.js';
 
 /**

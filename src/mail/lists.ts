@@ -6,8 +6,8 @@
 import { domainToASCII } from 'node:url';
 import { Type, type Static } from 'typebox';
 import type { Db } from '../db/open.js';
-import { ApiError } from '../http/errors.js';
-import { prepared } from './statements.js';
+import { ApiError } from '../core/errors.js';
+import { prepared } from '../db/statements.js';
 import { SINGLE_ORGANIZATION_ID, SINGLE_POD_ID } from './inboxes.js';
 
 export const DIRECTIONS = ['receive', 'send', 'reply'] as const;

@@ -4,11 +4,11 @@
  * Checks: inbox in scope (404) → permission (403) → hidden labels.
  */
 import type { Db } from '../db/open.js';
-import { inboxFor } from '../http/access.js';
-import { issueDownloadUrl } from '../http/downloads.js';
-import { notFound } from '../http/errors.js';
-import { searchGeneration } from '../http/pagination.js';
-import type { Audience, Principal } from '../http/principal.js';
+import { inboxFor } from '../auth/access.js';
+import { issueDownloadUrl } from '../auth/downloads.js';
+import { notFound } from '../core/errors.js';
+import { searchGeneration } from '../core/pagination.js';
+import type { Audience, Principal } from '../auth/principal.js';
 import { labelEdit, listVisibility, readVisibility } from './labels.js';
 import { getMessage, listMessages, messageAttachment, updateMessageLabels } from './messages.js';
 import { keysetPage, queryList, timeBounds, type MessageListQuery, type SearchQuery } from './query.js';

@@ -3,7 +3,7 @@
  * Every read takes a Visibility, so hidden mail stays invisible unless the caller may see it.
  */
 import type { Db } from '../db/open.js';
-import { bumpSearchGeneration, type Cursor } from '../http/pagination.js';
+import { bumpSearchGeneration, type Cursor } from '../core/pagination.js';
 import { redactMessageEvents } from '../events/log.js';
 import { applyLabelEdit, labelsOf, touchesHidden, visibleSql, type LabelEdit, type Visibility } from './labels.js';
 import {
@@ -19,7 +19,7 @@ import {
   type MessageRow,
   type ThreadMessageRow,
 } from './serialize.js';
-import { prepared } from './statements.js';
+import { prepared } from '../db/statements.js';
 
 /** Path ids arrive URL-decoded; the angle brackets are optional for convenience. */
 export function normalizeMessageId(id: string): string {

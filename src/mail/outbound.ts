@@ -8,9 +8,9 @@
 import type { Db } from '../db/open.js';
 import { uuidv7 } from '../db/ids.js';
 import { appendEvent } from '../events/log.js';
-import type { InboxRow } from '../http/access.js';
-import { ApiError } from '../http/errors.js';
-import { bumpSearchGeneration } from '../http/pagination.js';
+import type { InboxRow } from '../auth/access.js';
+import { ApiError } from '../core/errors.js';
+import { bumpSearchGeneration } from '../core/pagination.js';
 import type { MimeSpec } from '../../workers/pool/compose.js';
 import { checkAttachmentCount, checkComplete, checkSubject, dedupeRecipients, MAX_MESSAGE_BYTES, outgoingAttachment, parseRecipients, tooLarge, type Composition, type OutgoingAttachment, type Recipient, type StoredAttachmentRow } from './compose.js';
 import type { DkimKey } from './dkim-keys.js';
@@ -20,7 +20,7 @@ import { visibleSql, type Visibility } from './labels.js';
 import { listVerdict } from './lists.js';
 import { bareAddress } from './serialize.js';
 import { joinThread, MAX_INDEXED_BODY, newThread, previewOf, stableAttachmentId } from './store.js';
-import { prepared } from './statements.js';
+import { prepared } from '../db/statements.js';
 import { readTransport } from './transport.js';
 
 export type OutboundKind = 'send' | 'reply' | 'forward';

@@ -6,7 +6,7 @@
  */
 import type { Db } from '../db/open.js';
 import { recordSendOutcome } from './outbound.js';
-import { prepared } from './statements.js';
+import { prepared } from '../db/statements.js';
 
 export interface OutboxRow {
   message_rowid: number;

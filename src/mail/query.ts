@@ -4,9 +4,9 @@
  */
 import { Type, type Static } from 'typebox';
 import type { Db } from '../db/open.js';
-import { DEFAULT_LIMIT, PageQuery, decodePageToken, encodePageToken, pageResponse, type Cursor, type PageBinding } from '../http/pagination.js';
-import type { Principal } from '../http/principal.js';
-import { prepared } from './statements.js';
+import { DEFAULT_LIMIT, PageQuery, decodePageToken, encodePageToken, pageResponse, type Cursor, type PageBinding } from '../core/pagination.js';
+import type { Principal } from '../auth/principal.js';
+import { prepared } from '../db/statements.js';
 import { MAX_LABEL_LENGTH, MAX_LABELS_PER_EDIT } from './labels.js';
 import type { PageRequest } from './messages.js';
 import { MAX_QUERY_LENGTH } from './search.js';

@@ -10,7 +10,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Db } from '../db/open.js';
-import type { Principal } from '../http/principal.js';
+import type { Principal } from '../auth/principal.js';
 import { dbStamp } from '../db/stamp.js';
 
 export const MAX_CACHE_BYTES = 16 * 1024 * 1024;

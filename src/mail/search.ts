@@ -10,12 +10,12 @@
  * tokens are bound to the index generation by the routes, so scores never change under a token.
  */
 import type { Db } from '../db/open.js';
-import type { Cursor } from '../http/pagination.js';
+import type { Cursor } from '../core/pagination.js';
 import { SEARCH_VISIBILITY, visibleSql } from './labels.js';
 import { messageItems } from './messages.js';
 import { threadSummaries } from './threads.js';
 import { MESSAGE_ITEM_COLUMNS, type MessageItem, type MessageRow, type ThreadItem, type ThreadRow } from './serialize.js';
-import { prepared } from './statements.js';
+import { prepared } from '../db/statements.js';
 
 export const MAX_QUERY_LENGTH = 512;
 /** Column weights for bm25: subject, participants, body. */

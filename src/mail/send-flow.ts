@@ -5,9 +5,9 @@
  * send policy (`approval_required` with a draft, `read_only` → `missing_permission`) → queue.
  */
 import type { Db } from '../db/open.js';
-import type { InboxRow } from '../http/access.js';
-import { ApiError } from '../http/errors.js';
-import type { Principal } from '../http/principal.js';
+import type { InboxRow } from '../auth/access.js';
+import { ApiError } from '../core/errors.js';
+import type { Principal } from '../auth/principal.js';
 import { parseRecipients, type Composition } from './compose.js';
 import { domainDkimKey } from './dkim-keys.js';
 import { draftAttachmentContents, draftEvent, draftRow, insertDraft, setDraftStatus, type DraftRow } from './drafts.js';

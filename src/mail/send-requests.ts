@@ -5,10 +5,10 @@
  * REST body, so a key used through MCP and through REST for the same request matches.
  */
 import { groupCommit } from '../db/group-commit.js';
-import type { AppContext } from '../http/app.js';
-import { inboxFor } from '../http/access.js';
-import { notFound } from '../http/errors.js';
-import type { Principal } from '../http/principal.js';
+import type { AppContext } from '../context.js';
+import { inboxFor } from '../auth/access.js';
+import { notFound } from '../core/errors.js';
+import type { Principal } from '../auth/principal.js';
 import type { MimeSpec } from '../../workers/pool/compose.js';
 import { composition, type ComposeInput } from './compose.js';
 import { idempotencyKey, requestHash } from './idempotency.js';

@@ -10,7 +10,7 @@ import type { Db } from '../db/open.js';
 import type { ParsedMail } from '../../workers/pool/tasks.js';
 import { uuidv7 } from '../db/ids.js';
 import { appendEvent } from '../events/log.js';
-import { bumpSearchGeneration } from '../http/pagination.js';
+import { bumpSearchGeneration } from '../core/pagination.js';
 import { deriveText, type DerivedText } from './extract.js';
 
 export { PREVIEW_LENGTH, previewOf } from './extract.js';
@@ -18,7 +18,7 @@ import { HIDDEN_LABELS, INBOUND_HIDDEN_ORDER, type InboundHiddenLabel } from './
 import { messagesByRowid } from './messages.js';
 import { threadSummaries } from './threads.js';
 import { displayAddress, type ThreadRow } from './serialize.js';
-import { prepared } from './statements.js';
+import { prepared } from '../db/statements.js';
 
 export interface InboundMail {
   inboxId: string;

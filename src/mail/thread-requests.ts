@@ -5,11 +5,11 @@
  * scope). Order of checks: resource in scope (else 404) → permission (403) → hidden labels.
  */
 import type { Db } from '../db/open.js';
-import { inboxFor, requirePermission } from '../http/access.js';
-import { notFound } from '../http/errors.js';
-import { searchGeneration } from '../http/pagination.js';
-import { inScope, type Audience, type Principal } from '../http/principal.js';
-import { issueDownloadUrl } from '../http/downloads.js';
+import { inboxFor, requirePermission } from '../auth/access.js';
+import { notFound } from '../core/errors.js';
+import { searchGeneration } from '../core/pagination.js';
+import { inScope, type Audience, type Principal } from '../auth/principal.js';
+import { issueDownloadUrl } from '../auth/downloads.js';
 import { labelEdit, listVisibility, readVisibility } from './labels.js';
 import { keysetPage, queryList, scopeInboxes, timeBounds, type SearchQuery, type ThreadListQuery, type ThreadPageQuery } from './query.js';
 import { searchThreads } from './search.js';

@@ -4,7 +4,7 @@
  * is; its summary is built from its visible messages only.
  */
 import type { Db } from '../db/open.js';
-import { bumpSearchGeneration, type Cursor } from '../http/pagination.js';
+import { bumpSearchGeneration, type Cursor } from '../core/pagination.js';
 import { redactMessageEvents } from '../events/log.js';
 import { applyLabelEdit, labelsOf, touchesHidden, visibleSql, type LabelEdit, type Visibility } from './labels.js';
 import { anySubstring, attachmentsOf, fullMessages, type PageRequest } from './messages.js';
@@ -21,7 +21,7 @@ import {
   type ThreadMessageRow,
   type ThreadRow,
 } from './serialize.js';
-import { prepared } from './statements.js';
+import { prepared } from '../db/statements.js';
 
 const THREAD_COLUMNS = 't.rowid AS rid, t.thread_id, t.inbox_id, t.subject, t.created_at, t.updated_at';
 

@@ -5,7 +5,7 @@
  */
 import { Type, type Static } from 'typebox';
 import type { Db } from '../db/open.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../core/errors.js';
 
 export const EdgeConfig = Type.Object(
   {

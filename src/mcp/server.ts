@@ -7,7 +7,7 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../core/errors.js';
 import { TOOLS, type ToolContext } from './tools.js';
 
 export const SERVER_INFO = { name: 'svc', version: '0.1.0' };

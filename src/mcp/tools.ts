@@ -9,11 +9,11 @@
 import { Type, type TSchema } from 'typebox';
 import { z } from 'zod';
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
-import type { AppContext } from '../http/app.js';
-import { inboxFor, requirePermission } from '../http/access.js';
-import { ApiError } from '../http/errors.js';
-import { PageQuery } from '../http/pagination.js';
-import type { Audience, Principal } from '../http/principal.js';
+import type { AppContext } from '../context.js';
+import { inboxFor, requirePermission } from '../auth/access.js';
+import { ApiError } from '../core/errors.js';
+import { PageQuery } from '../core/pagination.js';
+import type { Audience, Principal } from '../auth/principal.js';
 import { ReplyAllBody, ReplyBody, SendBody } from '../mail/compose.js';
 import {
   createDraftFor,

@@ -6,7 +6,7 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { TSchema } from 'typebox';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../core/errors.js';
 
 const ajv = new Ajv({ removeAdditional: false, useDefaults: true, coerceTypes: false, allErrors: false, strict: false });
 (addFormats as unknown as (a: Ajv) => void)(ajv);

@@ -8,10 +8,10 @@
  */
 import type { Db } from '../db/open.js';
 import { uuidv7 } from '../db/ids.js';
-import { prepared } from '../mail/statements.js';
-import { permissionObject } from '../mail/permissions.js';
-import { DEFAULT_LIMIT, pageFromRows, readCursor, type PageBinding } from '../http/pagination.js';
-import type { Principal } from '../http/principal.js';
+import { prepared } from '../db/statements.js';
+import { permissionObject } from '../auth/permissions.js';
+import { DEFAULT_LIMIT, pageFromRows, readCursor, type PageBinding } from '../core/pagination.js';
+import type { Principal } from '../auth/principal.js';
 import { OAuthError } from './errors.js';
 import { checkRedirectUri } from './redirect-uris.js';
 import {

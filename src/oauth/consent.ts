@@ -6,11 +6,11 @@
  */
 import type { Db } from '../db/open.js';
 import { uuidv7 } from '../db/ids.js';
-import { ApiError } from '../http/errors.js';
-import { normalizeInboxId } from '../http/access.js';
-import type { SendPolicy } from '../http/principal.js';
-import { prepared } from '../mail/statements.js';
-import { permissionObject, permissionSet, PERMISSIONS, storedPermissions, type PermissionsInput } from '../mail/permissions.js';
+import { ApiError } from '../core/errors.js';
+import { normalizeInboxId } from '../auth/access.js';
+import type { SendPolicy } from '../auth/principal.js';
+import { prepared } from '../db/statements.js';
+import { permissionObject, permissionSet, PERMISSIONS, storedPermissions, type PermissionsInput } from '../auth/permissions.js';
 import { sweepOAuth } from './clients.js';
 import { appendOAuthEvent, createGrant } from './grants.js';
 import { redirectHost, withResponseParams } from './redirect-uris.js';

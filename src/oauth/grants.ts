@@ -9,9 +9,9 @@ import { createHash } from 'node:crypto';
 import type { Db } from '../db/open.js';
 import { uuidv7 } from '../db/ids.js';
 import { appendEvent } from '../events/log.js';
-import { prepared } from '../mail/statements.js';
-import type { Audience, CredentialContext, Principal, SendPolicy } from '../http/principal.js';
-import { newSecret, sameSecret, sha256Hex } from '../http/secrets.js';
+import { prepared } from '../db/statements.js';
+import type { Audience, CredentialContext, Principal, SendPolicy } from '../auth/principal.js';
+import { newSecret, sameSecret, sha256Hex } from '../auth/secrets.js';
 import { OAuthError } from './errors.js';
 import {
   ACCESS_TOKEN_PREFIX,
@@ -56,7 +56,7 @@ export interface NewGrant {
   origin: string;
   audience: Audience;
   inboxIds: string[];
-  /** Stored form (src/mail/permissions.ts storedPermissions). */
+  /** Stored form (src/auth/permissions.ts storedPermissions). */
   permissions: string;
   sendPolicy: SendPolicy;
   redirectUri: string;

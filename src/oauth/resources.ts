@@ -5,7 +5,7 @@
  * the remote hostname leaves tokens issued for the old one with no origin that accepts them.
  */
 import type { Db } from '../db/open.js';
-import type { Audience } from '../http/principal.js';
+import type { Audience } from '../auth/principal.js';
 import { tunnelOrigin } from '../remote/settings.js';
 
 export const AUDIENCES: readonly Audience[] = ['/mcp', '/v0'];

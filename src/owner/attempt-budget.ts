@@ -5,7 +5,7 @@
  * slot back, so only failed and still-running attempts use the budget. Each secret kind has its
  * own budget: a flood of wrong passwords spends the password budget only.
  */
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../core/errors.js';
 
 export interface AttemptSlot {
   /** The attempt succeeded: it no longer counts against the budget. */

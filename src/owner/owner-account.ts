@@ -4,9 +4,9 @@
  */
 import { randomBytes, randomInt } from 'node:crypto';
 import type { Db } from '../db/open.js';
-import { ApiError } from '../http/errors.js';
-import type { Principal } from '../http/principal.js';
-import { newSecret, sameSecret, sha256Hex } from '../http/secrets.js';
+import { ApiError } from '../core/errors.js';
+import type { Principal } from '../auth/principal.js';
+import { newSecret, sameSecret, sha256Hex } from '../auth/secrets.js';
 import { uuidv7 } from '../db/ids.js';
 import { AttemptBudget } from './attempt-budget.js';
 import { hashPassword, verifyPassword } from './password.js';

@@ -8,7 +8,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Db } from '../db/open.js';
 import type { Bus } from '../supervisor/bus.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../core/errors.js';
 import { normalizeHostname } from './hostname.js';
 import {
   readConnectorStatus,

@@ -9,7 +9,7 @@
  * The last two carry the service's pid, so records left by an earlier run are never taken as current.
  */
 import type { Db } from '../db/open.js';
-import { prepared } from '../mail/statements.js';
+import { prepared } from '../db/statements.js';
 
 export interface RemoteSettings {
   enabled: boolean;

@@ -4,11 +4,11 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { notFound } from '../http/errors.js';
-import { normalizeInboxId } from '../http/access.js';
-import { PageQuery } from '../http/pagination.js';
+import { notFound } from '../core/errors.js';
+import { normalizeInboxId } from '../auth/access.js';
+import { PageQuery } from '../core/pagination.js';
 import type { Db } from '../db/open.js';
-import { createApiKey, CreateApiKeyBody, CreateInboxApiKeyBody, deleteApiKey, getApiKey, listApiKeys, updateApiKey, UpdateApiKeyBody } from '../mail/api-keys.js';
+import { createApiKey, CreateApiKeyBody, CreateInboxApiKeyBody, deleteApiKey, getApiKey, listApiKeys, updateApiKey, UpdateApiKeyBody } from '../auth/api-keys.js';
 
 const InboxId = Type.String({ minLength: 1, maxLength: 320 });
 const ApiKeyId = Type.String({ minLength: 1, maxLength: 64 });

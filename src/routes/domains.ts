@@ -5,7 +5,7 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { PageQuery } from '../http/pagination.js';
+import { PageQuery } from '../core/pagination.js';
 import {
   applyDomain,
   createDomain,

@@ -6,10 +6,10 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
 import type { Db } from '../db/open.js';
-import { refreshPrincipal } from '../http/credentials.js';
-import { readDownloadToken, type DownloadClaims } from '../http/downloads.js';
-import { ApiError, missingPermission, unauthorized } from '../http/errors.js';
-import { hasPermission, inScope, type Principal } from '../http/principal.js';
+import { refreshPrincipal } from '../auth/credentials.js';
+import { readDownloadToken, type DownloadClaims } from '../auth/downloads.js';
+import { ApiError, missingPermission, unauthorized } from '../core/errors.js';
+import { hasPermission, inScope, type Principal } from '../auth/principal.js';
 import { draftAttachmentFile } from '../mail/drafts.js';
 import { isVisible, readVisibility } from '../mail/labels.js';
 

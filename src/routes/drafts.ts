@@ -7,8 +7,8 @@
  */
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { inboxFor } from '../http/access.js';
-import { notFound } from '../http/errors.js';
+import { inboxFor } from '../auth/access.js';
+import { notFound } from '../core/errors.js';
 import {
   createDraftFor,
   deleteDraftFor,

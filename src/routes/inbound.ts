@@ -5,8 +5,8 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { ApiError, notFound } from '../http/errors.js';
-import { pageFromRows, PageQuery, DEFAULT_LIMIT, readCursor } from '../http/pagination.js';
+import { ApiError, notFound } from '../core/errors.js';
+import { pageFromRows, PageQuery, DEFAULT_LIMIT, readCursor } from '../core/pagination.js';
 import { readTransport } from '../mail/transport.js';
 import { EdgeClient, EdgeUnavailable } from '../inbound/edge-client.js';
 import { homeKeyPair } from '../inbound/home-key.js';

@@ -1,8 +1,8 @@
 /** Inboxes (spec §4.3): owner or agents with the inbox_* permissions, limited to their scope. */
 import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { inboxFor, requirePermission } from '../http/access.js';
-import { PageQuery } from '../http/pagination.js';
+import { inboxFor, requirePermission } from '../auth/access.js';
+import { PageQuery } from '../core/pagination.js';
 import { routeToLocalEdge } from '../mail/inbox-routing.js';
 import { createInbox, CreateInboxBody, deleteInbox, inboxResponse, listInboxes, updateInbox, UpdateInboxBody } from '../mail/inboxes.js';
 

@@ -5,9 +5,9 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { inboxFor } from '../http/access.js';
-import { issueDownloadUrl } from '../http/downloads.js';
-import { notFound } from '../http/errors.js';
+import { inboxFor } from '../auth/access.js';
+import { issueDownloadUrl } from '../auth/downloads.js';
+import { notFound } from '../core/errors.js';
 import { labelEdit, LabelEditBody, readVisibility } from '../mail/labels.js';
 import { editMessageLabels, messageAttachmentDownload, messageListPage, messageSearchPage, readMessage } from '../mail/message-requests.js';
 import { batchGetMessages, deleteMessage, updateMessageLabels, visibleMessage } from '../mail/messages.js';

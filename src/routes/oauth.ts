@@ -9,7 +9,7 @@
  * same request on the loopback origin, where consent happens (docs/oauth.md).
  */
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../core/errors.js';
 import { GateRefusal } from '../auth/gate.js';
 import { webAppDir } from '../http/web-app.js';
 import { SESSION_COOKIE } from '../owner/limits.js';

@@ -6,10 +6,10 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { notFound } from '../http/errors.js';
-import { PageQuery } from '../http/pagination.js';
-import { SCOPE_MAX_INBOXES } from '../mail/api-keys.js';
-import { PermissionsInput } from '../mail/permissions.js';
+import { notFound } from '../core/errors.js';
+import { PageQuery } from '../core/pagination.js';
+import { SCOPE_MAX_INBOXES } from '../auth/api-keys.js';
+import { PermissionsInput } from '../auth/permissions.js';
 import { listClients, purgeClients } from '../oauth/clients.js';
 import { approveRequest, denyRequest, requestView } from '../oauth/consent.js';
 import { revokeGrant } from '../oauth/grants.js';

@@ -1,7 +1,7 @@
 /** Owner account routes (spec §4.13 owner part, §5.1): status, setup, login, links, sessions, password. */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../core/errors.js';
 import type { NewSession } from '../owner/owner-account.js';
 import { SESSION_COOKIE, SESSION_MAX_MS } from '../owner/limits.js';
 import { sessionCsrfToken } from '../owner/session-binding.js';

@@ -4,9 +4,9 @@
  */
 import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { inboxFor } from '../http/access.js';
-import { ApiError, notFound } from '../http/errors.js';
-import type { Principal } from '../http/principal.js';
+import { inboxFor } from '../auth/access.js';
+import { ApiError, notFound } from '../core/errors.js';
+import type { Principal } from '../auth/principal.js';
 import { ReplyAllBody, ReplyBody, SendBody, type ComposeInput } from '../mail/compose.js';
 import { normalizeMessageId } from '../mail/messages.js';
 import { resolveSendUnknown } from '../mail/outbox.js';

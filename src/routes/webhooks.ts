@@ -8,9 +8,9 @@
  */
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { inboxFor, requirePermission } from '../http/access.js';
-import { PageQuery } from '../http/pagination.js';
-import type { Principal } from '../http/principal.js';
+import { inboxFor, requirePermission } from '../auth/access.js';
+import { PageQuery } from '../core/pagination.js';
+import type { Principal } from '../auth/principal.js';
 import {
   createWebhook,
   CreateInboxWebhookBody,

@@ -6,10 +6,10 @@
  */
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../core/errors.js';
 import { ownOrigins } from '../auth/gate.js';
-import type { Principal } from '../http/principal.js';
-import { sameSecret } from '../http/secrets.js';
+import type { Principal } from '../auth/principal.js';
+import { sameSecret } from '../auth/secrets.js';
 import { seqOfEventId } from '../events/log.js';
 import { EventHub, eventStreamTiming, type UrlResume } from '../events/hub.js';
 import { STREAM_READ_PERMISSIONS, canReadEventStream } from '../events/visibility.js';

@@ -16,7 +16,7 @@ import { LoopSupervisor } from './loops.js';
 import { CpuPool } from './pool.js';
 import type { LoopName } from './loop-table.js';
 import type { LocalEdgeThread } from '../edge/edge-thread.js';
-import { newSecret } from '../http/secrets.js';
+import { newSecret } from '../auth/secrets.js';
 import { readTransport, writeTransport } from '../mail/transport.js';
 import { storeCheckServers } from '../domains/checks.js';
 import { RemoteAccess } from '../remote/remote-access.js';

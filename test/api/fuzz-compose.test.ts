@@ -11,7 +11,7 @@ import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
 import { insertApiKey, insertInbox, openHomeDb } from '../helpers/db.js';
 import { seedMail, simpleMail } from '../helpers/mail.js';
 import { startSink, type Sink } from '../helpers/sink.js';
-import { PERMISSIONS } from '../../src/mail/permissions.js';
+import { PERMISSIONS } from '../../src/auth/permissions.js';
 
 const enc = encodeURIComponent;
 /** A header line that must never appear at the sink: it would come from an injection. */

@@ -16,7 +16,7 @@ import { startSvc, type RunningSvc } from '../helpers/svc.js';
 import { insertApiKey, insertInbox, openHomeDb } from '../helpers/db.js';
 import { seedMail, simpleMail } from '../helpers/mail.js';
 import { HOSTILE_SEGMENTS, HOSTILE_STRINGS, Rng, deepJson, errorContractViolation, fuzzSeed, randomJson, routeTable, type RouteEntry } from '../helpers/fuzz.js';
-import { PERMISSIONS } from '../../src/mail/permissions.js';
+import { PERMISSIONS } from '../../src/auth/permissions.js';
 
 const SEED = fuzzSeed(20_261_010);
 /** Random requests per route and method; ~110 routes → about 1,000 requests. */

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { openDatabase } from '../../src/db/open.js';
 import { buildApp } from '../../src/http/app.js';
-import { ERROR_STATUS, errorName, type ErrorCode } from '../../src/http/errors.js';
+import { ERROR_STATUS, errorName, type ErrorCode } from '../../src/core/errors.js';
 import { OwnerAccount } from '../../src/owner/owner-account.js';
 import { Bus } from '../../src/supervisor/bus.js';
 import { CpuPool } from '../../src/supervisor/pool.js';

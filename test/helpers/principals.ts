@@ -4,7 +4,7 @@
  * agent key with every permission scoped to one inbox, and a key scoped to another inbox. Each
  * credential kind maps to the headers a request carries.
  */
-import { PERMISSIONS } from '../../src/mail/permissions.js';
+import { PERMISSIONS } from '../../src/auth/permissions.js';
 import { api, setupOwner, type RunningSvc } from './svc.js';
 
 /**

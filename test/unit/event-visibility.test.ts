@@ -1,7 +1,7 @@
 /** Event visibility (spec §6.2 "Visible to", §5.2): inbox scope first, then the type's permissions. */
 import t from 'tap';
 import { EVENT_TYPES, audienceOf, canReadEventStream, isEventVisible } from '../../src/events/visibility.js';
-import type { Principal } from '../../src/http/principal.js';
+import type { Principal } from '../../src/auth/principal.js';
 
 const INBOX = 'a@x.test';
 const OTHER = 'b@x.test';

@@ -11,7 +11,7 @@ import { OAuthError } from '../../src/oauth/errors.js';
 import { pkceMatches, createGrant, exchangeCode, accessTokenPrincipal, currentGrantPrincipal, revokeGrant } from '../../src/oauth/grants.js';
 import { RateWindow } from '../../src/oauth/rate-window.js';
 import { registerClient } from '../../src/oauth/clients.js';
-import { issueDownloadUrl, readDownloadToken, type DownloadTarget } from '../../src/http/downloads.js';
+import { issueDownloadUrl, readDownloadToken, type DownloadTarget } from '../../src/auth/downloads.js';
 import { verifyDownload } from '../../src/routes/downloads.js';
 import { insertInbox } from '../helpers/db.js';
 import { tempDir } from '../helpers/svc.js';

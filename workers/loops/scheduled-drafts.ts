@@ -8,9 +8,9 @@
  */
 import { runLoop, type LoopContext } from './run-loop.js';
 import { LOOPS } from '../../src/supervisor/loop-table.js';
-import { ApiError } from '../../src/http/errors.js';
-import type { InboxRow } from '../../src/http/access.js';
-import type { Principal } from '../../src/http/principal.js';
+import { ApiError } from '../../src/core/errors.js';
+import type { InboxRow } from '../../src/auth/access.js';
+import type { Principal } from '../../src/auth/principal.js';
 import { claimDueDraft, draftRow, dueDrafts, nextDraftDue, releaseDraft, resetInterruptedDrafts } from '../../src/mail/drafts.js';
 import { performSend, type SendContext } from '../../src/mail/send-flow.js';
 import { readTransport } from '../../src/mail/transport.js';

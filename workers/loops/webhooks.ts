@@ -17,8 +17,8 @@ import { EventPruneSchedule } from '../../src/events/retention.js';
 import { latestSeq } from '../../src/events/log.js';
 import { isEventVisible } from '../../src/events/visibility.js';
 import { deliver, DELIVERY_TIMEOUT_MS } from '../../src/events/webhook-delivery.js';
-import { refreshPrincipal } from '../../src/http/credentials.js';
-import type { Principal } from '../../src/http/principal.js';
+import { refreshPrincipal } from '../../src/auth/credentials.js';
+import type { Principal } from '../../src/auth/principal.js';
 import type { Db } from '../../src/db/open.js';
 import type { WebhookRow } from '../../src/mail/webhooks.js';
 

@@ -4,8 +4,8 @@ import { del, enc, get, getText, patch, post } from '../api';
 import { ErrorBox, Loading, Page, confirmed, downloadText, formValues, onSubmitWith, useAction, useLoad, when } from '../ui';
 import type { Inbox } from './mail';
 import { EVENT_TYPES } from '../../../src/events/event-types';
-import { PERMISSION_DESCRIPTIONS } from '../../../src/mail/permission-descriptions';
-import type { Permission } from '../../../src/mail/permissions';
+import { PERMISSION_DESCRIPTIONS } from '../../../src/auth/permission-descriptions';
+import type { Permission } from '../../../src/auth/permissions';
 
 /** Agent permission names (spec §2.9), grouped for the checklist. */
 export const PERMISSION_GROUPS: [string, string[]][] = [

@@ -7,9 +7,9 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { Type } from 'typebox';
 import type { Db } from '../db/open.js';
 import { ApiError } from './errors.js';
-import type { Principal } from './principal.js';
-import { sameSecret } from './secrets.js';
-import { prepared } from '../mail/statements.js';
+import type { Principal } from '../auth/principal.js';
+import { sameSecret } from '../auth/secrets.js';
+import { prepared } from '../db/statements.js';
 
 export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 100;

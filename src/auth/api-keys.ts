@@ -5,14 +5,14 @@
  */
 import { Type, type Static } from 'typebox';
 import type { Db } from '../db/open.js';
-import { prepared } from './statements.js';
+import { prepared } from '../db/statements.js';
 import { uuidv7 } from '../db/ids.js';
-import { ApiError, notFound } from '../http/errors.js';
-import type { Principal, SendPolicy } from '../http/principal.js';
-import { API_KEY_PREFIX } from '../http/credentials.js';
-import { newSecret, sha256Hex } from '../http/secrets.js';
-import { DEFAULT_LIMIT, pageFromRows, readCursor, type PageBinding } from '../http/pagination.js';
-import { normalizeInboxId } from '../http/access.js';
+import { ApiError, notFound } from '../core/errors.js';
+import type { Principal, SendPolicy } from './principal.js';
+import { API_KEY_PREFIX } from './credentials.js';
+import { newSecret, sha256Hex } from './secrets.js';
+import { DEFAULT_LIMIT, pageFromRows, readCursor, type PageBinding } from '../core/pagination.js';
+import { normalizeInboxId } from './access.js';
 import { PERMISSIONS, permissionObject, permissionSet, PermissionsInput, storedPermissions } from './permissions.js';
 
 /** Characters of the secret kept for display: `svc_key_` plus four. */

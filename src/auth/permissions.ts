@@ -4,7 +4,7 @@
  * accepted on input). Stored as a JSON array of the granted names.
  */
 import { Type, type Static } from 'typebox';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../core/errors.js';
 
 export const PERMISSIONS = [
   'inbox_read',

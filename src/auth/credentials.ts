@@ -6,7 +6,7 @@ import type { Db } from '../db/open.js';
 import type { OwnerAccount } from '../owner/owner-account.js';
 import type { CredentialContext, Principal, SendPolicy } from './principal.js';
 import { sha256Hex } from './secrets.js';
-import { prepared } from '../mail/statements.js';
+import { prepared } from '../db/statements.js';
 import { dbStamp } from '../db/stamp.js';
 import { ACCESS_TOKEN_PREFIX } from '../oauth/limits.js';
 import { accessTokenPrincipal, currentGrantPrincipal } from '../oauth/grants.js';

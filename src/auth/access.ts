@@ -3,8 +3,8 @@
  * permission (else 403). Authentication and owner-only checks happen earlier, in the app hook.
  */
 import type { Db } from '../db/open.js';
-import { prepared } from '../mail/statements.js';
-import { ApiError, missingPermission, notFound } from './errors.js';
+import { prepared } from '../db/statements.js';
+import { ApiError, missingPermission, notFound } from '../core/errors.js';
 import { hasPermission, inScope, type Principal } from './principal.js';
 
 export function requirePermission(p: Principal, ...permissions: string[]): void {

@@ -3,7 +3,7 @@
  * lookup, and the read routes run a handful of fixed query shapes at high rates.
  */
 import type Database from 'better-sqlite3-multiple-ciphers';
-import type { Db } from '../db/open.js';
+import type { Db } from './open.js';
 
 const caches = new WeakMap<Db, Map<string, Database.Statement>>();
 /** Query shapes are built from a small set of optional filters; this bounds the cache anyway. */

@@ -1,0 +1,25 @@
+/**
+ * The service context: what every request operation, route plugin and MCP tool is given (the
+ * database, the event bus, the CPU pool, the owner account and the listener it serves). Decorated
+ * onto each fastify instance as `app.svc` by src/http/app.ts.
+ */
+import type { Listener } from './auth/principal.js';
+import type { OwnerAccount } from './owner/owner-account.js';
+import type { Db } from './db/open.js';
+import type { Bus } from './supervisor/bus.js';
+import type { CpuPool } from './supervisor/pool.js';
+import type { RemoteAccess } from './remote/remote-access.js';
+
+/** Everything route plugins need, decorated onto the instance as `app.svc`. */
+export interface AppContext {
+  db: Db;
+  bus: Bus;
+  pool: CpuPool;
+  owner: OwnerAccount;
+  /** The listener's own origin, e.g. http://127.0.0.1:8025; set once listening. */
+  origin: () => string;
+  /** Which listener this app serves: loopback (everything) or the tunnel (agent routes only). */
+  listener: Listener;
+  /** Remote access (tunnel listener and settings); given to the loopback listener only. */
+  remote?: RemoteAccess;
+}
