@@ -36,7 +36,7 @@ console.log('ready 127.0.0.1:' + a.udp.port);`;
  * `svc serve --init --local-edge` in a fresh temp home, its mail checks answered by `dnsServer`:
  * the running service, its home, the built-in edge's SMTP port and the owner bearer.
  */
-export async function serveLocalEdge(tmpPrefix: string, dnsServer: string, nodeFlags: string[] = []) {
+export async function serveLocalEdge(tmpPrefix: string, dnsServer: string, nodeFlags: string[] = [], env: NodeJS.ProcessEnv = process.env) {
   const home = path.join(fs.mkdtempSync(path.join(os.tmpdir(), tmpPrefix)), 'home');
   let smtpPort = 0;
   const svc = await spawnUntil([...nodeFlags, path.join(root, 'bin', 'svc'), 'serve', '--init', '--home', home, '--local-edge', '--edge-dns', dnsServer], (line) => {
@@ -48,7 +48,7 @@ export async function serveLocalEdge(tmpPrefix: string, dnsServer: string, nodeF
     } catch {
       return null;
     }
-  });
+  }, env);
   return { svc, home, smtpPort, token: ownerToken(home) };
 }
 

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { benchStartup, STARTS } from './startup.js';
 import { benchReadApi } from './read-api.js';
 import { benchIngest } from './ingest.js';
+import { measureBaseline, measureInbound } from './inbound-memory.js';
 import { benchPostfix, PEER_CONFIG } from './peer-postfix.js';
 import { benchSend } from './send.js';
 import { benchWebhooks } from './webhooks.js';
@@ -82,6 +83,29 @@ async function ingestRun(skipped: Set<string>): Promise<Metric[]> {
   ];
 }
 
+const MEMORY_MB = env('BENCH_MEMORY_MB', 20);
+
+/** One inbound-memory run: one message and four at once as installed, one without the allocator settings, and the baselines. */
+async function inboundMemoryRun(): Promise<Metric[]> {
+  const one = await measureInbound(1, MEMORY_MB);
+  const four = await measureInbound(4, MEMORY_MB);
+  const bare = await measureInbound(1, MEMORY_MB, { bare: true });
+  const baseOne = await measureBaseline(1, MEMORY_MB);
+  const baseFour = await measureBaseline(4, MEMORY_MB);
+  for (const f of [one, four, bare]) console.log(JSON.stringify({ bench: 'inbound-memory', ...f }));
+  return [
+    { key: 'one_peak_rise_mib', label: `Peak RSS rise, one ${MEMORY_MB} MiB message (SMTP → stored)`, unit: 'MiB', better: 'lower', svc: one.peak_rise_mib, baseline: baseOne.peak_rise_mib, target: { op: '<=', value: 5 * MEMORY_MB, issue: 16 } },
+    { key: 'one_smtp_peak_rise_mib', label: 'Peak RSS rise while the edge receives it (until 250)', unit: 'MiB', better: 'lower', svc: one.peak_rise_during_smtp_mib, baseline: baseOne.peak_rise_mib },
+    { key: 'one_rise_after_mib', label: 'RSS rise 15 s after it was stored', unit: 'MiB', better: 'lower', svc: one.rise_after_mib },
+    { key: 'four_peak_rise_mib', label: `Peak RSS rise, four ${MEMORY_MB} MiB messages at once`, unit: 'MiB', better: 'lower', svc: four.peak_rise_mib, baseline: baseFour.peak_rise_mib },
+    { key: 'four_rise_after_mib', label: 'RSS rise 15 s after the four were stored', unit: 'MiB', better: 'lower', svc: four.rise_after_mib },
+    { key: 'bare_one_peak_rise_mib', label: 'One message, without the service\'s allocator settings: peak rise', unit: 'MiB', better: 'lower', svc: bare.peak_rise_mib, baseline: baseOne.peak_rise_mib },
+    { key: 'bare_one_rise_after_mib', label: 'One message, without the allocator settings: rise 15 s after', unit: 'MiB', better: 'lower', svc: bare.rise_after_mib },
+    { key: 'idle_rss_mib', label: 'RSS before the large mail (idle after one small message)', unit: 'MiB', better: 'lower', svc: one.rss_before_mib },
+    { key: 'one_stored_ms', label: 'One large message: first byte sent → listed by the API', unit: 'ms', better: 'lower', svc: one.stored_ms },
+  ];
+}
+
 const BENCHES: Record<string, BenchDef> = {
   startup: {
     title: 'Start-up time and idle memory',
@@ -148,6 +172,13 @@ const BENCHES: Record<string, BenchDef> = {
           `${backlog} The peer stores the same load with ${s.cpu_ms_per_msg?.peer ?? '?'} ms of CPU per message. The per-message CPU of the ingest path is being reduced in parallel with this report.`,
       ];
     },
+  },
+  'inbound-memory': {
+    title: 'Memory for large inbound mail',
+    what: `\`svc serve --local-edge\` receives ${MEMORY_MB} MiB messages (half text, half a binary attachment) over SMTP, one alone and four at once; the edge seals each, the home fetches, opens, parses and stores it. Peak RSS is the kernel's high-water mark of the whole process (edge thread, home loops, opener), reset just before the send; "after" is 15 s after the last message was listed. The service runs with the allocator settings of its installed unit (MALLOC_ARENA_MAX=2, MALLOC_MMAP_THRESHOLD_=131072) except in the "without" rows.`,
+    baseline: 'smtp-server (the library the edge uses) in its own process receiving the same messages and keeping each whole until the end of DATA: the memory of merely holding the message',
+    config: () => [`${MEMORY_MB} MiB per message (BENCH_MEMORY_MB)`, 'one message, then four sent at once on four connections', 'mail checks answered by an empty DNS server on loopback'],
+    run: repeat(inboundMemoryRun),
   },
   send: {
     title: 'Send: API → SMTP sink',

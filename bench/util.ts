@@ -21,8 +21,8 @@ export interface Child {
 }
 
 /** Spawns node with args and resolves once a stdout line yields a URL. */
-export async function spawnUntil(args: string[], urlOf: (line: string) => string | null): Promise<Child> {
-  const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], cwd: root });
+export async function spawnUntil(args: string[], urlOf: (line: string) => string | null, env: NodeJS.ProcessEnv = process.env): Promise<Child> {
+  const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], cwd: root, env });
   running.add(proc);
   proc.once('exit', () => running.delete(proc));
   const url = await new Promise<string>((resolve, reject) => {

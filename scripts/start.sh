@@ -5,6 +5,8 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 svc=("$here/../bin/svc" serve --init --local-edge "$@")
+# glibc allocator settings the installed service runs with (src/service/service-spec.ts SERVE_ENVIRONMENT).
+export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}" MALLOC_MMAP_THRESHOLD_="${MALLOC_MMAP_THRESHOLD_:-131072}"
 
 if [ "$(uname -s)" != "Linux" ]; then exec node "${svc[@]}"; fi
 if [ -n "${DBUS_SESSION_BUS_ADDRESS:-}" ] && command -v dbus-send >/dev/null 2>&1 \

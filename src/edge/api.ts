@@ -37,6 +37,8 @@ export class EdgeApiError extends Error {
 
 /** The compact JWE media type (RFC 7516 §9.2.1). */
 export const JOSE_MEDIA_TYPE = 'application/jose';
+/** A v2 (binary) sealed object (src/edge/sealed.ts). */
+export const SEALED_V2_MEDIA_TYPE = 'application/octet-stream';
 
 const KeyParams = Type.Object({ key: Type.String({ pattern: OBJECT_KEY_PATTERN }) });
 /** `after` is a key, or empty for "from the start". */
@@ -140,7 +142,7 @@ export async function buildEdgeApi(ctx: EdgeApiContext): Promise<FastifyInstance
   app.get<{ Params: Static<typeof KeyParams> }>('/objects/:key', { schema: { params: KeyParams } }, async (request, reply) => {
     const object = await buffer.openObjectStream(request.params.key);
     if (object === null) throw new EdgeApiError('not_found', 'There is no object with this key (it may have been deleted).');
-    return reply.type(JOSE_MEDIA_TYPE).header('content-length', object.size).send(object.stream);
+    return reply.type(object.binary ? SEALED_V2_MEDIA_TYPE : JOSE_MEDIA_TYPE).header('content-length', object.size).send(object.stream);
   });
 
   app.delete<{ Params: Static<typeof KeyParams> }>('/objects/:key', { schema: { params: KeyParams } }, async (request, reply) => {
@@ -151,8 +153,8 @@ export async function buildEdgeApi(ctx: EdgeApiContext): Promise<FastifyInstance
   // Batch forms of the two routes above, so the home moves a page of mail in two requests
   // instead of two per message. Keys without an object are reported, never an error.
   app.post<{ Body: Static<typeof KeyBatch> }>('/objects/fetch', { schema: { body: KeyBatch } }, async (request) => {
-    const { objects, missing, deferred } = await buffer.readObjects(request.body.keys, BATCH_FETCH_MAX_BYTES);
-    return { objects, missing, deferred };
+    const { objects, missing, deferred, separate } = await buffer.readObjects(request.body.keys, BATCH_FETCH_MAX_BYTES);
+    return { objects, missing, deferred, separate };
   });
 
   app.post<{ Body: Static<typeof KeyBatch> }>('/objects/delete', { schema: { body: KeyBatch } }, async (request) => {

@@ -14,6 +14,7 @@
  *   or was already deleted).
  * - an object without a queue entry: the home deleted only the entry (`DELETE /queue/{key}`) → kept.
  */
+import { isBinarySealed, SEALED_V2_MAGIC } from './sealed.js';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
@@ -207,11 +208,11 @@ export class SealedBuffer {
     return this.objectSizes.has(key);
   }
 
-  /** The sealed object as stored, or null when there is none. */
-  async readObject(key: string): Promise<string | null> {
+  /** The sealed object's bytes as stored, or null when there is none. */
+  async readObject(key: string): Promise<Buffer | null> {
     if (!this.objectSizes.has(key)) return null;
     try {
-      return await fsp.readFile(this.objectPath(key), 'utf8');
+      return await fsp.readFile(this.objectPath(key));
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw err;
@@ -223,7 +224,7 @@ export class SealedBuffer {
    * large object from the file as it reads it instead of holding it (and a string of it) in memory
    * (issue 16, finding 9). The open file stays readable if the object is deleted meanwhile.
    */
-  async openObjectStream(key: string): Promise<{ stream: fs.ReadStream; size: number } | null> {
+  async openObjectStream(key: string): Promise<{ stream: fs.ReadStream; size: number; binary: boolean } | null> {
     if (!this.objectSizes.has(key)) return null;
     let handle: fsp.FileHandle;
     try {
@@ -234,7 +235,9 @@ export class SealedBuffer {
     }
     try {
       const { size } = await handle.stat();
-      return { stream: handle.createReadStream({ autoClose: true }), size };
+      const lead = Buffer.alloc(SEALED_V2_MAGIC.length);
+      const { bytesRead } = await handle.read(lead, 0, lead.length, 0);
+      return { stream: handle.createReadStream({ autoClose: true, start: 0 }), size, binary: isBinarySealed(lead.subarray(0, bytesRead)) };
     } catch (err) {
       await handle.close();
       throw err;
@@ -244,12 +247,14 @@ export class SealedBuffer {
   /**
    * Several sealed objects in key order of the request, for one batch answer: objects are read
    * until their stored sizes pass `maxBytes` (the first present one is always read, so a caller
-   * always makes progress); keys with no object are `missing`, keys left out for size `deferred`.
+   * always makes progress); keys with no object are `missing`, keys left out for size `deferred`,
+   * and binary (v2) objects, which JSON cannot carry as text, `separate`: fetch each on its own.
    */
-  async readObjects(keys: string[], maxBytes: number): Promise<{ objects: { key: string; jwe: string }[]; missing: string[]; deferred: string[] }> {
+  async readObjects(keys: string[], maxBytes: number): Promise<{ objects: { key: string; jwe: string }[]; missing: string[]; deferred: string[]; separate: string[] }> {
     const chosen: string[] = [];
     const missing: string[] = [];
     const deferred: string[] = [];
+    const separate: string[] = [];
     let bytes = 0;
     for (const key of keys) {
       const size = this.objectSizes.get(key);
@@ -260,14 +265,15 @@ export class SealedBuffer {
         bytes += size;
       }
     }
-    const read = await Promise.all(chosen.map(async (key) => ({ key, jwe: await this.readObject(key) })));
+    const read = await Promise.all(chosen.map(async (key) => ({ key, bytes: await this.readObject(key) })));
     const objects: { key: string; jwe: string }[] = [];
     for (const o of read) {
       // Deleted between the index check and the read: as absent as if it had never been listed.
-      if (o.jwe === null) missing.push(o.key);
-      else objects.push({ key: o.key, jwe: o.jwe });
+      if (o.bytes === null) missing.push(o.key);
+      else if (isBinarySealed(o.bytes)) separate.push(o.key);
+      else objects.push({ key: o.key, jwe: o.bytes.toString('utf8') });
     }
-    return { objects, missing, deferred };
+    return { objects, missing, deferred, separate };
   }
 
   /** Deletes several objects with their queue entries (see deleteObject); reports which keys had an object. */

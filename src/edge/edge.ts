@@ -16,7 +16,7 @@ import { OutboundStore } from './outbound-store.js';
 import { OutboundRelay, type SmartHost } from './relay.js';
 import { ReportLog } from './reports.js';
 import { RoutingCorrupt, RoutingTable, type ReportAddressPolicy } from './routing.js';
-import { SEALED_VERSION, sealMessage, type InboundAuth, type InboundMeta, type SpamVerdict } from './sealed.js';
+import { sealInbound, type InboundAuth, type InboundMeta, type SpamVerdict } from './sealed.js';
 import { createSmtpReceiver, SmtpReply, type ReceivedMessage, type TlsFiles } from './smtp.js';
 import { checkSpam } from './spam.js';
 import { deriveEdgeKey } from './verp.js';
@@ -236,14 +236,14 @@ export class Edge {
     const sealing = this.routing.sealingKey;
     if (!sealing) throw new SmtpReply(451, 'This edge has no routing yet; try again later');
     const receivedAt = message.receivedAt.toISOString();
-    const meta: InboundMeta = {
-      version: SEALED_VERSION,
+    const meta: Omit<InboundMeta, 'version'> = {
       envelope: { mail_from: message.mailFrom, rcpt_to: message.recipients, client_ip: message.clientIp, helo: message.helo, received_at: receivedAt },
       auth,
       spam,
     };
-    // Sealed from the bytes into bytes: no base64 or JSON string of the message (issue 16, finding 9).
-    const jwe = await sealMessage(meta, message.raw, sealing);
+    // Sealed from the bytes into bytes: no base64 or JSON string of the message; a large one as
+    // binary v2, so the object is the message's size (issue 16, finding 9).
+    const jwe = await sealInbound(meta, message.raw, sealing);
     try {
       return await this.buffer.commit(jwe, { receivedAt, recipients: message.recipients, keyId: sealing.keyId, key });
     } catch (err) {

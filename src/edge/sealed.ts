@@ -1,9 +1,17 @@
 /**
- * The sealed-object format shared by the edge (which seals) and the home (which opens): one
- * accepted message → `{version, envelope, auth, spam, raw}` as JSON, encrypted as a compact JWE
- * (`ECDH-ES+A256KW`, `A256GCM`) to the home's X25519 public key. The protected header carries
- * `kid` (the key's RFC 7638 thumbprint) so the home can tell, without decrypting, whether an
- * object was sealed to its current key. See docs/edge.md for the field list.
+ * The sealed-object formats shared by the edge (which seals) and the home (which opens). See
+ * docs/edge.md for the field list.
+ *
+ * v1 (every message up to BINARY_SEAL_MIN_BYTES): `{version, envelope, auth, spam, raw}` as JSON,
+ * the raw message base64 inside, encrypted as one compact JWE (`ECDH-ES+A256KW`, `A256GCM`) to the
+ * home's X25519 public key. The protected header carries `kid` (the key's RFC 7638 thumbprint) so
+ * the home can tell, without decrypting, whether an object was sealed to its current key.
+ *
+ * v2 (larger messages, issue 16 finding 9): binary, so the message is neither base64-encoded twice
+ * nor held as text: `SEALED_V2_MAGIC`, a 4-byte big-endian length, a small compact JWE of the same
+ * kind whose payload is `{version: 2, envelope, auth, spam, body: {key, iv, size}}`, then the raw
+ * message encrypted with AES-256-GCM under that fresh body key (the JWE text as additional data),
+ * then its 16-byte tag. Sealing and opening each hold the message and one ciphertext of its size.
  */
 import {
   createCipheriv,
@@ -25,7 +33,18 @@ export const SEAL_ALG = 'ECDH-ES+A256KW';
 export const SEAL_ENC = 'A256GCM';
 /** JWE `cty`: names the payload format so a future version can be told apart before parsing. */
 export const SEAL_CONTENT_TYPE = 'svc-inbound+json';
+/** JWE `cty` of a v2 header: the metadata and the body key, without the message. */
+export const SEAL_V2_CONTENT_TYPE = 'svc-inbound-head+json';
 export const SEALED_VERSION = 1;
+export const SEALED_V2_VERSION = 2;
+/** The first bytes of a v2 object; a v1 object (compact JWE) starts with base64url text, never with these. */
+export const SEALED_V2_MAGIC = Buffer.from('svc-sealed-2\n', 'ascii');
+/**
+ * Messages larger than this are sealed as v2. Smaller ones stay v1, which the batch fetch
+ * (`POST /objects/fetch`) carries as JSON text; above it the home fetches each object on its own
+ * (src/inbound/ingest.ts LARGE_OBJECT_BYTES is the same size).
+ */
+export const BINARY_SEAL_MIN_BYTES = 256 * 1024;
 
 /** An X25519 public key as JWK. Private members (`d`) are not allowed: the edge must never hold them. */
 export const X25519PublicJwk = Type.Object(
@@ -173,7 +192,7 @@ function concatKdf(sharedSecret: Buffer, apu: Buffer, apv: Buffer): Buffer {
  * A fresh content key agreed with the home's key (ECDH-ES+A256KW): the first three parts of the
  * compact JWE (`lead`, ending in a dot) and the AES-256-GCM cipher for its content.
  */
-async function startJwe(recipient: X25519PublicJwk | SealingKey): Promise<{ lead: string; cipher: CipherGCM }> {
+async function startJwe(recipient: X25519PublicJwk | SealingKey, contentType = SEAL_CONTENT_TYPE): Promise<{ lead: string; cipher: CipherGCM }> {
   const sealing = 'keyId' in recipient ? recipient : await prepareSealingKey(recipient);
   const ephemeral = generateKeyPairSync('x25519');
   const kek = concatKdf(diffieHellman({ privateKey: ephemeral.privateKey, publicKey: sealing.key }), Buffer.alloc(0), Buffer.alloc(0));
@@ -182,7 +201,7 @@ async function startJwe(recipient: X25519PublicJwk | SealingKey): Promise<{ lead
   const encryptedKey = Buffer.concat([wrap.update(cek), wrap.final()]);
   const { x } = ephemeral.publicKey.export({ format: 'jwk' });
   const header = Buffer.from(
-    JSON.stringify({ alg: SEAL_ALG, enc: SEAL_ENC, cty: SEAL_CONTENT_TYPE, kid: sealing.keyId, epk: { x, crv: 'X25519', kty: 'OKP' } }),
+    JSON.stringify({ alg: SEAL_ALG, enc: SEAL_ENC, cty: contentType, kid: sealing.keyId, epk: { x, crv: 'X25519', kty: 'OKP' } }),
   ).toString('base64url');
   const iv = randomBytes(IV_BYTES);
   const cipher = createCipheriv('aes-256-gcm', cek, iv, { authTagLength: TAG_BYTES });
@@ -198,14 +217,30 @@ export async function sealObject(payload: InboundObject, recipient: X25519Public
 }
 
 /** The payload without the message: what `sealMessage` takes beside the raw bytes and `openSealed` returns beside them. */
-export type InboundMeta = Omit<InboundObject, 'raw'>;
+export type InboundMeta = Omit<InboundObject, 'raw' | 'version'> & { version: typeof SEALED_VERSION | typeof SEALED_V2_VERSION };
+
+/** The v2 header's payload: the metadata and the key of the body that follows it. */
+const InboundHead = Type.Object({
+  version: Type.Literal(SEALED_V2_VERSION),
+  envelope: InboundEnvelope,
+  auth: InboundAuth,
+  spam: SpamVerdict,
+  body: Type.Object({
+    key: Type.String({ pattern: '^[A-Za-z0-9_-]{43}$' }),
+    iv: Type.String({ pattern: '^[A-Za-z0-9_-]{16}$' }),
+    size: Type.Integer({ minimum: 0 }),
+  }),
+});
 
 /**
  * Large messages are base64-encoded, encrypted and base64url-encoded this many raw bytes at a
  * time, so sealing and opening hold the message, the sealed bytes and one chunk, never a string
  * of the whole message (issue 16, finding 9). A multiple of 3 (whole base64 groups) and of 4.
+ * Small enough that each chunk's base64 string (16 KiB) is a young-generation object V8 frees at
+ * the next scavenge: strings past ~128 KiB go to the large-object space, which only a full
+ * collection frees, and a 20 MB message then left ~100 MB of dead strings behind at its peak.
  */
-const STREAM_CHUNK_BYTES = 3 * 4 * 64 * 1024;
+const STREAM_CHUNK_BYTES = 3 * 4 * 1024;
 
 /** Length of the unpadded base64url (or padded base64, `padded`) text of `n` bytes. */
 function base64Length(n: number, padded: boolean): number {
@@ -246,7 +281,7 @@ class Base64UrlWriter {
  * string: the payload is encrypted and encoded chunk by chunk into one preallocated buffer. The
  * edge then holds the message once and the sealed object (4/3 × 4/3 of it) once.
  */
-export async function sealMessage(meta: InboundMeta, raw: Buffer, recipient: X25519PublicJwk | SealingKey): Promise<Buffer> {
+export async function sealMessage(meta: InboundMeta & { version: typeof SEALED_VERSION }, raw: Buffer, recipient: X25519PublicJwk | SealingKey): Promise<Buffer> {
   const { lead, cipher } = await startJwe(recipient);
   // `raw` goes last, so the JSON is this text with the base64 of the message between the quotes.
   const json = JSON.stringify({ version: meta.version, envelope: meta.envelope, auth: meta.auth, spam: meta.spam, raw: '' });
@@ -267,6 +302,47 @@ export async function sealMessage(meta: InboundMeta, raw: Buffer, recipient: X25
   pos += out.write(cipher.getAuthTag().toString('base64url'), pos, 'latin1');
   if (pos !== out.length) throw new Error(`sealed object length mismatch (${pos} of ${out.length})`);
   return out;
+}
+
+/** Raw bytes encrypted per cipher call in a v2 body: each output is a short-lived buffer. */
+const BODY_CHUNK_BYTES = 64 * 1024;
+/** A v2 header is a few hundred bytes of JSON; anything far larger is not the svc format. */
+const MAX_V2_HEAD_BYTES = 64 * 1024;
+
+/**
+ * Seals one message as v2 (binary, see the header comment) and returns the whole object: the
+ * message is encrypted straight into the one output buffer, so the edge holds the message and
+ * one object of the same size, no base64 and no string of either.
+ */
+export async function sealMessageV2(meta: Omit<InboundMeta, 'version'>, raw: Buffer, recipient: X25519PublicJwk | SealingKey): Promise<Buffer> {
+  const bodyKey = randomBytes(CEK_BYTES);
+  const bodyIv = randomBytes(IV_BYTES);
+  const head = { version: SEALED_V2_VERSION, envelope: meta.envelope, auth: meta.auth, spam: meta.spam, body: { key: bodyKey.toString('base64url'), iv: bodyIv.toString('base64url'), size: raw.length } };
+  const { lead, cipher } = await startJwe(recipient, SEAL_V2_CONTENT_TYPE);
+  const headCiphertext = Buffer.concat([cipher.update(JSON.stringify(head), 'utf8'), cipher.final()]);
+  const headJwe = Buffer.from(`${lead}${headCiphertext.toString('base64url')}.${cipher.getAuthTag().toString('base64url')}`, 'ascii');
+  const out = Buffer.allocUnsafe(SEALED_V2_MAGIC.length + 4 + headJwe.length + raw.length + TAG_BYTES);
+  let pos = SEALED_V2_MAGIC.copy(out, 0);
+  pos = out.writeUInt32BE(headJwe.length, pos);
+  pos += headJwe.copy(out, pos);
+  const body = createCipheriv('aes-256-gcm', bodyKey, bodyIv, { authTagLength: TAG_BYTES });
+  // The body is bound to this header: a body moved under another object's header fails its tag.
+  body.setAAD(headJwe);
+  for (let at = 0; at < raw.length; at += BODY_CHUNK_BYTES) pos += body.update(raw.subarray(at, at + BODY_CHUNK_BYTES)).copy(out, pos);
+  pos += body.final().copy(out, pos);
+  pos += body.getAuthTag().copy(out, pos);
+  if (pos !== out.length) throw new Error(`sealed object length mismatch (${pos} of ${out.length})`);
+  return out;
+}
+
+/** Seals one accepted message in the format its size calls for: v1 up to BINARY_SEAL_MIN_BYTES, v2 above. */
+export async function sealInbound(meta: Omit<InboundMeta, 'version'>, raw: Buffer, recipient: X25519PublicJwk | SealingKey): Promise<Buffer> {
+  return raw.length > BINARY_SEAL_MIN_BYTES ? sealMessageV2(meta, raw, recipient) : sealMessage({ ...meta, version: SEALED_VERSION }, raw, recipient);
+}
+
+/** Whether stored object bytes are a v2 (binary) object rather than a v1 compact JWE. */
+export function isBinarySealed(bytes: Uint8Array): boolean {
+  return bytes.length >= SEALED_V2_MAGIC.length && SEALED_V2_MAGIC.equals(bytes.subarray(0, SEALED_V2_MAGIC.length));
 }
 
 /** Why an object could not be opened; the home quarantines on any of these. */
@@ -384,6 +460,7 @@ export async function openSealed(sealed: Uint8Array | string, privateKey: JWK | 
   const key = homeKey(privateKey);
   // UTF-8, not latin1: a non-ASCII character must stay outside the alphabet (malformed), not fold onto a letter.
   const bytes = typeof sealed === 'string' ? Buffer.from(sealed, 'utf8') : Buffer.from(sealed.buffer, sealed.byteOffset, sealed.byteLength);
+  if (isBinarySealed(bytes)) return openV2(bytes, key);
   let start = 0;
   let end = bytes.length;
   while (start < end && isSpace(bytes[start])) start++;
@@ -421,6 +498,55 @@ export async function openSealed(sealed: Uint8Array | string, privateKey: JWK | 
     throw undecryptable();
   }
   return readPayload(plaintext.subarray(0, written));
+}
+
+/** The plaintext of a compact JWE in the svc format (either version's), decrypted with the home's key. */
+function decryptCompact(jwe: string, key: KeyObject): Buffer {
+  const parts = parseCompact(jwe);
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', contentKey(key, parts), parts.iv, { authTagLength: TAG_BYTES });
+    decipher.setAAD(Buffer.from(parts.header, 'ascii'));
+    decipher.setAuthTag(parts.tag);
+    return Buffer.concat([decipher.update(parts.ciphertext), decipher.final()]);
+  } catch {
+    throw undecryptable();
+  }
+}
+
+/** Opens a v2 object: the header JWE, then the body decrypted chunk by chunk into one buffer of the message's size. */
+function openV2(bytes: Buffer, key: KeyObject): { meta: InboundMeta; raw: Buffer } {
+  const headStart = SEALED_V2_MAGIC.length + 4;
+  if (bytes.length < headStart + TAG_BYTES) throw malformed();
+  const headLength = bytes.readUInt32BE(SEALED_V2_MAGIC.length);
+  const headEnd = headStart + headLength;
+  if (headLength === 0 || headLength > MAX_V2_HEAD_BYTES || headEnd + TAG_BYTES > bytes.length) throw malformed();
+  const headJwe = bytes.subarray(headStart, headEnd);
+  const headText = headJwe.toString('latin1');
+  if (!/^[A-Za-z0-9_.-]+$/.test(headText)) throw malformed();
+  let head: unknown;
+  try {
+    head = JSON.parse(decryptCompact(headText, key).toString('utf8'));
+  } catch (err) {
+    if (err instanceof SealedObjectError) throw err;
+    throw new SealedObjectError('invalid_payload', 'The opened object is not JSON.');
+  }
+  if (!Value.Check(InboundHead, head)) throw new SealedObjectError('invalid_payload', 'The opened object does not have the inbound object shape.');
+  const ciphertext = bytes.subarray(headEnd, bytes.length - TAG_BYTES);
+  if (ciphertext.length !== head.body.size) throw malformed();
+  const raw = Buffer.allocUnsafe(head.body.size);
+  let written = 0;
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', Buffer.from(head.body.key, 'base64url'), Buffer.from(head.body.iv, 'base64url'), { authTagLength: TAG_BYTES });
+    decipher.setAAD(headJwe);
+    decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES));
+    for (let at = 0; at < ciphertext.length; at += BODY_CHUNK_BYTES) written += decipher.update(ciphertext.subarray(at, at + BODY_CHUNK_BYTES)).copy(raw, written);
+    written += decipher.final().copy(raw, written);
+  } catch {
+    throw undecryptable();
+  }
+  if (written !== raw.length) throw undecryptable();
+  const { body: _body, ...meta } = head;
+  return { meta, raw };
 }
 
 /** Where the top-level `"raw"` string's contents lie in the JSON text, when it has no escapes; else null. */
@@ -515,17 +641,7 @@ function decodeBase64(text: Buffer): Buffer {
 
 /** Opens a sealed object with the home's private key and checks the payload shape. */
 export async function openObject(jwe: string, privateKey: JWK | KeyObject | CryptoKey): Promise<InboundObject> {
-  const key = homeKey(privateKey);
-  const parts = parseCompact(jwe);
-  let plaintext: Buffer;
-  try {
-    const decipher = createDecipheriv('aes-256-gcm', contentKey(key, parts), parts.iv, { authTagLength: TAG_BYTES });
-    decipher.setAAD(Buffer.from(parts.header, 'ascii'));
-    decipher.setAuthTag(parts.tag);
-    plaintext = Buffer.concat([decipher.update(parts.ciphertext), decipher.final()]);
-  } catch {
-    throw undecryptable();
-  }
+  const plaintext = decryptCompact(jwe, homeKey(privateKey));
   let payload: unknown;
   try {
     payload = JSON.parse(plaintext.toString('utf8'));

@@ -43,10 +43,11 @@ export class EdgeClient {
     return (await res!.json()) as { objects: { key: string; size: number }[]; has_more: boolean };
   }
 
-  /** The sealed object, or null when it is gone. */
-  async getObject(key: string): Promise<string | null> {
+  /** Whether the edge still holds the object (its body is not read). */
+  async hasObject(key: string): Promise<boolean> {
     const res = await this.call('GET', `/objects/${key}`, { allow404: true });
-    return res ? res.text() : null;
+    await res?.body?.cancel();
+    return res !== null;
   }
 
   /** The sealed object as bytes (no string copy of a large object), or null when it is gone. */
@@ -64,8 +65,8 @@ export class EdgeClient {
    * answer for size are fetched with further requests; keys without an object come back in
    * `missing`. An edge without the batch route (older release) is asked one key at a time.
    */
-  async fetchObjects(keys: string[]): Promise<{ objects: Map<string, string>; missing: string[] }> {
-    const objects = new Map<string, string>();
+  async fetchObjects(keys: string[]): Promise<{ objects: Map<string, string | Uint8Array>; missing: string[] }> {
+    const objects = new Map<string, string | Uint8Array>();
     const missing: string[] = [];
     for (let i = 0; i < keys.length; i += BATCH_MAX_KEYS) {
       const part = await this.fetchSome(keys.slice(i, i + BATCH_MAX_KEYS));
@@ -75,23 +76,29 @@ export class EdgeClient {
     return { objects, missing };
   }
 
-  private async fetchSome(keys: string[]): Promise<{ objects: Map<string, string>; missing: string[] }> {
-    const objects = new Map<string, string>();
+  private async fetchSome(keys: string[]): Promise<{ objects: Map<string, string | Uint8Array>; missing: string[] }> {
+    const objects = new Map<string, string | Uint8Array>();
     const missing: string[] = [];
     let todo = keys;
     while (todo.length > 0) {
       const res = await this.call('POST', '/objects/fetch', { body: { keys: todo }, allow404: true });
       if (!res) {
         for (const key of todo) {
-          const jwe = await this.getObject(key);
-          if (jwe === null) missing.push(key);
-          else objects.set(key, jwe);
+          const sealed = await this.getObjectBytes(key);
+          if (sealed === null) missing.push(key);
+          else objects.set(key, sealed);
         }
         break;
       }
-      const page = (await res.json()) as { objects: { key: string; jwe: string }[]; missing: string[]; deferred: string[] };
+      const page = (await res.json()) as { objects: { key: string; jwe: string }[]; missing: string[]; deferred: string[]; separate?: string[] };
       for (const o of page.objects) objects.set(o.key, o.jwe);
       missing.push(...page.missing);
+      // Binary (v2) objects do not travel inside JSON: each is fetched on its own.
+      for (const key of page.separate ?? []) {
+        const bytes = await this.getObjectBytes(key);
+        if (bytes === null) missing.push(key);
+        else objects.set(key, bytes);
+      }
       // The edge always answers at least one object when any exists, so this shrinks every round.
       todo = page.objects.length > 0 ? page.deferred : [];
     }

@@ -123,12 +123,12 @@ export async function ingestObject(deps: IngestDeps, key: string, size: number |
   const held = quarantineByKey(db, key);
   if (!opts.retry && held && held.status !== 'released' && held.status !== 'deleted') return { outcome: 'skipped_quarantined' };
 
-  const jwe = await edge.getObject(key);
-  if (jwe === null) return { outcome: 'gone' };
+  const sealed = await edge.getObjectBytes(key);
+  if (sealed === null) return { outcome: 'gone' };
 
   let opened: OpenedInbound;
   try {
-    opened = await deps.open(jwe);
+    opened = await deps.open(sealed);
   } catch (err) {
     return fail(deps, key, size, null, (err as Error).message === 'parse_failed' ? 'parse_failed' : 'open_failed', opts.retry);
   }
@@ -194,7 +194,7 @@ export async function prepareBatch(deps: IngestDeps, objects: { key: string; siz
   });
   if (pending.length === 0) return { ready: [], processed: 0 };
   const small = pending.filter((o) => o.size <= LARGE_OBJECT_BYTES).map((o) => o.key);
-  const { objects: fetched, missing } = small.length > 0 ? await edge.fetchObjects(small) : { objects: new Map<string, string>(), missing: [] };
+  const { objects: fetched, missing } = small.length > 0 ? await edge.fetchObjects(small) : { objects: new Map<string, string | Uint8Array>(), missing: [] };
   for (const key of missing) await quarantineOrphanEntry(deps, key);
   const opened = await Promise.all(
     pending.map(async ({ key, size }) => {

@@ -24,6 +24,16 @@ export function serveArguments(spec: ServiceSpec): string[] {
   return [spec.svcScript, 'serve', '--home', spec.home, '--port', String(spec.port), '--flavor', SERVICE_FLAVOR];
 }
 
+/**
+ * Environment for the served process, for glibc's allocator (ignored elsewhere). A fixed mmap
+ * threshold puts every buffer over 128 KiB in its own mapping that goes back to the system when
+ * freed; glibc's default raises the threshold after the first large free, so the buffers of one
+ * 20 MB message then stayed in the heap (~150 MiB of RSS kept after it was stored). Two arenas
+ * instead of eight per core keep the worker threads from each holding freed memory of their own.
+ * Measured by bench/inbound-memory.ts; scripts/start.sh sets the same for `npm start`.
+ */
+export const SERVE_ENVIRONMENT: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '131072' };
+
 /** Human description shared by all definitions. */
 export function serviceDescription(spec: ServiceSpec): string {
   return `svc mail service (home ${spec.home}, port ${spec.port})`;

@@ -1,7 +1,7 @@
 /** systemd user units: where they live, what they say, and how `systemctl show` maps to a state. */
 import os from 'node:os';
 import path from 'node:path';
-import { portFromServeArguments, serveArguments, serviceDescription, splitCommandLine, type ObservedState, type ServiceSpec, type ServiceState } from './service-spec.js';
+import { portFromServeArguments, SERVE_ENVIRONMENT, serveArguments, serviceDescription, splitCommandLine, type ObservedState, type ServiceSpec, type ServiceState } from './service-spec.js';
 
 /** A crash-looping service (e.g. a locked keyring) gives up after this many starts in the window. */
 export const START_LIMIT_BURST = 5;
@@ -52,6 +52,7 @@ export function renderSystemdUnit(spec: ServiceSpec): string {
     '[Service]',
     'Type=simple',
     `ExecStart=${execStart}`,
+    ...Object.entries(SERVE_ENVIRONMENT).map(([name, value]) => `Environment=${name}=${value}`),
     'Restart=on-failure',
     `RestartSec=${RESTART_SEC}`,
     // Anything the service creates stays private to the user, like the home itself.

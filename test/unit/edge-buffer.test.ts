@@ -3,6 +3,7 @@ import t from 'tap';
 import fs from 'node:fs';
 import path from 'node:path';
 import { SealedBuffer } from '../../src/edge/buffer.js';
+import { SEALED_V2_MAGIC } from '../../src/edge/sealed.js';
 import { tempDir } from '../helpers/svc.js';
 
 const META = { receivedAt: '2025-01-02T03:04:05.678Z', recipients: ['bob@home.test'], keyId: 'kid' };
@@ -79,6 +80,25 @@ t.test('a batch read stops at the byte cap but always answers one object; the re
   const tiny = await buffer.readObjects([keys[1], keys[0]], 1);
   t.same(tiny.objects.map((o) => o.key), [keys[1]], 'one object even when it alone is over the cap');
   t.same(tiny.deferred, [keys[0]]);
+});
+
+t.test('a batch fetch carries binary (v2) objects by key only, in `separate`, and GET-style streams mark them binary', async (t) => {
+  const buffer = new SealedBuffer(tempDir('svc-buffer-'));
+  buffer.open();
+  const binary = Buffer.concat([SEALED_V2_MAGIC, Buffer.from([0, 0, 0, 1, 0xff, 0x00, 0x80])]);
+  const keys = [await buffer.commit('text-jwe', META), await buffer.commit(binary, META)];
+  const answer = await buffer.readObjects(keys, 1_000);
+  t.same(answer.objects, [{ key: keys[0], jwe: 'text-jwe' }]);
+  t.same(answer.separate, [keys[1]]);
+  t.same(answer.missing, []);
+  const stream = await buffer.openObjectStream(keys[1]);
+  t.equal(stream?.binary, true);
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream!.stream) chunks.push(chunk as Buffer);
+  t.ok(Buffer.concat(chunks).equals(binary), 'streamed byte for byte');
+  const text = await buffer.openObjectStream(keys[0]);
+  t.equal(text?.binary, false);
+  text?.stream.destroy();
 });
 
 t.test('a batch delete removes objects and entries, reports absent keys, and is idempotent', async (t) => {

@@ -2,7 +2,12 @@
 import t from 'tap';
 import { CompactEncrypt, compactDecrypt, decodeProtectedHeader, importJWK } from 'jose';
 import {
+  BINARY_SEAL_MIN_BYTES,
   generateHomeKeyPair,
+  isBinarySealed,
+  sealInbound,
+  sealMessageV2,
+  SEALED_V2_MAGIC,
   openObject,
   openSealed,
   publicKeyId,
@@ -198,7 +203,7 @@ function metaOf(p: InboundObject): Omit<InboundObject, 'raw'> {
   return meta;
 }
 
-/** Sizes around the 3-byte groups of base64 and the 768 KiB chunks of the streaming code. */
+/** Sizes around the 3-byte groups of base64 and the 12 KiB chunks of the streaming code (786,432 is 64 of them). */
 const SIZES = [0, 1, 2, 3, 4, 5, 786_431, 786_432, 786_433, 2 * 786_432 + 2, 3_000_001];
 
 function bytesOfSize(n: number): Buffer {
@@ -286,4 +291,56 @@ t.test('a non-ASCII character in a sealed string is malformed for both openers',
   // U+0141 has the low byte of 'A': read as latin1 it would fold onto a letter of the alphabet.
   parts[3] = 'Ł' + parts[3].slice(1);
   t.match(await openFailure(parts.join('.'), home.privateJwk), { reason: 'malformed' });
+});
+
+t.test('v2: a large message seals as binary, opens to the same metadata and bytes, and is about its own size', async (t) => {
+  const home = await generateHomeKeyPair();
+  const raw = bytesOfSize(BINARY_SEAL_MIN_BYTES + 1);
+  const sealed = await sealInbound(metaOf(payload()), raw, home.publicJwk);
+  t.ok(isBinarySealed(sealed), 'binary above the threshold');
+  t.equal(sealed.subarray(0, SEALED_V2_MAGIC.length).toString('latin1'), 'svc-sealed-2\n');
+  t.ok(sealed.length < raw.length + 2_000, `object ${sealed.length} bytes for a ${raw.length}-byte message`);
+  t.equal(sealed.indexOf(raw.subarray(1000, 1064)), -1, 'the message is not in the clear');
+  const opened = await openSealed(sealed, home.privateJwk);
+  t.same(opened.meta, { ...metaOf(payload()), version: 2 });
+  t.ok(opened.raw.equals(raw));
+  // The header is a JWE of the documented kind, to the home's key, with its own content type.
+  const headLength = sealed.readUInt32BE(SEALED_V2_MAGIC.length);
+  const head = sealed.toString('latin1', SEALED_V2_MAGIC.length + 4, SEALED_V2_MAGIC.length + 4 + headLength);
+  t.match(decodeProtectedHeader(head), { alg: 'ECDH-ES+A256KW', enc: 'A256GCM', cty: 'svc-inbound-head+json', kid: await publicKeyId(home.publicJwk) });
+  const small = await sealInbound(metaOf(payload()), RAW, home.publicJwk);
+  t.notOk(isBinarySealed(small), 'v1 up to the threshold');
+  t.same((await openObject(small.toString('utf8'), home.privateJwk)).raw, RAW.toString('base64'));
+});
+
+t.test('v2: a changed byte anywhere, a body under another header, another key or a cut object does not open', async (t) => {
+  const home = await generateHomeKeyPair();
+  const other = await generateHomeKeyPair();
+  const raw = bytesOfSize(600_000);
+  const sealed = await sealMessageV2(metaOf(payload()), raw, home.publicJwk);
+  const headEnd = SEALED_V2_MAGIC.length + 4 + sealed.readUInt32BE(SEALED_V2_MAGIC.length);
+  for (const at of [headEnd + 10, headEnd + 300_000, sealed.length - 1]) {
+    const copy = Buffer.from(sealed);
+    copy[at] ^= 1;
+    t.match(await failureOf(openSealed(copy, home.privateJwk)), { reason: 'decrypt_failed' }, `body byte ${at}`);
+  }
+  const inHead = Buffer.from(sealed);
+  inHead[headEnd - 5] = inHead[headEnd - 5] === 0x41 ? 0x42 : 0x41;
+  t.match(await failureOf(openSealed(inHead, home.privateJwk)), { reason: 'decrypt_failed' }, 'header tag');
+  // Same size, same key: the body of one object under the header of another fails its tag.
+  const second = await sealMessageV2(metaOf(payload()), raw, home.publicJwk);
+  const secondHeadEnd = SEALED_V2_MAGIC.length + 4 + second.readUInt32BE(SEALED_V2_MAGIC.length);
+  const spliced = Buffer.concat([sealed.subarray(0, headEnd), second.subarray(secondHeadEnd)]);
+  t.match(await failureOf(openSealed(spliced, home.privateJwk)), { reason: 'decrypt_failed' }, 'spliced body');
+  t.match(await failureOf(openSealed(sealed, other.privateJwk)), { reason: 'decrypt_failed' }, 'another home key');
+  t.match(await failureOf(openSealed(sealed.subarray(0, sealed.length - 100), home.privateJwk)), { reason: 'malformed' }, 'cut short');
+  t.match(await failureOf(openSealed(sealed.subarray(0, SEALED_V2_MAGIC.length + 2), home.privateJwk)), { reason: 'malformed' }, 'only the magic');
+  const hugeHead = Buffer.from(sealed);
+  hugeHead.writeUInt32BE(0xffffffff, SEALED_V2_MAGIC.length);
+  t.match(await failureOf(openSealed(hugeHead, home.privateJwk)), { reason: 'malformed' }, 'a header length past the object');
+  const v1AsHead = await sealObject(payload(), home.publicJwk);
+  const lengthBytes = Buffer.alloc(4);
+  lengthBytes.writeUInt32BE(v1AsHead.length);
+  const wrongHead = Buffer.concat([SEALED_V2_MAGIC, lengthBytes, Buffer.from(v1AsHead), Buffer.alloc(16)]);
+  t.match(await failureOf(openSealed(wrongHead, home.privateJwk)), { reason: 'invalid_payload' }, 'a v1 JWE where the v2 header goes');
 });

@@ -52,6 +52,7 @@ t.test('systemd unit: absolute ExecStart running serve for the home, port and pr
   const lines = unit.split('\n');
   t.ok(lines.includes('ExecStart=/usr/local/bin/node /opt/pkg/lib/node_modules/svc/bin/svc serve --home /home/ann/.local/share/svc --port 8123 --flavor production'));
   t.ok(lines.includes('Restart=on-failure'));
+  t.ok(lines.includes('Environment=MALLOC_ARENA_MAX=2') && lines.includes('Environment=MALLOC_MMAP_THRESHOLD_=131072'), 'the allocator settings large mail needs');
   t.ok(lines.includes('StandardOutput=append:/home/ann/.local/share/svc/logs/service.log'));
   t.ok(lines.includes('StandardError=append:/home/ann/.local/share/svc/logs/service.err.log'));
   t.ok(lines.includes('WantedBy=default.target'));

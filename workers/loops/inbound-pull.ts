@@ -172,7 +172,7 @@ runLoop(async (ctx) => {
     db,
     edge: client,
     open: (sealed) =>
-      typeof sealed === 'string' && sealed.length <= OPEN_IN_LOOP_MAX_CHARS ? openInbound({ jwe: sealed, privateJwk }) : openLarge(sealed, privateJwk),
+      (typeof sealed === 'string' ? sealed.length : sealed.byteLength) <= OPEN_IN_LOOP_MAX_CHARS ? openInbound({ jwe: sealed, privateJwk }) : openLarge(sealed, privateJwk),
     publish: (seq: number) => ctx.publish({ kind: 'event', seq }),
     // Test-only (docs/testing.md): die like `kill -9` after a commit, before the edge delete.
     beforeDelete: ctx.fault === 'inbound-kill-after-commit' ? () => process.kill(process.pid, 'SIGKILL') : undefined,

@@ -39,7 +39,7 @@ runLoop(async ({ db, publish }) => {
       after = page.entries.at(-1)?.key ?? null;
       for (const entry of page.entries) {
         // Re-check the object: it may have arrived after the listing above.
-        if (objectKeys.has(entry.key) || (await client.getObject(entry.key)) !== null) continue;
+        if (objectKeys.has(entry.key) || (await client.hasObject(entry.key))) continue;
         const seq = quarantine(db, { sourceKind: 'queue_message', sourceKey: entry.key, reasonCode: 'object_missing', size: entry.size, inboxId: entry.recipients[0] ?? null, attempts: null });
         if (seq !== null) publish({ kind: 'event', seq });
       }
