@@ -86,17 +86,20 @@ async function retryQuarantined(deps: IngestDeps): Promise<number> {
 function openInWorker(sealed: Uint8Array, privateJwk: JWK): Promise<OpenedInbound> {
   return new Promise((resolve, reject) => {
     const worker = new Worker(OPEN_LARGE_FILE, { name: 'inbound-open-large', resourceLimits: { maxOldGenerationSizeMb: LARGE_OPEN_HEAP_MB } });
-    let settled = false;
-    const settle = (fn: () => void) => {
-      if (settled) return;
-      settled = true;
-      fn();
+    // The answer is given only once the worker has exited, so its heap (the parser's transient
+    // copies, several times the message) is gone before the commit allocates its own.
+    let reply: OpenLargeReply | null = null;
+    worker.once('message', (answer: OpenLargeReply) => {
+      reply = answer;
       void worker.terminate();
-    };
-    worker.once('message', (reply: OpenLargeReply) => settle(() => (reply.ok ? resolve(reply.opened) : reject(new Error(reply.reason)))));
-    // Out of memory or any other death: the message could not be parsed within the bounds.
-    worker.once('error', () => settle(() => reject(new Error('parse_failed'))));
-    worker.once('exit', () => settle(() => reject(new Error('parse_failed'))));
+    });
+    // Out of memory or any other death before an answer: the message could not be parsed within the bounds.
+    worker.once('error', () => void worker.terminate());
+    worker.once('exit', () => {
+      const answer = reply as OpenLargeReply | null;
+      if (answer?.ok) resolve(answer.opened);
+      else reject(new Error(answer?.reason ?? 'parse_failed'));
+    });
     const bytes = sealed.byteOffset === 0 && sealed.byteLength === sealed.buffer.byteLength ? sealed : sealed.slice();
     worker.postMessage({ sealed: bytes, privateJwk } satisfies OpenLargeRequest, [bytes.buffer as ArrayBuffer]);
   });
