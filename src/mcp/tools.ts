@@ -24,17 +24,17 @@ import {
   SendDraftBody,
   sendDraftFor,
   updateDraftFor,
-} from '../mail/draft-requests.js';
+} from '../requests/drafts.js';
 import { CreateDraftBody, UpdateDraftBody } from '../mail/drafts.js';
 import { createInbox, CreateInboxBody, deleteInbox, inboxResponse, listInboxes, updateInbox, UpdateInboxBody } from '../mail/inboxes.js';
 import { routeToLocalEdge } from '../mail/inbox-routing.js';
 import { LabelEditBody } from '../mail/labels.js';
-import { listEntriesPage, readListEntry } from '../mail/list-requests.js';
+import { listEntriesPage, readListEntry } from '../requests/lists.js';
 import { DIRECTIONS, LIST_TYPES } from '../mail/lists.js';
-import { editMessageLabels, messageAttachmentDownload, messageListPage, messageSearchPage, readMessage } from '../mail/message-requests.js';
+import { editMessageLabels, messageAttachmentDownload, messageListPage, messageSearchPage, readMessage } from '../requests/messages.js';
 import { MessageListQuery, SearchQuery, ThreadListQuery, ThreadPageQuery } from '../mail/query.js';
-import { sendRequest, type SendOperation } from '../mail/send-requests.js';
-import { editThreadLabels, readThread, removeThread, threadAttachmentDownload, threadListPage, threadSearchPage } from '../mail/thread-requests.js';
+import { sendRequest, type SendOperation } from '../requests/send.js';
+import { editThreadLabels, readThread, removeThread, threadAttachmentDownload, threadListPage, threadSearchPage } from '../requests/threads.js';
 import { checked } from './validate.js';
 
 /** Who is calling, and the service they call. */

@@ -20,7 +20,7 @@ import {
   SendDraftBody,
   sendDraftFor,
   updateDraftFor,
-} from '../mail/draft-requests.js';
+} from '../requests/drafts.js';
 import { approveScheduled, checkDraftVersion, CreateDraftBody, Draft, DraftItem, draftRow, draftShape, draftAttachments, MAX_REJECT_REASON, readDraft, rejectDraft, UpdateDraftBody } from '../mail/drafts.js';
 import { idempotencyKey, recordIdempotent, replayIdempotent, requestHash } from '../mail/idempotency.js';
 import { performSend } from '../mail/send-flow.js';

@@ -6,7 +6,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { PageQuery } from '../core/pagination.js';
-import { entryNotFound, listEntriesPage, listKeyFor, readListEntry } from '../mail/list-requests.js';
+import { entryNotFound, listEntriesPage, listKeyFor, readListEntry } from '../requests/lists.js';
 import { DIRECTIONS, LIST_TYPES, REASON_MAX, createListEntry, deleteListEntry, normalizeListEntry, type ListDirection, type ListKey, type ListType } from '../mail/lists.js';
 import type { Db } from '../db/open.js';
 

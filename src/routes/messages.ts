@@ -9,7 +9,7 @@ import { inboxFor } from '../auth/access.js';
 import { issueDownloadUrl } from '../auth/downloads.js';
 import { notFound } from '../core/errors.js';
 import { labelEdit, LabelEditBody, readVisibility } from '../mail/labels.js';
-import { editMessageLabels, messageAttachmentDownload, messageListPage, messageSearchPage, readMessage } from '../mail/message-requests.js';
+import { editMessageLabels, messageAttachmentDownload, messageListPage, messageSearchPage, readMessage } from '../requests/messages.js';
 import { batchGetMessages, deleteMessage, updateMessageLabels, visibleMessage } from '../mail/messages.js';
 import { MessageListQuery, SearchQuery } from '../mail/query.js';
 import { cachedRead } from '../mail/read-cache.js';

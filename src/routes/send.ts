@@ -11,7 +11,7 @@ import { ReplyAllBody, ReplyBody, SendBody, type ComposeInput } from '../mail/co
 import { normalizeMessageId } from '../mail/messages.js';
 import { resolveSendUnknown } from '../mail/outbox.js';
 import type { SendContext } from '../mail/send-flow.js';
-import { sendContext as requestSendContext, sendRequest, type SendOperation } from '../mail/send-requests.js';
+import { sendContext as requestSendContext, sendRequest, type SendOperation } from '../requests/send.js';
 
 const InboxParams = Type.Object({ inbox_id: Type.String({ maxLength: 320 }) });
 const MessageParams = Type.Object({ inbox_id: Type.String({ maxLength: 320 }), message_id: Type.String({ minLength: 1, maxLength: 998 }) });

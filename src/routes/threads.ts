@@ -9,7 +9,7 @@ import { LabelEditBody } from '../mail/labels.js';
 import { SearchQuery, ThreadListQuery, ThreadPageQuery } from '../mail/query.js';
 import { cachedRead } from '../mail/read-cache.js';
 import { AttachmentDownload, LabelsResult, ListOf, Thread, ThreadItem } from '../mail/serialize.js';
-import { editThreadLabels, readThread, removeThread, threadAttachmentDownload, threadListPage, threadSearchPage } from '../mail/thread-requests.js';
+import { editThreadLabels, readThread, removeThread, threadAttachmentDownload, threadListPage, threadSearchPage } from '../requests/threads.js';
 
 const InboxParams = Type.Object({ inbox_id: Type.Optional(Type.String({ maxLength: 320 })) });
 const ThreadParams = Type.Object({ inbox_id: Type.Optional(Type.String({ maxLength: 320 })), thread_id: Type.String({ maxLength: 64 }) });

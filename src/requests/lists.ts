@@ -7,7 +7,7 @@ import { inboxFor, requirePermission, requireUnrestricted } from '../auth/access
 import { ApiError } from '../core/errors.js';
 import { DEFAULT_LIMIT, pageFromRows, readCursor } from '../core/pagination.js';
 import type { Principal } from '../auth/principal.js';
-import { getListEntry, listListEntries, normalizeListEntry, type ListDirection, type ListEntry, type ListKey, type ListType } from './lists.js';
+import { getListEntry, listListEntries, normalizeListEntry, type ListDirection, type ListEntry, type ListKey, type ListType } from '../mail/lists.js';
 
 /**
  * The list named, after the access checks in house order: a global list (no inbox) needs a

@@ -9,11 +9,11 @@ import { issueDownloadUrl } from '../auth/downloads.js';
 import { notFound } from '../core/errors.js';
 import { searchGeneration } from '../core/pagination.js';
 import type { Audience, Principal } from '../auth/principal.js';
-import { labelEdit, listVisibility, readVisibility } from './labels.js';
-import { getMessage, listMessages, messageAttachment, updateMessageLabels } from './messages.js';
-import { keysetPage, queryList, timeBounds, type MessageListQuery, type SearchQuery } from './query.js';
-import { searchMessages } from './search.js';
-import { attachmentShape } from './serialize.js';
+import { labelEdit, listVisibility, readVisibility } from '../mail/labels.js';
+import { getMessage, listMessages, messageAttachment, updateMessageLabels } from '../mail/messages.js';
+import { keysetPage, queryList, timeBounds, type MessageListQuery, type SearchQuery } from '../mail/query.js';
+import { searchMessages } from '../mail/search.js';
+import { attachmentShape } from '../mail/serialize.js';
 
 /** One page of an inbox's messages with the list filters; the body of `GET .../messages`. */
 export function messageListPage(db: Db, p: Principal, inboxId: string, q: MessageListQuery) {

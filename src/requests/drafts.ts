@@ -27,12 +27,12 @@ import {
   type Draft,
   type DraftRow,
   type UpdateDraftBody,
-} from './drafts.js';
-import { idempotencyKey, requestHash } from './idempotency.js';
-import { labelEdit, LabelEditBody, MAX_LABEL_LENGTH, MAX_LABELS_PER_EDIT } from './labels.js';
-import { keysetPage, queryList, TimeQuery, timeBounds } from './query.js';
-import { performSend, type SendResult } from './send-flow.js';
-import { sendContext, type SendServices } from './send-requests.js';
+} from '../mail/drafts.js';
+import { idempotencyKey, requestHash } from '../mail/idempotency.js';
+import { labelEdit, LabelEditBody, MAX_LABEL_LENGTH, MAX_LABELS_PER_EDIT } from '../mail/labels.js';
+import { keysetPage, queryList, TimeQuery, timeBounds } from '../mail/query.js';
+import { performSend, type SendResult } from '../mail/send-flow.js';
+import { sendContext, type SendServices } from './send.js';
 
 /** Where a draft is looked for: one inbox (the inbox-scoped form) or the caller's whole scope. */
 export interface DraftTarget {

@@ -10,11 +10,11 @@ import { inboxFor } from '../auth/access.js';
 import { notFound } from '../core/errors.js';
 import type { Principal } from '../auth/principal.js';
 import type { MimeSpec } from '../../workers/pool/compose.js';
-import { composition, type ComposeInput } from './compose.js';
-import { idempotencyKey, requestHash } from './idempotency.js';
-import { readVisibility } from './labels.js';
-import { loadOriginal, type OutboundKind } from './outbound.js';
-import { performSend, type SendContext, type SendResult } from './send-flow.js';
+import { composition, type ComposeInput } from '../mail/compose.js';
+import { idempotencyKey, requestHash } from '../mail/idempotency.js';
+import { readVisibility } from '../mail/labels.js';
+import { loadOriginal, type OutboundKind } from '../mail/outbound.js';
+import { performSend, type SendContext, type SendResult } from '../mail/send-flow.js';
 
 /** What a send needs from the running service. */
 export type SendServices = Pick<AppContext, 'db' | 'bus' | 'pool'>;
