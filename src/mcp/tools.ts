@@ -10,7 +10,6 @@ import { Type, type TSchema } from 'typebox';
 import { z } from 'zod';
 import type { ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
 import type { AppContext } from '../context.js';
-import { inboxFor, requirePermission } from '../auth/access.js';
 import { ApiError } from '../core/errors.js';
 import { PageQuery } from '../core/pagination.js';
 import type { Audience, Principal } from '../auth/principal.js';
@@ -26,14 +25,14 @@ import {
   updateDraftFor,
 } from '../requests/drafts.js';
 import { CreateDraftBody, UpdateDraftBody } from '../mail/drafts.js';
-import { createInbox, CreateInboxBody, deleteInbox, inboxResponse, listInboxes, updateInbox, UpdateInboxBody } from '../mail/inboxes.js';
-import { routeToLocalEdge } from '../mail/inbox-routing.js';
+import { CreateInboxBody, UpdateInboxBody } from '../mail/inboxes.js';
 import { LabelEditBody } from '../mail/labels.js';
 import { listEntriesPage, readListEntry } from '../requests/lists.js';
 import { DIRECTIONS, LIST_TYPES } from '../mail/lists.js';
 import { editMessageLabels, messageAttachmentDownload, messageListPage, messageSearchPage, readMessage } from '../requests/messages.js';
 import { MessageListQuery, SearchQuery, ThreadListQuery, ThreadPageQuery } from '../mail/query.js';
 import { sendRequest, type SendOperation } from '../requests/send.js';
+import { createInboxFor, deleteInboxFor, inboxListPage, inboxSearchPage, readInbox, updateInboxFor } from '../requests/inboxes.js';
 import { editThreadLabels, readThread, removeThread, threadAttachmentDownload, threadListPage, threadSearchPage } from '../requests/threads.js';
 import { checked } from './validate.js';
 
@@ -150,9 +149,6 @@ const ListPage = Type.Object(PageQuery, { additionalProperties: false });
 /** The download URL keeps an OAuth token's audience (spec §4.7); other issuers have none. */
 const downloadAudience = (p: Principal): Audience | null => (p.kind === 'oauth' ? '/mcp' : null);
 
-/** Inbox changes alter what the edge must accept: push routing now (as the REST hook does). */
-const wakeProvisioning = (ctx: ToolContext) => ctx.svc.bus.publish({ kind: 'wake', loop: 'provisioning' });
-
 function send(ctx: ToolContext, operation: SendOperation, inbox: string, message: string | undefined, schema: TSchema, body: Record<string, unknown>, key: string | undefined) {
   return sendRequest(ctx.svc, ctx.principal, { operation, inboxId: inbox, messageId: message, body: checked(schema, body), idempotencyKey: key });
 }
@@ -165,10 +161,7 @@ export const TOOLS: McpTool[] = [
     description: 'List the inboxes this credential can reach, newest first, paginated.',
     input: { ...page, ascending },
     annotations: withTitle(READ, 'List Inboxes'),
-    run: ({ svc, principal }, a) => {
-      requirePermission(principal, 'inbox_read');
-      return listInboxes(svc.db, principal, checked(InboxPage, pageQuery(a)));
-    },
+    run: ({ svc, principal }, a) => inboxListPage(svc.db, principal, checked(InboxPage, pageQuery(a))),
   }),
   tool({
     name: 'search_inboxes',
@@ -176,11 +169,7 @@ export const TOOLS: McpTool[] = [
     description: 'Find inboxes by a case-insensitive part of the address or display name.',
     input: { q: z.string().describe('Part of the address or display name'), ...page, ascending },
     annotations: withTitle(READ, 'Search Inboxes'),
-    run: ({ svc, principal }, a) => {
-      requirePermission(principal, 'inbox_read');
-      const { q, ...query } = checked<{ q: string; limit?: number; page_token?: string; ascending?: boolean }>(InboxSearch, { q: a.q, ...pageQuery(a) });
-      return listInboxes(svc.db, principal, query, q);
-    },
+    run: ({ svc, principal }, a) => inboxSearchPage(svc.db, principal, checked<{ q: string; limit?: number; page_token?: string; ascending?: boolean }>(InboxSearch, { q: a.q, ...pageQuery(a) })),
   }),
   tool({
     name: 'get_inbox',
@@ -188,7 +177,7 @@ export const TOOLS: McpTool[] = [
     description: 'Get an inbox by ID.',
     input: { inboxId },
     annotations: withTitle(READ, 'Get Inbox'),
-    run: ({ svc, principal }, a) => inboxResponse(inboxFor(svc.db, principal, a.inboxId, 'inbox_read')),
+    run: ({ svc, principal }, a) => readInbox(svc.db, principal, a.inboxId),
   }),
   tool({
     name: 'create_inbox',
@@ -203,12 +192,9 @@ export const TOOLS: McpTool[] = [
       clientId: z.string().optional().describe('Client-supplied key for idempotent creation'),
     },
     annotations: withTitle(CREATE, 'Create Inbox'),
-    run: async (ctx, a) => {
+    run: (ctx, a) => {
       const body = checked<CreateInboxBody>(CreateInboxBody, { domain: a.domain, username: a.username, display_name: a.displayName, status: a.status, metadata: a.metadata, client_id: a.clientId });
-      const created = inboxResponse(createInbox(ctx.svc.db, ctx.principal, body));
-      await routeToLocalEdge(ctx.svc.db);
-      wakeProvisioning(ctx);
-      return created;
+      return createInboxFor(ctx.svc, ctx.principal, body);
     },
   }),
   tool({
@@ -223,12 +209,8 @@ export const TOOLS: McpTool[] = [
     },
     annotations: withTitle(UPDATE, 'Update Inbox'),
     run: (ctx, a) => {
-      const { db } = ctx.svc;
-      const inbox = inboxFor(db, ctx.principal, a.inboxId, 'inbox_update');
       const body = checked<UpdateInboxBody>(UpdateInboxBody, { display_name: a.displayName, status: a.status, metadata: a.metadata });
-      const updated = inboxResponse(updateInbox(db, inbox, body));
-      wakeProvisioning(ctx);
-      return updated;
+      return updateInboxFor(ctx.svc, ctx.principal, a.inboxId, body);
     },
   }),
   tool({
@@ -238,8 +220,7 @@ export const TOOLS: McpTool[] = [
     input: { inboxId },
     annotations: withTitle(DELETE, 'Delete Inbox'),
     run: (ctx, a) => {
-      deleteInbox(ctx.svc.db, inboxFor(ctx.svc.db, ctx.principal, a.inboxId, 'inbox_delete').inbox_id);
-      wakeProvisioning(ctx);
+      deleteInboxFor(ctx.svc, ctx.principal, a.inboxId);
       return {};
     },
   }),
