@@ -5,18 +5,23 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { inboxFor } from '../auth/access.js';
-import { issueDownloadUrl } from '../auth/downloads.js';
-import { notFound } from '../core/errors.js';
-import { labelEdit, LabelEditBody, readVisibility } from '../mail/labels.js';
-import { editMessageLabels, messageAttachmentDownload, messageListPage, messageSearchPage, readMessage } from '../requests/messages.js';
-import { batchGetMessages, deleteMessage, updateMessageLabels, visibleMessage } from '../mail/messages.js';
+import { LabelEditBody } from '../mail/labels.js';
 import { MessageListQuery, SearchQuery } from '../mail/query.js';
 import { cachedRead } from '../mail/read-cache.js';
 import { AttachmentDownload, LabelsResult, RawMessageDownload, ListOf, Message, MessageItem } from '../mail/serialize.js';
-
-export const MAX_BATCH_GET = 500;
-export const MAX_BATCH_UPDATE = 50;
+import {
+  batchEditMessageLabels,
+  batchGetMessagesFor,
+  editMessageLabels,
+  MAX_BATCH_GET,
+  MAX_BATCH_UPDATE,
+  messageAttachmentDownload,
+  messageListPage,
+  messageSearchPage,
+  rawMessageDownload,
+  readMessage,
+  removeMessage,
+} from '../requests/messages.js';
 
 const MessageIdParam = Type.String({ minLength: 1, maxLength: 998 });
 const InboxParams = Type.Object({ inbox_id: Type.String({ maxLength: 320 }) });
@@ -56,12 +61,7 @@ export const messageRoutes: FastifyPluginAsync = async (app) => {
   app.post<{ Params: InboxParams; Body: Static<typeof BatchGet> }>(
     `${base}/batch-get`,
     { config: { auth: 'agent' }, schema: { params: InboxParams, body: BatchGet, response: { 200: Type.Object({ count: Type.Integer(), limit: Type.Integer(), messages: Type.Array(Message) }) } } },
-    async (request) => {
-      const p = request.principal!;
-      const inbox = inboxFor(db, p, request.params.inbox_id, 'message_read');
-      const messages = batchGetMessages(db, inbox.inbox_id, request.body.message_ids, readVisibility(p));
-      return { count: messages.length, limit: MAX_BATCH_GET, messages };
-    },
+    async (request) => batchGetMessagesFor(db, request.principal!, request.params.inbox_id, request.body.message_ids),
   );
 
   app.post<{ Params: InboxParams; Body: Static<typeof BatchUpdate> }>(
@@ -70,13 +70,7 @@ export const messageRoutes: FastifyPluginAsync = async (app) => {
       config: { auth: 'agent' },
       schema: { params: InboxParams, body: BatchUpdate, response: { 200: Type.Object({ count: Type.Integer(), limit: Type.Integer(), updates: Type.Array(LabelsResult.message) }) } },
     },
-    async (request) => {
-      const p = request.principal!;
-      const inbox = inboxFor(db, p, request.params.inbox_id, 'message_update');
-      const edit = labelEdit(p, request.body.add_labels, request.body.remove_labels);
-      const updates = updateMessageLabels(db, inbox.inbox_id, request.body.message_ids, readVisibility(p), edit);
-      return { count: updates.length, limit: MAX_BATCH_UPDATE, updates };
-    },
+    async (request) => batchEditMessageLabels(db, request.principal!, request.params.inbox_id, request.body.message_ids, request.body.add_labels, request.body.remove_labels),
   );
 
   app.get<{ Params: MessageParams }>(
@@ -92,23 +86,14 @@ export const messageRoutes: FastifyPluginAsync = async (app) => {
   );
 
   app.delete<{ Params: MessageParams }>(`${base}/:message_id`, { config: { auth: 'agent' }, schema: { params: MessageParams } }, async (request, reply) => {
-    const p = request.principal!;
-    const inbox = inboxFor(db, p, request.params.inbox_id, 'message_delete');
-    if (!deleteMessage(db, inbox.inbox_id, request.params.message_id, readVisibility(p))) throw notFound('message');
+    removeMessage(db, request.principal!, request.params.inbox_id, request.params.message_id);
     return reply.send();
   });
 
   app.get<{ Params: MessageParams }>(
     `${base}/:message_id/raw`,
     { config: { auth: 'agent' }, schema: { params: MessageParams, response: { 200: RawMessageDownload } } },
-    async (request) => {
-      const p = request.principal!;
-      const inbox = inboxFor(db, p, request.params.inbox_id, 'message_read');
-      const found = visibleMessage(db, inbox.inbox_id, request.params.message_id, readVisibility(p));
-      if (!found) throw notFound('message');
-      const link = issueDownloadUrl(p, app.svc.origin(), { kind: 'raw', inboxId: inbox.inbox_id, messageId: found.messageId });
-      return { message_id: found.messageId, size: found.size, ...link };
-    },
+    async (request) => rawMessageDownload(db, request.principal!, request.params.inbox_id, request.params.message_id, app.svc.origin()),
   );
 
   app.get<{ Params: Static<typeof AttachmentParams> }>(
