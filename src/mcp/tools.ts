@@ -26,13 +26,13 @@ import {
 } from '../requests/drafts.js';
 import { CreateDraftBody, UpdateDraftBody } from '../mail/drafts.js';
 import { CreateInboxBody, UpdateInboxBody } from '../mail/inboxes.js';
-import { LabelEditBody } from '../mail/labels.js';
+import { LabelEditRequest } from '../requests/labels.js';
 import { listEntriesPage, readListEntry } from '../requests/lists.js';
 import { DIRECTIONS, LIST_TYPES } from '../mail/lists.js';
 import { editMessageLabels, messageAttachmentDownload, messageListPage, messageSearchPage, readMessage } from '../requests/messages.js';
 import { MessageListQuery, SearchQuery, ThreadListQuery, ThreadPageQuery } from '../mail/query.js';
 import { sendRequest, type SendOperation } from '../requests/send.js';
-import { createInboxFor, deleteInboxFor, inboxListPage, inboxSearchPage, readInbox, updateInboxFor } from '../requests/inboxes.js';
+import { createInboxFor, deleteInboxFor, inboxListPage, InboxSearchQuery, inboxSearchPage, readInbox, updateInboxFor } from '../requests/inboxes.js';
 import { editThreadLabels, readThread, removeThread, threadAttachmentDownload, threadListPage, threadSearchPage } from '../requests/threads.js';
 import { checked } from './validate.js';
 
@@ -139,11 +139,7 @@ const includeQuery = (a: { includeSpam?: boolean; includeBlocked?: boolean; incl
 });
 
 const InboxPage = Type.Object(PageQuery, { additionalProperties: false });
-const InboxSearch = Type.Object({ ...PageQuery, q: Type.String({ minLength: 1, maxLength: 320 }) }, { additionalProperties: false });
-const LabelEdit = Type.Object(
-  { add_labels: Type.Optional(Type.Union([LabelEditBody.add_labels, Type.Null()])), remove_labels: Type.Optional(Type.Union([LabelEditBody.remove_labels, Type.Null()])) },
-  { additionalProperties: false },
-);
+const InboxSearch = Type.Object(InboxSearchQuery.properties, { additionalProperties: false });
 const ListPage = Type.Object(PageQuery, { additionalProperties: false });
 
 /** The download URL keeps an OAuth token's audience (spec §4.7); other issuers have none. */
@@ -169,7 +165,7 @@ export const TOOLS: McpTool[] = [
     description: 'Find inboxes by a case-insensitive part of the address or display name.',
     input: { q: z.string().describe('Part of the address or display name'), ...page, ascending },
     annotations: withTitle(READ, 'Search Inboxes'),
-    run: ({ svc, principal }, a) => inboxSearchPage(svc.db, principal, checked<{ q: string; limit?: number; page_token?: string; ascending?: boolean }>(InboxSearch, { q: a.q, ...pageQuery(a) })),
+    run: ({ svc, principal }, a) => inboxSearchPage(svc.db, principal, checked<InboxSearchQuery>(InboxSearch, { q: a.q, ...pageQuery(a) })),
   }),
   tool({
     name: 'get_inbox',
@@ -283,7 +279,7 @@ export const TOOLS: McpTool[] = [
     input: { inboxId: scopeInboxId, threadId, ...labelEdit },
     annotations: withTitle(UPDATE, 'Update Thread'),
     run: ({ svc, principal }, a) => {
-      const body = checked<{ add_labels?: string | string[]; remove_labels?: string | string[] }>(LabelEdit, { add_labels: a.addLabels, remove_labels: a.removeLabels });
+      const body = checked<LabelEditRequest>(LabelEditRequest, { add_labels: a.addLabels, remove_labels: a.removeLabels });
       return editThreadLabels(svc.db, principal, { inbox_id: a.inboxId, thread_id: a.threadId }, body.add_labels, body.remove_labels);
     },
   }),
@@ -355,7 +351,7 @@ export const TOOLS: McpTool[] = [
     input: { inboxId, messageId, ...labelEdit },
     annotations: withTitle(UPDATE, 'Update Message'),
     run: ({ svc, principal }, a) => {
-      const body = checked<{ add_labels?: string | string[]; remove_labels?: string | string[] }>(LabelEdit, { add_labels: a.addLabels, remove_labels: a.removeLabels });
+      const body = checked<LabelEditRequest>(LabelEditRequest, { add_labels: a.addLabels, remove_labels: a.removeLabels });
       return editMessageLabels(svc.db, principal, a.inboxId, a.messageId, body.add_labels, body.remove_labels);
     },
   }),

@@ -34,9 +34,10 @@ import {
   type UpdateDraftBody,
 } from '../mail/drafts.js';
 import { idempotencyKey, recordIdempotent, replayIdempotent, requestHash } from '../mail/idempotency.js';
-import { labelEdit, LabelEditBody, MAX_LABEL_LENGTH, MAX_LABELS_PER_EDIT } from '../mail/labels.js';
+import { labelEdit, MAX_LABEL_LENGTH, MAX_LABELS_PER_EDIT } from '../mail/labels.js';
 import { keysetPage, queryList, TimeQuery, timeBounds } from '../mail/query.js';
 import { performSend, type SendResult } from '../mail/send-flow.js';
+import { LabelEditRequest } from './labels.js';
 import { sendContext, type SendServices } from './send.js';
 
 /** Where a draft is looked for: one inbox (the inbox-scoped form) or the caller's whole scope. */
@@ -59,11 +60,9 @@ export const DraftListQuery = Type.Object(
 );
 export type DraftListQuery = Static<typeof DraftListQuery>;
 
-export const SendDraftBody = Type.Object(
-  { add_labels: Type.Optional(Type.Union([LabelEditBody.add_labels, Type.Null()])), remove_labels: Type.Optional(Type.Union([LabelEditBody.remove_labels, Type.Null()])) },
-  { additionalProperties: false },
-);
-export type SendDraftBody = Static<typeof SendDraftBody>;
+/** A draft send may edit the sent message's labels, as a label edit does. */
+export const SendDraftBody = LabelEditRequest;
+export type SendDraftBody = LabelEditRequest;
 
 /**
  * svc extension: `expected_updated_at` is the draft's `updated_at` as the owner read it; when

@@ -6,7 +6,9 @@
  * write, so two metadata merges cannot lose each other's keys. Every successful write wakes the
  * provisioning loop: inbox changes alter what the edge must accept.
  */
+import { Type, type Static } from 'typebox';
 import type { AppContext } from '../context.js';
+import { PageQuery } from '../core/pagination.js';
 import type { Db } from '../db/open.js';
 import { inboxFor, requirePermission } from '../auth/access.js';
 import type { Principal } from '../auth/principal.js';
@@ -23,6 +25,11 @@ import {
   type UpdateInboxBody,
 } from '../mail/inboxes.js';
 
+/** Longest inbox search text: an address or a display-name fragment. */
+export const INBOX_SEARCH_MAX = 320;
+export const InboxSearchQuery = Type.Object({ ...PageQuery, q: Type.String({ minLength: 1, maxLength: INBOX_SEARCH_MAX }) });
+export type InboxSearchQuery = Static<typeof InboxSearchQuery>;
+
 /** What an inbox write needs from the running service. */
 export type InboxServices = Pick<AppContext, 'db' | 'bus'>;
 
@@ -36,7 +43,7 @@ export function inboxListPage(db: Db, p: Principal, q: InboxPageQuery) {
 }
 
 /** One page of the caller's inboxes whose address or display name contains `q`; `GET /inboxes/search`. */
-export function inboxSearchPage(db: Db, p: Principal, q: InboxPageQuery & { q: string }) {
+export function inboxSearchPage(db: Db, p: Principal, q: InboxSearchQuery) {
   requirePermission(p, 'inbox_read');
   const { q: needle, ...page } = q;
   return listInboxes(db, p, page, needle);

@@ -5,6 +5,7 @@
  * REST body, so a key used through MCP and through REST for the same request matches. Also the
  * owner's resolve of a message left in `send_unknown`.
  */
+import { Type, type Static } from 'typebox';
 import { groupCommit } from '../db/group-commit.js';
 import type { AppContext } from '../context.js';
 import { inboxFor } from '../auth/access.js';
@@ -71,19 +72,20 @@ export async function sendRequest(svc: SendServices, p: Principal, r: SendReques
 }
 
 /** The owner's verdict on a message whose delivery is unknown (spec §4.5). */
-export type SendUnknownDecision = 'sent' | 'failed';
+export const ResolveSendBody = Type.Object({ decision: Type.Union([Type.Literal('sent'), Type.Literal('failed')]) }, { additionalProperties: false });
+export type ResolveSendBody = Static<typeof ResolveSendBody>;
 
 /**
  * Records the owner's verdict on a `send_unknown` message; its event is published after the
  * commit. Only a message in `send_unknown` can be resolved (409 otherwise).
  */
-export function resolveSendFor(svc: Pick<AppContext, 'db' | 'bus'>, p: Principal, inboxId: string, messageId: string, decision: SendUnknownDecision) {
+export function resolveSendFor(svc: Pick<AppContext, 'db' | 'bus'>, p: Principal, inboxId: string, messageId: string, body: ResolveSendBody) {
   const inbox = inboxFor(svc.db, p, inboxId);
-  const outcome = resolveSendUnknown(svc.db, inbox.inbox_id, normalizeMessageId(messageId), decision);
+  const outcome = resolveSendUnknown(svc.db, inbox.inbox_id, normalizeMessageId(messageId), body.decision);
   if (outcome === 'not_found') throw notFound('message');
   if (outcome === 'not_send_unknown') {
     throw new ApiError('conflict', 'Only a message in `send_unknown` can be resolved.', { fix: 'Read the message: its `send_status` says what happened to it.' });
   }
   svc.bus.publish({ kind: 'event', seq: outcome.seq });
-  return { message_id: outcome.messageId, thread_id: outcome.threadId, send_status: decision };
+  return { message_id: outcome.messageId, thread_id: outcome.threadId, send_status: body.decision };
 }

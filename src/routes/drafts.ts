@@ -6,7 +6,6 @@
  * anything that may give the scheduled-drafts loop work wakes it.
  */
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
-import { Type, type Static } from 'typebox';
 import {
   approveDraftFor,
   ApproveBody,
@@ -22,25 +21,17 @@ import {
   sendDraftFor,
   updateDraftFor,
 } from '../requests/drafts.js';
+import { DraftAttachmentParams, DraftParams, InboxDraftParams, InboxParams, ScopeParams, SendResponse } from '../core/schemas.js';
 import { CreateDraftBody, Draft, DraftItem, UpdateDraftBody } from '../mail/drafts.js';
 import { AttachmentDownload, ListOf } from '../mail/serialize.js';
 
-const InboxParams = Type.Object({ inbox_id: Type.String({ maxLength: 320 }) });
-const ListParams = Type.Object({ inbox_id: Type.Optional(Type.String({ maxLength: 320 })) });
-const DraftParams = Type.Object({ inbox_id: Type.Optional(Type.String({ maxLength: 320 })), draft_id: Type.String({ maxLength: 64 }) });
-const InboxDraftParams = Type.Object({ inbox_id: Type.String({ maxLength: 320 }), draft_id: Type.String({ maxLength: 64 }) });
-const AttachmentParams = Type.Object({ ...DraftParams.properties, attachment_id: Type.String({ maxLength: 128 }) });
-const SendResponse = Type.Object({ message_id: Type.String(), thread_id: Type.String() });
-
-type DraftParams = Static<typeof DraftParams>;
-type InboxDraftParams = Static<typeof InboxDraftParams>;
 
 function readRoutes(app: FastifyInstance, base: string): void {
   const { db } = app.svc;
 
-  app.get<{ Params: Static<typeof ListParams>; Querystring: DraftListQuery }>(
+  app.get<{ Params: ScopeParams; Querystring: DraftListQuery }>(
     base,
-    { config: { auth: 'agent' }, schema: { params: ListParams, querystring: DraftListQuery, response: { 200: ListOf('drafts', DraftItem) } } },
+    { config: { auth: 'agent' }, schema: { params: ScopeParams, querystring: DraftListQuery, response: { 200: ListOf('drafts', DraftItem) } } },
     async (request) => draftListPage(db, request.principal!, request.params.inbox_id, request.query),
   );
 
@@ -48,9 +39,9 @@ function readRoutes(app: FastifyInstance, base: string): void {
     readDraftFor(db, request.principal!, request.params),
   );
 
-  app.get<{ Params: Static<typeof AttachmentParams> }>(
+  app.get<{ Params: DraftAttachmentParams }>(
     `${base}/:draft_id/attachments/:attachment_id`,
-    { config: { auth: 'agent' }, schema: { params: AttachmentParams, response: { 200: AttachmentDownload } } },
+    { config: { auth: 'agent' }, schema: { params: DraftAttachmentParams, response: { 200: AttachmentDownload } } },
     async (request) => draftAttachmentDownload(db, request.principal!, request.params, request.params.attachment_id, app.svc.origin()),
   );
 }
@@ -62,7 +53,7 @@ export const draftRoutes: FastifyPluginAsync = async (app) => {
   readRoutes(app, base);
   readRoutes(app, '/drafts');
 
-  app.post<{ Params: Static<typeof InboxParams>; Body: CreateDraftBody }>(
+  app.post<{ Params: InboxParams; Body: CreateDraftBody }>(
     base,
     { config: { auth: 'agent' }, schema: { params: InboxParams, body: CreateDraftBody, response: { 200: Draft } } },
     async (request) => createDraftFor(db, bus, request.principal!, request.params.inbox_id, request.body),

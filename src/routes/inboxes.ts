@@ -1,20 +1,13 @@
 /** Inboxes (spec §4.3): owner or agents with the inbox_* permissions, limited to their scope. */
 import type { FastifyPluginAsync } from 'fastify';
-import { Type, type Static } from 'typebox';
-import { PageQuery } from '../core/pagination.js';
+import { InboxParams, PageOnlyQuery } from '../core/schemas.js';
 import { CreateInboxBody, UpdateInboxBody } from '../mail/inboxes.js';
-import { createInboxFor, deleteInboxFor, inboxListPage, inboxSearchPage, readInbox, updateInboxFor } from '../requests/inboxes.js';
-
-const InboxParams = Type.Object({ inbox_id: Type.String({ minLength: 1, maxLength: 320 }) });
-const ListQuery = Type.Object(PageQuery);
-const SearchQuery = Type.Object({ ...PageQuery, q: Type.String({ minLength: 1, maxLength: 320 }) });
-
-type Params = Static<typeof InboxParams>;
+import { createInboxFor, deleteInboxFor, inboxListPage, InboxSearchQuery, inboxSearchPage, readInbox, updateInboxFor } from '../requests/inboxes.js';
 
 export const inboxRoutes: FastifyPluginAsync = async (app) => {
   const { db } = app.svc;
 
-  app.get<{ Querystring: Static<typeof ListQuery> }>('/inboxes', { config: { auth: 'agent' }, schema: { querystring: ListQuery } }, async (request) =>
+  app.get<{ Querystring: PageOnlyQuery }>('/inboxes', { config: { auth: 'agent' }, schema: { querystring: PageOnlyQuery } }, async (request) =>
     inboxListPage(db, request.principal!, request.query),
   );
 
@@ -22,21 +15,21 @@ export const inboxRoutes: FastifyPluginAsync = async (app) => {
     createInboxFor(app.svc, request.principal!, request.body),
   );
 
-  app.get<{ Querystring: Static<typeof SearchQuery> }>('/inboxes/search', { config: { auth: 'agent' }, schema: { querystring: SearchQuery } }, async (request) =>
+  app.get<{ Querystring: InboxSearchQuery }>('/inboxes/search', { config: { auth: 'agent' }, schema: { querystring: InboxSearchQuery } }, async (request) =>
     inboxSearchPage(db, request.principal!, request.query),
   );
 
-  app.get<{ Params: Params }>('/inboxes/:inbox_id', { config: { auth: 'agent' }, schema: { params: InboxParams } }, async (request) =>
+  app.get<{ Params: InboxParams }>('/inboxes/:inbox_id', { config: { auth: 'agent' }, schema: { params: InboxParams } }, async (request) =>
     readInbox(db, request.principal!, request.params.inbox_id),
   );
 
-  app.patch<{ Params: Params; Body: UpdateInboxBody }>(
+  app.patch<{ Params: InboxParams; Body: UpdateInboxBody }>(
     '/inboxes/:inbox_id',
     { config: { auth: 'agent' }, schema: { params: InboxParams, body: UpdateInboxBody } },
     async (request) => updateInboxFor(app.svc, request.principal!, request.params.inbox_id, request.body),
   );
 
-  app.delete<{ Params: Params }>('/inboxes/:inbox_id', { config: { auth: 'agent' }, schema: { params: InboxParams } }, async (request, reply) => {
+  app.delete<{ Params: InboxParams }>('/inboxes/:inbox_id', { config: { auth: 'agent' }, schema: { params: InboxParams } }, async (request, reply) => {
     deleteInboxFor(app.svc, request.principal!, request.params.inbox_id);
     return reply.send();
   });

@@ -5,13 +5,10 @@
  */
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { PageQuery } from '../core/pagination.js';
+import { InboxId, PageOnlyQuery, ScopeParams } from '../core/schemas.js';
 import { DIRECTIONS, LIST_TYPES } from '../mail/lists.js';
 import { addListEntry, CreateListEntryBody, ENTRY_INPUT_MAX, listEntriesPage, readListEntry, removeListEntry } from '../requests/lists.js';
 
-const ListQuery = Type.Object(PageQuery);
-const InboxId = Type.String({ minLength: 1, maxLength: 320 });
-const ListParams = Type.Object({ inbox_id: Type.Optional(InboxId) });
 const EntryParams = Type.Object({ inbox_id: Type.Optional(InboxId), entry: Type.String({ minLength: 1, maxLength: ENTRY_INPUT_MAX }) });
 
 export const listRoutes: FastifyPluginAsync = async (app) => {
@@ -22,15 +19,15 @@ export const listRoutes: FastifyPluginAsync = async (app) => {
       for (const type of LIST_TYPES) {
         const path = `${base}/${direction}/${type}`;
 
-        app.get<{ Params: Static<typeof ListParams>; Querystring: Static<typeof ListQuery> }>(
+        app.get<{ Params: ScopeParams; Querystring: PageOnlyQuery }>(
           path,
-          { config: { auth: 'agent' }, schema: { params: ListParams, querystring: ListQuery } },
+          { config: { auth: 'agent' }, schema: { params: ScopeParams, querystring: PageOnlyQuery } },
           async (request) => listEntriesPage(db, request.principal!, request.params.inbox_id, direction, type, request.query),
         );
 
-        app.post<{ Params: Static<typeof ListParams>; Body: CreateListEntryBody }>(
+        app.post<{ Params: ScopeParams; Body: CreateListEntryBody }>(
           path,
-          { config: { auth: 'agent' }, schema: { params: ListParams, body: CreateListEntryBody } },
+          { config: { auth: 'agent' }, schema: { params: ScopeParams, body: CreateListEntryBody } },
           async (request) => addListEntry(db, request.principal!, request.params.inbox_id, direction, type, request.body),
         );
 

@@ -5,7 +5,7 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { LabelEditBody } from '../mail/labels.js';
+import { InboxParams, MessageAttachmentParams, MessageId, MessageParams } from '../core/schemas.js';
 import { MessageListQuery, SearchQuery } from '../mail/query.js';
 import { cachedRead } from '../mail/read-cache.js';
 import { AttachmentDownload, LabelsResult, RawMessageDownload, ListOf, Message, MessageItem } from '../mail/serialize.js';
@@ -22,25 +22,10 @@ import {
   readMessage,
   removeMessage,
 } from '../requests/messages.js';
+import { LabelEditFields, LabelEditRequest } from '../requests/labels.js';
 
-const MessageIdParam = Type.String({ minLength: 1, maxLength: 998 });
-const InboxParams = Type.Object({ inbox_id: Type.String({ maxLength: 320 }) });
-const MessageParams = Type.Object({ inbox_id: Type.String({ maxLength: 320 }), message_id: MessageIdParam });
-const AttachmentParams = Type.Object({ inbox_id: Type.String({ maxLength: 320 }), message_id: MessageIdParam, attachment_id: Type.String({ maxLength: 128 }) });
-const nullable = <T extends typeof LabelEditBody.add_labels>(t: T) => Type.Optional(Type.Union([t, Type.Null()]));
-const UpdateMessage = Type.Object({ add_labels: nullable(LabelEditBody.add_labels), remove_labels: nullable(LabelEditBody.remove_labels) }, { additionalProperties: false });
-const BatchGet = Type.Object({ message_ids: Type.Array(MessageIdParam, { minItems: 1, maxItems: MAX_BATCH_GET }) }, { additionalProperties: false });
-const BatchUpdate = Type.Object(
-  {
-    message_ids: Type.Array(MessageIdParam, { minItems: 1, maxItems: MAX_BATCH_UPDATE }),
-    add_labels: nullable(LabelEditBody.add_labels),
-    remove_labels: nullable(LabelEditBody.remove_labels),
-  },
-  { additionalProperties: false },
-);
-
-type InboxParams = Static<typeof InboxParams>;
-type MessageParams = Static<typeof MessageParams>;
+const BatchGet = Type.Object({ message_ids: Type.Array(MessageId, { minItems: 1, maxItems: MAX_BATCH_GET }) }, { additionalProperties: false });
+const BatchUpdate = Type.Object({ message_ids: Type.Array(MessageId, { minItems: 1, maxItems: MAX_BATCH_UPDATE }), ...LabelEditFields }, { additionalProperties: false });
 
 export const messageRoutes: FastifyPluginAsync = async (app) => {
   const { db } = app.svc;
@@ -79,9 +64,9 @@ export const messageRoutes: FastifyPluginAsync = async (app) => {
     async (request, reply) => cachedRead(db, request, reply, () => readMessage(db, request.principal!, request.params.inbox_id, request.params.message_id)),
   );
 
-  app.patch<{ Params: MessageParams; Body: Static<typeof UpdateMessage> }>(
+  app.patch<{ Params: MessageParams; Body: LabelEditRequest }>(
     `${base}/:message_id`,
-    { config: { auth: 'agent' }, schema: { params: MessageParams, body: UpdateMessage, response: { 200: LabelsResult.message } } },
+    { config: { auth: 'agent' }, schema: { params: MessageParams, body: LabelEditRequest, response: { 200: LabelsResult.message } } },
     async (request) => editMessageLabels(db, request.principal!, request.params.inbox_id, request.params.message_id, request.body.add_labels, request.body.remove_labels),
   );
 
@@ -96,9 +81,9 @@ export const messageRoutes: FastifyPluginAsync = async (app) => {
     async (request) => rawMessageDownload(db, request.principal!, request.params.inbox_id, request.params.message_id, app.svc.origin()),
   );
 
-  app.get<{ Params: Static<typeof AttachmentParams> }>(
+  app.get<{ Params: MessageAttachmentParams }>(
     `${base}/:message_id/attachments/:attachment_id`,
-    { config: { auth: 'agent' }, schema: { params: AttachmentParams, response: { 200: AttachmentDownload } } },
+    { config: { auth: 'agent' }, schema: { params: MessageAttachmentParams, response: { 200: AttachmentDownload } } },
     async (request) =>
       messageAttachmentDownload(db, request.principal!, request.params.inbox_id, request.params.message_id, request.params.attachment_id, app.svc.origin()),
   );

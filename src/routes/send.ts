@@ -3,16 +3,10 @@
  * and the owner's resolve of a `send_unknown` message. The flow itself is src/mail/send-flow.ts.
  */
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { Type, type Static } from 'typebox';
+import { InboxParams, MessageParams, SendResponse } from '../core/schemas.js';
 import { ReplyAllBody, ReplyBody, SendBody, type ComposeInput } from '../mail/compose.js';
-import { resolveSendFor, sendRequest, type SendOperation } from '../requests/send.js';
+import { ResolveSendBody, resolveSendFor, sendRequest, type SendOperation } from '../requests/send.js';
 
-const InboxParams = Type.Object({ inbox_id: Type.String({ maxLength: 320 }) });
-const MessageParams = Type.Object({ inbox_id: Type.String({ maxLength: 320 }), message_id: Type.String({ minLength: 1, maxLength: 998 }) });
-const SendResponse = Type.Object({ message_id: Type.String(), thread_id: Type.String() });
-const ResolveBody = Type.Object({ decision: Type.Union([Type.Literal('sent'), Type.Literal('failed')]) }, { additionalProperties: false });
-
-type MessageParams = Static<typeof MessageParams>;
 
 export const sendRoutes: FastifyPluginAsync = async (app) => {
   const base = '/inboxes/:inbox_id/messages';
@@ -23,7 +17,7 @@ export const sendRoutes: FastifyPluginAsync = async (app) => {
     return sendRequest(app.svc, request.principal!, { operation, inboxId: params.inbox_id, messageId: params.message_id, body, idempotencyKey: request.headers['idempotency-key'] });
   }
 
-  app.post<{ Params: Static<typeof InboxParams>; Body: SendBody }>(
+  app.post<{ Params: InboxParams; Body: SendBody }>(
     `${base}/send`,
     { config: { auth: 'agent' }, schema: { params: InboxParams, body: SendBody, response: { 200: SendResponse } } },
     async (request) => send(request, 'send', request.body),
@@ -47,9 +41,9 @@ export const sendRoutes: FastifyPluginAsync = async (app) => {
     async (request) => send(request, 'forward', request.body),
   );
 
-  app.post<{ Params: MessageParams; Body: Static<typeof ResolveBody> }>(
+  app.post<{ Params: MessageParams; Body: ResolveSendBody }>(
     `${base}/:message_id/resolve`,
-    { config: { auth: 'owner' }, schema: { params: MessageParams, body: ResolveBody } },
-    async (request) => resolveSendFor(app.svc, request.principal!, request.params.inbox_id, request.params.message_id, request.body.decision),
+    { config: { auth: 'owner' }, schema: { params: MessageParams, body: ResolveSendBody } },
+    async (request) => resolveSendFor(app.svc, request.principal!, request.params.inbox_id, request.params.message_id, request.body),
   );
 };
