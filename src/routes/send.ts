@@ -7,7 +7,6 @@ import { InboxParams, MessageParams, SendResponse } from '../core/schemas.js';
 import { ReplyAllBody, ReplyBody, SendBody, type ComposeInput } from '../mail/compose.js';
 import { ResolveSendBody, resolveSendFor, sendRequest, type SendOperation } from '../requests/send.js';
 
-
 export const sendRoutes: FastifyPluginAsync = async (app) => {
   const base = '/inboxes/:inbox_id/messages';
 
