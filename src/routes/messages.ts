@@ -5,37 +5,27 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { inboxFor } from '../auth/access.js';
-import { issueDownloadUrl } from '../auth/downloads.js';
-import { notFound } from '../core/errors.js';
-import { labelEdit, LabelEditBody, readVisibility } from '../mail/labels.js';
-import { editMessageLabels, messageAttachmentDownload, messageListPage, messageSearchPage, readMessage } from '../mail/message-requests.js';
-import { batchGetMessages, deleteMessage, updateMessageLabels, visibleMessage } from '../mail/messages.js';
+import { InboxParams, MessageAttachmentParams, MessageId, MessageParams } from '../core/schemas.js';
 import { MessageListQuery, SearchQuery } from '../mail/query.js';
 import { cachedRead } from '../mail/read-cache.js';
 import { AttachmentDownload, LabelsResult, RawMessageDownload, ListOf, Message, MessageItem } from '../mail/serialize.js';
+import {
+  batchEditMessageLabels,
+  batchGetMessagesFor,
+  editMessageLabels,
+  MAX_BATCH_GET,
+  MAX_BATCH_UPDATE,
+  messageAttachmentDownload,
+  messageListPage,
+  messageSearchPage,
+  rawMessageDownload,
+  readMessage,
+  removeMessage,
+} from '../requests/messages.js';
+import { LabelEditFields, LabelEditRequest } from '../requests/labels.js';
 
-export const MAX_BATCH_GET = 500;
-export const MAX_BATCH_UPDATE = 50;
-
-const MessageIdParam = Type.String({ minLength: 1, maxLength: 998 });
-const InboxParams = Type.Object({ inbox_id: Type.String({ maxLength: 320 }) });
-const MessageParams = Type.Object({ inbox_id: Type.String({ maxLength: 320 }), message_id: MessageIdParam });
-const AttachmentParams = Type.Object({ inbox_id: Type.String({ maxLength: 320 }), message_id: MessageIdParam, attachment_id: Type.String({ maxLength: 128 }) });
-const nullable = <T extends typeof LabelEditBody.add_labels>(t: T) => Type.Optional(Type.Union([t, Type.Null()]));
-const UpdateMessage = Type.Object({ add_labels: nullable(LabelEditBody.add_labels), remove_labels: nullable(LabelEditBody.remove_labels) }, { additionalProperties: false });
-const BatchGet = Type.Object({ message_ids: Type.Array(MessageIdParam, { minItems: 1, maxItems: MAX_BATCH_GET }) }, { additionalProperties: false });
-const BatchUpdate = Type.Object(
-  {
-    message_ids: Type.Array(MessageIdParam, { minItems: 1, maxItems: MAX_BATCH_UPDATE }),
-    add_labels: nullable(LabelEditBody.add_labels),
-    remove_labels: nullable(LabelEditBody.remove_labels),
-  },
-  { additionalProperties: false },
-);
-
-type InboxParams = Static<typeof InboxParams>;
-type MessageParams = Static<typeof MessageParams>;
+const BatchGet = Type.Object({ message_ids: Type.Array(MessageId, { minItems: 1, maxItems: MAX_BATCH_GET }) }, { additionalProperties: false });
+const BatchUpdate = Type.Object({ message_ids: Type.Array(MessageId, { minItems: 1, maxItems: MAX_BATCH_UPDATE }), ...LabelEditFields }, { additionalProperties: false });
 
 export const messageRoutes: FastifyPluginAsync = async (app) => {
   const { db } = app.svc;
@@ -56,12 +46,7 @@ export const messageRoutes: FastifyPluginAsync = async (app) => {
   app.post<{ Params: InboxParams; Body: Static<typeof BatchGet> }>(
     `${base}/batch-get`,
     { config: { auth: 'agent' }, schema: { params: InboxParams, body: BatchGet, response: { 200: Type.Object({ count: Type.Integer(), limit: Type.Integer(), messages: Type.Array(Message) }) } } },
-    async (request) => {
-      const p = request.principal!;
-      const inbox = inboxFor(db, p, request.params.inbox_id, 'message_read');
-      const messages = batchGetMessages(db, inbox.inbox_id, request.body.message_ids, readVisibility(p));
-      return { count: messages.length, limit: MAX_BATCH_GET, messages };
-    },
+    async (request) => batchGetMessagesFor(db, request.principal!, request.params.inbox_id, request.body.message_ids),
   );
 
   app.post<{ Params: InboxParams; Body: Static<typeof BatchUpdate> }>(
@@ -70,13 +55,7 @@ export const messageRoutes: FastifyPluginAsync = async (app) => {
       config: { auth: 'agent' },
       schema: { params: InboxParams, body: BatchUpdate, response: { 200: Type.Object({ count: Type.Integer(), limit: Type.Integer(), updates: Type.Array(LabelsResult.message) }) } },
     },
-    async (request) => {
-      const p = request.principal!;
-      const inbox = inboxFor(db, p, request.params.inbox_id, 'message_update');
-      const edit = labelEdit(p, request.body.add_labels, request.body.remove_labels);
-      const updates = updateMessageLabels(db, inbox.inbox_id, request.body.message_ids, readVisibility(p), edit);
-      return { count: updates.length, limit: MAX_BATCH_UPDATE, updates };
-    },
+    async (request) => batchEditMessageLabels(db, request.principal!, request.params.inbox_id, request.body.message_ids, request.body.add_labels, request.body.remove_labels),
   );
 
   app.get<{ Params: MessageParams }>(
@@ -85,35 +64,26 @@ export const messageRoutes: FastifyPluginAsync = async (app) => {
     async (request, reply) => cachedRead(db, request, reply, () => readMessage(db, request.principal!, request.params.inbox_id, request.params.message_id)),
   );
 
-  app.patch<{ Params: MessageParams; Body: Static<typeof UpdateMessage> }>(
+  app.patch<{ Params: MessageParams; Body: LabelEditRequest }>(
     `${base}/:message_id`,
-    { config: { auth: 'agent' }, schema: { params: MessageParams, body: UpdateMessage, response: { 200: LabelsResult.message } } },
+    { config: { auth: 'agent' }, schema: { params: MessageParams, body: LabelEditRequest, response: { 200: LabelsResult.message } } },
     async (request) => editMessageLabels(db, request.principal!, request.params.inbox_id, request.params.message_id, request.body.add_labels, request.body.remove_labels),
   );
 
   app.delete<{ Params: MessageParams }>(`${base}/:message_id`, { config: { auth: 'agent' }, schema: { params: MessageParams } }, async (request, reply) => {
-    const p = request.principal!;
-    const inbox = inboxFor(db, p, request.params.inbox_id, 'message_delete');
-    if (!deleteMessage(db, inbox.inbox_id, request.params.message_id, readVisibility(p))) throw notFound('message');
+    removeMessage(db, request.principal!, request.params.inbox_id, request.params.message_id);
     return reply.send();
   });
 
   app.get<{ Params: MessageParams }>(
     `${base}/:message_id/raw`,
     { config: { auth: 'agent' }, schema: { params: MessageParams, response: { 200: RawMessageDownload } } },
-    async (request) => {
-      const p = request.principal!;
-      const inbox = inboxFor(db, p, request.params.inbox_id, 'message_read');
-      const found = visibleMessage(db, inbox.inbox_id, request.params.message_id, readVisibility(p));
-      if (!found) throw notFound('message');
-      const link = issueDownloadUrl(p, app.svc.origin(), { kind: 'raw', inboxId: inbox.inbox_id, messageId: found.messageId });
-      return { message_id: found.messageId, size: found.size, ...link };
-    },
+    async (request) => rawMessageDownload(db, request.principal!, request.params.inbox_id, request.params.message_id, app.svc.origin()),
   );
 
-  app.get<{ Params: Static<typeof AttachmentParams> }>(
+  app.get<{ Params: MessageAttachmentParams }>(
     `${base}/:message_id/attachments/:attachment_id`,
-    { config: { auth: 'agent' }, schema: { params: AttachmentParams, response: { 200: AttachmentDownload } } },
+    { config: { auth: 'agent' }, schema: { params: MessageAttachmentParams, response: { 200: AttachmentDownload } } },
     async (request) =>
       messageAttachmentDownload(db, request.principal!, request.params.inbox_id, request.params.message_id, request.params.attachment_id, app.svc.origin()),
   );

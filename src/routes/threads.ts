@@ -4,40 +4,25 @@
  * resource in scope (else 404) → permission (403) → hidden-label permissions (403).
  */
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
-import { Type, type Static } from 'typebox';
-import { LabelEditBody } from '../mail/labels.js';
+import { ScopeParams, ThreadAttachmentParams, ThreadParams } from '../core/schemas.js';
 import { SearchQuery, ThreadListQuery, ThreadPageQuery } from '../mail/query.js';
 import { cachedRead } from '../mail/read-cache.js';
 import { AttachmentDownload, LabelsResult, ListOf, Thread, ThreadItem } from '../mail/serialize.js';
-import { editThreadLabels, readThread, removeThread, threadAttachmentDownload, threadListPage, threadSearchPage } from '../mail/thread-requests.js';
-
-const InboxParams = Type.Object({ inbox_id: Type.Optional(Type.String({ maxLength: 320 })) });
-const ThreadParams = Type.Object({ inbox_id: Type.Optional(Type.String({ maxLength: 320 })), thread_id: Type.String({ maxLength: 64 }) });
-const AttachmentParams = Type.Object({
-  inbox_id: Type.Optional(Type.String({ maxLength: 320 })),
-  thread_id: Type.String({ maxLength: 64 }),
-  attachment_id: Type.String({ maxLength: 128 }),
-});
-const UpdateThread = Type.Object(
-  { add_labels: Type.Optional(Type.Union([LabelEditBody.add_labels, Type.Null()])), remove_labels: Type.Optional(Type.Union([LabelEditBody.remove_labels, Type.Null()])) },
-  { additionalProperties: false },
-);
-
-type InboxParams = Static<typeof InboxParams>;
-type ThreadParams = Static<typeof ThreadParams>;
+import { LabelEditRequest } from '../requests/labels.js';
+import { editThreadLabels, readThread, removeThread, threadAttachmentDownload, threadListPage, threadSearchPage } from '../requests/threads.js';
 
 function register(app: FastifyInstance, base: string): void {
   const { db } = app.svc;
 
-  app.get<{ Params: InboxParams; Querystring: ThreadListQuery }>(
+  app.get<{ Params: ScopeParams; Querystring: ThreadListQuery }>(
     base,
-    { config: { auth: 'agent' }, schema: { params: InboxParams, querystring: ThreadListQuery, response: { 200: ListOf('threads', ThreadItem) } } },
+    { config: { auth: 'agent' }, schema: { params: ScopeParams, querystring: ThreadListQuery, response: { 200: ListOf('threads', ThreadItem) } } },
     async (request, reply) => cachedRead(db, request, reply, () => threadListPage(db, request.principal!, request.params.inbox_id, request.query)),
   );
 
-  app.get<{ Params: InboxParams; Querystring: SearchQuery }>(
+  app.get<{ Params: ScopeParams; Querystring: SearchQuery }>(
     `${base}/search`,
-    { config: { auth: 'agent' }, schema: { params: InboxParams, querystring: SearchQuery, response: { 200: ListOf('threads', ThreadItem) } } },
+    { config: { auth: 'agent' }, schema: { params: ScopeParams, querystring: SearchQuery, response: { 200: ListOf('threads', ThreadItem) } } },
     async (request, reply) => cachedRead(db, request, reply, () => threadSearchPage(db, request.principal!, request.params.inbox_id, request.query)),
   );
 
@@ -47,9 +32,9 @@ function register(app: FastifyInstance, base: string): void {
     async (request, reply) => cachedRead(db, request, reply, () => readThread(db, request.principal!, request.params, request.query)),
   );
 
-  app.patch<{ Params: ThreadParams; Body: Static<typeof UpdateThread> }>(
+  app.patch<{ Params: ThreadParams; Body: LabelEditRequest }>(
     `${base}/:thread_id`,
-    { config: { auth: 'agent' }, schema: { params: ThreadParams, body: UpdateThread, response: { 200: LabelsResult.thread } } },
+    { config: { auth: 'agent' }, schema: { params: ThreadParams, body: LabelEditRequest, response: { 200: LabelsResult.thread } } },
     async (request) => editThreadLabels(db, request.principal!, request.params, request.body.add_labels, request.body.remove_labels),
   );
 
@@ -58,9 +43,9 @@ function register(app: FastifyInstance, base: string): void {
     return reply.send();
   });
 
-  app.get<{ Params: Static<typeof AttachmentParams> }>(
+  app.get<{ Params: ThreadAttachmentParams }>(
     `${base}/:thread_id/attachments/:attachment_id`,
-    { config: { auth: 'agent' }, schema: { params: AttachmentParams, response: { 200: AttachmentDownload } } },
+    { config: { auth: 'agent' }, schema: { params: ThreadAttachmentParams, response: { 200: AttachmentDownload } } },
     async (request) => threadAttachmentDownload(db, request.principal!, request.params, request.params.attachment_id, app.svc.origin()),
   );
 }

@@ -9,11 +9,18 @@ import { issueDownloadUrl } from '../auth/downloads.js';
 import { notFound } from '../core/errors.js';
 import { searchGeneration } from '../core/pagination.js';
 import type { Audience, Principal } from '../auth/principal.js';
-import { labelEdit, listVisibility, readVisibility } from './labels.js';
-import { getMessage, listMessages, messageAttachment, updateMessageLabels } from './messages.js';
-import { keysetPage, queryList, timeBounds, type MessageListQuery, type SearchQuery } from './query.js';
-import { searchMessages } from './search.js';
-import { attachmentShape } from './serialize.js';
+import { labelEdit, listVisibility, readVisibility } from '../mail/labels.js';
+import { batchGetMessages, deleteMessage, getMessage, listMessages, messageAttachment, updateMessageLabels, visibleMessage } from '../mail/messages.js';
+import { keysetPage, queryList, timeBounds, type MessageListQuery, type SearchQuery } from '../mail/query.js';
+import { searchMessages } from '../mail/search.js';
+import { attachmentShape } from '../mail/serialize.js';
+
+/** Most messages one batch-get reads: bounds the answer's size (each message carries its bodies). */
+export const MAX_BATCH_GET = 500;
+/** Most messages one batch-update edits: bounds the write transaction's length. */
+export const MAX_BATCH_UPDATE = 50;
+
+type LabelArgument = string | string[] | null | undefined;
 
 /** One page of an inbox's messages with the list filters; the body of `GET .../messages`. */
 export function messageListPage(db: Db, p: Principal, inboxId: string, q: MessageListQuery) {
@@ -47,12 +54,42 @@ export function readMessage(db: Db, p: Principal, inboxId: string, messageId: st
 }
 
 /** Adds and removes labels on one message; `{message_id, labels}`. */
-export function editMessageLabels(db: Db, p: Principal, inboxId: string, messageId: string, add: string | string[] | null | undefined, remove: string | string[] | null | undefined) {
+export function editMessageLabels(db: Db, p: Principal, inboxId: string, messageId: string, add: LabelArgument, remove: LabelArgument) {
   const inbox = inboxFor(db, p, inboxId, 'message_update');
   const edit = labelEdit(p, add, remove);
   const [updated] = updateMessageLabels(db, inbox.inbox_id, [messageId], readVisibility(p), edit);
   if (!updated) throw notFound('message');
   return updated;
+}
+
+/** Several messages by id, the visible ones only; `{count, limit, messages}`. */
+export function batchGetMessagesFor(db: Db, p: Principal, inboxId: string, messageIds: string[]) {
+  const inbox = inboxFor(db, p, inboxId, 'message_read');
+  const messages = batchGetMessages(db, inbox.inbox_id, messageIds, readVisibility(p));
+  return { count: messages.length, limit: MAX_BATCH_GET, messages };
+}
+
+/** One label edit on several messages; `{count, limit, updates}` for the messages found. */
+export function batchEditMessageLabels(db: Db, p: Principal, inboxId: string, messageIds: string[], add: LabelArgument, remove: LabelArgument) {
+  const inbox = inboxFor(db, p, inboxId, 'message_update');
+  const edit = labelEdit(p, add, remove);
+  const updates = updateMessageLabels(db, inbox.inbox_id, messageIds, readVisibility(p), edit);
+  return { count: updates.length, limit: MAX_BATCH_UPDATE, updates };
+}
+
+/** Deletes one message permanently; hidden mail is not found without its `label_*_read`. */
+export function removeMessage(db: Db, p: Principal, inboxId: string, messageId: string): void {
+  const inbox = inboxFor(db, p, inboxId, 'message_delete');
+  if (!deleteMessage(db, inbox.inbox_id, messageId, readVisibility(p))) throw notFound('message');
+}
+
+/** A signed download URL on `origin` for a message's raw MIME, with its size. */
+export function rawMessageDownload(db: Db, p: Principal, inboxId: string, messageId: string, origin: string) {
+  const inbox = inboxFor(db, p, inboxId, 'message_read');
+  const found = visibleMessage(db, inbox.inbox_id, messageId, readVisibility(p));
+  if (!found) throw notFound('message');
+  const link = issueDownloadUrl(p, origin, { kind: 'raw', inboxId: inbox.inbox_id, messageId: found.messageId });
+  return { message_id: found.messageId, size: found.size, ...link };
 }
 
 /**

@@ -10,11 +10,11 @@ import { notFound } from '../core/errors.js';
 import { searchGeneration } from '../core/pagination.js';
 import { inScope, type Audience, type Principal } from '../auth/principal.js';
 import { issueDownloadUrl } from '../auth/downloads.js';
-import { labelEdit, listVisibility, readVisibility } from './labels.js';
-import { keysetPage, queryList, scopeInboxes, timeBounds, type SearchQuery, type ThreadListQuery, type ThreadPageQuery } from './query.js';
-import { searchThreads } from './search.js';
-import { attachmentShape } from './serialize.js';
-import { deleteThread, getThread, listThreads, threadAttachment, threadInbox, updateThreadLabels } from './threads.js';
+import { labelEdit, listVisibility, readVisibility } from '../mail/labels.js';
+import { keysetPage, queryList, scopeInboxes, timeBounds, type SearchQuery, type ThreadListQuery, type ThreadPageQuery } from '../mail/query.js';
+import { searchThreads } from '../mail/search.js';
+import { attachmentShape } from '../mail/serialize.js';
+import { deleteThread, getThread, listThreads, threadAttachment, threadInbox, updateThreadLabels } from '../mail/threads.js';
 
 /** Where a thread is looked for: one inbox (the inbox-scoped form) or the caller's whole scope. */
 export interface ThreadTarget {

@@ -13,6 +13,8 @@ import { PageQuery } from '../core/pagination.js';
 import { inScope, type Audience, type Principal } from '../auth/principal.js';
 import type { Bus } from '../supervisor/bus.js';
 import {
+  approveScheduled,
+  checkDraftVersion,
   createDraft,
   deleteDraft,
   draftAttachment,
@@ -22,17 +24,21 @@ import {
   draftShape,
   DRAFT_STATUSES,
   listDrafts,
+  MAX_REJECT_REASON,
+  readDraft,
+  rejectDraft,
   updateDraft,
   type CreateDraftBody,
   type Draft,
   type DraftRow,
   type UpdateDraftBody,
-} from './drafts.js';
-import { idempotencyKey, requestHash } from './idempotency.js';
-import { labelEdit, LabelEditBody, MAX_LABEL_LENGTH, MAX_LABELS_PER_EDIT } from './labels.js';
-import { keysetPage, queryList, TimeQuery, timeBounds } from './query.js';
-import { performSend, type SendResult } from './send-flow.js';
-import { sendContext, type SendServices } from './send-requests.js';
+} from '../mail/drafts.js';
+import { idempotencyKey, recordIdempotent, replayIdempotent, requestHash } from '../mail/idempotency.js';
+import { labelEdit, MAX_LABEL_LENGTH, MAX_LABELS_PER_EDIT } from '../mail/labels.js';
+import { keysetPage, queryList, TimeQuery, timeBounds } from '../mail/query.js';
+import { performSend, type SendResult } from '../mail/send-flow.js';
+import { LabelEditRequest } from './labels.js';
+import { sendContext, type SendServices } from './send.js';
 
 /** Where a draft is looked for: one inbox (the inbox-scoped form) or the caller's whole scope. */
 export interface DraftTarget {
@@ -54,11 +60,19 @@ export const DraftListQuery = Type.Object(
 );
 export type DraftListQuery = Static<typeof DraftListQuery>;
 
-export const SendDraftBody = Type.Object(
-  { add_labels: Type.Optional(Type.Union([LabelEditBody.add_labels, Type.Null()])), remove_labels: Type.Optional(Type.Union([LabelEditBody.remove_labels, Type.Null()])) },
-  { additionalProperties: false },
-);
-export type SendDraftBody = Static<typeof SendDraftBody>;
+/** A draft send may edit the sent message's labels, as a label edit does. */
+export const SendDraftBody = LabelEditRequest;
+export type SendDraftBody = LabelEditRequest;
+
+/**
+ * svc extension: `expected_updated_at` is the draft's `updated_at` as the owner read it; when
+ * given, an approve of any other version is `409 conflict` (the owner approves what they saw).
+ */
+export const ApproveBody = Type.Object({ expected_updated_at: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })) }, { additionalProperties: false });
+export type ApproveBody = Static<typeof ApproveBody>;
+
+export const RejectBody = Type.Object({ reason: Type.Optional(Type.Union([Type.String({ maxLength: MAX_REJECT_REASON }), Type.Null()])) }, { additionalProperties: false });
+export type RejectBody = Static<typeof RejectBody>;
 
 /** Publishes a draft write's events and wakes the scheduled-drafts loop when asked. */
 export function publishDraftWrite(bus: Bus, write: { seqs: number[]; wake?: boolean }): void {
@@ -149,4 +163,60 @@ export async function sendDraftFor(
   const edit = labelEdit(p, body.add_labels, body.remove_labels);
   const idempotency = checkedKey ? { key: checkedKey, hash: requestHash('draft_send', draft.draft_id, body) } : null;
   return performSend(sendContext(svc, p), { inbox, idempotency, source: { type: 'draft', draft, approve: false, extraLabels: edit.add, removeLabels: edit.remove } });
+}
+
+/**
+ * The owner's approval of a draft, idempotent on the key. A draft whose send_at is ahead stays
+ * scheduled (the draft is returned); any other is sent now through the one send path, which
+ * emits draft.approved and draft.sent. What is sent is the version read here: performSend
+ * refuses to commit if the draft changed meanwhile.
+ */
+export async function approveDraftFor(
+  svc: SendServices,
+  p: Principal,
+  inboxId: string,
+  draftId: string,
+  body: ApproveBody | undefined,
+  key: string | string[] | undefined,
+): Promise<SendResult | Draft> {
+  const { db } = svc;
+  const inbox = inboxFor(db, p, inboxId);
+  const draft = draftRow(db, inbox.inbox_id, draftId);
+  if (!draft) throw notFound('draft');
+  const expected = body?.expected_updated_at;
+  const checkedKey = idempotencyKey(key);
+  const idempotency = checkedKey
+    ? { key: checkedKey, hash: requestHash('draft_approve', draft.draft_id, expected === undefined ? {} : { expected_updated_at: expected }) }
+    : null;
+  const replay = () => {
+    const earlier = idempotency ? replayIdempotent(db, inbox.inbox_id, idempotency.key, idempotency.hash) : null;
+    if (!earlier) return null;
+    // An approval that scheduled the draft answers with the draft as it stands now.
+    return earlier.messageId ? { message_id: earlier.messageId, thread_id: earlier.threadId! } : readDraft(db, inbox.inbox_id, draft.draft_id);
+  };
+  const earlier = replay();
+  if (earlier) return earlier;
+  checkDraftVersion(draft, expected);
+
+  const scheduled = db.transaction(() => {
+    const again = replay();
+    if (again) return { answer: again, seqs: [] as number[] };
+    const approved = approveScheduled(db, inbox.inbox_id, draft.draft_id, expected ?? draft.updated_at);
+    if (!approved) return null;
+    if (idempotency) recordIdempotent(db, inbox.inbox_id, idempotency.key, idempotency.hash, { kind: 'draft_approve', messageId: null, threadId: null, draftId: draft.draft_id });
+    return { answer: draftShape(approved.row, draftAttachments(db, draft.draft_id)), seqs: approved.seqs };
+  }).immediate();
+  if (scheduled) {
+    publishDraftWrite(svc.bus, { seqs: scheduled.seqs, wake: true });
+    return scheduled.answer;
+  }
+  return performSend(sendContext(svc, p), { inbox, idempotency, source: { type: 'draft', draft, approve: true } });
+}
+
+/** The owner's rejection of a draft awaiting approval, with an optional reason for the agent. */
+export function rejectDraftFor(db: Db, bus: Bus, p: Principal, inboxId: string, draftId: string, body: RejectBody): Draft {
+  const inbox = inboxFor(db, p, inboxId);
+  const { row, seqs } = rejectDraft(db, inbox.inbox_id, draftId, body.reason ?? null);
+  publishDraftWrite(bus, { seqs });
+  return draftShape(row, draftAttachments(db, row.draft_id));
 }

@@ -2,12 +2,36 @@
  * A caller's requests on allow and block lists (spec §4.8), checked and answered in one place
  * so REST (src/routes/lists.ts) and MCP behave the same.
  */
+import { Type, type Static } from 'typebox';
 import type { Db } from '../db/open.js';
 import { inboxFor, requirePermission, requireUnrestricted } from '../auth/access.js';
 import { ApiError } from '../core/errors.js';
 import { DEFAULT_LIMIT, pageFromRows, readCursor } from '../core/pagination.js';
 import type { Principal } from '../auth/principal.js';
-import { getListEntry, listListEntries, normalizeListEntry, type ListDirection, type ListEntry, type ListKey, type ListType } from './lists.js';
+import {
+  createListEntry,
+  deleteListEntry,
+  getListEntry,
+  listListEntries,
+  normalizeListEntry,
+  REASON_MAX,
+  type ListDirection,
+  type ListEntry,
+  type ListKey,
+  type ListType,
+} from '../mail/lists.js';
+
+/** Longest raw entry accepted before normalization; addresses are at most 254 octets. */
+export const ENTRY_INPUT_MAX = 320;
+
+export const CreateListEntryBody = Type.Object(
+  {
+    entry: Type.String({ minLength: 1, maxLength: ENTRY_INPUT_MAX }),
+    reason: Type.Optional(Type.Union([Type.String({ maxLength: REASON_MAX }), Type.Null()])),
+  },
+  { additionalProperties: false },
+);
+export type CreateListEntryBody = Static<typeof CreateListEntryBody>;
 
 /**
  * The list named, after the access checks in house order: a global list (no inbox) needs a
@@ -47,4 +71,17 @@ export function readListEntry(db: Db, p: Principal, inboxId: string | undefined,
   const found = getListEntry(db, key, entry);
   if (!found) throw entryNotFound(entry, key);
   return found;
+}
+
+/** Adds an entry (or returns the one already there); a blank reason is no reason. */
+export function addListEntry(db: Db, p: Principal, inboxId: string | undefined, direction: ListDirection, type: ListType, body: CreateListEntryBody): ListEntry {
+  const key = listKeyFor(db, p, inboxId, direction, type, 'list_entry_create');
+  const reason = body.reason?.trim() || null;
+  return createListEntry(db, key, normalizeListEntry(body.entry), reason);
+}
+
+export function removeListEntry(db: Db, p: Principal, inboxId: string | undefined, direction: ListDirection, type: ListType, rawEntry: string): void {
+  const key = listKeyFor(db, p, inboxId, direction, type, 'list_entry_delete');
+  const entry = normalizeListEntry(rawEntry);
+  if (!deleteListEntry(db, key, entry)) throw entryNotFound(entry, key);
 }

@@ -1,0 +1,58 @@
+/**
+ * The one schema module for ids and common request parts (issue 18): path parameters, the page
+ * query and the send answer, declared once so every route (and the MCP tools derived from the
+ * same schemas) accepts the same ids with the same limits. Limits here bound input before any
+ * lookup; what an id must look like beyond its length is the lookup's business (a wrong id is
+ * `404 not_found`, spec §7.1).
+ */
+import { Type, type Static } from 'typebox';
+import { PageQuery } from './pagination.js';
+
+/** An inbox id is its address: 254 octets at most (RFC 5321), with room for un-normalized input. */
+export const INBOX_ID_MAX = 320;
+/** Thread and draft ids are svc-made UUIDv7s (36 characters); the bound only stops junk early. */
+export const RESOURCE_ID_MAX = 64;
+/** Attachment ids are svc-made (`att_` and 24 hex digits); the bound only stops junk early. */
+export const ATTACHMENT_ID_MAX = 128;
+/** A Message-ID is one header line: at most 998 octets (RFC 5322 §2.1.1). */
+export const MESSAGE_ID_MAX = 998;
+
+export const InboxId = Type.String({ minLength: 1, maxLength: INBOX_ID_MAX });
+export const ThreadId = Type.String({ maxLength: RESOURCE_ID_MAX });
+export const DraftId = Type.String({ maxLength: RESOURCE_ID_MAX });
+export const AttachmentId = Type.String({ maxLength: ATTACHMENT_ID_MAX });
+export const MessageId = Type.String({ minLength: 1, maxLength: MESSAGE_ID_MAX });
+
+/** `/inboxes/{inbox_id}/...` */
+export const InboxParams = Type.Object({ inbox_id: InboxId });
+export type InboxParams = Static<typeof InboxParams>;
+/** Routes served both inbox-scoped and instance-wide (`/threads`, `/drafts`, `/lists`): the inbox is optional. */
+export const ScopeParams = Type.Object({ inbox_id: Type.Optional(InboxId) });
+export type ScopeParams = Static<typeof ScopeParams>;
+
+export const MessageParams = Type.Object({ inbox_id: InboxId, message_id: MessageId });
+export type MessageParams = Static<typeof MessageParams>;
+export const MessageAttachmentParams = Type.Object({ inbox_id: InboxId, message_id: MessageId, attachment_id: AttachmentId });
+export type MessageAttachmentParams = Static<typeof MessageAttachmentParams>;
+
+export const ThreadParams = Type.Object({ inbox_id: Type.Optional(InboxId), thread_id: ThreadId });
+export type ThreadParams = Static<typeof ThreadParams>;
+export const ThreadAttachmentParams = Type.Object({ inbox_id: Type.Optional(InboxId), thread_id: ThreadId, attachment_id: AttachmentId });
+export type ThreadAttachmentParams = Static<typeof ThreadAttachmentParams>;
+
+/** A draft read inbox-scoped or instance-wide. */
+export const DraftParams = Type.Object({ inbox_id: Type.Optional(InboxId), draft_id: DraftId });
+export type DraftParams = Static<typeof DraftParams>;
+/** A draft write: always inbox-scoped. */
+export const InboxDraftParams = Type.Object({ inbox_id: InboxId, draft_id: DraftId });
+export type InboxDraftParams = Static<typeof InboxDraftParams>;
+export const DraftAttachmentParams = Type.Object({ inbox_id: Type.Optional(InboxId), draft_id: DraftId, attachment_id: AttachmentId });
+export type DraftAttachmentParams = Static<typeof DraftAttachmentParams>;
+
+/** `?limit&page_token&ascending` on its own (routes with no filters). */
+export const PageOnlyQuery = Type.Object(PageQuery);
+export type PageOnlyQuery = Static<typeof PageOnlyQuery>;
+
+/** The answer of every send, reply, forward and draft send. */
+export const SendResponse = Type.Object({ message_id: Type.String(), thread_id: Type.String() });
+export type SendResponse = Static<typeof SendResponse>;

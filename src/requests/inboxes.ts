@@ -1,0 +1,79 @@
+/**
+ * A caller's requests on inboxes (spec §4.3), checked and answered in one place so REST
+ * (src/routes/inboxes.ts) and MCP (src/mcp/tools.ts) behave the same. Checks: inbox in scope
+ * (404) → permission (403); creation checks the new address's scope before `inbox_create`
+ * (createInbox). A read-modify-write (update) holds the write lock from the scope check to the
+ * write, so two metadata merges cannot lose each other's keys. Every successful write wakes the
+ * provisioning loop: inbox changes alter what the edge must accept.
+ */
+import { Type, type Static } from 'typebox';
+import type { AppContext } from '../context.js';
+import { PageQuery } from '../core/pagination.js';
+import type { Db } from '../db/open.js';
+import { inboxFor, requirePermission } from '../auth/access.js';
+import type { Principal } from '../auth/principal.js';
+import { routeToLocalEdge } from '../mail/inbox-routing.js';
+import {
+  createInbox,
+  deleteInbox,
+  inboxResponse,
+  listInboxes,
+  updateInbox,
+  type CreateInboxBody,
+  type InboxPageQuery,
+  type InboxResponse,
+  type UpdateInboxBody,
+} from '../mail/inboxes.js';
+
+/** Longest inbox search text: an address or a display-name fragment. */
+export const INBOX_SEARCH_MAX = 320;
+export const InboxSearchQuery = Type.Object({ ...PageQuery, q: Type.String({ minLength: 1, maxLength: INBOX_SEARCH_MAX }) });
+export type InboxSearchQuery = Static<typeof InboxSearchQuery>;
+
+/** What an inbox write needs from the running service. */
+export type InboxServices = Pick<AppContext, 'db' | 'bus'>;
+
+/** Push routing now rather than at the provisioning loop's next tick. */
+const wakeProvisioning = (svc: InboxServices) => svc.bus.publish({ kind: 'wake', loop: 'provisioning' });
+
+/** One page of the caller's inboxes; the body of `GET /inboxes`. */
+export function inboxListPage(db: Db, p: Principal, q: InboxPageQuery) {
+  requirePermission(p, 'inbox_read');
+  return listInboxes(db, p, q);
+}
+
+/** One page of the caller's inboxes whose address or display name contains `q`; `GET /inboxes/search`. */
+export function inboxSearchPage(db: Db, p: Principal, q: InboxSearchQuery) {
+  requirePermission(p, 'inbox_read');
+  const { q: needle, ...page } = q;
+  return listInboxes(db, p, page, needle);
+}
+
+export function readInbox(db: Db, p: Principal, inboxId: string): InboxResponse {
+  return inboxResponse(inboxFor(db, p, inboxId, 'inbox_read'));
+}
+
+/**
+ * Creates an inbox (or returns the one with the same `client_id`) and waits until the local
+ * edge routes it: mail sent right after this answer must find the inbox routed (issue 17 §1).
+ */
+export async function createInboxFor(svc: InboxServices, p: Principal, body: CreateInboxBody): Promise<InboxResponse> {
+  const created = inboxResponse(createInbox(svc.db, p, body));
+  await routeToLocalEdge(svc.db);
+  wakeProvisioning(svc);
+  return created;
+}
+
+export function updateInboxFor(svc: InboxServices, p: Principal, inboxId: string, body: UpdateInboxBody): InboxResponse {
+  const { db } = svc;
+  const updated = db.transaction(() => updateInbox(db, inboxFor(db, p, inboxId, 'inbox_update'), body))();
+  wakeProvisioning(svc);
+  return inboxResponse(updated);
+}
+
+/** Deletes an inbox and everything in it, permanently (deleteInbox). */
+export function deleteInboxFor(svc: InboxServices, p: Principal, inboxId: string): void {
+  const { db } = svc;
+  db.transaction(() => deleteInbox(db, inboxFor(db, p, inboxId, 'inbox_delete').inbox_id))();
+  wakeProvisioning(svc);
+}
