@@ -12,28 +12,9 @@ import type { SealedBuffer } from './buffer.js';
 import { API_BODY_LIMIT, BATCH_FETCH_MAX_BYTES, BATCH_MAX_KEYS, LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, WAIT_MAX_MS } from './limits.js';
 import { OBJECT_KEY_PATTERN } from './object-key.js';
 import { registerOutboundRoutes, type OutboundApiContext } from './outbound-api.js';
+import { EDGE_ERRORS, EdgeApiError } from './api-errors.js';
 import { RoutingUpdate, type RoutingTable } from './routing.js';
 import type { TlsFiles } from './smtp.js';
-
-const EDGE_ERRORS = {
-  validation_error: 400,
-  unauthorized: 401,
-  not_found: 404,
-  payload_too_large: 413,
-  unsupported_media_type: 415,
-  internal_error: 500,
-  service_unavailable: 503,
-} as const;
-type EdgeErrorCode = keyof typeof EDGE_ERRORS;
-
-export class EdgeApiError extends Error {
-  constructor(
-    readonly code: EdgeErrorCode,
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 /** The compact JWE media type (RFC 7516 §9.2.1). */
 export const JOSE_MEDIA_TYPE = 'application/jose';

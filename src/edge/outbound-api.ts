@@ -6,7 +6,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { EdgeApiError } from './api.js';
+import { EdgeApiError } from './api-errors.js';
 import { EVENTS_DEFAULT_LIMIT, EVENTS_MAX_LIMIT, MAX_OUTBOUND_RECIPIENTS, OUTBOUND_REF_PATTERN } from './limits.js';
 import { jobStatus, type OutboundStore } from './outbound-store.js';
 import type { OutboundRelay } from './relay.js';
