@@ -1,0 +1,85 @@
+/**
+ * The layering rules of docs/architecture.md, checked on the source: no import cycles among the
+ * modules of src/ and workers/ (type-only imports included; lazy `import()` excepted), and nothing below the request layer
+ * imports HTTP, routes or MCP.
+ */
+import t from 'tap';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+function sourceFiles(): string[] {
+  const out: string[] = [];
+  const walk = (dir: string) => {
+    for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(p);
+      else if (p.endsWith('.ts') && !p.endsWith('.d.ts')) out.push(p);
+    }
+  };
+  for (const dir of ['src', 'workers']) walk(path.join(root, dir));
+  return out;
+}
+
+/** Static relative imports and re-exports of a file, resolved to .ts files. Lazy `import(...)` is a deliberate break (issue 18) and not followed. */
+function importsOf(file: string): string[] {
+  const text = fs.readFileSync(file, 'utf8');
+  const deps = new Set<string>();
+  for (const m of text.matchAll(/(?:^|\n)\s*(?:import|export)\s(?:[^'";]*?from\s*)?'(\.[^']+)'/g)) {
+    const spec = m[1];
+    const target = path.resolve(path.dirname(file), spec.replace(/\.js$/, '.ts'));
+    if (fs.existsSync(target)) deps.add(target);
+  }
+  return [...deps];
+}
+
+const files = sourceFiles();
+const graph = new Map(files.map((f) => [f, importsOf(f)]));
+const rel = (f: string) => path.relative(root, f);
+
+t.test('no import cycles among src/ and workers/ modules', async (t) => {
+  // Tarjan's strongly connected components; any component of two or more files is a cycle.
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const cycles: string[][] = [];
+  const visit = (v: string) => {
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) === index.get(v)) {
+      const component: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        component.push(rel(w));
+      } while (w !== v);
+      if (component.length > 1) cycles.push(component.sort());
+    }
+  };
+  for (const v of graph.keys()) if (!index.has(v)) visit(v);
+  t.same(cycles, [], 'import cycles');
+});
+
+t.test('the domain, repositories, auth and kernel never import HTTP, routes or MCP', async (t) => {
+  const upper = ['src/http/', 'src/routes/', 'src/mcp/'];
+  const lower = (f: string) => !upper.some((u) => f.startsWith(u)) && !f.startsWith('src/supervisor/') && !f.startsWith('src/cli/');
+  const upward: string[] = [];
+  for (const [file, deps] of graph) {
+    if (!lower(rel(file)) || rel(file) === 'src/auth/gate.ts') continue;
+    for (const dep of deps) if (upper.some((u) => rel(dep).startsWith(u))) upward.push(`${rel(file)} → ${rel(dep)}`);
+  }
+  t.same(upward, [], 'upward imports');
+});
