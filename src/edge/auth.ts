@@ -2,6 +2,7 @@
  * SPF, DKIM, DMARC and ARC for one received message, evaluated with mailauth from the real
  * session (client IP, HELO, MAIL FROM), reduced to the compact `auth` shape of the sealed object.
  */
+import type { Readable } from 'node:stream';
 import { Resolver } from 'node:dns/promises';
 import { authenticate, type AuthStatus, type DNSResolver } from 'mailauth';
 import { DNS_TIMEOUT_MS, DNS_TRIES } from './limits.js';
@@ -44,7 +45,7 @@ const UNCHECKED: InboundAuth = {
   arc: { result: 'temperror' },
 };
 
-export async function evaluateAuth(raw: Buffer, session: SessionFacts, resolver: DNSResolver): Promise<InboundAuth> {
+export async function evaluateAuth(raw: Buffer | Readable, session: SessionFacts, resolver: DNSResolver): Promise<InboundAuth> {
   let result: Awaited<ReturnType<typeof authenticate>>;
   try {
     result = await authenticate(raw, {

@@ -5,6 +5,7 @@
  */
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { SMTPServer } from 'smtp-server';
 import { buildEdgeApi } from './api.js';
@@ -17,7 +18,7 @@ import { OutboundRelay, type SmartHost } from './relay.js';
 import { ReportLog } from './reports.js';
 import { RoutingCorrupt, RoutingTable, type ReportAddressPolicy } from './routing.js';
 import { sealInbound, type InboundAuth, type InboundMeta, type SpamVerdict } from './sealed.js';
-import { createSmtpReceiver, SmtpReply, type ReceivedMessage, type TlsFiles } from './smtp.js';
+import { createSmtpReceiver, SmtpReply, wholeMessage, type ReceivedMessage, type TlsFiles } from './smtp.js';
 import { checkSpam } from './spam.js';
 import { deriveEdgeKey } from './verp.js';
 
@@ -215,7 +216,7 @@ export class Edge {
     const reportTo = message.recipients.filter((r) => this.routing.kindOf(r) === 'report');
     if (reportTo.length > 0) {
       try {
-        await this.relay.takeReportMail(message.raw, reportTo);
+        await this.relay.takeReportMail(wholeMessage(message), reportTo);
       } catch (err) {
         this.options.log?.({ event: 'edge.store_failed', code: (err as NodeJS.ErrnoException).code ?? 'unknown', message: 'A delivery report could not be stored; the sender was told to retry (451).' });
         throw new SmtpReply(451, 'Temporary storage problem; please try again later');
@@ -225,8 +226,9 @@ export class Edge {
     const mail = reportTo.length > 0 ? { ...message, recipients: message.recipients.filter((r) => !reportTo.includes(r)) } : message;
     const facts = { clientIp: mail.clientIp, helo: mail.helo, mailFrom: mail.mailFrom };
     const [auth, spam] = await Promise.all([
-      evaluateAuth(mail.raw, { ...facts, hostname: this.options.hostname }, this.resolver),
-      this.options.spam ? checkSpam(this.options.spam, mail.raw, { ...facts, recipients: mail.recipients }) : Promise.resolve(null),
+      // mailauth reads a stream: the chunks are not joined for it.
+      evaluateAuth(Readable.from(mail.chunks, { objectMode: false }), { ...facts, hostname: this.options.hostname }, this.resolver),
+      this.options.spam ? checkSpam(this.options.spam, wholeMessage(mail), { ...facts, recipients: mail.recipients }) : Promise.resolve(null),
     ]);
     return this.store(mail, auth, spam);
   }
@@ -243,7 +245,7 @@ export class Edge {
     };
     // Sealed from the bytes into bytes: no base64 or JSON string of the message; a large one as
     // binary v2, so the object is the message's size (issue 16, finding 9).
-    const jwe = await sealInbound(meta, message.raw, sealing);
+    const jwe = await sealInbound(meta, message.chunks, sealing);
     try {
       return await this.buffer.commit(jwe, { receivedAt, recipients: message.recipients, keyId: sealing.keyId, key });
     } catch (err) {
@@ -259,7 +261,8 @@ export class Edge {
    */
   private async deliverLocally(input: { raw: Buffer; mailFrom: string; recipient: string; key: string }): Promise<void> {
     const message: ReceivedMessage = {
-      raw: input.raw,
+      chunks: [input.raw],
+      size: input.raw.length,
       clientIp: '127.0.0.1',
       helo: this.options.hostname,
       mailFrom: input.mailFrom,

@@ -314,30 +314,40 @@ const MAX_V2_HEAD_BYTES = 64 * 1024;
  * message is encrypted straight into the one output buffer, so the edge holds the message and
  * one object of the same size, no base64 and no string of either.
  */
-export async function sealMessageV2(meta: Omit<InboundMeta, 'version'>, raw: Buffer, recipient: X25519PublicJwk | SealingKey): Promise<Buffer> {
+export async function sealMessageV2(meta: Omit<InboundMeta, 'version'>, message: Buffer | readonly Buffer[], recipient: X25519PublicJwk | SealingKey): Promise<Buffer> {
+  const chunks = Buffer.isBuffer(message) ? [message] : message;
+  const size = chunks.reduce((n, c) => n + c.length, 0);
   const bodyKey = randomBytes(CEK_BYTES);
   const bodyIv = randomBytes(IV_BYTES);
-  const head = { version: SEALED_V2_VERSION, envelope: meta.envelope, auth: meta.auth, spam: meta.spam, body: { key: bodyKey.toString('base64url'), iv: bodyIv.toString('base64url'), size: raw.length } };
+  const head = { version: SEALED_V2_VERSION, envelope: meta.envelope, auth: meta.auth, spam: meta.spam, body: { key: bodyKey.toString('base64url'), iv: bodyIv.toString('base64url'), size } };
   const { lead, cipher } = await startJwe(recipient, SEAL_V2_CONTENT_TYPE);
   const headCiphertext = Buffer.concat([cipher.update(JSON.stringify(head), 'utf8'), cipher.final()]);
   const headJwe = Buffer.from(`${lead}${headCiphertext.toString('base64url')}.${cipher.getAuthTag().toString('base64url')}`, 'ascii');
-  const out = Buffer.allocUnsafe(SEALED_V2_MAGIC.length + 4 + headJwe.length + raw.length + TAG_BYTES);
+  const out = Buffer.allocUnsafe(SEALED_V2_MAGIC.length + 4 + headJwe.length + size + TAG_BYTES);
   let pos = SEALED_V2_MAGIC.copy(out, 0);
   pos = out.writeUInt32BE(headJwe.length, pos);
   pos += headJwe.copy(out, pos);
   const body = createCipheriv('aes-256-gcm', bodyKey, bodyIv, { authTagLength: TAG_BYTES });
   // The body is bound to this header: a body moved under another object's header fails its tag.
   body.setAAD(headJwe);
-  for (let at = 0; at < raw.length; at += BODY_CHUNK_BYTES) pos += body.update(raw.subarray(at, at + BODY_CHUNK_BYTES)).copy(out, pos);
+  for (const chunk of chunks) {
+    for (let at = 0; at < chunk.length; at += BODY_CHUNK_BYTES) pos += body.update(chunk.subarray(at, at + BODY_CHUNK_BYTES)).copy(out, pos);
+  }
   pos += body.final().copy(out, pos);
   pos += body.getAuthTag().copy(out, pos);
   if (pos !== out.length) throw new Error(`sealed object length mismatch (${pos} of ${out.length})`);
   return out;
 }
 
-/** Seals one accepted message in the format its size calls for: v1 up to BINARY_SEAL_MIN_BYTES, v2 above. */
-export async function sealInbound(meta: Omit<InboundMeta, 'version'>, raw: Buffer, recipient: X25519PublicJwk | SealingKey): Promise<Buffer> {
-  return raw.length > BINARY_SEAL_MIN_BYTES ? sealMessageV2(meta, raw, recipient) : sealMessage({ ...meta, version: SEALED_VERSION }, raw, recipient);
+/**
+ * Seals one accepted message (whole, or in the chunks it arrived in) in the format its size calls
+ * for: v1 up to BINARY_SEAL_MIN_BYTES, v2 above.
+ */
+export async function sealInbound(meta: Omit<InboundMeta, 'version'>, message: Buffer | readonly Buffer[], recipient: X25519PublicJwk | SealingKey): Promise<Buffer> {
+  const chunks = Buffer.isBuffer(message) ? [message] : message;
+  const size = chunks.reduce((n, c) => n + c.length, 0);
+  if (size > BINARY_SEAL_MIN_BYTES) return sealMessageV2(meta, chunks, recipient);
+  return sealMessage({ ...meta, version: SEALED_VERSION }, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size), recipient);
 }
 
 /** Whether stored object bytes are a v2 (binary) object rather than a v1 compact JWE. */

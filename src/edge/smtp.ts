@@ -12,7 +12,13 @@ import { MAX_RECIPIENTS_PER_MESSAGE, MAX_SMTP_CLIENTS, MAX_SMTP_CONNECTIONS_PER_
 import type { RoutingTable } from './routing.js';
 
 export interface ReceivedMessage {
-  raw: Buffer;
+  /**
+   * The message exactly as received after DATA (dot-unstuffed), in the chunks it arrived in: they
+   * are joined only where one buffer is needed (`wholeMessage`), so a large message is held once.
+   */
+  chunks: Buffer[];
+  /** Its size in bytes. */
+  size: number;
   clientIp: string;
   helo: string;
   mailFrom: string;
@@ -44,6 +50,12 @@ export class SmtpReply extends Error {
   ) {
     super(message);
   }
+}
+
+/** The message as one buffer (joined once, then kept: a second caller gets the same buffer). */
+export function wholeMessage(message: ReceivedMessage): Buffer {
+  if (message.chunks.length !== 1) message.chunks = [Buffer.concat(message.chunks, message.size)];
+  return message.chunks[0];
 }
 
 const TEMPORARY_FAILURE = () => new SmtpReply(451, 'Temporary local problem; please try again later');
@@ -162,11 +174,11 @@ export function createSmtpReceiver(ctx: ReceiverContext): SMTPServer {
       stream.once('error', () => callback(TEMPORARY_FAILURE()));
       stream.once('end', () => {
         if (oversized || stream.sizeExceeded) return callback(new SmtpReply(552, `Message exceeds the maximum size of ${ctx.maxMessageBytes} bytes`));
-        const raw = Buffer.concat(chunks, bytes);
-        // The chunks stay reachable from this session's listeners; drop them so the message is held once.
-        chunks.length = 0;
+        // The chunks stay reachable from this session's listeners; hand over a copy of the list and empty it.
+        const received = chunks.splice(0, chunks.length);
         const message: ReceivedMessage = {
-          raw,
+          chunks: received,
+          size: bytes,
           clientIp: plainAddress(session.remoteAddress),
           helo: session.hostNameAppearsAs || '',
           mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',

@@ -344,3 +344,14 @@ t.test('v2: a changed byte anywhere, a body under another header, another key or
   const wrongHead = Buffer.concat([SEALED_V2_MAGIC, lengthBytes, Buffer.from(v1AsHead), Buffer.alloc(16)]);
   t.match(await failureOf(openSealed(wrongHead, home.privateJwk)), { reason: 'invalid_payload' }, 'a v1 JWE where the v2 header goes');
 });
+
+t.test('v2 from the chunks a message arrived in is the same message as from one buffer', async (t) => {
+  const home = await generateHomeKeyPair();
+  const raw = bytesOfSize(700_001);
+  const chunks = [raw.subarray(0, 1), raw.subarray(1, 65_537), raw.subarray(65_537, 400_000), raw.subarray(400_000)];
+  const sealed = await sealInbound(metaOf(payload()), chunks, home.publicJwk);
+  t.ok(isBinarySealed(sealed));
+  t.ok((await openSealed(sealed, home.privateJwk)).raw.equals(raw));
+  const small = await sealInbound(metaOf(payload()), [RAW.subarray(0, 10), RAW.subarray(10)], home.publicJwk);
+  t.ok((await openSealed(small, home.privateJwk)).raw.equals(RAW), 'v1 from chunks');
+});
