@@ -21,8 +21,6 @@ import {
   composition,
   decodeAttachment,
   dedupeRecipients,
-  MAX_MESSAGE_BYTES,
-  MAX_RECIPIENTS,
   outgoingAttachment,
   parseRecipients,
   tooLarge,
@@ -38,6 +36,7 @@ import { Attachment, attachmentShape } from './serialize.js';
 import { previewOf, stableAttachmentId } from './store.js';
 import { extractText } from './extract.js';
 import { prepared } from '../db/statements.js';
+import { MAX_ATTACHMENTS_INPUT, MAX_BODY_CHARS, MAX_DRAFT_REFERENCES, MAX_MESSAGE_BYTES, MAX_MESSAGE_ID, MAX_MESSAGE_ID_INPUT, MAX_RECIPIENTS, MAX_SUBJECT_INPUT } from './limits.js';
 
 export const DRAFT_STATUSES = ['draft', 'pending_approval', 'scheduled', 'sending', 'sent', 'rejected', 'failed'] as const;
 export type DraftStatus = (typeof DRAFT_STATUSES)[number];
@@ -296,15 +295,11 @@ export function checkDraftVersion(row: Pick<DraftRow, 'updated_at'>, expectedUpd
 
 // ---- creating, editing, listing and deleting (the draft routes) ----
 
-/** References a draft may carry, like the threading of a reply. */
-export const MAX_DRAFT_REFERENCES = 100;
-export const MAX_REJECT_REASON = 1000;
-const MAX_MESSAGE_ID = 998;
 
 const invalid = (message: string, fix: string) => new ApiError('validation_error', message, { fix });
 const NullableString = (maxLength: number) => Type.Optional(Type.Union([Type.String({ maxLength }), Type.Null()]));
 const OptionalAddresses = Type.Optional(Type.Union([Addresses, Type.Null()]));
-const Attachments = Type.Optional(Type.Union([Type.Array(AttachmentInput, { maxItems: 1000 }), Type.Null()]));
+const Attachments = Type.Optional(Type.Union([Type.Array(AttachmentInput, { maxItems: MAX_ATTACHMENTS_INPUT }), Type.Null()]));
 
 /** Creation fields (spec §2.5). Recipient fields take a list, or a single string. */
 export const CreateDraftBody = Type.Object(
@@ -313,15 +308,15 @@ export const CreateDraftBody = Type.Object(
     cc: OptionalAddresses,
     bcc: OptionalAddresses,
     reply_to: OptionalAddresses,
-    subject: NullableString(64 * 1024),
-    text: NullableString(6 * 1024 * 1024),
-    html: NullableString(6 * 1024 * 1024),
+    subject: NullableString(MAX_SUBJECT_INPUT),
+    text: NullableString(MAX_BODY_CHARS),
+    html: NullableString(MAX_BODY_CHARS),
     attachments: Attachments,
     labels: Type.Optional(Type.Union([LabelList, Type.Null()])),
-    in_reply_to: NullableString(MAX_MESSAGE_ID + 2),
-    forward_of: NullableString(MAX_MESSAGE_ID + 2),
+    in_reply_to: NullableString(MAX_MESSAGE_ID_INPUT),
+    forward_of: NullableString(MAX_MESSAGE_ID_INPUT),
     reply_all: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
-    references: Type.Optional(Type.Union([Type.Array(Type.String({ maxLength: MAX_MESSAGE_ID + 2 }), { maxItems: MAX_DRAFT_REFERENCES }), Type.Null()])),
+    references: Type.Optional(Type.Union([Type.Array(Type.String({ maxLength: MAX_MESSAGE_ID_INPUT }), { maxItems: MAX_DRAFT_REFERENCES }), Type.Null()])),
     send_at: NullableString(64),
     client_id: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 128 }), Type.Null()])),
   },
@@ -336,11 +331,11 @@ export const UpdateDraftBody = Type.Object(
     cc: OptionalAddresses,
     bcc: OptionalAddresses,
     reply_to: OptionalAddresses,
-    subject: NullableString(64 * 1024),
-    text: NullableString(6 * 1024 * 1024),
-    html: NullableString(6 * 1024 * 1024),
+    subject: NullableString(MAX_SUBJECT_INPUT),
+    text: NullableString(MAX_BODY_CHARS),
+    html: NullableString(MAX_BODY_CHARS),
     add_attachments: Attachments,
-    remove_attachments: Type.Optional(Type.Union([Type.Array(Type.String({ maxLength: 128 }), { maxItems: 1000 }), Type.Null()])),
+    remove_attachments: Type.Optional(Type.Union([Type.Array(Type.String({ maxLength: 128 }), { maxItems: MAX_ATTACHMENTS_INPUT }), Type.Null()])),
     add_labels: Type.Optional(Type.Union([LabelList, Type.Null()])),
     remove_labels: Type.Optional(Type.Union([LabelList, Type.Null()])),
     send_at: NullableString(64),

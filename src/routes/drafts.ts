@@ -21,7 +21,8 @@ import {
   sendDraftFor,
   updateDraftFor,
 } from '../mail/draft-requests.js';
-import { approveScheduled, checkDraftVersion, CreateDraftBody, Draft, DraftItem, draftRow, draftShape, draftAttachments, MAX_REJECT_REASON, readDraft, rejectDraft, UpdateDraftBody } from '../mail/drafts.js';
+import { approveScheduled, checkDraftVersion, CreateDraftBody, Draft, DraftItem, draftRow, draftShape, draftAttachments, readDraft, rejectDraft, UpdateDraftBody } from '../mail/drafts.js';
+import { MAX_REJECT_REASON } from '../mail/limits.js';
 import { idempotencyKey, recordIdempotent, replayIdempotent, requestHash } from '../mail/idempotency.js';
 import { performSend } from '../mail/send-flow.js';
 import { AttachmentDownload, ListOf } from '../mail/serialize.js';

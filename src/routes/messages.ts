@@ -14,11 +14,12 @@ import { batchGetMessages, deleteMessage, updateMessageLabels, visibleMessage } 
 import { MessageListQuery, SearchQuery } from '../mail/query.js';
 import { cachedRead } from '../mail/read-cache.js';
 import { AttachmentDownload, LabelsResult, RawMessageDownload, ListOf, Message, MessageItem } from '../mail/serialize.js';
+import { MAX_MESSAGE_ID } from '../mail/limits.js';
 
 export const MAX_BATCH_GET = 500;
 export const MAX_BATCH_UPDATE = 50;
 
-const MessageIdParam = Type.String({ minLength: 1, maxLength: 998 });
+const MessageIdParam = Type.String({ minLength: 1, maxLength: MAX_MESSAGE_ID });
 const InboxParams = Type.Object({ inbox_id: Type.String({ maxLength: 320 }) });
 const MessageParams = Type.Object({ inbox_id: Type.String({ maxLength: 320 }), message_id: MessageIdParam });
 const AttachmentParams = Type.Object({ inbox_id: Type.String({ maxLength: 320 }), message_id: MessageIdParam, attachment_id: Type.String({ maxLength: 128 }) });

@@ -12,9 +12,10 @@ import { normalizeMessageId } from '../mail/messages.js';
 import { resolveSendUnknown } from '../mail/outbox.js';
 import type { SendContext } from '../mail/send-flow.js';
 import { sendContext as requestSendContext, sendRequest, type SendOperation } from '../mail/send-requests.js';
+import { MAX_MESSAGE_ID } from '../mail/limits.js';
 
 const InboxParams = Type.Object({ inbox_id: Type.String({ maxLength: 320 }) });
-const MessageParams = Type.Object({ inbox_id: Type.String({ maxLength: 320 }), message_id: Type.String({ minLength: 1, maxLength: 998 }) });
+const MessageParams = Type.Object({ inbox_id: Type.String({ maxLength: 320 }), message_id: Type.String({ minLength: 1, maxLength: MAX_MESSAGE_ID }) });
 const SendResponse = Type.Object({ message_id: Type.String(), thread_id: Type.String() });
 const ResolveBody = Type.Object({ decision: Type.Union([Type.Literal('sent'), Type.Literal('failed')]) }, { additionalProperties: false });
 
