@@ -12,22 +12,10 @@ import { notFound } from '../core/errors.js';
 import { PageQuery } from '../core/pagination.js';
 import { inScope, type Audience, type Principal } from '../auth/principal.js';
 import type { Bus } from '../supervisor/bus.js';
-import {
-  createDraft,
-  deleteDraft,
-  draftAttachment,
-  draftAttachments,
-  draftById,
-  draftRow,
-  draftShape,
-  DRAFT_STATUSES,
-  listDrafts,
-  updateDraft,
-  type CreateDraftBody,
-  type Draft,
-  type DraftRow,
-  type UpdateDraftBody,
-} from './drafts.js';
+import { createDraft, updateDraft } from './drafts/policy.js';
+import { deleteDraft, draftAttachment, draftAttachments, draftById, draftRow, listDrafts } from './drafts/repository.js';
+import { draftShape, type CreateDraftBody, type Draft, type DraftRow, type UpdateDraftBody } from './drafts/schemas.js';
+import { DRAFT_STATUSES } from './drafts/states.js';
 import { idempotencyKey, requestHash } from './idempotency.js';
 import { labelEdit, LabelEditBody, MAX_LABEL_LENGTH, MAX_LABELS_PER_EDIT } from './labels.js';
 import { keysetPage, queryList, TimeQuery, timeBounds } from './query.js';

@@ -10,7 +10,8 @@ import { ApiError } from '../core/errors.js';
 import type { Principal } from '../auth/principal.js';
 import { parseRecipients, type Composition } from './compose.js';
 import { domainDkimKey } from './dkim-keys.js';
-import { draftAttachmentContents, draftEvent, draftRow, insertDraft, setDraftStatus, type DraftRow } from './drafts.js';
+import { draftAttachmentContents, draftEvent, draftRow, insertDraft, setDraftStatus } from './drafts/repository.js';
+import type { DraftRow } from './drafts/schemas.js';
 import { recordIdempotent, replayIdempotent, type IdempotentKind } from './idempotency.js';
 import {
   deriveForward,

@@ -25,7 +25,7 @@ import {
   sendDraftFor,
   updateDraftFor,
 } from '../mail/draft-requests.js';
-import { CreateDraftBody, UpdateDraftBody } from '../mail/drafts.js';
+import { CreateDraftBody, UpdateDraftBody } from '../mail/drafts/schemas.js';
 import { createInbox, CreateInboxBody, deleteInbox, inboxResponse, listInboxes, updateInbox, UpdateInboxBody } from '../mail/inboxes.js';
 import { routeToLocalEdge } from '../mail/inbox-routing.js';
 import { LabelEditBody } from '../mail/labels.js';

@@ -21,7 +21,9 @@ import {
   sendDraftFor,
   updateDraftFor,
 } from '../mail/draft-requests.js';
-import { approveScheduled, checkDraftVersion, CreateDraftBody, Draft, DraftItem, draftRow, draftShape, draftAttachments, readDraft, rejectDraft, UpdateDraftBody } from '../mail/drafts.js';
+import { approveScheduled, checkDraftVersion, rejectDraft } from '../mail/drafts/policy.js';
+import { draftRow, draftAttachments, readDraft } from '../mail/drafts/repository.js';
+import { CreateDraftBody, Draft, DraftItem, draftShape, UpdateDraftBody } from '../mail/drafts/schemas.js';
 import { MAX_REJECT_REASON } from '../mail/limits.js';
 import { idempotencyKey, recordIdempotent, replayIdempotent, requestHash } from '../mail/idempotency.js';
 import { performSend } from '../mail/send-flow.js';

@@ -11,7 +11,7 @@ import { LOOPS } from '../../src/supervisor/loop-table.js';
 import { ApiError } from '../../src/core/errors.js';
 import type { InboxRow } from '../../src/auth/access.js';
 import type { Principal } from '../../src/auth/principal.js';
-import { claimDueDraft, draftRow, dueDrafts, nextDraftDue, releaseDraft, resetInterruptedDrafts } from '../../src/mail/drafts.js';
+import { claimDueDraft, draftRow, dueDrafts, nextDraftDue, releaseDraft, resetInterruptedDrafts } from '../../src/mail/drafts/repository.js';
 import { performSend, type SendContext } from '../../src/mail/send-flow.js';
 import { readTransport } from '../../src/mail/transport.js';
 import type { MimeSpec } from '../pool/compose.js';
