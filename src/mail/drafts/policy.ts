@@ -10,12 +10,11 @@ import { isOwner, type Principal } from '../../auth/principal.js';
 import { checkAttachmentCount, checkSubject, composition, decodeAttachment, dedupeRecipients, parseRecipients, tooLarge, type Recipient } from '../compose.js';
 import { labelEdit, readVisibility } from '../labels.js';
 import { deriveReply, loadOriginal } from '../outbound.js';
-import { prepared } from '../../db/statements.js';
 import { MAX_MESSAGE_BYTES, MAX_MESSAGE_ID, MAX_RECIPIENTS } from '../limits.js';
-import type { DraftStatus } from './states.js';
-import { type Draft, type DraftRow, CreateDraftBody, UpdateDraftBody, draftShape, list, json } from './schemas.js';
+import { draftTransition, nextApproved, nextDraftStatus, type DraftActor, type DraftFacts, type DraftTransition } from './states.js';
+import { draftShape, list, type CreateDraftBody, type Draft, type DraftRow, type UpdateDraftBody } from './schemas.js';
 import { parseSendAt } from './send-at.js';
-import { draftRow, draftAttachments, insertDraft, addDraftAttachments, draftEvent, setDraftStatus, NEXT_UPDATED_AT, draftByClientId } from './repository.js';
+import { addDraftAttachments, draftAttachments, draftByClientId, draftEvent, draftRow, insertDraft, removeDraftAttachments, rewriteDraft, setDraftStatus } from './repository.js';
 
 /**
  * The approve call's `expected_updated_at`, when given, must be the draft's current version:
@@ -55,18 +54,40 @@ const readOnlyScheduling = () =>
     fix: 'Leave out `send_at` (the owner can send or schedule the draft), or ask for the `direct` or `approval` send policy.',
   });
 
+/** The caller as the draft table sees it: the owner and `direct` credentials keep approval, others withdraw it. */
+export const draftActor = (p: Principal): DraftActor => (isOwner(p) || p.sendPolicy === 'direct' ? 'owner_or_direct' : p.sendPolicy);
+
+const draftConflict = (state: 'sent' | 'rejected' | 'sending') =>
+  state === 'sending'
+    ? new ApiError('conflict', 'This draft is being sent right now and cannot change.', { fix: 'Read the draft again in a moment: it will be `sent` or `failed`.' })
+    : state === 'sent'
+      ? new ApiError('conflict', 'This draft was already sent and cannot change.', { fix: 'Create a new draft.' })
+      : new ApiError('conflict', 'The owner rejected this draft; it is final.', { fix: 'Create a new draft.' });
+
 /**
- * How a schedule set by this caller starts: the owner and `direct` credentials schedule it
- * approved; under `approval` it waits for the owner; `read_only` cannot schedule at all.
+ * A draft waiting for the owner changes only by the owner or a `direct` credential (which could
+ * send it anyway): what the owner approves is what the agent asked to send (issue 16 finding 4).
  */
-function scheduleBy(p: Principal): { status: 'scheduled' | 'pending_approval'; approved: boolean } {
-  if (isOwner(p) || p.sendPolicy === 'direct') return { status: 'scheduled', approved: true };
-  if (p.sendPolicy === 'approval') return { status: 'pending_approval', approved: false };
-  throw readOnlyScheduling();
+const awaitingOwner = () =>
+  new ApiError('conflict', 'This draft is waiting for the owner’s approval and cannot change until the owner decides.', {
+    fix: 'Wait for `draft.approved` or `draft.rejected`, or delete the draft and send a corrected one (which asks the owner again).',
+  });
+
+/** The table's row, or its refusal thrown as the documented error of the draft routes. */
+function allowed(step: DraftTransition): DraftTransition {
+  if (typeof step.to !== 'object') return step;
+  const refusal = step.to.refused;
+  if (refusal === 'awaiting_owner') throw awaitingOwner();
+  if (refusal === 'read_only_schedule' || refusal === 'read_only_send') throw readOnlyScheduling();
+  throw draftConflict(refusal);
 }
 
-/** Edits by anyone but the owner or a `direct` credential withdraw the owner's approval. */
-const keepsApproval = (p: Principal) => isOwner(p) || p.sendPolicy === 'direct';
+/**
+ * How a schedule set by this caller starts, at create and at patch alike (the table's create
+ * rows): approved for the owner and `direct` credentials, waiting for the owner under
+ * `approval`; `read_only` cannot schedule at all (403, before the draft is even looked up).
+ */
+const scheduleStart = (actor: DraftActor) => allowed(draftTransition('new', 'create', { sendAt: 'set', actor }));
 
 export interface DraftWrite {
   draft: Draft;
@@ -84,7 +105,8 @@ export interface DraftWrite {
  * `draft.approval_required` when the schedule waits for the owner).
  */
 export function createDraft(db: Db, p: Principal, inbox: Pick<InboxRow, 'inbox_id'>, body: CreateDraftBody): DraftWrite {
-  const schedule = body.send_at != null ? (requirePermission(p, 'draft_send'), scheduleBy(p)) : null;
+  const actor = draftActor(p);
+  const step = body.send_at != null ? (requirePermission(p, 'draft_send'), scheduleStart(actor)) : allowed(draftTransition('new', 'create', { sendAt: 'unchanged', actor }));
   const inReplyTo = body.in_reply_to ?? null;
   const forwardOf = body.forward_of ?? null;
   if (inReplyTo !== null || forwardOf !== null) requirePermission(p, 'message_read');
@@ -113,7 +135,7 @@ export function createDraft(db: Db, p: Principal, inbox: Pick<InboxRow, 'inbox_i
   }
   checkDraftLimits(c.to, c.cc, c.bcc, c.attachments.length, estimate(c.attachments.map((a) => a.content.byteLength), c.text, c.html));
 
-  const status = schedule?.status ?? 'draft';
+  const status = nextDraftStatus(step, 'new')!;
   return db.transaction((): DraftWrite => {
     const raced = clientId === null ? null : draftByClientId(db, inbox.inbox_id, clientId);
     if (raced) return { draft: draftShape(raced, draftAttachments(db, raced.draft_id)), seqs: [], wake: false };
@@ -127,33 +149,13 @@ export function createDraft(db: Db, p: Principal, inbox: Pick<InboxRow, 'inbox_i
       references,
       sendAt,
       status,
-      approved: schedule?.approved ?? false,
+      approved: nextApproved(step, false, actor),
       createdBy: isOwner(p) ? 'owner' : p.id,
     });
-    const seqs = [draftEvent(db, 'draft.created', row)];
-    if (status === 'pending_approval') seqs.push(draftEvent(db, 'draft.approval_required', row));
+    const seqs = step.events.map((e) => draftEvent(db, e, row));
     return { draft: draftShape(row, draftAttachments(db, row.draft_id)), seqs, wake: status === 'scheduled' };
   }).immediate();
 }
-
-const draftConflict = (d: DraftRow) =>
-  d.send_status === 'sending'
-    ? new ApiError('conflict', 'This draft is being sent right now and cannot change.', { fix: 'Read the draft again in a moment: it will be `sent` or `failed`.' })
-    : d.send_status === 'sent'
-      ? new ApiError('conflict', 'This draft was already sent and cannot change.', { fix: 'Create a new draft.' })
-      : new ApiError('conflict', 'The owner rejected this draft; it is final.', { fix: 'Create a new draft.' });
-
-const FROZEN = new Set<DraftStatus>(['sending', 'sent', 'rejected']);
-
-/**
- * A draft waiting for the owner changes only by the owner or a `direct` credential (which could
- * send it anyway): what the owner approves is what the agent asked to send (issue 16 finding 4).
- */
-const awaitingOwner = () =>
-  new ApiError('conflict', 'This draft is waiting for the owner’s approval and cannot change until the owner decides.', {
-    fix: 'Wait for `draft.approved` or `draft.rejected`, or delete the draft and send a corrected one (which asks the owner again).',
-  });
-const lockedForApproval = (p: Principal, d: DraftRow) => d.send_status === 'pending_approval' && !keepsApproval(p);
 
 /**
  * Applies a patch (spec §2.5). Content fields replace (null clears); attachments are removed by
@@ -164,11 +166,12 @@ const lockedForApproval = (p: Principal, d: DraftRow) => d.send_status === 'pend
  * is a draft awaiting approval for any caller but the owner or a `direct` credential.
  */
 export function updateDraft(db: Db, p: Principal, inbox: Pick<InboxRow, 'inbox_id'>, draftId: string, body: UpdateDraftBody): DraftWrite {
-  const schedule = typeof body.send_at === 'string' ? (requirePermission(p, 'draft_send'), scheduleBy(p)) : null;
+  const actor = draftActor(p);
+  if (typeof body.send_at === 'string') (requirePermission(p, 'draft_send'), scheduleStart(actor));
+  const facts = (row: DraftRow): DraftFacts => ({ actor, sendAt: body.send_at === undefined ? 'unchanged' : body.send_at === null ? 'cleared' : 'set', approved: row.approved === 1 });
   const before = draftRow(db, inbox.inbox_id, draftId);
   if (!before) throw notFound('draft');
-  if (FROZEN.has(before.send_status)) throw draftConflict(before);
-  if (lockedForApproval(p, before)) throw awaitingOwner();
+  allowed(draftTransition(before.send_status, 'patch', facts(before)));
 
   const sendAt = typeof body.send_at === 'string' ? parseSendAt(body.send_at) : body.send_at;
   const replyTo = body.reply_to === undefined ? undefined : parseRecipients(body.reply_to, 'reply_to');
@@ -181,8 +184,7 @@ export function updateDraft(db: Db, p: Principal, inbox: Pick<InboxRow, 'inbox_i
   return db.transaction((): DraftWrite => {
     const row = draftRow(db, inbox.inbox_id, draftId);
     if (!row) throw notFound('draft');
-    if (FROZEN.has(row.send_status)) throw draftConflict(row);
-    if (lockedForApproval(p, row)) throw awaitingOwner();
+    const step = allowed(draftTransition(row.send_status, 'patch', facts(row)));
     const stored = (json: string | null, name: string) => parseRecipients(list(json) ?? [], name);
     const [to, cc, bcc] = dedupeRecipients(fields.to ?? stored(row.to_addresses, 'to'), fields.cc ?? stored(row.cc_addresses, 'cc'), fields.bcc ?? stored(row.bcc_addresses, 'bcc'));
     const text = body.text === undefined ? row.text : body.text;
@@ -191,46 +193,27 @@ export function updateDraft(db: Db, p: Principal, inbox: Pick<InboxRow, 'inbox_i
     const kept = draftAttachments(db, row.draft_id).filter((a) => !removed.has(a.attachment_id));
     checkDraftLimits(to, cc, bcc, kept.length + added.length, estimate([...kept.map((a) => a.size), ...added.map((a) => a.content.byteLength)], text, html));
 
-    const approved = schedule ? schedule.approved : keepsApproval(p) && row.approved === 1;
-    const status: DraftStatus =
-      sendAt === null
-        ? 'draft'
-        : schedule || row.send_status === 'scheduled'
-          ? approved
-            ? 'scheduled'
-            : 'pending_approval'
-          : row.send_status;
+    const status = nextDraftStatus(step, row.send_status)!;
     const currentLabels = JSON.parse(row.labels) as string[];
-    const nextLabels = [...new Set([...currentLabels, ...labels.add])].filter((l) => !labels.remove.includes(l));
-    prepared(
-      db,
-      `UPDATE drafts SET to_addresses = ?, cc_addresses = ?, bcc_addresses = ?, reply_to = ?, subject = ?, text = ?, html = ?, labels = ?, send_at = ?,
-         send_status = ?, send_reason = ?, approved = ?, updated_at = ${NEXT_UPDATED_AT} WHERE draft_id = ?`,
-    ).run(
-      json(to.map((r) => r.display)),
-      json(cc.map((r) => r.display)),
-      json(bcc.map((r) => r.display)),
-      replyTo === undefined ? row.reply_to : json(replyTo.map((r) => r.display)),
-      subject === undefined ? row.subject : subject,
+    rewriteDraft(db, row.draft_id, {
+      to: to.map((r) => r.display),
+      cc: cc.map((r) => r.display),
+      bcc: bcc.map((r) => r.display),
+      replyTo: replyTo === undefined ? list(row.reply_to) : replyTo.map((r) => r.display),
+      subject: subject === undefined ? row.subject : subject,
       text,
       html,
-      JSON.stringify(nextLabels),
-      sendAt === undefined ? row.send_at : sendAt,
+      labels: [...new Set([...currentLabels, ...labels.add])].filter((l) => !labels.remove.includes(l)),
+      sendAt: sendAt === undefined ? row.send_at : sendAt,
       status,
-      status === row.send_status ? row.send_reason : null,
-      approved ? 1 : 0,
-      new Date().toISOString(),
-      row.draft_id,
-    );
-    if (removed.size > 0) {
-      const remove = prepared(db, 'DELETE FROM draft_attachments WHERE draft_id = ? AND attachment_id = ?');
-      for (const id of removed) remove.run(row.draft_id, id);
-    }
+      // A new state starts without the old one's reason (a rescheduled `failed` draft drops its error).
+      reason: status === row.send_status ? row.send_reason : null,
+      approved: nextApproved(step, row.approved === 1, actor),
+    });
+    removeDraftAttachments(db, row.draft_id, removed);
     addDraftAttachments(db, row.draft_id, added);
     const after = draftRow(db, inbox.inbox_id, row.draft_id)!;
-    const seqs: number[] = [];
-    if (status === 'pending_approval' && row.send_status !== 'pending_approval') seqs.push(draftEvent(db, 'draft.approval_required', after));
-    if (status === 'scheduled' && row.send_status === 'pending_approval') seqs.push(draftEvent(db, 'draft.approved', after));
+    const seqs = step.events.map((e) => draftEvent(db, e, after));
     return { draft: draftShape(after, draftAttachments(db, after.draft_id)), seqs, wake: status === 'scheduled' || row.send_status === 'scheduled' };
   }).immediate();
 }
@@ -243,14 +226,12 @@ export function updateDraft(db: Db, p: Principal, inbox: Pick<InboxRow, 'inbox_i
 export function approveScheduled(db: Db, inboxId: string, draftId: string, expectedUpdatedAt?: string, now = Date.now()): { row: DraftRow; seqs: number[] } | null {
   const row = draftRow(db, inboxId, draftId);
   if (!row) throw notFound('draft');
-  if (row.send_status === 'sent' || row.send_status === 'rejected') throw draftConflict(row);
+  const step = allowed(draftTransition(row.send_status, 'approve', { sendAtAhead: row.send_at !== null && Date.parse(row.send_at) > now, approved: row.approved === 1 }));
   checkDraftVersion(row, expectedUpdatedAt);
-  if (row.send_at === null || Date.parse(row.send_at) <= now) return null;
-  const seqs: number[] = [];
-  if (!(row.send_status === 'scheduled' && row.approved === 1)) {
-    setDraftStatus(db, row.draft_id, 'scheduled', { approved: true });
-    seqs.push(draftEvent(db, 'draft.approved', row));
-  }
+  const status = nextDraftStatus(step, row.send_status)!;
+  if (status === 'sent') return null;
+  if (status !== row.send_status || step.events.length > 0) setDraftStatus(db, row.draft_id, status, { approved: nextApproved(step, row.approved === 1, 'owner_or_direct') });
+  const seqs = step.events.map((e) => draftEvent(db, e, row));
   return { row: draftRow(db, inboxId, draftId)!, seqs };
 }
 
@@ -259,10 +240,11 @@ export function rejectDraft(db: Db, inboxId: string, draftId: string, reason: st
   return db.transaction(() => {
     const row = draftRow(db, inboxId, draftId);
     if (!row) throw notFound('draft');
-    if (row.send_status === 'rejected') return { row, seqs: [] };
-    if (FROZEN.has(row.send_status)) throw draftConflict(row);
-    setDraftStatus(db, row.draft_id, 'rejected', { reason, approved: false });
+    const step = allowed(draftTransition(row.send_status, 'reject'));
+    const status = nextDraftStatus(step, row.send_status)!;
+    if (status === row.send_status) return { row, seqs: [] };
+    setDraftStatus(db, row.draft_id, status, { reason, approved: nextApproved(step, row.approved === 1, 'owner_or_direct') });
     const after = draftRow(db, inboxId, draftId)!;
-    return { row: after, seqs: [draftEvent(db, 'draft.rejected', after)] };
+    return { row: after, seqs: step.events.map((e) => draftEvent(db, e, after)) };
   }).immediate();
 }

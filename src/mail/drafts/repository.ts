@@ -12,7 +12,7 @@ import { outgoingAttachment, type Composition, type OutgoingAttachment, type Sto
 import type { PageRequest } from '../messages.js';
 import { stableAttachmentId } from '../store.js';
 import { prepared } from '../../db/statements.js';
-import type { DraftStatus } from './states.js';
+import { draftTransition, nextDraftStatus, type DraftStatus } from './states.js';
 import { type DraftRow, type DraftAttachmentRow, type Draft, type DraftItem, draftShape, draftItemShape, json } from './schemas.js';
 
 export function draftRow(db: Db, inboxId: string, draftId: string): DraftRow | null {
@@ -110,7 +110,7 @@ export function draftEvent(db: Db, eventType: `draft.${'created' | 'approval_req
  * version (the owner approves the version they read), so every write moves it strictly forward:
  * to now, or 1 ms past the previous value when the clock has not moved on (or went back).
  */
-export const NEXT_UPDATED_AT = "max(?, strftime('%Y-%m-%dT%H:%M:%fZ', updated_at, '+0.001 seconds'))";
+const NEXT_UPDATED_AT = "max(?, strftime('%Y-%m-%dT%H:%M:%fZ', updated_at, '+0.001 seconds'))";
 
 export function setDraftStatus(db: Db, draftId: string, status: DraftStatus, fields: { reason?: string | null; messageId?: string; threadId?: string; approved?: boolean } = {}): void {
   prepared(
@@ -127,6 +127,38 @@ export function draftByClientId(db: Db, inboxId: string, clientId: string): Draf
 /** The draft by id alone, for the instance-wide routes; the caller checks its inbox is in scope. */
 export function draftById(db: Db, draftId: string): DraftRow | null {
   return (prepared(db, 'SELECT rowid, * FROM drafts WHERE draft_id = ?').get(draftId) as DraftRow | undefined) ?? null;
+}
+
+/** A patched draft as a whole: content, labels, schedule and state (the policy decided them). */
+export interface DraftRewrite {
+  to: readonly string[];
+  cc: readonly string[];
+  bcc: readonly string[];
+  replyTo: readonly string[] | null;
+  subject: string | null;
+  text: string | null;
+  html: string | null;
+  labels: readonly string[];
+  sendAt: string | null;
+  status: DraftStatus;
+  reason: string | null;
+  approved: boolean;
+}
+
+/** Writes a patched draft and moves its version on. Runs inside the caller's transaction. */
+export function rewriteDraft(db: Db, draftId: string, d: DraftRewrite): void {
+  prepared(
+    db,
+    `UPDATE drafts SET to_addresses = ?, cc_addresses = ?, bcc_addresses = ?, reply_to = ?, subject = ?, text = ?, html = ?, labels = ?, send_at = ?,
+       send_status = ?, send_reason = ?, approved = ?, updated_at = ${NEXT_UPDATED_AT} WHERE draft_id = ?`,
+  ).run(json(d.to), json(d.cc), json(d.bcc), json(d.replyTo), d.subject, d.text, d.html, JSON.stringify(d.labels), d.sendAt, d.status, d.reason, d.approved ? 1 : 0, new Date().toISOString(), draftId);
+}
+
+/** Removes the draft's attachments with these ids; ids it does not have are ignored. */
+export function removeDraftAttachments(db: Db, draftId: string, attachmentIds: ReadonlySet<string>): void {
+  if (attachmentIds.size === 0) return;
+  const remove = prepared(db, 'DELETE FROM draft_attachments WHERE draft_id = ? AND attachment_id = ?');
+  for (const id of attachmentIds) remove.run(draftId, id);
 }
 
 export function deleteDraft(db: Db, inboxId: string, draftId: string): boolean {
@@ -219,10 +251,13 @@ export function nextDraftDue(db: Db): string | null {
   return (prepared(db, "SELECT min(send_at) AS next FROM drafts WHERE send_status = 'scheduled' AND approved = 1").get() as { next: string | null }).next;
 }
 
-/** Takes a due draft for sending (`sending`, so edits wait); false when it changed meanwhile. */
+/** The table's `due` row: an approved scheduled draft whose time has come is claimed (`sending`, so edits wait). */
+const CLAIMED = nextDraftStatus(draftTransition('scheduled', 'due', { approved: true }), 'scheduled')!;
+
+/** Takes a due draft for sending; false when it changed meanwhile (the WHERE is the `due` row's guard). */
 export function claimDueDraft(db: Db, draftId: string, now: string): boolean {
   return (
-    prepared(db, `UPDATE drafts SET send_status = 'sending', updated_at = ${NEXT_UPDATED_AT} WHERE draft_id = ? AND send_status = 'scheduled' AND approved = 1 AND send_at <= ?`).run(new Date().toISOString(), draftId, now)
+    prepared(db, `UPDATE drafts SET send_status = ?, updated_at = ${NEXT_UPDATED_AT} WHERE draft_id = ? AND send_status = 'scheduled' AND approved = 1 AND send_at <= ?`).run(CLAIMED, new Date().toISOString(), draftId, now)
       .changes === 1
   );
 }
@@ -234,9 +269,24 @@ export function releaseDraft(db: Db, draftId: string, to: { status: 'scheduled' 
 }
 
 /**
+ * A claimed draft whose send was refused with `errorCode` (`internal_error` for a bug): the
+ * table's `send_failed` row says whether it goes back to `scheduled` (no transport), to `failed`
+ * with the code as `send_reason`, or stays as it is (sent, rejected or deleted meanwhile).
+ */
+export function settleUnsentDraft(db: Db, draftId: string, errorCode: string): 'deferred' | 'failed' | 'skipped' {
+  const to = nextDraftStatus(draftTransition('sending', 'send_failed', { errorCode }), 'sending');
+  if (to === 'scheduled') return (releaseDraft(db, draftId, { status: 'scheduled' }), 'deferred');
+  if (to === 'failed') return (releaseDraft(db, draftId, { status: 'failed', reason: errorCode }), 'failed');
+  return 'skipped';
+}
+
+/** The table's `restart` row: a draft a stop or crash left `sending` was not queued, so it is scheduled again. */
+const RESTARTED = nextDraftStatus(draftTransition('sending', 'restart'), 'sending')!;
+
+/**
  * Drafts a stop or crash left `sending` go back to `scheduled`: a send commits the message and
  * the draft's `sent` together, so a draft still `sending` was not queued.
  */
 export function resetInterruptedDrafts(db: Db): number {
-  return prepared(db, "UPDATE drafts SET send_status = 'scheduled' WHERE send_status = 'sending'").run().changes;
+  return prepared(db, "UPDATE drafts SET send_status = ? WHERE send_status = 'sending'").run(RESTARTED).changes;
 }
