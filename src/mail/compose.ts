@@ -13,6 +13,10 @@ import { labelEdit, LabelList } from './labels.js';
 import { canonicalAddress } from './lists.js';
 import { displayAddress } from './serialize.js';
 import {
+  MAX_ADDRESS_CHARS,
+  MAX_ADDRESS_ITEMS,
+  MAX_ADDRESS_LIST_CHARS,
+  MAX_ATTACHMENT_BASE64_CHARS,
   MAX_ATTACHMENTS,
   MAX_ATTACHMENTS_INPUT,
   MAX_BODY_CHARS,
@@ -26,12 +30,11 @@ import {
   MAX_SUBJECT_INPUT,
 } from './limits.js';
 
-
 const AUTO_SUBMITTED = ['no', 'auto-generated', 'auto-replied'];
 const RESERVED_HEADERS = ['in-reply-to', 'references'];
 
 /** A string or a list of strings; each string may hold one address or several, comma-separated. */
-export const Addresses = Type.Union([Type.String({ maxLength: 64 * 1024 }), Type.Array(Type.String({ maxLength: 2048 }), { maxItems: 200 })]);
+export const Addresses = Type.Union([Type.String({ maxLength: MAX_ADDRESS_LIST_CHARS }), Type.Array(Type.String({ maxLength: MAX_ADDRESS_CHARS }), { maxItems: MAX_ADDRESS_ITEMS })]);
 const NullableString = (maxLength: number) => Type.Optional(Type.Union([Type.String({ maxLength }), Type.Null()]));
 
 export const AttachmentInput = Type.Object(
@@ -40,7 +43,7 @@ export const AttachmentInput = Type.Object(
     content_type: NullableString(255),
     content_disposition: NullableString(32),
     content_id: NullableString(250),
-    content: NullableString(8 * 1024 * 1024),
+    content: NullableString(MAX_ATTACHMENT_BASE64_CHARS),
     url: NullableString(4096),
   },
   { additionalProperties: false },

@@ -55,6 +55,18 @@ export const MAX_SUBJECT_INPUT = 64 * 1024;
 /** Attachments in a request schema: generous, so the count check gives the clear MAX_ATTACHMENTS error. */
 export const MAX_ATTACHMENTS_INPUT = 1000;
 
+/** Characters of one recipient field given as a string (several comma-separated addresses): 50 long addresses fit. */
+export const MAX_ADDRESS_LIST_CHARS = 64 * 1024;
+
+/** Characters of one entry of a recipient list: a display name and an address, generously. */
+export const MAX_ADDRESS_CHARS = 2048;
+
+/** Entries of a recipient list in a request schema: generous, so the count check gives the clear MAX_RECIPIENTS error. */
+export const MAX_ADDRESS_ITEMS = 200;
+
+/** Base64 characters of one attachment in a request schema: above what fits in MAX_MESSAGE_BYTES, which decides. */
+export const MAX_ATTACHMENT_BASE64_CHARS = 8 * 1024 * 1024;
+
 /** Characters of the owner's reason for rejecting a draft: a sentence or a short paragraph. */
 export const MAX_REJECT_REASON = 1000;
 
