@@ -167,7 +167,10 @@ export function createDraft(db: Db, p: Principal, inbox: Pick<InboxRow, 'inbox_i
  */
 export function updateDraft(db: Db, p: Principal, inbox: Pick<InboxRow, 'inbox_id'>, draftId: string, body: UpdateDraftBody): DraftWrite {
   const actor = draftActor(p);
-  if (typeof body.send_at === 'string') (requirePermission(p, 'draft_send'), scheduleStart(actor));
+  if (typeof body.send_at === 'string') {
+    requirePermission(p, 'draft_send');
+    scheduleStart(actor);
+  }
   const facts = (row: DraftRow): DraftFacts => ({ actor, sendAt: body.send_at === undefined ? 'unchanged' : body.send_at === null ? 'cleared' : 'set', approved: row.approved === 1 });
   const before = draftRow(db, inbox.inbox_id, draftId);
   if (!before) throw notFound('draft');

@@ -131,16 +131,21 @@ const NullableString = (maxLength: number) => Type.Optional(Type.Union([Type.Str
 const OptionalAddresses = Type.Optional(Type.Union([Addresses, Type.Null()]));
 const Attachments = Type.Optional(Type.Union([Type.Array(AttachmentInput, { maxItems: MAX_ATTACHMENTS_INPUT }), Type.Null()]));
 
+/** The content fields create and patch share. Recipient fields take a list, or a single string. */
+const contentFields = {
+  to: OptionalAddresses,
+  cc: OptionalAddresses,
+  bcc: OptionalAddresses,
+  reply_to: OptionalAddresses,
+  subject: NullableString(MAX_SUBJECT_INPUT),
+  text: NullableString(MAX_BODY_CHARS),
+  html: NullableString(MAX_BODY_CHARS),
+};
+
 /** Creation fields (spec §2.5). Recipient fields take a list, or a single string. */
 export const CreateDraftBody = Type.Object(
   {
-    to: OptionalAddresses,
-    cc: OptionalAddresses,
-    bcc: OptionalAddresses,
-    reply_to: OptionalAddresses,
-    subject: NullableString(MAX_SUBJECT_INPUT),
-    text: NullableString(MAX_BODY_CHARS),
-    html: NullableString(MAX_BODY_CHARS),
+    ...contentFields,
     attachments: Attachments,
     labels: Type.Optional(Type.Union([LabelList, Type.Null()])),
     in_reply_to: NullableString(MAX_MESSAGE_ID_INPUT),
@@ -157,13 +162,7 @@ export type CreateDraftBody = Static<typeof CreateDraftBody>;
 /** Patch fields (spec §2.5): content fields (`null` clears), attachment and label edits, `send_at`. */
 export const UpdateDraftBody = Type.Object(
   {
-    to: OptionalAddresses,
-    cc: OptionalAddresses,
-    bcc: OptionalAddresses,
-    reply_to: OptionalAddresses,
-    subject: NullableString(MAX_SUBJECT_INPUT),
-    text: NullableString(MAX_BODY_CHARS),
-    html: NullableString(MAX_BODY_CHARS),
+    ...contentFields,
     add_attachments: Attachments,
     remove_attachments: Type.Optional(Type.Union([Type.Array(Type.String({ maxLength: 128 }), { maxItems: MAX_ATTACHMENTS_INPUT }), Type.Null()])),
     add_labels: Type.Optional(Type.Union([LabelList, Type.Null()])),
