@@ -7,6 +7,7 @@
  */
 import { Type, type Static } from 'typebox';
 import { PageQuery } from './pagination.js';
+import { MAX_MESSAGE_ID } from '../mail/limits.js';
 
 /** An inbox id is its address: 254 octets at most (RFC 5321), with room for un-normalized input. */
 export const INBOX_ID_MAX = 320;
@@ -14,8 +15,8 @@ export const INBOX_ID_MAX = 320;
 export const RESOURCE_ID_MAX = 64;
 /** Attachment ids are svc-made (`att_` and 24 hex digits); the bound only stops junk early. */
 export const ATTACHMENT_ID_MAX = 128;
-/** A Message-ID is one header line: at most 998 octets (RFC 5322 §2.1.1). */
-export const MESSAGE_ID_MAX = 998;
+/** A Message-ID is one header line (src/mail/limits.ts, a leaf module of named limits). */
+export const MESSAGE_ID_MAX = MAX_MESSAGE_ID;
 
 export const InboxId = Type.String({ minLength: 1, maxLength: INBOX_ID_MAX });
 export const ThreadId = Type.String({ maxLength: RESOURCE_ID_MAX });

@@ -1,5 +1,6 @@
 /**
- * Registered domains and their state machine (docs/domains.md):
+ * Registered domains (docs/domains.md): their rows, views, and the writes of their state machine.
+ * Which status follows which is the table in ./states.ts, consulted by every write here:
  *
  *   pending ──apply──▶ provisioning ──edge routes it──▶ verifying ──records valid + self-test back──▶ verified
  *                           ▲                              │  ▲                                          │
@@ -8,7 +9,8 @@
  *                         failed ◀─────────────────────────┘  └───────────────── failed / verifying ◀───┘
  *   any but torn_down ──teardown──▶ tearing_down ──edge no longer routes it──▶ torn_down ──apply──▶ provisioning
  *
- * Every change of status (and `domain.verified`) is written in one transaction.
+ * Every change of status (and `domain.verified`) is written in one transaction, as one
+ * conditional UPDATE on the status it was read in, so a request that changed it meanwhile wins.
  */
 import { Type, type Static } from 'typebox';
 import type { Db } from '../db/open.js';
@@ -20,9 +22,9 @@ import type { Principal } from '../auth/principal.js';
 import { normalizeDomainName } from './names.js';
 import { domainPlan, type PlannedRecord } from './plan.js';
 import type { RecordCheck } from './checks.js';
+import { domainTransition, loopTarget, type DomainStatus, type DomainTransition, type DomainTrigger } from './states.js';
 
-export const DOMAIN_STATUSES = ['pending', 'provisioning', 'verifying', 'verified', 'failed', 'tearing_down', 'torn_down'] as const;
-export type DomainStatus = (typeof DOMAIN_STATUSES)[number];
+export { DOMAIN_STATUSES, type DomainStatus } from './states.js';
 /** Statuses in which the edge routes the domain (svc-selftest@, VERP return paths, svc-feedback@). */
 export const ROUTED_STATUSES: readonly DomainStatus[] = ['provisioning', 'verifying', 'verified', 'failed'];
 /** Statuses in which the edge must not route the domain at all, not even its inboxes. */
@@ -162,7 +164,7 @@ export async function updateDomain(db: Db, domainId: string, patch: UpdateDomain
 /** Removes the registration; only when nothing is provisioned (never applied, or torn down). */
 export function deleteDomain(db: Db, domainId: string): void {
   const row = domainRow(db, domainId);
-  if (row.status !== 'pending' && row.status !== 'torn_down') {
+  if (ownerStep(row, 'delete').to !== 'gone') {
     throw new ApiError('conflict', `The domain ${row.domain} is ${row.status}; it can be deleted only after teardown.`, {
       fix: row.status === 'tearing_down' ? 'Wait until its status is torn_down (the edge stops routing it within seconds), then delete it.' : `POST /v0/domains/${domainId}/teardown, wait for status torn_down, then delete it.`,
     });
@@ -187,38 +189,52 @@ export function listDomains(db: Db, p: Principal, query: { limit?: number; page_
 
 const RESET_VERIFICATION = "checks = '[]', checked_at = NULL, selftest_token = NULL, selftest_sent_at = NULL, selftest_received_at = NULL";
 
+/** The table's row for an owner call; every owner call has one in every status. */
+function ownerStep(row: DomainRow, trigger: DomainTrigger): DomainTransition {
+  const step = domainTransition(row.status, trigger);
+  if (!step) throw new Error(`No domain transition for ${trigger} from ${row.status}.`);
+  return step;
+}
+
+/** Applies an owner call's row: idempotent when `unchanged`, else the new status with a fresh verification. */
+function ownerMove(db: Db, row: DomainRow, step: DomainTransition): DomainRow {
+  if (typeof step.to !== 'string' || step.to === 'unchanged' || step.to === 'gone') return row;
+  db.prepare(`UPDATE domains SET status = ?, reason = NULL${step.resetsVerification ? `, ${RESET_VERIFICATION}` : ''}, updated_at = ? WHERE domain_id = ?`).run(step.to, now(), row.domain_id);
+  return domainRow(db, row.domain_id);
+}
+
 /** Provision or resume: idempotent while provisioning, verifying or verified. */
 export function applyDomain(db: Db, domainId: string): DomainRow {
   const row = domainRow(db, domainId);
-  if (['provisioning', 'verifying', 'verified'].includes(row.status)) return row;
-  db.prepare(`UPDATE domains SET status = 'provisioning', reason = NULL, ${RESET_VERIFICATION}, updated_at = ? WHERE domain_id = ?`).run(now(), domainId);
-  return domainRow(db, domainId);
+  return ownerMove(db, row, ownerStep(row, 'apply'));
 }
 
 /** Starts a new check of a provisioned domain: records back to pending, a new self-test. */
 export function requestVerification(db: Db, domainId: string): DomainRow {
   const row = domainRow(db, domainId);
-  if (row.status === 'provisioning') return row; // verification starts by itself once the edge routes it
-  if (!['verifying', 'verified', 'failed'].includes(row.status)) {
+  // From provisioning the row is `unchanged`: verification starts by itself once the edge routes it.
+  const step = ownerStep(row, 'verify');
+  if (typeof step.to === 'object') {
     throw new ApiError('conflict', `The domain ${row.domain} is ${row.status}; only a provisioned domain can be verified.`, {
       fix: `POST /v0/domains/${domainId}/apply first; it starts the verification by itself.`,
     });
   }
-  db.prepare(`UPDATE domains SET status = 'verifying', reason = NULL, ${RESET_VERIFICATION}, updated_at = ? WHERE domain_id = ?`).run(now(), domainId);
-  return domainRow(db, domainId);
+  return ownerMove(db, row, step);
 }
 
 export function teardownDomain(db: Db, domainId: string): DomainRow {
   const row = domainRow(db, domainId);
-  if (row.status === 'tearing_down' || row.status === 'torn_down') return row;
-  db.prepare(`UPDATE domains SET status = 'tearing_down', reason = NULL, ${RESET_VERIFICATION}, updated_at = ? WHERE domain_id = ?`).run(now(), domainId);
-  return domainRow(db, domainId);
+  return ownerMove(db, row, ownerStep(row, 'teardown'));
 }
 
 // ---- transitions the provisioning loop makes ----
 
-/** Moves a domain from one status to another only if it is still in `from` (a concurrent request wins). */
-export function transition(db: Db, domainId: string, from: DomainStatus, to: DomainStatus, reason: string | null, set: Record<string, string | null> = {}): boolean {
+/**
+ * Moves a domain in `from` where the table's `trigger` row leads, only if it is still in `from`
+ * (a concurrent request wins). False when it was not (any more) in `from`.
+ */
+export function transition(db: Db, domainId: string, from: DomainStatus, trigger: DomainTrigger, reason: string | null, set: Record<string, string | null> = {}): boolean {
+  const to = loopTarget(from, trigger);
   const extra = Object.keys(set).map((k) => `, ${k} = ?`).join('');
   const result = db.prepare(`UPDATE domains SET status = ?, reason = ?${extra}, updated_at = ? WHERE domain_id = ? AND status = ?`).run(to, reason, ...Object.values(set), now(), domainId, from);
   return result.changes === 1;
@@ -238,7 +254,7 @@ export function recordChecks(db: Db, row: DomainRow, checks: RecordCheck[]): 'va
     if (fresh.changes === 0) return 'stale' as const;
     if (invalid.length === 0) return 'valid' as const;
     const summary = `${invalid.length} of ${checks.length} DNS records are not right yet: ${invalid.map((c) => c.reason).join(' ')} Fix them, then POST /v0/domains/${row.domain_id}/verify.`;
-    transition(db, row.domain_id, 'verifying', 'failed', summary);
+    transition(db, row.domain_id, 'verifying', 'dns_invalid', summary);
     return 'invalid' as const;
   })();
 }
@@ -268,10 +284,11 @@ export function receiveSelftest(db: Db, recipient: string, headers: [string, str
   const row = db.prepare("SELECT * FROM domains WHERE domain = ? AND status = 'verifying' AND selftest_token = ?").get(domain, value) as DomainRow | undefined;
   if (!row) return null;
   const at = now();
+  const step = domainTransition(row.status, 'selftest_back')!;
   return db.transaction(() => {
-    db.prepare("UPDATE domains SET status = 'verified', reason = NULL, selftest_received_at = ?, verified_at = ?, updated_at = ? WHERE domain_id = ?").run(at, at, at, row.domain_id);
+    db.prepare('UPDATE domains SET status = ?, reason = NULL, selftest_received_at = ?, verified_at = ?, updated_at = ? WHERE domain_id = ?').run(loopTarget(row.status, 'selftest_back'), at, at, at, row.domain_id);
     return appendEvent(db, {
-      eventType: 'domain.verified',
+      eventType: step.event!,
       inboxId: null,
       payloadKey: 'domain',
       payload: { domain_id: row.domain_id, domain: row.domain, status: 'verified', timestamp: at },

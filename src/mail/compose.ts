@@ -12,22 +12,29 @@ import type { Principal } from '../auth/principal.js';
 import { labelEdit, LabelList } from './labels.js';
 import { canonicalAddress } from './lists.js';
 import { displayAddress } from './serialize.js';
-
-export const MAX_RECIPIENTS = 50;
-export const MAX_ATTACHMENTS = 32;
-export const MAX_SUBJECT = 998;
-export const MAX_HEADER_NAME_BYTES = 100;
-export const MAX_HEADER_VALUE_BYTES = 2048;
-export const MAX_HEADERS_BYTES = 16 * 1024;
-export const MAX_NON_X_HEADERS = 20;
-/** The whole message, encoded, must stay under this (spec §8). */
-export const MAX_MESSAGE_BYTES = 5 * 1024 * 1024;
+import {
+  MAX_ADDRESS_CHARS,
+  MAX_ADDRESS_ITEMS,
+  MAX_ADDRESS_LIST_CHARS,
+  MAX_ATTACHMENT_BASE64_CHARS,
+  MAX_ATTACHMENTS,
+  MAX_ATTACHMENTS_INPUT,
+  MAX_BODY_CHARS,
+  MAX_HEADER_NAME_BYTES,
+  MAX_HEADER_VALUE_BYTES,
+  MAX_HEADERS_BYTES,
+  MAX_MESSAGE_BYTES,
+  MAX_NON_X_HEADERS,
+  MAX_RECIPIENTS,
+  MAX_SUBJECT,
+  MAX_SUBJECT_INPUT,
+} from './limits.js';
 
 const AUTO_SUBMITTED = ['no', 'auto-generated', 'auto-replied'];
 const RESERVED_HEADERS = ['in-reply-to', 'references'];
 
 /** A string or a list of strings; each string may hold one address or several, comma-separated. */
-export const Addresses = Type.Union([Type.String({ maxLength: 64 * 1024 }), Type.Array(Type.String({ maxLength: 2048 }), { maxItems: 200 })]);
+export const Addresses = Type.Union([Type.String({ maxLength: MAX_ADDRESS_LIST_CHARS }), Type.Array(Type.String({ maxLength: MAX_ADDRESS_CHARS }), { maxItems: MAX_ADDRESS_ITEMS })]);
 const NullableString = (maxLength: number) => Type.Optional(Type.Union([Type.String({ maxLength }), Type.Null()]));
 
 export const AttachmentInput = Type.Object(
@@ -36,7 +43,7 @@ export const AttachmentInput = Type.Object(
     content_type: NullableString(255),
     content_disposition: NullableString(32),
     content_id: NullableString(250),
-    content: NullableString(8 * 1024 * 1024),
+    content: NullableString(MAX_ATTACHMENT_BASE64_CHARS),
     url: NullableString(4096),
   },
   { additionalProperties: false },
@@ -45,9 +52,9 @@ export type AttachmentInput = Static<typeof AttachmentInput>;
 
 const common = {
   reply_to: Type.Optional(Type.Union([Addresses, Type.Null()])),
-  text: NullableString(6 * 1024 * 1024),
-  html: NullableString(6 * 1024 * 1024),
-  attachments: Type.Optional(Type.Union([Type.Array(AttachmentInput, { maxItems: 1000 }), Type.Null()])),
+  text: NullableString(MAX_BODY_CHARS),
+  html: NullableString(MAX_BODY_CHARS),
+  attachments: Type.Optional(Type.Union([Type.Array(AttachmentInput, { maxItems: MAX_ATTACHMENTS_INPUT }), Type.Null()])),
   headers: Type.Optional(Type.Union([Type.Record(Type.String(), Type.String(), { maxProperties: 1000 }), Type.Null()])),
   labels: Type.Optional(Type.Union([LabelList, Type.Null()])),
   track_opens: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
@@ -58,7 +65,7 @@ const recipients = {
   bcc: Type.Optional(Type.Union([Addresses, Type.Null()])),
 };
 
-export const SendBody = Type.Object({ ...recipients, subject: NullableString(64 * 1024), ...common }, { additionalProperties: false });
+export const SendBody = Type.Object({ ...recipients, subject: NullableString(MAX_SUBJECT_INPUT), ...common }, { additionalProperties: false });
 export const ReplyBody = Type.Object({ ...recipients, reply_all: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])), ...common }, { additionalProperties: false });
 export const ReplyAllBody = Type.Object({ ...common }, { additionalProperties: false });
 export type SendBody = Static<typeof SendBody>;

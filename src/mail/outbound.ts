@@ -12,13 +12,14 @@ import type { InboxRow } from '../auth/access.js';
 import { ApiError } from '../core/errors.js';
 import { bumpSearchGeneration } from '../core/pagination.js';
 import type { MimeSpec } from '../../workers/pool/compose.js';
-import { checkAttachmentCount, checkComplete, checkSubject, dedupeRecipients, MAX_MESSAGE_BYTES, outgoingAttachment, parseRecipients, tooLarge, type Composition, type OutgoingAttachment, type Recipient, type StoredAttachmentRow } from './compose.js';
+import { checkAttachmentCount, checkComplete, checkSubject, dedupeRecipients, outgoingAttachment, parseRecipients, tooLarge, type Composition, type OutgoingAttachment, type Recipient, type StoredAttachmentRow } from './compose.js';
 import type { DkimKey } from './dkim-keys.js';
 import { extractHtml, extractText } from './extract.js';
 import { markSendFinal } from './idempotency.js';
 import { visibleSql, type Visibility } from './labels.js';
 import { listVerdict } from './lists.js';
 import { bareAddress } from './serialize.js';
+import { MAX_MESSAGE_BYTES, MAX_REFERENCES } from './limits.js';
 import { joinThread, MAX_INDEXED_BODY, newThread, previewOf, stableAttachmentId } from './store.js';
 import { prepared } from '../db/statements.js';
 import { readTransport } from './transport.js';
@@ -81,7 +82,6 @@ export function originalAttachments(db: Db, rowid: number): OutgoingAttachment[]
   return rows.map(outgoingAttachment);
 }
 
-const MAX_REFERENCES = 100;
 
 export interface Threading {
   threadId: string | null;

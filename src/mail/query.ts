@@ -10,9 +10,10 @@ import { prepared } from '../db/statements.js';
 import { MAX_LABEL_LENGTH, MAX_LABELS_PER_EDIT } from './labels.js';
 import type { PageRequest } from './messages.js';
 import { MAX_QUERY_LENGTH } from './search.js';
+import { MAX_FILTER_VALUES, MAX_HEADER_LINE } from './limits.js';
 
-const MAX_FILTER_VALUES = 20;
-const FilterList = Type.Array(Type.String({ minLength: 1, maxLength: 998 }), { maxItems: MAX_FILTER_VALUES });
+/** A filter value (an address, a subject) is matched against one header line, so it is no longer than one. */
+const FilterList = Type.Array(Type.String({ minLength: 1, maxLength: MAX_HEADER_LINE }), { maxItems: MAX_FILTER_VALUES });
 const Timestamp = Type.String({ format: 'date-time' });
 
 export const TimeQuery = {

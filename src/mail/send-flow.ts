@@ -3,6 +3,8 @@
  * the scheduled-drafts loop and MCP — with the checks of spec §4.5 in their order:
  * idempotent replay → derive and validate → 413 → `message_rejected` → `inbox_paused` → 503 →
  * send policy (`approval_required` with a draft, `read_only` → `missing_permission`) → queue.
+ * What a send does to a draft (refused, waits for the owner, or `sent`) is the draft table's
+ * row (src/mail/drafts/states.ts), decided again inside each transaction from the current state.
  */
 import type { Db } from '../db/open.js';
 import type { InboxRow } from '../auth/access.js';
@@ -10,7 +12,10 @@ import { ApiError } from '../core/errors.js';
 import type { Principal } from '../auth/principal.js';
 import { parseRecipients, type Composition } from './compose.js';
 import { domainDkimKey } from './dkim-keys.js';
-import { draftAttachmentContents, draftEvent, draftRow, insertDraft, setDraftStatus, type DraftRow } from './drafts.js';
+import { draftActor } from './drafts/policy.js';
+import { draftAttachmentContents, draftEvent, draftRow, insertDraft, setDraftStatus } from './drafts/repository.js';
+import { draftTransition, nextApproved, nextDraftStatus, type DraftFrom, type DraftTransition } from './drafts/states.js';
+import type { DraftRow } from './drafts/schemas.js';
 import { recordIdempotent, replayIdempotent, type IdempotentKind } from './idempotency.js';
 import {
   deriveForward,
@@ -113,8 +118,8 @@ function derive(db: Db, inbox: InboxRow, source: SendSource): { kind: OutboundKi
 }
 
 /** The draft an approval-policy send becomes: what was asked, not yet merged with a forwarded original. */
-function approvalDraft(db: Db, ctx: SendContext, inbox: InboxRow, source: Extract<SendSource, { type: 'new' }>, derived: { composition: Composition; threading: Threading }): DraftRow {
-  const base = { inboxId: inbox.inbox_id, status: 'pending_approval' as const, approved: false, createdBy: ctx.principal.id };
+function approvalDraft(db: Db, ctx: SendContext, inbox: InboxRow, step: DraftTransition, source: Extract<SendSource, { type: 'new' }>, derived: { composition: Composition; threading: Threading }): DraftRow {
+  const base = { inboxId: inbox.inbox_id, status: nextDraftStatus(step, 'new')!, approved: nextApproved(step, false, draftActor(ctx.principal)), createdBy: ctx.principal.id };
   if (source.kind === 'forward') return insertDraft(db, { ...base, composition: source.composition, forwardOf: source.original!.messageId });
   if (source.kind === 'reply') {
     return insertDraft(db, { ...base, composition: derived.composition, inReplyTo: source.original!.messageId, replyAll: source.replyAll, references: derived.threading.references });
@@ -138,14 +143,18 @@ export async function performSend(ctx: SendContext, spec: SendSpec): Promise<Sen
     const earlier = replayed(replayIdempotent(db, inbox.inbox_id, idempotency.key, idempotency.hash));
     if (earlier) return earlier;
   }
-  if (source.type === 'draft') checkDraftSendable(source.draft);
+  // The draft table decides what this send does to a draft; a final draft is refused before any work.
+  const trigger = source.type === 'draft' && source.approve ? 'approve' : 'send';
+  const facts = { actor: draftActor(principal), approved: source.type === 'draft' && (source.approve || source.draft.approved === 1), sendAtAhead: false };
+  const decide = (from: DraftFrom) => draftTransition(from, trigger, facts);
+  const step = decide(source.type === 'draft' ? source.draft.send_status : 'new');
+  if (source.type === 'draft') sendable(decide(source.draft.send_status), source.draft);
 
   const derived = derive(db, inbox, source);
   const prepared = await prepareSend(inbox, derived.kind, derived.composition, derived.threading, ctx.compose, await domainDkimKey(db, inbox.domain));
   sendChecks(db, inbox, derived.kind, derived.composition);
 
-  const preApproved = source.type === 'draft' && (source.approve || source.draft.approved === 1);
-  if (principal.sendPolicy === 'approval' && !preApproved) {
+  if (step.answersApprovalRequired) {
     const seqs: number[] = [];
     const draftId = db.transaction(() => {
       if (idempotency) {
@@ -153,21 +162,23 @@ export async function performSend(ctx: SendContext, spec: SendSpec): Promise<Sen
         if (again) return null;
       }
       let draft: DraftRow;
+      let events = step.events;
       if (source.type === 'new') {
-        draft = approvalDraft(db, ctx, inbox, source, derived);
+        draft = approvalDraft(db, ctx, inbox, step, source, derived);
       } else {
         const current = draftRow(db, inbox.inbox_id, source.draft.draft_id);
         if (!current) throw new ApiError('not_found', 'The draft was deleted.', { fix: 'Create a new draft.' });
-        checkDraftSendable(current);
-        // Already waiting: asking again would move its version and spoil the owner's approve.
-        if (current.send_status === 'pending_approval') {
+        const currentStep = sendable(decide(current.send_status), current);
+        // Already waiting (`unchanged`): asking again would move its version and spoil the owner's approve.
+        if (nextDraftStatus(currentStep, current.send_status) === current.send_status) {
           if (idempotency) recordIdempotent(db, inbox.inbox_id, idempotency.key, idempotency.hash, { kind: 'approval', messageId: null, threadId: null, draftId: current.draft_id });
           return current.draft_id;
         }
-        setDraftStatus(db, source.draft.draft_id, 'pending_approval', { approved: false });
+        setDraftStatus(db, current.draft_id, nextDraftStatus(currentStep, current.send_status)!, { approved: nextApproved(currentStep, current.approved === 1, facts.actor) });
         draft = draftRow(db, inbox.inbox_id, source.draft.draft_id)!;
+        events = currentStep.events;
       }
-      seqs.push(draftEvent(db, 'draft.approval_required', draft));
+      for (const e of events) seqs.push(draftEvent(db, e, draft));
       if (idempotency) recordIdempotent(db, inbox.inbox_id, idempotency.key, idempotency.hash, { kind: 'approval', messageId: null, threadId: null, draftId: draft.draft_id });
       return draft.draft_id;
     }).immediate();
@@ -175,7 +186,7 @@ export async function performSend(ctx: SendContext, spec: SendSpec): Promise<Sen
     if (draftId === null) return replayed(replayIdempotent(db, inbox.inbox_id, idempotency!.key, idempotency!.hash))!;
     throw approvalRequired(draftId);
   }
-  if (principal.sendPolicy === 'read_only' && !(source.type === 'draft' && source.approve)) throw readOnly();
+  if (typeof step.to === 'object' && step.to.refused === 'read_only_send') throw readOnly();
 
   const commit = ctx.commit ?? (<T>(fn: () => T) => Promise.resolve(db.transaction(fn).immediate()));
   const { result, seqs } = await commit((): { result: SendResult; seqs: number[] } => {
@@ -188,7 +199,7 @@ export async function performSend(ctx: SendContext, spec: SendSpec): Promise<Sen
       // Deleted while the MIME was being built: nothing to send (and no row to mark sent).
       const current = draftRow(db, inbox.inbox_id, source.draft.draft_id);
       if (!current) throw new ApiError('not_found', 'The draft was deleted.', { fix: 'Create a new draft.' });
-      checkDraftSendable(current);
+      sendable(decide(current.send_status), current);
       // The MIME was built from the version read before; an edit since then must not go out as
       // an approval of the older version, nor leave the draft `sent` with content never sent.
       if (current.updated_at !== source.draft.updated_at) {
@@ -197,10 +208,13 @@ export async function performSend(ctx: SendContext, spec: SendSpec): Promise<Sen
     }
     const queued = queueOutbound(db, prepared);
     if (source.type === 'draft') {
-      setDraftStatus(db, source.draft.draft_id, 'sent', { messageId: queued.messageId, threadId: queued.threadId, approved: source.approve ? true : undefined });
+      setDraftStatus(db, source.draft.draft_id, nextDraftStatus(step, source.draft.send_status)!, {
+        messageId: queued.messageId,
+        threadId: queued.threadId,
+        approved: step.approved === undefined ? undefined : nextApproved(step, source.draft.approved === 1, facts.actor),
+      });
       const row = draftRow(db, inbox.inbox_id, source.draft.draft_id)!;
-      if (source.approve) seqs.push(draftEvent(db, 'draft.approved', row));
-      seqs.push(draftEvent(db, 'draft.sent', row));
+      for (const e of step.events) seqs.push(draftEvent(db, e, row));
     }
     if (idempotency) {
       recordIdempotent(db, inbox.inbox_id, idempotency.key, idempotency.hash, { kind: idempotentKindFor(source), messageId: queued.messageId, threadId: queued.threadId, draftId: source.type === 'draft' ? source.draft.draft_id : null });
@@ -212,10 +226,11 @@ export async function performSend(ctx: SendContext, spec: SendSpec): Promise<Sen
   return result;
 }
 
-/** Sent and rejected drafts are final. */
-export function checkDraftSendable(d: DraftRow): void {
-  if (d.send_status === 'sent') {
+/** The table's row for a draft send; sent and rejected drafts are final (409). */
+function sendable(step: DraftTransition, d: DraftRow): DraftTransition {
+  if (typeof step.to !== 'object' || (step.to.refused !== 'sent' && step.to.refused !== 'rejected')) return step;
+  if (step.to.refused === 'sent') {
     throw new ApiError('conflict', 'This draft was already sent.', { fix: `Read the sent message ${d.message_id ?? ''} instead; create a new draft to send again.`.replace('  ', ' ') });
   }
-  if (d.send_status === 'rejected') throw new ApiError('conflict', 'The owner rejected this draft; it cannot be sent.', { fix: 'Create a new draft.' });
+  throw new ApiError('conflict', 'The owner rejected this draft; it cannot be sent.', { fix: 'Create a new draft.' });
 }

@@ -19,6 +19,7 @@ import { messagesByRowid } from './messages.js';
 import { threadSummaries } from './threads.js';
 import { displayAddress, type ThreadRow } from './serialize.js';
 import { prepared } from '../db/statements.js';
+import { MAX_MESSAGE_ID, MAX_THREAD_REFS } from './limits.js';
 
 export interface InboundMail {
   inboxId: string;
@@ -45,9 +46,6 @@ export interface CommitResult {
 
 /** Body text indexed for search per message; longer bodies are searchable by their start. */
 export const MAX_INDEXED_BODY = 256 * 1024;
-/** Threading looks at this many of the newest References. */
-const MAX_THREAD_REFS = 100;
-const MAX_MESSAGE_ID_LENGTH = 998;
 
 const MSG_ID = /<[^<>\s]+>/g;
 
@@ -98,7 +96,7 @@ export function commitInbound(db: Db, input: InboundMail): CommitResult {
     const inbox = prepared(db, 'SELECT inbox_id, domain FROM inboxes WHERE inbox_id = ?').get(input.inboxId) as { inbox_id: string; domain: string } | undefined;
     if (!inbox) throw new Error(`commitInbound: no inbox ${input.inboxId}`);
 
-    const messageId = parsedId && parsedId.length <= MAX_MESSAGE_ID_LENGTH ? parsedId : `<${uuidv7()}@${inbox.domain}>`;
+    const messageId = parsedId && parsedId.length <= MAX_MESSAGE_ID ? parsedId : `<${uuidv7()}@${inbox.domain}>`;
     const dup = prepared(db, 'SELECT id, message_id, thread_id FROM messages WHERE inbox_id = ? AND message_id = ?').get(inbox.inbox_id, messageId) as
       | { id: number; message_id: string; thread_id: string }
       | undefined;

@@ -16,7 +16,7 @@ import { PageQuery } from '../core/pagination.js';
 import { DraftParams, InboxDraftParams, InboxParams, MessageParams, ScopeParams, ThreadParams } from '../core/schemas.js';
 import type { Audience, Principal } from '../auth/principal.js';
 import { ReplyAllBody, ReplyBody, SendBody } from '../mail/compose.js';
-import { CreateDraftBody, UpdateDraftBody } from '../mail/drafts.js';
+import { CreateDraftBody, UpdateDraftBody } from '../mail/drafts/schemas.js';
 import { CreateInboxBody, UpdateInboxBody } from '../mail/inboxes.js';
 import { DIRECTIONS, LIST_TYPES } from '../mail/lists.js';
 import { MessageListQuery, SearchQuery, ThreadListQuery, ThreadPageQuery } from '../mail/query.js';

@@ -12,27 +12,11 @@ import { notFound } from '../core/errors.js';
 import { PageQuery } from '../core/pagination.js';
 import { inScope, type Audience, type Principal } from '../auth/principal.js';
 import type { Bus } from '../supervisor/bus.js';
-import {
-  approveScheduled,
-  checkDraftVersion,
-  createDraft,
-  deleteDraft,
-  draftAttachment,
-  draftAttachments,
-  draftById,
-  draftRow,
-  draftShape,
-  DRAFT_STATUSES,
-  listDrafts,
-  MAX_REJECT_REASON,
-  readDraft,
-  rejectDraft,
-  updateDraft,
-  type CreateDraftBody,
-  type Draft,
-  type DraftRow,
-  type UpdateDraftBody,
-} from '../mail/drafts.js';
+import { approveScheduled, checkDraftVersion, createDraft, rejectDraft, updateDraft } from '../mail/drafts/policy.js';
+import { deleteDraft, draftAttachment, draftAttachments, draftById, draftRow, listDrafts, readDraft } from '../mail/drafts/repository.js';
+import { draftShape, type CreateDraftBody, type Draft, type DraftRow, type UpdateDraftBody } from '../mail/drafts/schemas.js';
+import { DRAFT_STATUSES } from '../mail/drafts/states.js';
+import { MAX_REJECT_REASON } from '../mail/limits.js';
 import { idempotencyKey, recordIdempotent, replayIdempotent, requestHash } from '../mail/idempotency.js';
 import { labelEdit, MAX_LABEL_LENGTH, MAX_LABELS_PER_EDIT } from '../mail/labels.js';
 import { keysetPage, queryList, TimeQuery, timeBounds } from '../mail/query.js';

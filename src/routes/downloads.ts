@@ -10,7 +10,7 @@ import { refreshPrincipal } from '../auth/credentials.js';
 import { readDownloadToken, type DownloadClaims } from '../auth/downloads.js';
 import { ApiError, missingPermission, unauthorized } from '../core/errors.js';
 import { hasPermission, inScope, type Principal } from '../auth/principal.js';
-import { draftAttachmentFile } from '../mail/drafts.js';
+import { draftAttachmentFile } from '../mail/drafts/repository.js';
 import { isVisible, readVisibility } from '../mail/labels.js';
 
 /** Longest filename sent in Content-Disposition, in characters. */

@@ -22,7 +22,7 @@ import {
   updateDraftFor,
 } from '../requests/drafts.js';
 import { DraftAttachmentParams, DraftParams, InboxDraftParams, InboxParams, ScopeParams, SendResponse } from '../core/schemas.js';
-import { CreateDraftBody, Draft, DraftItem, UpdateDraftBody } from '../mail/drafts.js';
+import { CreateDraftBody, Draft, DraftItem, UpdateDraftBody } from '../mail/drafts/schemas.js';
 import { AttachmentDownload, ListOf } from '../mail/serialize.js';
 
 

@@ -9,7 +9,7 @@ import os from 'node:os';
 import { runLoop, type LoopContext } from './run-loop.js';
 import { readTransport, type Transport as TransportConfig } from '../../src/mail/transport.js';
 import { recordSendOutcome, refusedRecipients } from '../../src/mail/outbound.js';
-import { dueOutbox, interruptedOutbox, markHandingOver, nextDue, outboxRaw, requeue, RETRY_DELAYS_MS, type OutboxRow } from '../../src/mail/outbox.js';
+import { dueOutbox, interruptedOutbox, markHandingOver, nextDue, outboxAction, outboxRaw, outboxTransition, requeue, RETRY_DELAYS_MS, type OutboxAction, type OutboxFacts, type OutboxRow } from '../../src/mail/outbox.js';
 import { EdgeRelay, SmtpSmartHost, type Handover, type Transport } from '../../src/outbound/transports.js';
 
 const BATCH = 64;
@@ -42,48 +42,42 @@ function settle(ctx: LoopContext, rowid: number, outcome: Parameters<typeof reco
 async function recover(ctx: LoopContext, config: TransportConfig): Promise<boolean> {
   let complete = true;
   for (const row of interruptedOutbox(ctx.db)) {
-    if (row.transport === 'edge' && config.edge) {
-      let known;
-      try {
-        known = await new EdgeRelay(config.edge).status(row.ref);
-      } catch {
-        complete = false; // the edge is unreachable: ask again on the next pass, never guess
-        continue;
-      }
-      if (known) settle(ctx, row.message_rowid, { status: 'sent', recipients: JSON.parse(row.recipients) as string[] });
-      else ctx.db.transaction(() => requeue(ctx.db, row.message_rowid, 0, 'interrupted_before_handover')).immediate();
-    } else {
-      settle(ctx, row.message_rowid, { status: 'send_unknown', reason: 'interrupted_during_handover' });
-    }
+    // The outbox table decides (src/mail/outbox.ts): ask the edge when it may have the ref; SMTP cannot be asked.
+    const facts: OutboxFacts = { canAskEdge: row.transport === 'edge' && Boolean(config.edge) };
+    let step = outboxTransition('handing_over', 'interrupted', facts);
+    if ('askEdge' in step.to) step = outboxTransition('handing_over', 'interrupted', { ...facts, edge: await askEdge(new EdgeRelay(config.edge!), row.ref) });
+    const action = outboxAction(step, { recipients: JSON.parse(row.recipients) as string[], retryDelayMs: 0, error: '' });
+    if (action.kind === 'settle') settle(ctx, row.message_rowid, action.outcome);
+    else if (action.kind === 'requeue') ctx.db.transaction(() => requeue(ctx.db, row.message_rowid, action.delayMs, action.error)).immediate();
+    else complete = false; // the edge is unreachable: ask again on the next pass, never guess
   }
   return complete;
 }
 
-type Action = { kind: 'settle'; outcome: Parameters<typeof recordSendOutcome>[2] } | { kind: 'requeue'; delayMs: number; error: string };
+/** Whether the edge has the ref; `unreachable` when it could not be asked. */
+const askEdge = (edge: EdgeRelay, ref: string): Promise<NonNullable<OutboxFacts['edge']>> =>
+  edge.status(ref).then(
+    (known) => (known ? 'known' : 'not_known'),
+    () => 'unreachable',
+  );
 
-/** What to do with a message after its handover attempt (may ask the edge before giving up). */
-async function decide(transport: Transport, row: OutboxRow, recipients: string[], handover: Handover): Promise<Action> {
+/** What to do with a message after its handover attempt: the outbox table's row (asking the edge before giving up). */
+async function decide(transport: Transport, row: OutboxRow, recipients: string[], handover: Handover): Promise<OutboxAction> {
   const attempt = row.attempts + 1;
-  switch (handover.kind) {
-    case 'accepted':
-      return { kind: 'settle', outcome: { status: 'sent', recipients: handover.recipients } };
-    case 'rejected':
-      return { kind: 'settle', outcome: { status: 'rejected', reason: 'provider_rejected' } };
-    case 'unknown':
-      // The edge is idempotent on the ref: asking again is safe. SMTP cannot be asked.
-      if (transport instanceof EdgeRelay) return { kind: 'requeue', delayMs: retryDelay(attempt), error: handover.error };
-      return { kind: 'settle', outcome: { status: 'send_unknown', reason: 'answer_lost_after_handover' } };
-    case 'retry':
-      if (attempt <= RETRY_DELAYS_MS.length) return { kind: 'requeue', delayMs: retryDelay(attempt), error: handover.error };
-      if (transport instanceof EdgeRelay) {
-        // A lost answer from the edge is retried like this, so ask before giving up.
-        const known = await transport.status(row.ref).catch(() => undefined);
-        if (known) return { kind: 'settle', outcome: { status: 'sent', recipients } };
-        if (known === undefined) return { kind: 'settle', outcome: { status: 'send_unknown', reason: 'edge_unreachable' } };
-      }
-      return { kind: 'settle', outcome: { status: 'failed', reason: 'transport_failed' } };
-  }
+  const facts: OutboxFacts = { canAskEdge: transport instanceof EdgeRelay, retriesLeft: attempt <= RETRY_DELAYS_MS.length };
+  let step = outboxTransition('handing_over', handover.kind, facts);
+  // A lost answer from the edge is retried like a temporary failure, so ask before giving up.
+  if ('askEdge' in step.to && transport instanceof EdgeRelay) step = outboxTransition('handing_over', handover.kind, { ...facts, edge: await askEdge(transport, row.ref) });
+  const error = handover.kind === 'retry' || handover.kind === 'unknown' ? handover.error : '';
+  return outboxAction(step, { recipients: handover.kind === 'accepted' ? handover.recipients : recipients, retryDelayMs: retryDelay(attempt), error });
 }
+
+/** The outbox table's outcome for a message whose recipient is now on a block list. */
+const REFUSED_BY_LISTS = (() => {
+  const action = outboxAction(outboxTransition('queued', 'refused_by_lists'), { retryDelayMs: 0, error: '' });
+  if (action.kind !== 'settle') throw new Error('A refused message always settles.');
+  return action.outcome;
+})();
 
 /**
  * One group of messages: refused ones fail at once; the rest are marked `handing_over` in ONE
@@ -105,7 +99,7 @@ async function deliverGroup(ctx: LoopContext, transport: Transport, rows: Outbox
   const seqs = db
     .transaction(() => {
       for (const job of jobs) markHandingOver(db, job.row.message_rowid, transport.name);
-      return refused.map((row) => recordSendOutcome(db, row.message_rowid, { status: 'failed', reason: 'recipient_refused_by_lists' }));
+      return refused.map((row) => recordSendOutcome(db, row.message_rowid, REFUSED_BY_LISTS));
     })
     .immediate();
   const handovers = await Promise.all(jobs.map((job) => transport.send({ ref: job.row.ref, mailFrom: job.row.mail_from, recipients: job.recipients, raw: job.raw })));
@@ -117,7 +111,7 @@ async function deliverGroup(ctx: LoopContext, transport: Transport, rows: Outbox
         jobs.map((job, i) => {
           const action = actions[i];
           if (action.kind === 'settle') return recordSendOutcome(db, job.row.message_rowid, action.outcome);
-          requeue(db, job.row.message_rowid, action.delayMs, action.error);
+          if (action.kind === 'requeue') requeue(db, job.row.message_rowid, action.delayMs, action.error);
           return null;
         }),
       )

@@ -38,7 +38,7 @@ runLoop(async (ctx) => {
     lastPushed = '';
     routedAtEdge = null;
     // Nothing routes anything without an edge: a teardown is complete at once.
-    for (const d of domainRowsIn(db, ['tearing_down'])) busy = transition(db, d.domain_id, 'tearing_down', 'torn_down', null) || busy;
+    for (const d of domainRowsIn(db, ['tearing_down'])) busy = transition(db, d.domain_id, 'tearing_down', 'unrouted', null) || busy;
     for (const d of domainRowsIn(db, ['provisioning'])) noteReason(db, d.domain_id, 'provisioning', NO_EDGE);
     return busy ? 'busy' : 'idle';
   }
@@ -66,10 +66,10 @@ runLoop(async (ctx) => {
 function followRouting({ db }: LoopContext, routed: Set<string>): boolean {
   let changed = false;
   for (const d of domainRowsIn(db, ['provisioning'])) {
-    if (routed.has(d.domain)) changed = transition(db, d.domain_id, 'provisioning', 'verifying', null) || changed;
+    if (routed.has(d.domain)) changed = transition(db, d.domain_id, 'provisioning', 'routed', null) || changed;
   }
   for (const d of domainRowsIn(db, ['tearing_down'])) {
-    if (!routed.has(d.domain)) changed = transition(db, d.domain_id, 'tearing_down', 'torn_down', null) || changed;
+    if (!routed.has(d.domain)) changed = transition(db, d.domain_id, 'tearing_down', 'unrouted', null) || changed;
   }
   return changed;
 }
@@ -81,7 +81,7 @@ async function verifyDomains(ctx: LoopContext): Promise<boolean> {
   for (const d of domainRowsIn(db, ['verifying'])) {
     if (d.selftest_sent_at) {
       if (Date.now() - Date.parse(d.selftest_sent_at) > SELFTEST_TIMEOUT_MS) {
-        transition(db, d.domain_id, 'verifying', 'failed', `The self-test message to ${selftestAddress(d.domain)} did not come back through the edge within ${SELFTEST_TIMEOUT_MS / 60_000} minutes. Check that the MX of ${d.domain} reaches the edge and that the edge is running, then POST /v0/domains/${d.domain_id}/verify.`);
+        transition(db, d.domain_id, 'verifying', 'selftest_timeout', `The self-test message to ${selftestAddress(d.domain)} did not come back through the edge within ${SELFTEST_TIMEOUT_MS / 60_000} minutes. Check that the MX of ${d.domain} reaches the edge and that the edge is running, then POST /v0/domains/${d.domain_id}/verify.`);
         worked = true;
       }
       continue;
@@ -126,5 +126,5 @@ async function sendSelftest(ctx: LoopContext, d: DomainRow, dkim: { selector: st
   if (transport instanceof SmtpSmartHost) transport.close();
   if (handover.kind === 'accepted' || handover.kind === 'unknown') return;
   const why = handover.kind === 'rejected' ? `was refused by the ${transport.name} (code ${handover.code ?? 'none'})` : `could not be handed to the ${transport.name} (${handover.error})`;
-  transition(db, d.domain_id, 'verifying', 'failed', `The DNS records are right, but the self-test message ${why}. Check the transport (GET /v0/owner/transport), then POST /v0/domains/${d.domain_id}/verify.`);
+  transition(db, d.domain_id, 'verifying', 'selftest_refused', `The DNS records are right, but the self-test message ${why}. Check the transport (GET /v0/owner/transport), then POST /v0/domains/${d.domain_id}/verify.`);
 }

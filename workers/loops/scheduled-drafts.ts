@@ -11,7 +11,7 @@ import { LOOPS } from '../../src/supervisor/loop-table.js';
 import { ApiError } from '../../src/core/errors.js';
 import type { InboxRow } from '../../src/auth/access.js';
 import type { Principal } from '../../src/auth/principal.js';
-import { claimDueDraft, draftRow, dueDrafts, nextDraftDue, releaseDraft, resetInterruptedDrafts } from '../../src/mail/drafts.js';
+import { claimDueDraft, draftRow, dueDrafts, nextDraftDue, resetInterruptedDrafts, settleUnsentDraft } from '../../src/mail/drafts/repository.js';
 import { performSend, type SendContext } from '../../src/mail/send-flow.js';
 import { readTransport } from '../../src/mail/transport.js';
 import type { MimeSpec } from '../pool/compose.js';
@@ -46,19 +46,12 @@ async function sendDue(ctx: LoopContext, draftId: string, inboxId: string, now: 
     await performSend(sendContext(ctx), { inbox, idempotency: null, source: { type: 'draft', draft, approve: false } });
     return 'sent';
   } catch (err) {
-    if (!(err instanceof ApiError)) {
-      // A bug, not a refusal: record it so a restart does not retry the same draft forever, then stop.
-      db.transaction(() => releaseDraft(db, draftId, { status: 'failed', reason: 'internal_error' })).immediate();
-      throw err;
-    }
-    // Sent by someone else, rejected or deleted while the MIME was being built: nothing to undo.
-    if (err.code === 'conflict' || err.code === 'not_found') return 'skipped';
-    if (err.code === 'service_unavailable') {
-      db.transaction(() => releaseDraft(db, draftId, { status: 'scheduled' })).immediate();
-      return 'deferred';
-    }
-    db.transaction(() => releaseDraft(db, draftId, { status: 'failed', reason: err.code })).immediate();
-    return 'failed';
+    // The draft table decides: no transport → scheduled again; sent, rejected or deleted meanwhile
+    // → nothing to undo; any other refusal → failed. A bug (not an ApiError) is recorded as
+    // `internal_error` so a restart does not retry the same draft forever, then stops the loop.
+    const outcome = db.transaction(() => settleUnsentDraft(db, draftId, err instanceof ApiError ? err.code : 'internal_error')).immediate();
+    if (!(err instanceof ApiError)) throw err;
+    return outcome;
   }
 }
 

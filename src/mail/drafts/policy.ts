@@ -1,0 +1,253 @@
+/**
+ * What a caller may do to a draft (spec §2.5, §4.6; docs/drafts.md): create, patch, approve a
+ * schedule, reject; who keeps or withdraws the owner's approval, which states are frozen, and
+ * the payload limits a draft shares with a message. Storage is drafts/repository.ts.
+ */
+import type { Db } from '../../db/open.js';
+import { type InboxRow, requirePermission } from '../../auth/access.js';
+import { ApiError, notFound } from '../../core/errors.js';
+import { isOwner, type Principal } from '../../auth/principal.js';
+import { checkAttachmentCount, checkSubject, composition, decodeAttachment, dedupeRecipients, parseRecipients, tooLarge, type Recipient } from '../compose.js';
+import { labelEdit, readVisibility } from '../labels.js';
+import { deriveReply, loadOriginal } from '../outbound.js';
+import { MAX_MESSAGE_BYTES, MAX_MESSAGE_ID, MAX_RECIPIENTS } from '../limits.js';
+import { draftTransition, nextApproved, nextDraftStatus, type DraftActor, type DraftFacts, type DraftTransition } from './states.js';
+import { draftShape, list, type CreateDraftBody, type Draft, type DraftRow, type UpdateDraftBody } from './schemas.js';
+import { parseSendAt } from './send-at.js';
+import { addDraftAttachments, draftAttachments, draftByClientId, draftEvent, draftRow, insertDraft, removeDraftAttachments, rewriteDraft, setDraftStatus } from './repository.js';
+
+/**
+ * The approve call's `expected_updated_at`, when given, must be the draft's current version:
+ * the owner approves exactly what they read, never an edit made after it.
+ */
+export function checkDraftVersion(row: Pick<DraftRow, 'updated_at'>, expectedUpdatedAt: string | undefined): void {
+  if (expectedUpdatedAt === undefined || expectedUpdatedAt === row.updated_at) return;
+  throw new ApiError('conflict', 'The draft changed after you read it, so it was not approved.', {
+    fix: 'Read the draft again, check what it says now, and approve with its current `updated_at`.',
+    extra: { updated_at: row.updated_at },
+  });
+}
+
+const invalid = (message: string, fix: string) => new ApiError('validation_error', message, { fix });
+
+/** A referenced Message-ID, with angle brackets. */
+function messageIdRef(value: string, field: string): string {
+  const id = value.trim().startsWith('<') ? value.trim() : `<${value.trim()}>`;
+  if (!/^<[^\s<>]+>$/.test(id) || id.length > MAX_MESSAGE_ID) throw invalid(`\`${field}\` holds something that is not a Message-ID: ${JSON.stringify(value.slice(0, 100))}.`, 'Give Message-IDs like `<id@example.com>`.');
+  return id;
+}
+
+/** Draft limits: a draft may have no recipient yet, but never more than a message may. */
+function checkDraftLimits(to: Recipient[], cc: Recipient[], bcc: Recipient[], attachmentCount: number, bytes: number): void {
+  const total = to.length + cc.length + bcc.length;
+  if (total > MAX_RECIPIENTS) throw invalid(`A draft has at most ${MAX_RECIPIENTS} recipients in total; this one would have ${total}.`, 'Split the message, or put the recipients on a mailing list.');
+  checkAttachmentCount(attachmentCount);
+  if (bytes >= MAX_MESSAGE_BYTES) throw tooLarge(bytes);
+}
+
+/** What a message built from these parts would at least weigh: base64 attachments plus the bodies. */
+const estimate = (attachmentBytes: number[], text: string | null, html: string | null) =>
+  attachmentBytes.reduce((n, b) => n + Math.ceil(b / 3) * 4, 0) + Buffer.byteLength(text ?? '') + Buffer.byteLength(html ?? '');
+
+const readOnlyScheduling = () =>
+  new ApiError('missing_permission', 'This credential has the `read_only` send policy, so it cannot schedule a draft to be sent.', {
+    fix: 'Leave out `send_at` (the owner can send or schedule the draft), or ask for the `direct` or `approval` send policy.',
+  });
+
+/** The caller as the draft table sees it: the owner and `direct` credentials keep approval, others withdraw it. */
+export const draftActor = (p: Principal): DraftActor => (isOwner(p) || p.sendPolicy === 'direct' ? 'owner_or_direct' : p.sendPolicy);
+
+const draftConflict = (state: 'sent' | 'rejected' | 'sending') =>
+  state === 'sending'
+    ? new ApiError('conflict', 'This draft is being sent right now and cannot change.', { fix: 'Read the draft again in a moment: it will be `sent` or `failed`.' })
+    : state === 'sent'
+      ? new ApiError('conflict', 'This draft was already sent and cannot change.', { fix: 'Create a new draft.' })
+      : new ApiError('conflict', 'The owner rejected this draft; it is final.', { fix: 'Create a new draft.' });
+
+/**
+ * A draft waiting for the owner changes only by the owner or a `direct` credential (which could
+ * send it anyway): what the owner approves is what the agent asked to send (issue 16 finding 4).
+ */
+const awaitingOwner = () =>
+  new ApiError('conflict', 'This draft is waiting for the owner’s approval and cannot change until the owner decides.', {
+    fix: 'Wait for `draft.approved` or `draft.rejected`, or delete the draft and send a corrected one (which asks the owner again).',
+  });
+
+/** The table's row, or its refusal thrown as the documented error of the draft routes. */
+function allowed(step: DraftTransition): DraftTransition {
+  if (typeof step.to !== 'object') return step;
+  const refusal = step.to.refused;
+  if (refusal === 'awaiting_owner') throw awaitingOwner();
+  if (refusal === 'read_only_schedule' || refusal === 'read_only_send') throw readOnlyScheduling();
+  throw draftConflict(refusal);
+}
+
+/**
+ * How a schedule set by this caller starts, at create and at patch alike (the table's create
+ * rows): approved for the owner and `direct` credentials, waiting for the owner under
+ * `approval`; `read_only` cannot schedule at all (403, before the draft is even looked up).
+ */
+const scheduleStart = (actor: DraftActor) => allowed(draftTransition('new', 'create', { sendAt: 'set', actor }));
+
+export interface DraftWrite {
+  draft: Draft;
+  /** Events appended, to publish after the commit. */
+  seqs: number[];
+  /** The scheduled-drafts loop may have new work. */
+  wake: boolean;
+}
+
+/**
+ * Creates a draft (spec §2.5), or returns the one already created in this inbox with the same
+ * `client_id` (no event). The caller has checked scope and `draft_create`. Order: `draft_send`
+ * for `send_at` → send policy → `message_read` for a reply or forward → client_id → the payload
+ * → the referenced message (404) → limits → one transaction with `draft.created` (and
+ * `draft.approval_required` when the schedule waits for the owner).
+ */
+export function createDraft(db: Db, p: Principal, inbox: Pick<InboxRow, 'inbox_id'>, body: CreateDraftBody): DraftWrite {
+  const actor = draftActor(p);
+  const step = body.send_at != null ? (requirePermission(p, 'draft_send'), scheduleStart(actor)) : allowed(draftTransition('new', 'create', { sendAt: 'unchanged', actor }));
+  const inReplyTo = body.in_reply_to ?? null;
+  const forwardOf = body.forward_of ?? null;
+  if (inReplyTo !== null || forwardOf !== null) requirePermission(p, 'message_read');
+  const clientId = body.client_id ?? null;
+  const earlier = clientId === null ? null : draftByClientId(db, inbox.inbox_id, clientId);
+  if (earlier) return { draft: draftShape(earlier, draftAttachments(db, earlier.draft_id)), seqs: [], wake: false };
+
+  if (inReplyTo !== null && forwardOf !== null) throw invalid('`in_reply_to` and `forward_of` cannot both be set.', 'A draft either replies to a message or forwards one.');
+  const replyAll = body.reply_all === true;
+  if (replyAll && inReplyTo === null) throw invalid('`reply_all` needs `in_reply_to`.', 'Set `in_reply_to` to the message the draft replies to.');
+  if (replyAll && (body.to != null || body.cc != null || body.bcc != null)) {
+    throw invalid('A reply-all draft takes its recipients from the original message: leave out `to`, `cc` and `bcc`.', 'Drop `reply_all` to choose the recipients yourself.');
+  }
+  const sendAt = body.send_at != null ? parseSendAt(body.send_at) : null;
+  let c = composition(p, { to: body.to, cc: body.cc, bcc: body.bcc, reply_to: body.reply_to, subject: body.subject, text: body.text, html: body.html, attachments: body.attachments, labels: body.labels });
+  let references = (body.references ?? []).map((r) => messageIdRef(r, 'references'));
+
+  const referenced = inReplyTo ?? forwardOf;
+  const original = referenced === null ? null : loadOriginal(db, inbox.inbox_id, messageIdRef(referenced, inReplyTo !== null ? 'in_reply_to' : 'forward_of'), readVisibility(p));
+  if (referenced !== null && !original) throw notFound('message');
+  if (inReplyTo !== null) {
+    const derived = deriveReply(inbox.inbox_id, original!, c, replyAll);
+    // The derived subject (`Re: …`) is the default; a subject the caller gave is kept.
+    c = { ...derived.composition, subject: c.subject ?? derived.composition.subject };
+    if (references.length === 0) references = derived.threading.references;
+  }
+  checkDraftLimits(c.to, c.cc, c.bcc, c.attachments.length, estimate(c.attachments.map((a) => a.content.byteLength), c.text, c.html));
+
+  const status = nextDraftStatus(step, 'new')!;
+  return db.transaction((): DraftWrite => {
+    const raced = clientId === null ? null : draftByClientId(db, inbox.inbox_id, clientId);
+    if (raced) return { draft: draftShape(raced, draftAttachments(db, raced.draft_id)), seqs: [], wake: false };
+    const row = insertDraft(db, {
+      inboxId: inbox.inbox_id,
+      clientId,
+      composition: c,
+      inReplyTo: original && inReplyTo !== null ? original.messageId : null,
+      forwardOf: original && forwardOf !== null ? original.messageId : null,
+      replyAll,
+      references,
+      sendAt,
+      status,
+      approved: nextApproved(step, false, actor),
+      createdBy: isOwner(p) ? 'owner' : p.id,
+    });
+    const seqs = step.events.map((e) => draftEvent(db, e, row));
+    return { draft: draftShape(row, draftAttachments(db, row.draft_id)), seqs, wake: status === 'scheduled' };
+  }).immediate();
+}
+
+/**
+ * Applies a patch (spec §2.5). Content fields replace (null clears); attachments are removed by
+ * id (unknown ids are ignored), then added; labels are added and removed; `send_at` schedules
+ * (needs `draft_send`) or, with null, cancels the schedule. An edit by a caller other than the
+ * owner or a `direct` credential withdraws approval: a scheduled draft then waits for the owner
+ * again (`draft.approval_required`). Sending, sent and rejected drafts are `409 conflict`, and so
+ * is a draft awaiting approval for any caller but the owner or a `direct` credential.
+ */
+export function updateDraft(db: Db, p: Principal, inbox: Pick<InboxRow, 'inbox_id'>, draftId: string, body: UpdateDraftBody): DraftWrite {
+  const actor = draftActor(p);
+  if (typeof body.send_at === 'string') {
+    requirePermission(p, 'draft_send');
+    scheduleStart(actor);
+  }
+  const facts = (row: DraftRow): DraftFacts => ({ actor, sendAt: body.send_at === undefined ? 'unchanged' : body.send_at === null ? 'cleared' : 'set', approved: row.approved === 1 });
+  const before = draftRow(db, inbox.inbox_id, draftId);
+  if (!before) throw notFound('draft');
+  allowed(draftTransition(before.send_status, 'patch', facts(before)));
+
+  const sendAt = typeof body.send_at === 'string' ? parseSendAt(body.send_at) : body.send_at;
+  const replyTo = body.reply_to === undefined ? undefined : parseRecipients(body.reply_to, 'reply_to');
+  if (replyTo && replyTo.length > 1) throw invalid('`reply_to` takes at most one address.', 'Give a single reply-to address.');
+  const fields = { to: body.to === undefined ? undefined : parseRecipients(body.to, 'to'), cc: body.cc === undefined ? undefined : parseRecipients(body.cc, 'cc'), bcc: body.bcc === undefined ? undefined : parseRecipients(body.bcc, 'bcc') };
+  const subject = body.subject === undefined ? undefined : checkSubject(body.subject);
+  const added = (body.add_attachments ?? []).map(decodeAttachment);
+  const labels = labelEdit(p, body.add_labels, body.remove_labels);
+
+  return db.transaction((): DraftWrite => {
+    const row = draftRow(db, inbox.inbox_id, draftId);
+    if (!row) throw notFound('draft');
+    const step = allowed(draftTransition(row.send_status, 'patch', facts(row)));
+    const stored = (json: string | null, name: string) => parseRecipients(list(json) ?? [], name);
+    const [to, cc, bcc] = dedupeRecipients(fields.to ?? stored(row.to_addresses, 'to'), fields.cc ?? stored(row.cc_addresses, 'cc'), fields.bcc ?? stored(row.bcc_addresses, 'bcc'));
+    const text = body.text === undefined ? row.text : body.text;
+    const html = body.html === undefined ? row.html : body.html;
+    const removed = new Set(body.remove_attachments ?? []);
+    const kept = draftAttachments(db, row.draft_id).filter((a) => !removed.has(a.attachment_id));
+    checkDraftLimits(to, cc, bcc, kept.length + added.length, estimate([...kept.map((a) => a.size), ...added.map((a) => a.content.byteLength)], text, html));
+
+    const status = nextDraftStatus(step, row.send_status)!;
+    const currentLabels = JSON.parse(row.labels) as string[];
+    rewriteDraft(db, row.draft_id, {
+      to: to.map((r) => r.display),
+      cc: cc.map((r) => r.display),
+      bcc: bcc.map((r) => r.display),
+      replyTo: replyTo === undefined ? list(row.reply_to) : replyTo.map((r) => r.display),
+      subject: subject === undefined ? row.subject : subject,
+      text,
+      html,
+      labels: [...new Set([...currentLabels, ...labels.add])].filter((l) => !labels.remove.includes(l)),
+      sendAt: sendAt === undefined ? row.send_at : sendAt,
+      status,
+      // A new state starts without the old one's reason (a rescheduled `failed` draft drops its error).
+      reason: status === row.send_status ? row.send_reason : null,
+      approved: nextApproved(step, row.approved === 1, actor),
+    });
+    removeDraftAttachments(db, row.draft_id, removed);
+    addDraftAttachments(db, row.draft_id, added);
+    const after = draftRow(db, inbox.inbox_id, row.draft_id)!;
+    const seqs = step.events.map((e) => draftEvent(db, e, after));
+    return { draft: draftShape(after, draftAttachments(db, after.draft_id)), seqs, wake: status === 'scheduled' || row.send_status === 'scheduled' };
+  }).immediate();
+}
+
+/**
+ * The owner approves a draft whose `send_at` is still ahead: it becomes `scheduled` and approved
+ * (`draft.approved`, once). Returns null when the draft should be sent now instead. A stale
+ * `expectedUpdatedAt` is `409 conflict` (checkDraftVersion).
+ */
+export function approveScheduled(db: Db, inboxId: string, draftId: string, expectedUpdatedAt?: string, now = Date.now()): { row: DraftRow; seqs: number[] } | null {
+  const row = draftRow(db, inboxId, draftId);
+  if (!row) throw notFound('draft');
+  const step = allowed(draftTransition(row.send_status, 'approve', { sendAtAhead: row.send_at !== null && Date.parse(row.send_at) > now, approved: row.approved === 1 }));
+  checkDraftVersion(row, expectedUpdatedAt);
+  const status = nextDraftStatus(step, row.send_status)!;
+  if (status === 'sent') return null;
+  if (status !== row.send_status || step.events.length > 0) setDraftStatus(db, row.draft_id, status, { approved: nextApproved(step, row.approved === 1, 'owner_or_direct') });
+  const seqs = step.events.map((e) => draftEvent(db, e, row));
+  return { row: draftRow(db, inboxId, draftId)!, seqs };
+}
+
+/** The owner rejects a draft: final, with the reason. Rejecting again changes nothing (no event). */
+export function rejectDraft(db: Db, inboxId: string, draftId: string, reason: string | null): { row: DraftRow; seqs: number[] } {
+  return db.transaction(() => {
+    const row = draftRow(db, inboxId, draftId);
+    if (!row) throw notFound('draft');
+    const step = allowed(draftTransition(row.send_status, 'reject'));
+    const status = nextDraftStatus(step, row.send_status)!;
+    if (status === row.send_status) return { row, seqs: [] };
+    setDraftStatus(db, row.draft_id, status, { reason, approved: nextApproved(step, row.approved === 1, 'owner_or_direct') });
+    const after = draftRow(db, inboxId, draftId)!;
+    return { row: after, seqs: step.events.map((e) => draftEvent(db, e, after)) };
+  }).immediate();
+}

@@ -1,0 +1,292 @@
+/**
+ * Draft storage: every SQL statement on `drafts` and `draft_attachments`, and the draft events
+ * (`draft.*`, payload `{inbox_id, draft_id, timestamp, message_id?, thread_id?}`, never content).
+ * Writes run inside the caller's transaction unless they say otherwise; every write moves
+ * `updated_at` strictly forward (NEXT_UPDATED_AT), because it is the version the owner approves.
+ */
+import type { Db } from '../../db/open.js';
+import { uuidv7 } from '../../db/ids.js';
+import { appendEvent } from '../../events/log.js';
+import type { Cursor } from '../../core/pagination.js';
+import { outgoingAttachment, type Composition, type OutgoingAttachment, type StoredAttachmentRow } from '../compose.js';
+import type { PageRequest } from '../messages.js';
+import { stableAttachmentId } from '../store.js';
+import { prepared } from '../../db/statements.js';
+import { draftTransition, nextDraftStatus, type DraftStatus } from './states.js';
+import { type DraftRow, type DraftAttachmentRow, type Draft, type DraftItem, draftShape, draftItemShape, json } from './schemas.js';
+
+export function draftRow(db: Db, inboxId: string, draftId: string): DraftRow | null {
+  return (prepared(db, 'SELECT rowid, * FROM drafts WHERE inbox_id = ? AND draft_id = ?').get(inboxId, draftId) as DraftRow | undefined) ?? null;
+}
+
+export function draftAttachments(db: Db, draftId: string): DraftAttachmentRow[] {
+  return prepared(db, 'SELECT attachment_id, filename, content_type, content_disposition, content_id, size FROM draft_attachments WHERE draft_id = ? ORDER BY position').all(draftId) as DraftAttachmentRow[];
+}
+
+export function draftAttachmentContents(db: Db, draftId: string): OutgoingAttachment[] {
+  const rows = prepared(db, 'SELECT filename, content_type, content_disposition, content_id, content FROM draft_attachments WHERE draft_id = ? ORDER BY position').all(draftId) as StoredAttachmentRow[];
+  return rows.map(outgoingAttachment);
+}
+
+export function readDraft(db: Db, inboxId: string, draftId: string): Draft | null {
+  const row = draftRow(db, inboxId, draftId);
+  return row ? draftShape(row, draftAttachments(db, row.draft_id)) : null;
+}
+
+export interface NewDraft {
+  inboxId: string;
+  clientId?: string | null;
+  composition: Composition;
+  inReplyTo?: string | null;
+  forwardOf?: string | null;
+  replyAll?: boolean;
+  references?: string[];
+  sendAt?: string | null;
+  status: DraftStatus;
+  approved: boolean;
+  createdBy: string;
+}
+
+/** Inserts a draft and its attachments. Runs inside the caller's transaction. */
+export function insertDraft(db: Db, d: NewDraft): DraftRow {
+  const draftId = uuidv7();
+  const now = new Date().toISOString();
+  const c = d.composition;
+  prepared(
+    db,
+    `INSERT INTO drafts (draft_id, inbox_id, client_id, to_addresses, cc_addresses, bcc_addresses, reply_to, subject, text, html, headers, labels,
+       in_reply_to, forward_of, reply_all, refs, send_at, send_status, approved, created_by, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  ).run(
+    draftId,
+    d.inboxId,
+    d.clientId ?? null,
+    json(c.to.map((r) => r.display)),
+    json(c.cc.map((r) => r.display)),
+    json(c.bcc.map((r) => r.display)),
+    json(c.replyTo.map((r) => r.display)),
+    c.subject,
+    c.text,
+    c.html,
+    Object.keys(c.headers).length ? JSON.stringify(c.headers) : null,
+    JSON.stringify([...new Set(c.labels)]),
+    d.inReplyTo ?? null,
+    d.forwardOf ?? null,
+    d.replyAll ? 1 : 0,
+    json(d.references),
+    d.sendAt ?? null,
+    d.status,
+    d.approved ? 1 : 0,
+    d.createdBy,
+    now,
+    now,
+  );
+  addDraftAttachments(db, draftId, c.attachments);
+  return draftRow(db, d.inboxId, draftId)!;
+}
+
+export function addDraftAttachments(db: Db, draftId: string, attachments: readonly OutgoingAttachment[]): void {
+  const start = (prepared(db, 'SELECT coalesce(max(position), -1) + 1 AS p FROM draft_attachments WHERE draft_id = ?').get(draftId) as { p: number }).p;
+  const insert = prepared(
+    db,
+    'INSERT INTO draft_attachments (draft_id, attachment_id, position, filename, content_type, content_disposition, content_id, size, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+  );
+  attachments.forEach((a, i) => insert.run(draftId, stableAttachmentId(`${draftId}/${uuidv7()}`, start + i), start + i, a.filename, a.contentType, a.contentDisposition, a.contentId, a.content.byteLength, a.content));
+}
+
+/** Appends a `draft.*` event for the draft as it now stands; returns its seq. */
+export function draftEvent(db: Db, eventType: `draft.${'created' | 'approval_required' | 'approved' | 'rejected' | 'sent'}`, row: Pick<DraftRow, 'inbox_id' | 'draft_id' | 'message_id' | 'thread_id'>): number {
+  const payload = {
+    inbox_id: row.inbox_id,
+    draft_id: row.draft_id,
+    timestamp: new Date().toISOString(),
+    ...(row.message_id ? { message_id: row.message_id, thread_id: row.thread_id } : {}),
+  };
+  return appendEvent(db, { eventType, inboxId: row.inbox_id, payloadKey: 'draft', payload }).seq;
+}
+
+/**
+ * `updated_at = <this>` with the current time as its one parameter. `updated_at` is the draft's
+ * version (the owner approves the version they read), so every write moves it strictly forward:
+ * to now, or 1 ms past the previous value when the clock has not moved on (or went back).
+ */
+const NEXT_UPDATED_AT = "max(?, strftime('%Y-%m-%dT%H:%M:%fZ', updated_at, '+0.001 seconds'))";
+
+export function setDraftStatus(db: Db, draftId: string, status: DraftStatus, fields: { reason?: string | null; messageId?: string; threadId?: string; approved?: boolean } = {}): void {
+  prepared(
+    db,
+    `UPDATE drafts SET send_status = ?, send_reason = ?, message_id = coalesce(?, message_id), thread_id = coalesce(?, thread_id),
+       approved = coalesce(?, approved), updated_at = ${NEXT_UPDATED_AT} WHERE draft_id = ?`,
+  ).run(status, fields.reason ?? null, fields.messageId ?? null, fields.threadId ?? null, fields.approved === undefined ? null : fields.approved ? 1 : 0, new Date().toISOString(), draftId);
+}
+
+export function draftByClientId(db: Db, inboxId: string, clientId: string): DraftRow | null {
+  return (prepared(db, 'SELECT rowid, * FROM drafts WHERE inbox_id = ? AND client_id = ?').get(inboxId, clientId) as DraftRow | undefined) ?? null;
+}
+
+/** The draft by id alone, for the instance-wide routes; the caller checks its inbox is in scope. */
+export function draftById(db: Db, draftId: string): DraftRow | null {
+  return (prepared(db, 'SELECT rowid, * FROM drafts WHERE draft_id = ?').get(draftId) as DraftRow | undefined) ?? null;
+}
+
+/** A patched draft as a whole: content, labels, schedule and state (the policy decided them). */
+export interface DraftRewrite {
+  to: readonly string[];
+  cc: readonly string[];
+  bcc: readonly string[];
+  replyTo: readonly string[] | null;
+  subject: string | null;
+  text: string | null;
+  html: string | null;
+  labels: readonly string[];
+  sendAt: string | null;
+  status: DraftStatus;
+  reason: string | null;
+  approved: boolean;
+}
+
+/** Writes a patched draft and moves its version on. Runs inside the caller's transaction. */
+export function rewriteDraft(db: Db, draftId: string, d: DraftRewrite): void {
+  prepared(
+    db,
+    `UPDATE drafts SET to_addresses = ?, cc_addresses = ?, bcc_addresses = ?, reply_to = ?, subject = ?, text = ?, html = ?, labels = ?, send_at = ?,
+       send_status = ?, send_reason = ?, approved = ?, updated_at = ${NEXT_UPDATED_AT} WHERE draft_id = ?`,
+  ).run(json(d.to), json(d.cc), json(d.bcc), json(d.replyTo), d.subject, d.text, d.html, JSON.stringify(d.labels), d.sendAt, d.status, d.reason, d.approved ? 1 : 0, new Date().toISOString(), draftId);
+}
+
+/** Removes the draft's attachments with these ids; ids it does not have are ignored. */
+export function removeDraftAttachments(db: Db, draftId: string, attachmentIds: ReadonlySet<string>): void {
+  if (attachmentIds.size === 0) return;
+  const remove = prepared(db, 'DELETE FROM draft_attachments WHERE draft_id = ? AND attachment_id = ?');
+  for (const id of attachmentIds) remove.run(draftId, id);
+}
+
+export function deleteDraft(db: Db, inboxId: string, draftId: string): boolean {
+  return prepared(db, 'DELETE FROM drafts WHERE inbox_id = ? AND draft_id = ?').run(inboxId, draftId).changes > 0;
+}
+
+export interface DraftFilters {
+  before?: string;
+  after?: string;
+  labels?: string[];
+  /** Only drafts in one of these states. */
+  sendStatus?: DraftStatus[];
+}
+
+/** Drafts of the given inboxes ('all': every inbox) by last update, keyset-paged on [updated_at, rowid]. */
+export function listDrafts(db: Db, inboxIds: readonly string[] | 'all', filters: DraftFilters, page: PageRequest): { items: DraftItem[]; next: Cursor | null } {
+  const where: string[] = [];
+  const params: unknown[] = [];
+  if (inboxIds !== 'all') {
+    where.push('d.inbox_id IN (SELECT value FROM json_each(?))');
+    params.push(JSON.stringify(inboxIds));
+  }
+  if (filters.before) {
+    where.push('d.updated_at < ?');
+    params.push(filters.before);
+  }
+  if (filters.after) {
+    where.push('d.updated_at > ?');
+    params.push(filters.after);
+  }
+  for (const label of filters.labels ?? []) {
+    where.push('EXISTS (SELECT 1 FROM json_each(d.labels) WHERE value = ?)');
+    params.push(label);
+  }
+  if (filters.sendStatus) {
+    where.push('d.send_status IN (SELECT value FROM json_each(?))');
+    params.push(JSON.stringify(filters.sendStatus));
+  }
+  const [cmp, dir] = page.ascending ? ['>', 'ASC'] : ['<', 'DESC'];
+  if (page.cursor) {
+    where.push(`d.updated_at ${cmp}= ? AND (d.updated_at ${cmp} ? OR d.rowid ${cmp} ?)`);
+    params.push(page.cursor[0], page.cursor[0], page.cursor[1]);
+  }
+  const rows = prepared(db, `SELECT d.rowid, d.* FROM drafts d ${where.length ? `WHERE ${where.join(' AND ')}` : ''} ORDER BY d.updated_at ${dir}, d.rowid ${dir} LIMIT ?`).all(
+    ...params,
+    page.limit + 1,
+  ) as DraftRow[];
+  const more = rows.length > page.limit;
+  if (more) rows.length = page.limit;
+  const byDraft = new Map<string, DraftAttachmentRow[]>();
+  const attachmentRows = prepared(
+    db,
+    'SELECT draft_id, attachment_id, filename, content_type, content_disposition, content_id, size FROM draft_attachments WHERE draft_id IN (SELECT value FROM json_each(?)) ORDER BY draft_id, position',
+  ).all(JSON.stringify(rows.map((r) => r.draft_id))) as (DraftAttachmentRow & { draft_id: string })[];
+  for (const { draft_id, ...a } of attachmentRows) byDraft.set(draft_id, [...(byDraft.get(draft_id) ?? []), a]);
+  const last = rows[rows.length - 1];
+  return { items: rows.map((r) => draftItemShape(r, byDraft.get(r.draft_id) ?? [])), next: more ? [last.updated_at, last.rowid] : null };
+}
+
+export function draftAttachment(db: Db, draftId: string, attachmentId: string): DraftAttachmentRow | null {
+  return (
+    (prepared(db, 'SELECT attachment_id, filename, content_type, content_disposition, content_id, size FROM draft_attachments WHERE draft_id = ? AND attachment_id = ?').get(draftId, attachmentId) as
+      | DraftAttachmentRow
+      | undefined) ?? null
+  );
+}
+
+/** The bytes of a draft attachment, for a download URL. */
+export function draftAttachmentFile(db: Db, inboxId: string, draftId: string, attachmentId: string): { filename: string | null; content_type: string | null; content: Buffer } | null {
+  return (
+    (prepared(
+      db,
+      'SELECT a.filename, a.content_type, a.content FROM draft_attachments a JOIN drafts d ON d.draft_id = a.draft_id WHERE d.inbox_id = ? AND d.draft_id = ? AND a.attachment_id = ?',
+    ).get(inboxId, draftId, attachmentId) as { filename: string | null; content_type: string | null; content: Buffer } | undefined) ?? null
+  );
+}
+
+// ---- the scheduled-drafts loop ----
+
+/** Approved scheduled drafts whose time has come, oldest first (overdue ones included). */
+export function dueDrafts(db: Db, now: string, limit: number): Pick<DraftRow, 'draft_id' | 'inbox_id'>[] {
+  return prepared(db, "SELECT draft_id, inbox_id FROM drafts WHERE send_status = 'scheduled' AND approved = 1 AND send_at <= ? ORDER BY send_at, rowid LIMIT ?").all(now, limit) as Pick<
+    DraftRow,
+    'draft_id' | 'inbox_id'
+  >[];
+}
+
+/** When the next approved scheduled draft is due, or null. */
+export function nextDraftDue(db: Db): string | null {
+  return (prepared(db, "SELECT min(send_at) AS next FROM drafts WHERE send_status = 'scheduled' AND approved = 1").get() as { next: string | null }).next;
+}
+
+/** The table's `due` row: an approved scheduled draft whose time has come is claimed (`sending`, so edits wait). */
+const CLAIMED = nextDraftStatus(draftTransition('scheduled', 'due', { approved: true }), 'scheduled')!;
+
+/** Takes a due draft for sending; false when it changed meanwhile (the WHERE is the `due` row's guard). */
+export function claimDueDraft(db: Db, draftId: string, now: string): boolean {
+  return (
+    prepared(db, `UPDATE drafts SET send_status = ?, updated_at = ${NEXT_UPDATED_AT} WHERE draft_id = ? AND send_status = 'scheduled' AND approved = 1 AND send_at <= ?`).run(CLAIMED, new Date().toISOString(), draftId, now)
+      .changes === 1
+  );
+}
+
+/** A claimed draft that was not sent: back to `scheduled`, or to `failed` with the reason. */
+export function releaseDraft(db: Db, draftId: string, to: { status: 'scheduled' } | { status: 'failed'; reason: string }): boolean {
+  const reason = to.status === 'failed' ? to.reason : null;
+  return prepared(db, `UPDATE drafts SET send_status = ?, send_reason = ?, updated_at = ${NEXT_UPDATED_AT} WHERE draft_id = ? AND send_status = 'sending'`).run(to.status, reason, new Date().toISOString(), draftId).changes === 1;
+}
+
+/**
+ * A claimed draft whose send was refused with `errorCode` (`internal_error` for a bug): the
+ * table's `send_failed` row says whether it goes back to `scheduled` (no transport), to `failed`
+ * with the code as `send_reason`, or stays as it is (sent, rejected or deleted meanwhile).
+ */
+export function settleUnsentDraft(db: Db, draftId: string, errorCode: string): 'deferred' | 'failed' | 'skipped' {
+  const to = nextDraftStatus(draftTransition('sending', 'send_failed', { errorCode }), 'sending');
+  if (to === 'scheduled') return (releaseDraft(db, draftId, { status: 'scheduled' }), 'deferred');
+  if (to === 'failed') return (releaseDraft(db, draftId, { status: 'failed', reason: errorCode }), 'failed');
+  return 'skipped';
+}
+
+/** The table's `restart` row: a draft a stop or crash left `sending` was not queued, so it is scheduled again. */
+const RESTARTED = nextDraftStatus(draftTransition('sending', 'restart'), 'sending')!;
+
+/**
+ * Drafts a stop or crash left `sending` go back to `scheduled`: a send commits the message and
+ * the draft's `sent` together, so a draft still `sending` was not queued.
+ */
+export function resetInterruptedDrafts(db: Db): number {
+  return prepared(db, "UPDATE drafts SET send_status = ? WHERE send_status = 'sending'").run(RESTARTED).changes;
+}

@@ -1,0 +1,174 @@
+/**
+ * The shapes of a draft: its stored row (JSON list columns), the Draft and DraftItem answers
+ * (spec §2.5, with the svc `state` extension) and the create and patch bodies. No SQL here.
+ */
+import { Type, type Static } from 'typebox';
+import { Addresses, AttachmentInput } from '../compose.js';
+import { LabelList } from '../labels.js';
+import { Attachment, attachmentShape } from '../serialize.js';
+import { previewOf } from '../store.js';
+import { extractText } from '../extract.js';
+import { MAX_ATTACHMENTS_INPUT, MAX_BODY_CHARS, MAX_DRAFT_REFERENCES, MAX_MESSAGE_ID_INPUT, MAX_SUBJECT_INPUT } from '../limits.js';
+import { DRAFT_STATUSES, type DraftStatus, SDK_DRAFT_SEND_STATUSES, type SdkDraftSendStatus, SDK_SEND_STATUS_OF } from './states.js';
+
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
+const Strings = Type.Array(Type.String());
+
+const draftItemFields = {
+  inbox_id: Type.String(),
+  draft_id: Type.String(),
+  labels: Strings,
+  to: Nullable(Strings),
+  cc: Nullable(Strings),
+  bcc: Nullable(Strings),
+  subject: Nullable(Type.String()),
+  preview: Nullable(Type.String()),
+  attachments: Type.Array(Attachment),
+  in_reply_to: Nullable(Type.String()),
+  forward_of: Nullable(Type.String()),
+  send_status: Type.Optional(Type.Unsafe<SdkDraftSendStatus>(Type.Union(SDK_DRAFT_SEND_STATUSES.map((s) => Type.Literal(s))))),
+  /** svc extension: the full state, including those the SDK's `send_status` cannot name. */
+  state: Type.Unsafe<DraftStatus>(Type.Union(DRAFT_STATUSES.map((s) => Type.Literal(s)))),
+  send_reason: Nullable(Type.String()),
+  send_at: Nullable(Type.String()),
+  message_id: Nullable(Type.String()),
+  thread_id: Nullable(Type.String()),
+  updated_at: Type.String(),
+};
+export const DraftItem = Type.Object(draftItemFields);
+export type DraftItem = Static<typeof DraftItem>;
+export const Draft = Type.Object({
+  ...draftItemFields,
+  client_id: Nullable(Type.String()),
+  reply_to: Nullable(Strings),
+  text: Nullable(Type.String()),
+  html: Nullable(Type.String()),
+  reply_all: Type.Boolean(),
+  references: Nullable(Strings),
+  created_at: Type.String(),
+});
+export type Draft = Static<typeof Draft>;
+
+export interface DraftRow {
+  rowid: number;
+  draft_id: string;
+  inbox_id: string;
+  client_id: string | null;
+  to_addresses: string | null;
+  cc_addresses: string | null;
+  bcc_addresses: string | null;
+  reply_to: string | null;
+  subject: string | null;
+  text: string | null;
+  html: string | null;
+  headers: string | null;
+  labels: string;
+  in_reply_to: string | null;
+  forward_of: string | null;
+  reply_all: number;
+  refs: string | null;
+  send_at: string | null;
+  send_status: DraftStatus;
+  send_reason: string | null;
+  approved: number;
+  created_by: string | null;
+  message_id: string | null;
+  thread_id: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface DraftAttachmentRow {
+  attachment_id: string;
+  filename: string | null;
+  content_type: string | null;
+  content_disposition: string | null;
+  content_id: string | null;
+  size: number;
+}
+
+export const list = (json: string | null): string[] | null => (json ? (JSON.parse(json) as string[]) : null);
+export const json = (items: readonly string[] | null | undefined): string | null => (items && items.length ? JSON.stringify(items) : null);
+
+export function draftItemShape(row: DraftRow, attachments: DraftAttachmentRow[]): DraftItem {
+  const sdkSendStatus = SDK_SEND_STATUS_OF[row.send_status];
+  return {
+    inbox_id: row.inbox_id,
+    draft_id: row.draft_id,
+    labels: (JSON.parse(row.labels) as string[]).slice().sort(),
+    to: list(row.to_addresses),
+    cc: list(row.cc_addresses),
+    bcc: list(row.bcc_addresses),
+    subject: row.subject,
+    preview: previewOf(extractText(row.text)),
+    attachments: attachments.map(attachmentShape),
+    in_reply_to: row.in_reply_to,
+    forward_of: row.forward_of,
+    ...(sdkSendStatus === null ? {} : { send_status: sdkSendStatus }),
+    state: row.send_status,
+    send_reason: row.send_reason,
+    send_at: row.send_at,
+    message_id: row.message_id,
+    thread_id: row.thread_id,
+    updated_at: row.updated_at,
+  };
+}
+
+export function draftShape(row: DraftRow, attachments: DraftAttachmentRow[]): Draft {
+  return {
+    ...draftItemShape(row, attachments),
+    client_id: row.client_id,
+    reply_to: list(row.reply_to),
+    text: row.text,
+    html: row.html,
+    reply_all: row.reply_all === 1,
+    references: list(row.refs),
+    created_at: row.created_at,
+  };
+}
+
+const NullableString = (maxLength: number) => Type.Optional(Type.Union([Type.String({ maxLength }), Type.Null()]));
+const OptionalAddresses = Type.Optional(Type.Union([Addresses, Type.Null()]));
+const Attachments = Type.Optional(Type.Union([Type.Array(AttachmentInput, { maxItems: MAX_ATTACHMENTS_INPUT }), Type.Null()]));
+
+/** The content fields create and patch share. Recipient fields take a list, or a single string. */
+const contentFields = {
+  to: OptionalAddresses,
+  cc: OptionalAddresses,
+  bcc: OptionalAddresses,
+  reply_to: OptionalAddresses,
+  subject: NullableString(MAX_SUBJECT_INPUT),
+  text: NullableString(MAX_BODY_CHARS),
+  html: NullableString(MAX_BODY_CHARS),
+};
+
+/** Creation fields (spec §2.5). Recipient fields take a list, or a single string. */
+export const CreateDraftBody = Type.Object(
+  {
+    ...contentFields,
+    attachments: Attachments,
+    labels: Type.Optional(Type.Union([LabelList, Type.Null()])),
+    in_reply_to: NullableString(MAX_MESSAGE_ID_INPUT),
+    forward_of: NullableString(MAX_MESSAGE_ID_INPUT),
+    reply_all: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
+    references: Type.Optional(Type.Union([Type.Array(Type.String({ maxLength: MAX_MESSAGE_ID_INPUT }), { maxItems: MAX_DRAFT_REFERENCES }), Type.Null()])),
+    send_at: NullableString(64),
+    client_id: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 128 }), Type.Null()])),
+  },
+  { additionalProperties: false },
+);
+export type CreateDraftBody = Static<typeof CreateDraftBody>;
+
+/** Patch fields (spec §2.5): content fields (`null` clears), attachment and label edits, `send_at`. */
+export const UpdateDraftBody = Type.Object(
+  {
+    ...contentFields,
+    add_attachments: Attachments,
+    remove_attachments: Type.Optional(Type.Union([Type.Array(Type.String({ maxLength: 128 }), { maxItems: MAX_ATTACHMENTS_INPUT }), Type.Null()])),
+    add_labels: Type.Optional(Type.Union([LabelList, Type.Null()])),
+    remove_labels: Type.Optional(Type.Union([LabelList, Type.Null()])),
+    send_at: NullableString(64),
+  },
+  { additionalProperties: false },
+);
+export type UpdateDraftBody = Static<typeof UpdateDraftBody>;
