@@ -6,8 +6,9 @@ import type { Db } from '../db/open.js';
 import { prepared } from '../db/statements.js';
 import { ApiError, missingPermission, notFound } from '../core/errors.js';
 import { hasPermission, inScope, type Principal } from './principal.js';
+import type { Permission } from './permissions.js';
 
-export function requirePermission(p: Principal, ...permissions: string[]): void {
+export function requirePermission(p: Principal, ...permissions: Permission[]): void {
   for (const permission of permissions) if (!hasPermission(p, permission)) throw missingPermission(permission);
 }
 
@@ -26,7 +27,7 @@ export interface InboxRow {
 }
 
 /** The inbox if it exists and is in the caller's scope (else 404), after the permission check (403). */
-export function inboxFor(db: Db, p: Principal, inboxId: string, ...permissions: string[]): InboxRow {
+export function inboxFor(db: Db, p: Principal, inboxId: string, ...permissions: Permission[]): InboxRow {
   const id = normalizeInboxId(inboxId);
   const row = inScope(p, id) ? (prepared(db, 'SELECT * FROM inboxes WHERE inbox_id = ?').get(id) as InboxRow | undefined) : undefined;
   if (!row) throw notFound('inbox');

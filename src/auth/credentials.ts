@@ -6,6 +6,7 @@ import type { Db } from '../db/open.js';
 import type { OwnerAccount } from '../owner/owner-account.js';
 import type { CredentialContext, Principal, SendPolicy } from './principal.js';
 import { sha256Hex } from './secrets.js';
+import { grantedPermissions } from './permissions.js';
 import { prepared } from '../db/statements.js';
 import { dbStamp } from '../db/stamp.js';
 import { ACCESS_TOKEN_PREFIX } from '../oauth/limits.js';
@@ -28,7 +29,7 @@ function apiKeyPrincipal(row: ApiKeyRow | undefined): Principal | null {
     kind: 'api_key',
     id: row.api_key_id,
     inboxScope: row.inbox_ids === null ? 'all' : new Set(JSON.parse(row.inbox_ids) as string[]),
-    permissions: new Set(JSON.parse(row.permissions) as string[]),
+    permissions: grantedPermissions(row.permissions),
     sendPolicy: row.send_policy,
   };
 }

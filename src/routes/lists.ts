@@ -9,6 +9,7 @@ import { PageQuery } from '../core/pagination.js';
 import { entryNotFound, listEntriesPage, listKeyFor, readListEntry } from '../mail/list-requests.js';
 import { DIRECTIONS, LIST_TYPES, REASON_MAX, createListEntry, deleteListEntry, normalizeListEntry, type ListDirection, type ListKey, type ListType } from '../mail/lists.js';
 import type { Db } from '../db/open.js';
+import type { Permission } from '../auth/permissions.js';
 
 /** Longest raw entry accepted before normalization; addresses are at most 254 octets. */
 const ENTRY_INPUT_MAX = 320;
@@ -28,7 +29,7 @@ const EntryParams = Type.Object({ inbox_id: Type.Optional(InboxId), entry: Type.
 type ListRequest = FastifyRequest<{ Params: Static<typeof ListParams> }>;
 
 /** The list the path names, after the access checks (see listKeyFor). */
-function listFor(db: Db, request: ListRequest, direction: ListDirection, type: ListType, permission: string): ListKey {
+function listFor(db: Db, request: ListRequest, direction: ListDirection, type: ListType, permission: Permission): ListKey {
   return listKeyFor(db, request.principal!, request.params.inbox_id, direction, type, permission);
 }
 
