@@ -3,7 +3,7 @@
  * permission (else 403). Authentication and owner-only checks happen earlier, in the app hook.
  */
 import type { Db } from '../db/open.js';
-import { prepared } from '../db/statements.js';
+import { inboxById, type InboxRow } from './inbox-lookup.js';
 import { ApiError, missingPermission, notFound } from '../core/errors.js';
 import { hasPermission, inScope, type Principal } from './principal.js';
 import type { Permission } from './permissions.js';
@@ -14,22 +14,12 @@ export function requirePermission(p: Principal, ...permissions: Permission[]): v
 
 export const normalizeInboxId = (inboxId: string) => inboxId.trim().toLowerCase();
 
-export interface InboxRow {
-  inbox_id: string;
-  username: string;
-  domain: string;
-  display_name: string | null;
-  status: 'active' | 'paused';
-  metadata: string | null;
-  client_id: string | null;
-  created_at: string;
-  updated_at: string;
-}
+export type { InboxRow };
 
 /** The inbox if it exists and is in the caller's scope (else 404), after the permission check (403). */
 export function inboxFor(db: Db, p: Principal, inboxId: string, ...permissions: Permission[]): InboxRow {
   const id = normalizeInboxId(inboxId);
-  const row = inScope(p, id) ? (prepared(db, 'SELECT * FROM inboxes WHERE inbox_id = ?').get(id) as InboxRow | undefined) : undefined;
+  const row = inScope(p, id) ? inboxById(db, id) : undefined;
   if (!row) throw notFound('inbox');
   requirePermission(p, ...permissions);
   return row;

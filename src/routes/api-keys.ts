@@ -1,13 +1,11 @@
 /**
  * API keys, owner only (spec §4.11): `/api-keys...`, and the same routes under
- * `/inboxes/{inbox_id}/api-keys...`, where the path is the key's scope.
+ * `/inboxes/{inbox_id}/api-keys...`, where the path is the key's scope. Each route is schema,
+ * declared access and one call into the API key store (src/auth/api-keys.ts), which owns the SQL.
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { notFound } from '../core/errors.js';
-import { normalizeInboxId } from '../auth/access.js';
 import { PageQuery } from '../core/pagination.js';
-import type { Db } from '../db/open.js';
 import { createApiKey, CreateApiKeyBody, CreateInboxApiKeyBody, deleteApiKey, getApiKey, listApiKeys, updateApiKey, UpdateApiKeyBody } from '../auth/api-keys.js';
 
 const InboxId = Type.String({ minLength: 1, maxLength: 320 });
@@ -23,13 +21,6 @@ type InboxParams = Static<typeof InboxParams>;
 type InboxKeyParams = Static<typeof InboxKeyParams>;
 
 const owner = { auth: 'owner' } as const;
-
-/** The inbox form of a route needs the inbox itself to exist (404 otherwise). */
-function existingInbox(db: Db, inboxId: string): string {
-  const id = normalizeInboxId(inboxId);
-  if (!db.prepare('SELECT 1 FROM inboxes WHERE inbox_id = ?').get(id)) throw notFound('inbox');
-  return id;
-}
 
 export const apiKeyRoutes: FastifyPluginAsync = async (app) => {
   const { db } = app.svc;
@@ -48,23 +39,23 @@ export const apiKeyRoutes: FastifyPluginAsync = async (app) => {
   });
 
   app.get<{ Params: InboxParams; Querystring: ListQuery }>('/inboxes/:inbox_id/api-keys', { config: owner, schema: { params: InboxParams, querystring: ListQuery } }, async (request) =>
-    listApiKeys(db, request.principal!, request.query, existingInbox(db, request.params.inbox_id)),
+    listApiKeys(db, request.principal!, request.query, request.params.inbox_id),
   );
   app.post<{ Params: InboxParams; Body: CreateInboxApiKeyBody }>(
     '/inboxes/:inbox_id/api-keys',
     { config: owner, schema: { params: InboxParams, body: CreateInboxApiKeyBody } },
-    async (request) => createApiKey(db, request.body, existingInbox(db, request.params.inbox_id)),
+    async (request) => createApiKey(db, request.body, request.params.inbox_id),
   );
   app.get<{ Params: InboxKeyParams }>('/inboxes/:inbox_id/api-keys/:api_key_id', { config: owner, schema: { params: InboxKeyParams } }, async (request) =>
-    getApiKey(db, request.params.api_key_id, existingInbox(db, request.params.inbox_id)),
+    getApiKey(db, request.params.api_key_id, request.params.inbox_id),
   );
   app.patch<{ Params: InboxKeyParams; Body: UpdateApiKeyBody }>(
     '/inboxes/:inbox_id/api-keys/:api_key_id',
     { config: owner, schema: { params: InboxKeyParams, body: UpdateApiKeyBody } },
-    async (request) => updateApiKey(db, request.params.api_key_id, existingInbox(db, request.params.inbox_id), request.body),
+    async (request) => updateApiKey(db, request.params.api_key_id, request.params.inbox_id, request.body),
   );
   app.delete<{ Params: InboxKeyParams }>('/inboxes/:inbox_id/api-keys/:api_key_id', { config: owner, schema: { params: InboxKeyParams } }, async (request, reply) => {
-    deleteApiKey(db, request.params.api_key_id, existingInbox(db, request.params.inbox_id));
+    deleteApiKey(db, request.params.api_key_id, request.params.inbox_id);
     return reply.send();
   });
 };
