@@ -6,7 +6,6 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
-import { Ajv } from 'ajv';
 import { Type, type Static } from 'typebox';
 import type { SealedBuffer } from './buffer.js';
 import { API_BODY_LIMIT, BATCH_FETCH_MAX_BYTES, BATCH_MAX_KEYS, LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, WAIT_MAX_MS } from './limits.js';
@@ -14,6 +13,7 @@ import { OBJECT_KEY_PATTERN } from './object-key.js';
 import { registerOutboundRoutes, type OutboundApiContext } from './outbound-api.js';
 import { RoutingUpdate, type RoutingTable } from './routing.js';
 import type { TlsFiles } from './smtp.js';
+import { requestValidatorCompiler } from '../core/validation.js';
 
 const EDGE_ERRORS = {
   validation_error: 400,
@@ -97,10 +97,6 @@ function toEdgeError(err: unknown): EdgeApiError {
   return new EdgeApiError('internal_error', 'An internal error occurred.');
 }
 
-function makeAjv(coerce: boolean): Ajv {
-  return new Ajv({ removeAdditional: false, useDefaults: true, coerceTypes: coerce ? 'array' : false, allErrors: false, strict: false });
-}
-
 export async function buildEdgeApi(ctx: EdgeApiContext): Promise<FastifyInstance> {
   const expected = digest(ctx.apiToken);
   const tls = ctx.tls;
@@ -114,9 +110,8 @@ export async function buildEdgeApi(ctx: EdgeApiContext): Promise<FastifyInstance
     serverFactory: (handler) => (tls ? https.createServer({ key: tls.key, cert: tls.cert }, handler) : http.createServer(handler)) as http.Server,
   });
 
-  const bodyAjv = makeAjv(false);
-  const queryAjv = makeAjv(true);
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv.compile(schema) : queryAjv.compile(schema)));
+  // The home's Ajv setup (src/core/validation.ts), so a schema means the same on both sides.
+  app.setValidatorCompiler(requestValidatorCompiler());
   app.setErrorHandler((err, _request, reply) => sendError(reply, toEdgeError(err)));
   app.setNotFoundHandler((request, reply) => sendError(reply, new EdgeApiError('not_found', `There is no route ${request.method} ${request.url.split('?')[0]}.`)));
 
