@@ -87,7 +87,7 @@ interface ApiKeyRow {
 /** Everything but the hash: no query here ever reads `key_hash` back. */
 const COLUMNS = 'api_key_id, name, prefix, permissions, send_policy, inbox_ids, expires_at, created_at, updated_at, used_at';
 
-export const ApiKeyResponse = Type.Object({
+const ApiKeyFields = {
   /** AgentMail's credential kind; svc only has bearer keys. */
   type: Type.Literal('bearer'),
   api_key_id: Type.String(),
@@ -104,8 +104,13 @@ export const ApiKeyResponse = Type.Object({
   created_at: Type.String(),
   updated_at: Type.String(),
   used_at: Type.Union([Type.String(), Type.Null()]),
-});
+};
+/** A key as every read returns it: the secret and its hash are not fields, so they cannot leak. */
+export const ApiKeyResponse = Type.Object(ApiKeyFields);
 export type ApiKeyResponse = Static<typeof ApiKeyResponse>;
+/** The answer to a create: the key and, this once, its secret. */
+export const CreatedApiKeyResponse = Type.Object({ ...ApiKeyFields, api_key: Type.String() });
+export type CreatedApiKeyResponse = Static<typeof CreatedApiKeyResponse>;
 
 function apiKeyResponse(row: ApiKeyRow): ApiKeyResponse {
   const inboxIds = row.inbox_ids === null ? null : (JSON.parse(row.inbox_ids) as string[]);
@@ -175,7 +180,7 @@ function futureExpiry(expiresAt: string | null | undefined): string | null {
  * Creates a key; on the inbox form the path's inbox is the whole scope. Returns the response
  * with the secret, the only time it is ever shown.
  */
-export function createApiKey(db: Db, body: CreateApiKeyBody | CreateInboxApiKeyBody, inboxId: string | null): ApiKeyResponse & { api_key: string } {
+export function createApiKey(db: Db, body: CreateApiKeyBody | CreateInboxApiKeyBody, inboxId: string | null): CreatedApiKeyResponse {
   const fixedInbox = existingInbox(db, inboxId);
   // Omitted permissions grant every one, as AgentMail documents; the approval default still holds every send.
   const permissions = body.permissions === undefined ? new Set(PERMISSIONS) : permissionSet(body.permissions);

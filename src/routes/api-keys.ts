@@ -6,7 +6,19 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { PageQuery } from '../core/pagination.js';
-import { createApiKey, CreateApiKeyBody, CreateInboxApiKeyBody, deleteApiKey, getApiKey, listApiKeys, updateApiKey, UpdateApiKeyBody } from '../auth/api-keys.js';
+import { ListOf } from '../mail/serialize.js';
+import {
+  ApiKeyResponse,
+  createApiKey,
+  CreateApiKeyBody,
+  CreatedApiKeyResponse,
+  CreateInboxApiKeyBody,
+  deleteApiKey,
+  getApiKey,
+  listApiKeys,
+  updateApiKey,
+  UpdateApiKeyBody,
+} from '../auth/api-keys.js';
 
 const InboxId = Type.String({ minLength: 1, maxLength: 320 });
 const ApiKeyId = Type.String({ minLength: 1, maxLength: 64 });
@@ -21,16 +33,20 @@ type InboxParams = Static<typeof InboxParams>;
 type InboxKeyParams = Static<typeof InboxKeyParams>;
 
 const owner = { auth: 'owner' } as const;
+/** Response schemas: the serializer sends only these fields, a safety net for the key's secret and hash. */
+const one = { 200: ApiKeyResponse };
+const created = { 200: CreatedApiKeyResponse };
+const page = { 200: ListOf('api_keys', ApiKeyResponse) };
 
 export const apiKeyRoutes: FastifyPluginAsync = async (app) => {
   const { db } = app.svc;
 
-  app.get<{ Querystring: ListQuery }>('/api-keys', { config: owner, schema: { querystring: ListQuery } }, async (request) =>
+  app.get<{ Querystring: ListQuery }>('/api-keys', { config: owner, schema: { querystring: ListQuery, response: page } }, async (request) =>
     listApiKeys(db, request.principal!, request.query, null),
   );
-  app.post<{ Body: CreateApiKeyBody }>('/api-keys', { config: owner, schema: { body: CreateApiKeyBody } }, async (request) => createApiKey(db, request.body, null));
-  app.get<{ Params: KeyParams }>('/api-keys/:api_key_id', { config: owner, schema: { params: KeyParams } }, async (request) => getApiKey(db, request.params.api_key_id, null));
-  app.patch<{ Params: KeyParams; Body: UpdateApiKeyBody }>('/api-keys/:api_key_id', { config: owner, schema: { params: KeyParams, body: UpdateApiKeyBody } }, async (request) =>
+  app.post<{ Body: CreateApiKeyBody }>('/api-keys', { config: owner, schema: { body: CreateApiKeyBody, response: created } }, async (request) => createApiKey(db, request.body, null));
+  app.get<{ Params: KeyParams }>('/api-keys/:api_key_id', { config: owner, schema: { params: KeyParams, response: one } }, async (request) => getApiKey(db, request.params.api_key_id, null));
+  app.patch<{ Params: KeyParams; Body: UpdateApiKeyBody }>('/api-keys/:api_key_id', { config: owner, schema: { params: KeyParams, body: UpdateApiKeyBody, response: one } }, async (request) =>
     updateApiKey(db, request.params.api_key_id, null, request.body),
   );
   app.delete<{ Params: KeyParams }>('/api-keys/:api_key_id', { config: owner, schema: { params: KeyParams } }, async (request, reply) => {
@@ -38,20 +54,20 @@ export const apiKeyRoutes: FastifyPluginAsync = async (app) => {
     return reply.send();
   });
 
-  app.get<{ Params: InboxParams; Querystring: ListQuery }>('/inboxes/:inbox_id/api-keys', { config: owner, schema: { params: InboxParams, querystring: ListQuery } }, async (request) =>
+  app.get<{ Params: InboxParams; Querystring: ListQuery }>('/inboxes/:inbox_id/api-keys', { config: owner, schema: { params: InboxParams, querystring: ListQuery, response: page } }, async (request) =>
     listApiKeys(db, request.principal!, request.query, request.params.inbox_id),
   );
   app.post<{ Params: InboxParams; Body: CreateInboxApiKeyBody }>(
     '/inboxes/:inbox_id/api-keys',
-    { config: owner, schema: { params: InboxParams, body: CreateInboxApiKeyBody } },
+    { config: owner, schema: { params: InboxParams, body: CreateInboxApiKeyBody, response: created } },
     async (request) => createApiKey(db, request.body, request.params.inbox_id),
   );
-  app.get<{ Params: InboxKeyParams }>('/inboxes/:inbox_id/api-keys/:api_key_id', { config: owner, schema: { params: InboxKeyParams } }, async (request) =>
+  app.get<{ Params: InboxKeyParams }>('/inboxes/:inbox_id/api-keys/:api_key_id', { config: owner, schema: { params: InboxKeyParams, response: one } }, async (request) =>
     getApiKey(db, request.params.api_key_id, request.params.inbox_id),
   );
   app.patch<{ Params: InboxKeyParams; Body: UpdateApiKeyBody }>(
     '/inboxes/:inbox_id/api-keys/:api_key_id',
-    { config: owner, schema: { params: InboxKeyParams, body: UpdateApiKeyBody } },
+    { config: owner, schema: { params: InboxKeyParams, body: UpdateApiKeyBody, response: one } },
     async (request) => updateApiKey(db, request.params.api_key_id, request.params.inbox_id, request.body),
   );
   app.delete<{ Params: InboxKeyParams }>('/inboxes/:inbox_id/api-keys/:api_key_id', { config: owner, schema: { params: InboxKeyParams } }, async (request, reply) => {
