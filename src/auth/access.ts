@@ -1,6 +1,7 @@
 /**
  * The one order of checks for agent routes (ARCHITECTURE §7): resource in scope (else 404) →
- * permission (else 403). Authentication and owner-only checks happen earlier, in the app hook.
+ * permission (else 403), with permissions typed as `Permission` so a misspelt name does not compile.
+ * Authentication and owner-only checks happen earlier, in the gate (src/auth/gate.ts).
  */
 import type { Db } from '../db/open.js';
 import { inboxById, type InboxRow } from './inbox-lookup.js';
@@ -16,7 +17,7 @@ export const normalizeInboxId = (inboxId: string) => inboxId.trim().toLowerCase(
 
 export type { InboxRow };
 
-/** The inbox if it exists and is in the caller's scope (else 404), after the permission check (403). */
+/** The inbox if it exists and is in the caller's scope (else 404), then the permission check (403). */
 export function inboxFor(db: Db, p: Principal, inboxId: string, ...permissions: Permission[]): InboxRow {
   const id = normalizeInboxId(inboxId);
   const row = inScope(p, id) ? inboxById(db, id) : undefined;
