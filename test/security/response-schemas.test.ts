@@ -7,11 +7,14 @@
  *   `key_hash` and `api_key`: the schema, not the store's care, is what keeps them off the wire.
  * - Through a real service: every API key read (list, get, patch, both route forms) shows exactly
  *   the declared fields, never the hash or the secret; the secret appears once, on create.
+ * - Every kind of answer carries the gate's security headers (src/auth/gate.ts SECURITY_HEADERS):
+ *   a success, a refusal, an unknown path, and `/mcp`, which writes its answer itself.
  */
 import t from 'tap';
 import { createHash } from 'node:crypto';
 import Fastify from 'fastify';
 import { ApiKeyResponse, CreatedApiKeyResponse } from '../../src/auth/api-keys.js';
+import { SECURITY_HEADERS } from '../../src/auth/gate.js';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
 
 const SECRET = 'svc_key_probe-secret-never-on-the-wire';
@@ -87,5 +90,19 @@ t.test('API key reads through svc carry exactly the declared fields, never the s
       const item = 'api_keys' in res.body ? (res.body.api_keys as Record<string, unknown>[]).find((k) => k.api_key_id === id) : res.body;
       t.same(Object.keys(item ?? {}).sort(), READ_FIELDS, `${base} ${what}: exactly the declared fields`);
     }
+  }
+});
+
+t.test('every kind of answer carries the security headers, /mcp included', async (t) => {
+  const answers = [
+    ['a public success', await api(svc.url, 'GET', '/v0/owner/status')],
+    ['an owner success', await owner('GET', '/v0/api-keys')],
+    ['a refusal without a credential', await api(svc.url, 'GET', '/v0/api-keys')],
+    ['a cross-origin refusal', await api(svc.url, 'GET', '/v0/owner/status', { headers: { origin: 'http://evil.test' } })],
+    ['an unknown path', await api(svc.url, 'GET', '/v0/no-such-route')],
+    ['/mcp, which writes its own answer', await api(svc.url, 'POST', '/mcp', { token: svc.ownerToken, headers: { accept: 'application/json, text/event-stream' }, body: { jsonrpc: '2.0', id: 1, method: 'ping' } })],
+  ] as const;
+  for (const [what, res] of answers) {
+    for (const [name, value] of Object.entries(SECURITY_HEADERS)) t.equal(res.headers.get(name), value, `${what} (${res.status}): ${name}`);
   }
 });
