@@ -1,34 +1,26 @@
 /**
  * The one order of checks for agent routes (ARCHITECTURE §7): resource in scope (else 404) →
- * permission (else 403). Authentication and owner-only checks happen earlier, in the app hook.
+ * permission (else 403), with permissions typed as `Permission` so a misspelt name does not compile.
+ * Authentication and owner-only checks happen earlier, in the gate (src/auth/gate.ts).
  */
 import type { Db } from '../db/open.js';
-import { prepared } from '../db/statements.js';
+import { inboxById, type InboxRow } from './inbox-lookup.js';
 import { ApiError, missingPermission, notFound } from '../core/errors.js';
 import { hasPermission, inScope, type Principal } from './principal.js';
+import type { Permission } from './permissions.js';
 
-export function requirePermission(p: Principal, ...permissions: string[]): void {
+export function requirePermission(p: Principal, ...permissions: Permission[]): void {
   for (const permission of permissions) if (!hasPermission(p, permission)) throw missingPermission(permission);
 }
 
 export const normalizeInboxId = (inboxId: string) => inboxId.trim().toLowerCase();
 
-export interface InboxRow {
-  inbox_id: string;
-  username: string;
-  domain: string;
-  display_name: string | null;
-  status: 'active' | 'paused';
-  metadata: string | null;
-  client_id: string | null;
-  created_at: string;
-  updated_at: string;
-}
+export type { InboxRow };
 
-/** The inbox if it exists and is in the caller's scope (else 404), after the permission check (403). */
-export function inboxFor(db: Db, p: Principal, inboxId: string, ...permissions: string[]): InboxRow {
+/** The inbox if it exists and is in the caller's scope (else 404), then the permission check (403). */
+export function inboxFor(db: Db, p: Principal, inboxId: string, ...permissions: Permission[]): InboxRow {
   const id = normalizeInboxId(inboxId);
-  const row = inScope(p, id) ? (prepared(db, 'SELECT * FROM inboxes WHERE inbox_id = ?').get(id) as InboxRow | undefined) : undefined;
+  const row = inScope(p, id) ? inboxById(db, id) : undefined;
   if (!row) throw notFound('inbox');
   requirePermission(p, ...permissions);
   return row;

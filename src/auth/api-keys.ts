@@ -1,7 +1,10 @@
 /**
- * The API key store (spec §2.9, §4.11): the secret is shown once and kept only as its SHA-256;
- * scope, permissions and send policy are read by `resolveBearer` on every request, so changes
- * and revocation take effect at once.
+ * The API key store (spec §2.9, §4.11), the one module that touches the `api_keys` table: the
+ * secret is shown once and kept only as its SHA-256; scope, permissions and send policy are read
+ * by `resolveBearer` on every request, so changes and revocation take effect at once.
+ *
+ * Every operation takes `inboxId`: null for `/api-keys...`, or the path's inbox for
+ * `/inboxes/{inbox_id}/api-keys...`, which must exist (404 `inbox` first) and is the key's scope.
  */
 import { Type, type Static } from 'typebox';
 import type { Db } from '../db/open.js';
@@ -9,11 +12,14 @@ import { prepared } from '../db/statements.js';
 import { uuidv7 } from '../db/ids.js';
 import { ApiError, notFound } from '../core/errors.js';
 import type { Principal, SendPolicy } from './principal.js';
-import { API_KEY_PREFIX } from './credentials.js';
 import { newSecret, sha256Hex } from './secrets.js';
 import { DEFAULT_LIMIT, pageFromRows, readCursor, type PageBinding } from '../core/pagination.js';
 import { normalizeInboxId } from './access.js';
+import { inboxExists } from './inbox-lookup.js';
 import { PERMISSIONS, permissionObject, permissionSet, PermissionsInput, storedPermissions } from './permissions.js';
+
+/** What every API key secret starts with, so `resolveBearer` knows which store to ask. */
+export const API_KEY_PREFIX = 'svc_key_';
 
 /** Characters of the secret kept for display: `svc_key_` plus four. */
 export const PREFIX_LENGTH = 12;
@@ -81,7 +87,7 @@ interface ApiKeyRow {
 /** Everything but the hash: no query here ever reads `key_hash` back. */
 const COLUMNS = 'api_key_id, name, prefix, permissions, send_policy, inbox_ids, expires_at, created_at, updated_at, used_at';
 
-export const ApiKeyResponse = Type.Object({
+const ApiKeyFields = {
   /** AgentMail's credential kind; svc only has bearer keys. */
   type: Type.Literal('bearer'),
   api_key_id: Type.String(),
@@ -98,8 +104,13 @@ export const ApiKeyResponse = Type.Object({
   created_at: Type.String(),
   updated_at: Type.String(),
   used_at: Type.Union([Type.String(), Type.Null()]),
-});
+};
+/** A key as every read returns it: the secret and its hash are not fields, so they cannot leak. */
+export const ApiKeyResponse = Type.Object(ApiKeyFields);
 export type ApiKeyResponse = Static<typeof ApiKeyResponse>;
+/** The answer to a create: the key and, this once, its secret. */
+export const CreatedApiKeyResponse = Type.Object({ ...ApiKeyFields, api_key: Type.String() });
+export type CreatedApiKeyResponse = Static<typeof CreatedApiKeyResponse>;
 
 function apiKeyResponse(row: ApiKeyRow): ApiKeyResponse {
   const inboxIds = row.inbox_ids === null ? null : (JSON.parse(row.inbox_ids) as string[]);
@@ -117,6 +128,14 @@ function apiKeyResponse(row: ApiKeyRow): ApiKeyResponse {
     updated_at: row.updated_at,
     used_at: row.used_at,
   };
+}
+
+/** The path's inbox on the inbox form of a route, normalized; it must exist (404 otherwise). */
+function existingInbox(db: Db, inboxId: string | null): string | null {
+  if (inboxId === null) return null;
+  const id = normalizeInboxId(inboxId);
+  if (!inboxExists(db, id)) throw notFound('inbox');
+  return id;
 }
 
 /** Restricts key lookups to keys whose scope names `inboxId` (the inbox form of the routes). */
@@ -140,9 +159,8 @@ function resolveScope(db: Db, body: CreateApiKeyBody): string[] | null {
   const requested = body.inbox_ids ?? (body.inbox_id != null ? [body.inbox_id] : null);
   if (requested === null) return null;
   const ids = [...new Set(requested.map(normalizeInboxId))];
-  const exists = db.prepare('SELECT 1 FROM inboxes WHERE inbox_id = ?').pluck();
   for (const id of ids) {
-    if (!exists.get(id)) {
+    if (!inboxExists(db, id)) {
       throw new ApiError('validation_error', `The inbox \`${id}\` does not exist.`, { fix: `Create \`${id}\` with POST /v0/inboxes first, or remove it from the key's scope.` });
     }
   }
@@ -159,14 +177,15 @@ function futureExpiry(expiresAt: string | null | undefined): string | null {
 }
 
 /**
- * Creates a key. `fixedInbox` is the path's (existing) inbox on the inbox form of the route.
- * Returns the response with the secret, the only time it is ever shown.
+ * Creates a key; on the inbox form the path's inbox is the whole scope. Returns the response
+ * with the secret, the only time it is ever shown.
  */
-export function createApiKey(db: Db, body: CreateApiKeyBody | CreateInboxApiKeyBody, fixedInbox: string | null): ApiKeyResponse & { api_key: string } {
+export function createApiKey(db: Db, body: CreateApiKeyBody | CreateInboxApiKeyBody, inboxId: string | null): CreatedApiKeyResponse {
+  const fixedInbox = existingInbox(db, inboxId);
   // Omitted permissions grant every one, as AgentMail documents; the approval default still holds every send.
   const permissions = body.permissions === undefined ? new Set(PERMISSIONS) : permissionSet(body.permissions);
   const expiresAt = futureExpiry(body.expires_at);
-  const scope = fixedInbox !== null ? [normalizeInboxId(fixedInbox)] : resolveScope(db, body as CreateApiKeyBody);
+  const scope = fixedInbox !== null ? [fixedInbox] : resolveScope(db, body as CreateApiKeyBody);
   const secret = newSecret(API_KEY_PREFIX);
   const id = uuidv7();
   const now = new Date().toISOString();
@@ -177,12 +196,12 @@ export function createApiKey(db: Db, body: CreateApiKeyBody | CreateInboxApiKeyB
 }
 
 export function getApiKey(db: Db, apiKeyId: string, inboxId: string | null): ApiKeyResponse {
-  return apiKeyResponse(keyRow(db, apiKeyId, inboxId === null ? null : normalizeInboxId(inboxId)));
+  return apiKeyResponse(keyRow(db, apiKeyId, existingInbox(db, inboxId)));
 }
 
 /** Only `name`, `permissions` and `send_policy` change (spec §2.9); the schema rejects the rest. */
 export function updateApiKey(db: Db, apiKeyId: string, inboxId: string | null, patch: UpdateApiKeyBody): ApiKeyResponse {
-  const row = keyRow(db, apiKeyId, inboxId === null ? null : normalizeInboxId(inboxId));
+  const row = keyRow(db, apiKeyId, existingInbox(db, inboxId));
   const name = patch.name === undefined ? row.name : patch.name;
   const permissions = patch.permissions === undefined ? row.permissions : storedPermissions(permissionSet(patch.permissions));
   const sendPolicy = patch.send_policy ?? row.send_policy;
@@ -192,7 +211,7 @@ export function updateApiKey(db: Db, apiKeyId: string, inboxId: string | null, p
 
 /** Revokes at once: the next request with the key finds no row and gets 401. */
 export function deleteApiKey(db: Db, apiKeyId: string, inboxId: string | null): void {
-  const row = keyRow(db, apiKeyId, inboxId === null ? null : normalizeInboxId(inboxId));
+  const row = keyRow(db, apiKeyId, existingInbox(db, inboxId));
   db.prepare('DELETE FROM api_keys WHERE api_key_id = ?').run(row.api_key_id);
 }
 
@@ -206,7 +225,7 @@ export interface ApiKeyPageQuery {
 export function listApiKeys(db: Db, p: Principal, query: ApiKeyPageQuery, inboxId: string | null): Record<string, unknown> {
   const limit = query.limit ?? DEFAULT_LIMIT;
   const ascending = query.ascending ?? false;
-  const inbox = inboxId === null ? null : normalizeInboxId(inboxId);
+  const inbox = existingInbox(db, inboxId);
   const binding: PageBinding = { route: 'api_keys.list', filters: { ascending, inbox_id: inbox }, principal: p };
   const where: string[] = ['1 = 1'];
   const params: (string | number)[] = [];
@@ -222,6 +241,27 @@ export function listApiKeys(db: Db, p: Principal, query: ApiKeyPageQuery, inboxI
   const order = ascending ? 'ASC' : 'DESC';
   const rows = db.prepare(`SELECT ${COLUMNS} FROM api_keys WHERE ${where.join(' AND ')} ORDER BY created_at ${order}, api_key_id ${order} LIMIT ?`).all(...params, limit + 1) as ApiKeyRow[];
   return pageFromRows(db, binding, 'api_keys', rows, limit, (r) => [r.created_at, r.api_key_id], apiKeyResponse);
+}
+
+/** What authentication needs of a key: its identity, grants and expiry (never the hash). */
+export interface ApiKeyCredential {
+  api_key_id: string;
+  permissions: string;
+  send_policy: SendPolicy;
+  inbox_ids: string | null;
+  expires_at: string | null;
+}
+
+const CREDENTIAL_COLUMNS = 'api_key_id, permissions, send_policy, inbox_ids, expires_at';
+
+/** The key whose secret hashes to `keyHash`, if any (expiry is the caller's to judge). */
+export function apiKeyCredentialByHash(db: Db, keyHash: string): ApiKeyCredential | undefined {
+  return prepared(db, `SELECT ${CREDENTIAL_COLUMNS} FROM api_keys WHERE key_hash = ?`).get(keyHash) as ApiKeyCredential | undefined;
+}
+
+/** The key as it stands now, by id: how a principal is re-checked later (streams, download URLs). */
+export function apiKeyCredentialById(db: Db, apiKeyId: string): ApiKeyCredential | undefined {
+  return prepared(db, `SELECT ${CREDENTIAL_COLUMNS} FROM api_keys WHERE api_key_id = ?`).get(apiKeyId) as ApiKeyCredential | undefined;
 }
 
 /** Used-at is written at most this often per key, so authenticated reads stay cheap. */

@@ -3,46 +3,37 @@
  * streams and download URLs recheck the issuer on every use).
  */
 import type { Db } from '../db/open.js';
-import type { OwnerAccount } from '../owner/owner-account.js';
-import type { CredentialContext, Principal, SendPolicy } from './principal.js';
+import { sessionExpiry, type OwnerAccount } from '../owner/owner-account.js';
+import type { CredentialContext, Principal } from './principal.js';
+import { API_KEY_PREFIX, apiKeyCredentialByHash, apiKeyCredentialById, type ApiKeyCredential } from './api-keys.js';
 import { sha256Hex } from './secrets.js';
-import { prepared } from '../db/statements.js';
+import { grantedPermissions } from './permissions.js';
 import { dbStamp } from '../db/stamp.js';
 import { ACCESS_TOKEN_PREFIX } from '../oauth/limits.js';
 import { accessTokenPrincipal, currentGrantPrincipal } from '../oauth/grants.js';
 
-export const API_KEY_PREFIX = 'svc_key_';
+export { API_KEY_PREFIX };
 
-interface ApiKeyRow {
-  api_key_id: string;
-  permissions: string;
-  send_policy: SendPolicy;
-  inbox_ids: string | null;
-  expires_at: string | null;
-}
-
-function apiKeyPrincipal(row: ApiKeyRow | undefined): Principal | null {
+function apiKeyPrincipal(row: ApiKeyCredential | undefined): Principal | null {
   if (!row) return null;
   if (row.expires_at && Date.parse(row.expires_at) <= Date.now()) return null;
   return {
     kind: 'api_key',
     id: row.api_key_id,
     inboxScope: row.inbox_ids === null ? 'all' : new Set(JSON.parse(row.inbox_ids) as string[]),
-    permissions: new Set(JSON.parse(row.permissions) as string[]),
+    permissions: grantedPermissions(row.permissions),
     sendPolicy: row.send_policy,
   };
 }
-
-const API_KEY_COLUMNS = 'api_key_id, permissions, send_policy, inbox_ids, expires_at';
 
 /**
  * API key rows by secret hash, valid while the database is unchanged (dbStamp): a revocation or
  * permission change is a write, so it takes effect on the very next request.
  */
-const keyCache = new WeakMap<Db, { stamp: string; rows: Map<string, ApiKeyRow | undefined> }>();
+const keyCache = new WeakMap<Db, { stamp: string; rows: Map<string, ApiKeyCredential | undefined> }>();
 const KEY_CACHE_MAX = 10_000;
 
-function apiKeyRow(db: Db, hash: string): ApiKeyRow | undefined {
+function apiKeyRow(db: Db, hash: string): ApiKeyCredential | undefined {
   const stamp = dbStamp(db);
   let cache = keyCache.get(db);
   if (!cache || cache.stamp !== stamp) {
@@ -50,7 +41,7 @@ function apiKeyRow(db: Db, hash: string): ApiKeyRow | undefined {
     keyCache.set(db, cache);
   }
   if (cache.rows.has(hash)) return cache.rows.get(hash);
-  const row = prepared(db, `SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE key_hash = ?`).get(hash) as ApiKeyRow | undefined;
+  const row = apiKeyCredentialByHash(db, hash);
   if (cache.rows.size >= KEY_CACHE_MAX) cache.rows.clear();
   cache.rows.set(hash, row);
   return row;
@@ -77,11 +68,11 @@ export function refreshPrincipal(db: Db, p: Principal): Principal | null {
     case 'owner':
       return p;
     case 'session': {
-      const row = prepared(db, 'SELECT expires_at FROM owner_sessions WHERE session_id = ?').get(p.id) as { expires_at: string } | undefined;
-      return row && Date.parse(row.expires_at) > Date.now() ? p : null;
+      const expiresAt = sessionExpiry(db, p.id);
+      return expiresAt !== null && Date.parse(expiresAt) > Date.now() ? p : null;
     }
     case 'api_key':
-      return apiKeyPrincipal(prepared(db, `SELECT ${API_KEY_COLUMNS} FROM api_keys WHERE api_key_id = ?`).get(p.id) as ApiKeyRow | undefined);
+      return apiKeyPrincipal(apiKeyCredentialById(db, p.id));
     case 'oauth':
       return currentGrantPrincipal(db, p.id, p.tokenId);
     default:

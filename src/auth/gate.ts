@@ -1,6 +1,9 @@
 /**
- * The one HTTP gate (issue 16; docs/security.md): every request to either listener passes it
- * before any handler runs, and every route must declare how it is reached.
+ * The one HTTP gate (issues 16 and 18; docs/security.md): a fastify plugin, `httpGate`, that
+ * src/http/app.ts registers on each listener's app before any route, so REST, MCP (`/mcp`) and
+ * the event WebSocket (`/v0/ws`) pass the same checks before any handler runs. It owns: request
+ * target and `Host` checks, the origin rule, authentication and the route's declared access, the
+ * request validators (src/core/validation.ts) and the security headers of every response.
  *
  * - A route declares `config.auth` (who may call it) and optionally `config.origins` (which
  *   browser contexts may call it). A route without `auth` refuses to register, so a new route
@@ -11,9 +14,17 @@
  *   authentication, as are `Host` values other than the listener's own names (DNS rebinding).
  * - A browser session is the cookie AND its CSRF token on every request (GET too): browsers send
  *   cookies for 127.0.0.1 to every local port, so the cookie alone may be in a port-mate's hands;
- *   the token lives only in this origin's storage.
+ *   the token lives only in this origin's storage. A session's WebSocket must also name this
+ *   listener's origin and carry the token as the `csrf.<token>` subprotocol (docs/websocket.md).
+ *
+ * Where the other controls live (src/auth/): principal.ts (who is calling, `hasPermission`),
+ * permissions.ts (the `Permission` names and their stored forms), access.ts (scope → 404 then
+ * permission → 403 for agent routes), credentials.ts (bearer → principal, and re-checks),
+ * api-keys.ts (the API key store), inbox-lookup.ts (the inbox reads access needs), secrets.ts
+ * (secret generation, hashing, constant-time compare), downloads.ts (signed download URLs).
+ * Owner sessions are in src/owner/, OAuth grants and tokens in src/oauth/.
  */
-import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifyRequest, RouteOptions } from 'fastify';
 import { ApiError, ownerOnly, unauthorized } from '../core/errors.js';
 import { isOwner, type Listener, type Principal } from './principal.js';
 import { resolveBearer } from './credentials.js';
@@ -23,6 +34,7 @@ import type { OwnerAccount } from '../owner/owner-account.js';
 import type { Db } from '../db/open.js';
 import { CSRF_HEADER, SESSION_COOKIE } from '../owner/limits.js';
 import { sessionCsrfToken } from '../owner/session-binding.js';
+import { requestValidatorCompiler } from '../core/validation.js';
 
 /**
  * Who may call a route:
@@ -79,8 +91,29 @@ export class GateRefusal extends ApiError {}
 /** `WWW-Authenticate` of spec §5.3 step 1: where an MCP client discovers how to get a token. */
 export const mcpChallenge = (origin: string) => `Bearer resource_metadata="${origin}/.well-known/oauth-protected-resource/mcp", scope="svc"`;
 
-/** Installs the gate on a fresh app, before any route is registered. */
+/**
+ * Sent with every response, errors included: no MIME sniffing of API bodies, and nothing cached
+ * (answers carry mail and credentials). Hijacked responses (/mcp) set them from here too.
+ */
+export const SECURITY_HEADERS = { 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' } as const;
+
+/**
+ * The gate as a fastify plugin. Registered on the app itself (not encapsulated: its hooks and
+ * validators apply to every route), after @fastify/cookie (it reads the session cookie) and
+ * @fastify/websocket (so it also wraps the upgrade handler), before any route.
+ */
+export const httpGate: FastifyPluginAsync<GateContext> = Object.assign(
+  async (app: FastifyInstance, ctx: GateContext) => installGate(app, ctx),
+  // What fastify-plugin sets: the plugin's hooks and settings apply to the instance registering it.
+  { [Symbol.for('skip-override')]: true, [Symbol.for('fastify.display-name')]: 'svc-gate' },
+);
+
+/** Installs the gate on a fresh app, before any route is registered (the body of `httpGate`). */
 export function installGate(app: FastifyInstance, ctx: GateContext): void {
+  app.setValidatorCompiler(requestValidatorCompiler());
+  app.addHook('onSend', async (_request, reply) => {
+    reply.headers(SECURITY_HEADERS);
+  });
   app.addHook('onRoute', (route) => declareRoute(route));
   app.addHook('onRequest', async (request) => {
     checkTarget(request);
@@ -247,24 +280,42 @@ function sessionPrincipal(request: FastifyRequest, ctx: GateContext, access: Acc
   if (!stored?.csrfToken) return null;
   // The token the browser holds is bound to this listener's origin (src/owner/session-binding.ts).
   const principal = { ...stored, csrfToken: sessionCsrfToken(stored.csrfToken, ctx.origin()) };
-  const proof = csrfProof(request);
-  if (proof !== undefined && sameSecret(proof, principal.csrfToken)) return principal;
+  if (isUpgrade(request)) return sessionUpgrade(request, ctx, principal, access);
+  const proof = request.headers[CSRF_HEADER];
+  if (typeof proof === 'string' && sameSecret(proof, principal.csrfToken)) return principal;
   if (access === 'public') return null;
   const fix = 'Send the csrf_token from setup, login or login-link redemption in the X-Svc-CSRF header of every request.';
-  // A read with the cookie alone is simply unauthenticated; a write (and a WebSocket, whose token
-  // travels as a subprotocol: docs/websocket.md) keeps spec §5.1's CSRF refusal.
-  if (SAFE_METHODS.has(request.method) && !isUpgrade(request)) throw new ApiError('unauthorized', 'The session cookie alone is not a credential: X-Svc-CSRF is missing or wrong.', { fix });
+  // A read with the cookie alone is simply unauthenticated; a write keeps spec §5.1's CSRF refusal.
+  if (SAFE_METHODS.has(request.method)) throw new ApiError('unauthorized', 'The session cookie alone is not a credential: X-Svc-CSRF is missing or wrong.', { fix });
   throw new ApiError('forbidden', 'The X-Svc-CSRF header is missing or wrong.', { fix });
 }
 
 const isUpgrade = (request: FastifyRequest) => request.headers.upgrade?.toLowerCase() === 'websocket';
 
-function csrfProof(request: FastifyRequest): string | undefined {
-  const header = request.headers[CSRF_HEADER];
-  if (typeof header === 'string') return header;
-  if (!isUpgrade(request)) return undefined;
-  const offered = String(request.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim());
-  return offered.find((p) => p.startsWith(CSRF_SUBPROTOCOL_PREFIX))?.slice(CSRF_SUBPROTOCOL_PREFIX.length);
+/** The subprotocols a WebSocket upgrade offers, in order. */
+export function offeredSubprotocols(request: FastifyRequest): string[] {
+  return String(request.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim()).filter(Boolean);
+}
+
+/**
+ * A session's WebSocket (docs/websocket.md): a browser cannot set headers on one, so the page
+ * proves itself the way the spec says — its exact origin (a browser always sends Origin on a
+ * WebSocket; a foreign one was refused already) and the CSRF token as the `csrf.<token>`
+ * subprotocol. Either missing is 403 on a protected route: an upgrade with the cookie alone is
+ * refused, never treated as anonymous (a public route sees nobody, as for any unproved cookie).
+ */
+function sessionUpgrade(request: FastifyRequest, ctx: GateContext, principal: Principal & { csrfToken: string }, access: Access): Principal | null {
+  const origins = ownOrigins(ctx);
+  const proof = offeredSubprotocols(request).find((p) => p.startsWith(CSRF_SUBPROTOCOL_PREFIX))?.slice(CSRF_SUBPROTOCOL_PREFIX.length);
+  const ownPage = request.headers.origin !== undefined && origins.includes(request.headers.origin);
+  if (ownPage && proof !== undefined && sameSecret(proof, principal.csrfToken)) return principal;
+  if (access === 'public') return null;
+  if (!ownPage) {
+    throw new ApiError('forbidden', "A browser session may open a WebSocket only from the service's own origin.", { fix: `Open the WebSocket from a page served by ${origins[0]}.` });
+  }
+  throw new ApiError('forbidden', 'The `csrf.<csrf_token>` subprotocol is missing or the CSRF token is wrong.', {
+    fix: 'Connect with new WebSocket(url, ["svc.events", "csrf." + csrf_token]) using the csrf_token from login or GET /v0/owner/status.',
+  });
 }
 
 /** /mcp: a bearer only, for the /mcp audience; a refusal says where to get a token (spec §5.3). */

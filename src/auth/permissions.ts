@@ -71,6 +71,11 @@ export function permissionObject(granted: Iterable<string>): Record<Permission, 
   return Object.fromEntries(PERMISSIONS.map((name) => [name, set.has(name)])) as Record<Permission, boolean>;
 }
 
+/** The stored JSON array read back; only `storedPermissions` writes it, so every name is known. */
+export function grantedPermissions(stored: string): Set<Permission> {
+  return new Set(JSON.parse(stored) as Permission[]);
+}
+
 /** Stored form: a JSON array in the canonical order, so equal sets store equal text. */
 export function storedPermissions(granted: ReadonlySet<string>): string {
   return JSON.stringify(PERMISSIONS.filter((name) => granted.has(name)));

@@ -1,4 +1,5 @@
 /** Who is calling: the owner (bearer or browser session) or an agent (API key, OAuth token). */
+import type { Permission } from './permissions.js';
 
 export type SendPolicy = 'direct' | 'approval' | 'read_only';
 
@@ -8,7 +9,7 @@ export interface Principal {
   /** 'all', or the inbox ids this credential may touch. */
   inboxScope: 'all' | ReadonlySet<string>;
   /** 'all' for the owner. */
-  permissions: 'all' | ReadonlySet<string>;
+  permissions: 'all' | ReadonlySet<Permission>;
   sendPolicy: SendPolicy;
   /** Set for browser sessions: unsafe methods must carry this in X-Svc-CSRF. */
   csrfToken?: string;
@@ -38,7 +39,7 @@ export type Listener = 'local' | 'tunnel';
 
 export const isOwner = (p: Principal) => p.kind === 'owner' || p.kind === 'session';
 
-export function hasPermission(p: Principal, permission: string): boolean {
+export function hasPermission(p: Principal, permission: Permission): boolean {
   return p.permissions === 'all' || p.permissions.has(permission);
 }
 

@@ -6,7 +6,6 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
-import { Ajv } from 'ajv';
 import { Type, type Static } from 'typebox';
 import type { SealedBuffer } from './buffer.js';
 import { API_BODY_LIMIT, BATCH_FETCH_MAX_BYTES, BATCH_MAX_KEYS, LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, WAIT_MAX_MS } from './limits.js';
@@ -15,6 +14,7 @@ import { registerOutboundRoutes, type OutboundApiContext } from './outbound-api.
 import { EDGE_ERRORS, EdgeApiError } from './api-errors.js';
 import { RoutingUpdate, type RoutingTable } from './routing.js';
 import type { TlsFiles } from './smtp.js';
+import { requestValidatorCompiler } from '../core/validation.js';
 
 /** The compact JWE media type (RFC 7516 §9.2.1). */
 export const JOSE_MEDIA_TYPE = 'application/jose';
@@ -80,10 +80,6 @@ function toEdgeError(err: unknown): EdgeApiError {
   return new EdgeApiError('internal_error', 'An internal error occurred.');
 }
 
-function makeAjv(coerce: boolean): Ajv {
-  return new Ajv({ removeAdditional: false, useDefaults: true, coerceTypes: coerce ? 'array' : false, allErrors: false, strict: false });
-}
-
 export async function buildEdgeApi(ctx: EdgeApiContext): Promise<FastifyInstance> {
   const expected = digest(ctx.apiToken);
   const tls = ctx.tls;
@@ -97,9 +93,8 @@ export async function buildEdgeApi(ctx: EdgeApiContext): Promise<FastifyInstance
     serverFactory: (handler) => (tls ? https.createServer({ key: tls.key, cert: tls.cert }, handler) : http.createServer(handler)) as http.Server,
   });
 
-  const bodyAjv = makeAjv(false);
-  const queryAjv = makeAjv(true);
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv.compile(schema) : queryAjv.compile(schema)));
+  // The home's Ajv setup (src/core/validation.ts), so a schema means the same on both sides.
+  app.setValidatorCompiler(requestValidatorCompiler());
   app.setErrorHandler((err, _request, reply) => sendError(reply, toEdgeError(err)));
   app.setNotFoundHandler((request, reply) => sendError(reply, new EdgeApiError('not_found', `There is no route ${request.method} ${request.url.split('?')[0]}.`)));
 

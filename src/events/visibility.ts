@@ -4,6 +4,7 @@
  * permissions the event type needs. Webhooks and the WebSocket both ask here, at delivery time.
  */
 import { hasPermission, inScope, isOwner, type Principal } from '../auth/principal.js';
+import type { Permission } from '../auth/permissions.js';
 
 export { EVENT_TYPES } from './event-types.js';
 import { EVENT_TYPES } from './event-types.js';
@@ -11,7 +12,7 @@ import { EVENT_TYPES } from './event-types.js';
 export type EventType = (typeof EVENT_TYPES)[number];
 
 /** Mail with a hidden label also needs the matching `label_*_read` beside `message_read`. */
-const HIDDEN_VARIANT_PERMISSION: Readonly<Record<string, string>> = {
+const HIDDEN_VARIANT_PERMISSION: Readonly<Record<string, Permission>> = {
   'message.received.spam': 'label_spam_read',
   'message.received.blocked': 'label_blocked_read',
   'message.received.unauthenticated': 'label_unauthenticated_read',
@@ -21,7 +22,7 @@ const HIDDEN_VARIANT_PERMISSION: Readonly<Record<string, string>> = {
 export const STREAM_READ_PERMISSIONS = ['message_read', 'draft_read'] as const;
 
 /** What an agent needs to see an event of this type, or 'owner' when agents never see it. */
-export function audienceOf(eventType: string): 'owner' | readonly string[] {
+export function audienceOf(eventType: string): 'owner' | readonly Permission[] {
   const hidden = HIDDEN_VARIANT_PERMISSION[eventType];
   if (hidden) return ['message_read', hidden];
   if (eventType.startsWith('message.')) return ['message_read'];

@@ -1,16 +1,15 @@
 /**
- * The fastify application: validation, the error body, origin rules, authentication and the
- * route plugins. One instance serves the loopback listener.
+ * The fastify application of one listener: body parsing, the error body, the gate plugin
+ * (src/auth/gate.ts: target, Host, origin, authentication, validators, security headers) and the
+ * route plugins. One instance serves the loopback listener, another the tunnel.
  */
 import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import cookie from '@fastify/cookie';
 import websocket from '@fastify/websocket';
-import { Ajv } from 'ajv';
-import addFormats from 'ajv-formats';
 import { ApiError } from '../core/errors.js';
 import type { Principal } from '../auth/principal.js';
-import { installGate, noRoute } from '../auth/gate.js';
+import { httpGate, noRoute } from '../auth/gate.js';
 import { noteChange } from '../db/stamp.js';
 import { ownerRoutes } from '../routes/owner.js';
 import { transportRoutes } from '../routes/transport.js';
@@ -44,12 +43,6 @@ declare module 'fastify' {
 
 const BODY_LIMIT = 8 * 1024 * 1024;
 const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
-
-function makeAjv(coerce: boolean): Ajv {
-  const ajv = new Ajv({ removeAdditional: false, useDefaults: true, coerceTypes: coerce ? 'array' : false, allErrors: false, strict: false });
-  (addFormats as unknown as (a: Ajv) => void)(ajv);
-  return ajv;
-}
 
 export function sendError(reply: FastifyReply, err: ApiError): FastifyReply {
   if (err.headers) reply.headers(err.headers);
@@ -135,10 +128,6 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   app.decorate('svc', ctx);
   app.decorateRequest('principal', null);
 
-  const bodyAjv = makeAjv(false);
-  const queryAjv = makeAjv(true);
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv.compile(schema) : queryAjv.compile(schema)));
-
   // An empty body with a JSON content type is treated as no body rather than an error.
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_req, body, done) => {
     const text = body as string;
@@ -152,8 +141,9 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
 
   await app.register(cookie);
   await app.register(websocket, { options: { maxPayload: 64 * 1024, handleProtocols: (offered: Set<string>) => (offered.has('svc.events') ? 'svc.events' : false) }, preClose: async function (this: FastifyInstance) { for (const socket of this.websocketServer.clients) socket.close(1001, 'svc is stopping'); } });
-  // After the cookie parser (the gate reads cookies) and before any route (each must declare its access).
-  installGate(app, ctx);
+  // After the cookie parser (the gate reads cookies) and the WebSocket plugin (the gate wraps
+  // upgrade handlers too), before any route (each must declare its access).
+  await app.register(httpGate, ctx);
 
   app.setErrorHandler((err, request, reply) => sendError(reply, toApiError(err, request)));
   app.setNotFoundHandler((request, reply) => sendError(reply, noRoute(request)));
@@ -173,17 +163,9 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   });
 
   // Inbox changes alter what the edge must accept: push routing now rather than at the next tick.
-  app.addHook('onResponse', async (request, reply) => {
+  // Inbox writes wake the provisioning loop themselves (src/requests/inboxes.ts).
+  app.addHook('onResponse', async (request) => {
     if (request.method !== 'GET' && request.method !== 'HEAD') noteChange();
-    const url = request.routeOptions.url;
-    if (request.method !== 'GET' && reply.statusCode < 300 && (url === '/v0/inboxes' || url === '/v0/inboxes/:inbox_id')) {
-      ctx.bus.publish({ kind: 'wake', loop: 'provisioning' });
-    }
-  });
-
-  app.addHook('onSend', async (_request, reply) => {
-    reply.header('x-content-type-options', 'nosniff');
-    reply.header('cache-control', 'no-store');
   });
 
   await app.register(ownerRoutes, { prefix: '/v0/owner' });

@@ -8,6 +8,7 @@ import type { Db } from '../db/open.js';
 import { ApiError } from '../core/errors.js';
 import { requirePermission } from '../auth/access.js';
 import { hasPermission, type Principal } from '../auth/principal.js';
+import type { Permission } from '../auth/permissions.js';
 import { prepared } from '../db/statements.js';
 
 export const SYSTEM_LABELS = ['received', 'queued', 'sent', 'send_unknown', 'failed', 'delivered', 'bounced', 'complained', 'rejected', 'deferred'] as const;
@@ -26,7 +27,7 @@ const HIDDEN = new Set<string>(HIDDEN_LABELS);
 /** Names whose spelling is fixed: any case variant means the reserved label. */
 const RESERVED = new Set<string>([...SYSTEM_LABELS, ...HIDDEN_LABELS, 'unread']);
 
-export const labelPermission = (label: HiddenLabel) => `label_${label}_read`;
+export const labelPermission = (label: HiddenLabel) => `label_${label}_read` as const satisfies Permission;
 
 /** The hidden labels that hide a message from this caller in this context. */
 export interface Visibility {

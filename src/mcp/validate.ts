@@ -1,16 +1,11 @@
 /**
  * MCP arguments are mapped to the REST body or query they stand for and checked against the
  * same typebox schema the REST route uses, so limits and error codes are the same on both.
- * The validator is configured like the REST body validator (no coercion, formats on).
+ * The validator is the REST body validator's (src/core/validation.ts: no coercion, formats on).
  */
-import { Ajv, type ValidateFunction } from 'ajv';
-import addFormats from 'ajv-formats';
 import type { TSchema } from 'typebox';
 import { ApiError } from '../core/errors.js';
-
-const ajv = new Ajv({ removeAdditional: false, useDefaults: true, coerceTypes: false, allErrors: false, strict: false });
-(addFormats as unknown as (a: Ajv) => void)(ajv);
-const compiled = new WeakMap<TSchema, ValidateFunction>();
+import { jsonValidator } from '../core/validation.js';
 
 /** `/reply_to/0` → `replyTo[0]`: the argument as the MCP caller named it. */
 function argumentPath(instancePath: string): string {
@@ -28,11 +23,7 @@ export function defined<T extends Record<string, unknown>>(value: T): T {
 
 /** The value, checked against the REST schema; `validation_error` naming the argument otherwise. */
 export function checked<T>(schema: TSchema, value: Record<string, unknown>): T {
-  let validate = compiled.get(schema);
-  if (!validate) {
-    validate = ajv.compile(schema);
-    compiled.set(schema, validate);
-  }
+  const validate = jsonValidator(schema);
   const body = defined(value);
   if (validate(body)) return body as T;
   const error = validate.errors?.[0];

@@ -10,6 +10,7 @@ import { ApiError } from '../core/errors.js';
 import { normalizeInboxId } from '../auth/access.js';
 import type { SendPolicy } from '../auth/principal.js';
 import { prepared } from '../db/statements.js';
+import { inboxExists } from '../auth/inbox-lookup.js';
 import { permissionObject, permissionSet, PERMISSIONS, storedPermissions, type PermissionsInput } from '../auth/permissions.js';
 import { sweepOAuth } from './clients.js';
 import { appendOAuthEvent, createGrant } from './grants.js';
@@ -95,9 +96,8 @@ export interface Approval {
 /** The inbox ids as stored: distinct, normalized, each existing (else `validation_error`). */
 function existingInboxes(db: Db, inboxIds: string[]): string[] {
   const ids = [...new Set(inboxIds.map(normalizeInboxId))];
-  const exists = prepared(db, 'SELECT 1 FROM inboxes WHERE inbox_id = ?');
   for (const id of ids) {
-    if (!exists.get(id)) throw new ApiError('validation_error', `The inbox \`${id}\` does not exist.`, { fix: 'Choose inboxes from GET /v0/inboxes.' });
+    if (!inboxExists(db, id)) throw new ApiError('validation_error', `The inbox \`${id}\` does not exist.`, { fix: 'Choose inboxes from GET /v0/inboxes.' });
   }
   return ids;
 }

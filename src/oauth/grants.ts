@@ -12,6 +12,7 @@ import { appendEvent } from '../events/log.js';
 import { prepared } from '../db/statements.js';
 import type { Audience, CredentialContext, Principal, SendPolicy } from '../auth/principal.js';
 import { newSecret, sameSecret, sha256Hex } from '../auth/secrets.js';
+import { grantedPermissions } from '../auth/permissions.js';
 import { OAuthError } from './errors.js';
 import {
   ACCESS_TOKEN_PREFIX,
@@ -221,7 +222,7 @@ function grantPrincipal(grant: GrantRow, tokenId: string | undefined): Principal
     tokenId,
     audience: grant.audience,
     inboxScope: new Set(JSON.parse(grant.inbox_ids) as string[]),
-    permissions: new Set(JSON.parse(grant.permissions) as string[]),
+    permissions: grantedPermissions(grant.permissions),
     sendPolicy: grant.send_policy,
   };
 }

@@ -8,6 +8,7 @@ import { ApiError } from '../core/errors.js';
 import type { Principal } from '../auth/principal.js';
 import { newSecret, sameSecret, sha256Hex } from '../auth/secrets.js';
 import { uuidv7 } from '../db/ids.js';
+import { prepared } from '../db/statements.js';
 import { AttemptBudget } from './attempt-budget.js';
 import { hashPassword, verifyPassword } from './password.js';
 import {
@@ -57,6 +58,12 @@ export function checkPasswordRules(password: string): void {
       fix: `Choose a password of at least ${PASSWORD_MIN} characters; a few unrelated words work well.`,
     });
   }
+}
+
+/** When a browser session ends, or null when there is no such session (any more). */
+export function sessionExpiry(db: Db, sessionId: string): string | null {
+  const row = prepared(db, 'SELECT expires_at FROM owner_sessions WHERE session_id = ?').get(sessionId) as { expires_at: string } | undefined;
+  return row?.expires_at ?? null;
 }
 
 export class OwnerAccount {

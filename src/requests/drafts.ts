@@ -7,6 +7,7 @@
 import { Type, type Static } from 'typebox';
 import type { Db } from '../db/open.js';
 import { inboxFor, requirePermission } from '../auth/access.js';
+import type { Permission } from '../auth/permissions.js';
 import { issueDownloadUrl } from '../auth/downloads.js';
 import { notFound } from '../core/errors.js';
 import { PageQuery } from '../core/pagination.js';
@@ -65,7 +66,7 @@ export function publishDraftWrite(bus: Bus, write: { seqs: number[]; wake?: bool
 }
 
 /** The draft after scope (404), permission (403) and existence (404), in that order. */
-export function draftScope(db: Db, p: Principal, target: DraftTarget, permission: string): DraftRow {
+export function draftScope(db: Db, p: Principal, target: DraftTarget, permission: Permission): DraftRow {
   if (target.inbox_id !== undefined) {
     const inbox = inboxFor(db, p, target.inbox_id, permission);
     const row = draftRow(db, inbox.inbox_id, target.draft_id);

@@ -5,6 +5,7 @@
 import { Type, type Static } from 'typebox';
 import type { Db } from '../db/open.js';
 import { inboxFor, requirePermission, requireUnrestricted } from '../auth/access.js';
+import type { Permission } from '../auth/permissions.js';
 import { ApiError } from '../core/errors.js';
 import { DEFAULT_LIMIT, pageFromRows, readCursor } from '../core/pagination.js';
 import type { Principal } from '../auth/principal.js';
@@ -38,7 +39,7 @@ export type CreateListEntryBody = Static<typeof CreateListEntryBody>;
  * credential without an inbox restriction; an inbox list needs the inbox in scope (404) before
  * the permission (403).
  */
-export function listKeyFor(db: Db, p: Principal, inboxId: string | undefined, direction: ListDirection, type: ListType, permission: string): ListKey {
+export function listKeyFor(db: Db, p: Principal, inboxId: string | undefined, direction: ListDirection, type: ListType, permission: Permission): ListKey {
   if (inboxId === undefined) {
     requireUnrestricted(p);
     requirePermission(p, permission);

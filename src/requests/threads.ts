@@ -6,6 +6,7 @@
  */
 import type { Db } from '../db/open.js';
 import { inboxFor, requirePermission } from '../auth/access.js';
+import type { Permission } from '../auth/permissions.js';
 import { notFound } from '../core/errors.js';
 import { searchGeneration } from '../core/pagination.js';
 import { inScope, type Audience, type Principal } from '../auth/principal.js';
@@ -30,7 +31,7 @@ function inboxesFor(db: Db, p: Principal, inboxId: string | undefined): string[]
 }
 
 /** The inbox holding the thread, after the scope (404) and permission (403) checks. */
-export function threadScope(db: Db, p: Principal, target: ThreadTarget, permission: string): string {
+export function threadScope(db: Db, p: Principal, target: ThreadTarget, permission: Permission): string {
   if (target.inbox_id !== undefined) return inboxFor(db, p, target.inbox_id, permission).inbox_id;
   const inboxId = threadInbox(db, target.thread_id);
   if (inboxId === null || !inScope(p, inboxId)) throw notFound('thread');

@@ -1,14 +1,24 @@
 /**
  * API keys, owner only (spec §4.11): `/api-keys...`, and the same routes under
- * `/inboxes/{inbox_id}/api-keys...`, where the path is the key's scope.
+ * `/inboxes/{inbox_id}/api-keys...`, where the path is the key's scope. Each route is schema,
+ * declared access and one call into the API key store (src/auth/api-keys.ts), which owns the SQL.
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { notFound } from '../core/errors.js';
-import { normalizeInboxId } from '../auth/access.js';
 import { PageQuery } from '../core/pagination.js';
-import type { Db } from '../db/open.js';
-import { createApiKey, CreateApiKeyBody, CreateInboxApiKeyBody, deleteApiKey, getApiKey, listApiKeys, updateApiKey, UpdateApiKeyBody } from '../auth/api-keys.js';
+import { ListOf } from '../mail/serialize.js';
+import {
+  ApiKeyResponse,
+  createApiKey,
+  CreateApiKeyBody,
+  CreatedApiKeyResponse,
+  CreateInboxApiKeyBody,
+  deleteApiKey,
+  getApiKey,
+  listApiKeys,
+  updateApiKey,
+  UpdateApiKeyBody,
+} from '../auth/api-keys.js';
 
 const InboxId = Type.String({ minLength: 1, maxLength: 320 });
 const ApiKeyId = Type.String({ minLength: 1, maxLength: 64 });
@@ -23,23 +33,20 @@ type InboxParams = Static<typeof InboxParams>;
 type InboxKeyParams = Static<typeof InboxKeyParams>;
 
 const owner = { auth: 'owner' } as const;
-
-/** The inbox form of a route needs the inbox itself to exist (404 otherwise). */
-function existingInbox(db: Db, inboxId: string): string {
-  const id = normalizeInboxId(inboxId);
-  if (!db.prepare('SELECT 1 FROM inboxes WHERE inbox_id = ?').get(id)) throw notFound('inbox');
-  return id;
-}
+/** Response schemas: the serializer sends only these fields, a safety net for the key's secret and hash. */
+const one = { 200: ApiKeyResponse };
+const created = { 200: CreatedApiKeyResponse };
+const page = { 200: ListOf('api_keys', ApiKeyResponse) };
 
 export const apiKeyRoutes: FastifyPluginAsync = async (app) => {
   const { db } = app.svc;
 
-  app.get<{ Querystring: ListQuery }>('/api-keys', { config: owner, schema: { querystring: ListQuery } }, async (request) =>
+  app.get<{ Querystring: ListQuery }>('/api-keys', { config: owner, schema: { querystring: ListQuery, response: page } }, async (request) =>
     listApiKeys(db, request.principal!, request.query, null),
   );
-  app.post<{ Body: CreateApiKeyBody }>('/api-keys', { config: owner, schema: { body: CreateApiKeyBody } }, async (request) => createApiKey(db, request.body, null));
-  app.get<{ Params: KeyParams }>('/api-keys/:api_key_id', { config: owner, schema: { params: KeyParams } }, async (request) => getApiKey(db, request.params.api_key_id, null));
-  app.patch<{ Params: KeyParams; Body: UpdateApiKeyBody }>('/api-keys/:api_key_id', { config: owner, schema: { params: KeyParams, body: UpdateApiKeyBody } }, async (request) =>
+  app.post<{ Body: CreateApiKeyBody }>('/api-keys', { config: owner, schema: { body: CreateApiKeyBody, response: created } }, async (request) => createApiKey(db, request.body, null));
+  app.get<{ Params: KeyParams }>('/api-keys/:api_key_id', { config: owner, schema: { params: KeyParams, response: one } }, async (request) => getApiKey(db, request.params.api_key_id, null));
+  app.patch<{ Params: KeyParams; Body: UpdateApiKeyBody }>('/api-keys/:api_key_id', { config: owner, schema: { params: KeyParams, body: UpdateApiKeyBody, response: one } }, async (request) =>
     updateApiKey(db, request.params.api_key_id, null, request.body),
   );
   app.delete<{ Params: KeyParams }>('/api-keys/:api_key_id', { config: owner, schema: { params: KeyParams } }, async (request, reply) => {
@@ -47,24 +54,24 @@ export const apiKeyRoutes: FastifyPluginAsync = async (app) => {
     return reply.send();
   });
 
-  app.get<{ Params: InboxParams; Querystring: ListQuery }>('/inboxes/:inbox_id/api-keys', { config: owner, schema: { params: InboxParams, querystring: ListQuery } }, async (request) =>
-    listApiKeys(db, request.principal!, request.query, existingInbox(db, request.params.inbox_id)),
+  app.get<{ Params: InboxParams; Querystring: ListQuery }>('/inboxes/:inbox_id/api-keys', { config: owner, schema: { params: InboxParams, querystring: ListQuery, response: page } }, async (request) =>
+    listApiKeys(db, request.principal!, request.query, request.params.inbox_id),
   );
   app.post<{ Params: InboxParams; Body: CreateInboxApiKeyBody }>(
     '/inboxes/:inbox_id/api-keys',
-    { config: owner, schema: { params: InboxParams, body: CreateInboxApiKeyBody } },
-    async (request) => createApiKey(db, request.body, existingInbox(db, request.params.inbox_id)),
+    { config: owner, schema: { params: InboxParams, body: CreateInboxApiKeyBody, response: created } },
+    async (request) => createApiKey(db, request.body, request.params.inbox_id),
   );
-  app.get<{ Params: InboxKeyParams }>('/inboxes/:inbox_id/api-keys/:api_key_id', { config: owner, schema: { params: InboxKeyParams } }, async (request) =>
-    getApiKey(db, request.params.api_key_id, existingInbox(db, request.params.inbox_id)),
+  app.get<{ Params: InboxKeyParams }>('/inboxes/:inbox_id/api-keys/:api_key_id', { config: owner, schema: { params: InboxKeyParams, response: one } }, async (request) =>
+    getApiKey(db, request.params.api_key_id, request.params.inbox_id),
   );
   app.patch<{ Params: InboxKeyParams; Body: UpdateApiKeyBody }>(
     '/inboxes/:inbox_id/api-keys/:api_key_id',
-    { config: owner, schema: { params: InboxKeyParams, body: UpdateApiKeyBody } },
-    async (request) => updateApiKey(db, request.params.api_key_id, existingInbox(db, request.params.inbox_id), request.body),
+    { config: owner, schema: { params: InboxKeyParams, body: UpdateApiKeyBody, response: one } },
+    async (request) => updateApiKey(db, request.params.api_key_id, request.params.inbox_id, request.body),
   );
   app.delete<{ Params: InboxKeyParams }>('/inboxes/:inbox_id/api-keys/:api_key_id', { config: owner, schema: { params: InboxKeyParams } }, async (request, reply) => {
-    deleteApiKey(db, request.params.api_key_id, existingInbox(db, request.params.inbox_id));
+    deleteApiKey(db, request.params.api_key_id, request.params.inbox_id);
     return reply.send();
   });
 };

@@ -1,7 +1,8 @@
 /**
  * Domains, owner only (spec §4.12, docs/domains.md): register, plan, zone file, and the
  * provisioning state machine's triggers (apply, verify, teardown). The provisioning loop does
- * the work; each trigger wakes it.
+ * the work; each trigger wakes it. Every JSON answer has a response schema, pinned at compile
+ * time to the view it serializes (src/core/validation.ts SameShape).
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
@@ -20,6 +21,8 @@ import {
   UpdateDomainBody,
 } from '../domains/store.js';
 import { domainPlan, zoneFile } from '../domains/plan.js';
+import { ListOf } from '../mail/serialize.js';
+import type { SameShape } from '../core/validation.js';
 
 const Params = Type.Object({ domain_id: Type.String({ minLength: 1, maxLength: 64 }) });
 const ListQuery = Type.Object(PageQuery);
@@ -28,14 +31,68 @@ type ListQuery = Static<typeof ListQuery>;
 
 const owner = { auth: 'owner' } as const;
 
+const NullableString = Type.Union([Type.String(), Type.Null()]);
+const RecordTypeField = Type.Union([Type.Literal('MX'), Type.Literal('TXT'), Type.Literal('A'), Type.Literal('AAAA')]);
+/** What a list shows of a domain. */
+const DomainItemFields = {
+  domain_id: Type.String(),
+  domain: Type.String(),
+  status: Type.Union([
+    Type.Literal('pending'),
+    Type.Literal('provisioning'),
+    Type.Literal('verifying'),
+    Type.Literal('verified'),
+    Type.Literal('failed'),
+    Type.Literal('tearing_down'),
+    Type.Literal('torn_down'),
+  ]),
+  reason: NullableString,
+  feedback_enabled: Type.Boolean(),
+  subdomains_enabled: Type.Boolean(),
+  tracking_enabled: Type.Boolean(),
+  created_at: Type.String(),
+  updated_at: Type.String(),
+  verified_at: NullableString,
+};
+const DomainItem = Type.Object(DomainItemFields);
+/** The full domain: its records with their check status, and the self-test's progress. */
+const Domain = Type.Object({
+  ...DomainItemFields,
+  records: Type.Array(
+    Type.Object({
+      type: Type.String(),
+      name: Type.String(),
+      value: Type.String(),
+      priority: Type.Optional(Type.Integer()),
+      status: Type.Union([Type.Literal('pending'), Type.Literal('valid'), Type.Literal('invalid')]),
+      reason: Type.Optional(Type.String()),
+      checked_at: Type.Optional(Type.String()),
+    }),
+  ),
+  checked_at: NullableString,
+  selftest: Type.Object({ status: Type.String(), sent_at: NullableString, received_at: NullableString }),
+});
+const DomainPlanResponse = Type.Object({
+  domain: Type.String(),
+  steps: Type.Array(Type.String()),
+  records: Type.Array(Type.Object({ type: RecordTypeField, name: Type.String(), value: Type.String(), priority: Type.Optional(Type.Integer()) })),
+  warnings: Type.Array(Type.String()),
+});
+type DomainView = Awaited<ReturnType<typeof domainView>>;
+// Compile-time: the schemas are exactly the views (src/core/validation.ts SameShape).
+const domainShape: SameShape<Static<typeof Domain>, DomainView> = true;
+const itemShape: SameShape<Static<typeof DomainItem>, Omit<DomainView, 'records' | 'checked_at' | 'selftest'>> = true;
+const one = { 200: Domain };
+const accepted = { 202: Domain };
+
 export const domainRoutes: FastifyPluginAsync = async (app) => {
   const { db, bus } = app.svc;
   const wakeProvisioning = () => bus.publish({ kind: 'wake', loop: 'provisioning' });
 
-  app.get<{ Querystring: ListQuery }>('/domains', { config: owner, schema: { querystring: ListQuery } }, async (request) => listDomains(db, request.principal!, request.query));
-  app.post<{ Body: CreateDomainBody }>('/domains', { config: owner, schema: { body: CreateDomainBody } }, async (request) => createDomain(db, request.body));
-  app.get<{ Params: Params }>('/domains/:domain_id', { config: owner, schema: { params: Params } }, async (request) => domainView(db, domainRow(db, request.params.domain_id)));
-  app.patch<{ Params: Params; Body: UpdateDomainBody }>('/domains/:domain_id', { config: owner, schema: { params: Params, body: UpdateDomainBody } }, async (request) =>
+  app.get<{ Querystring: ListQuery }>('/domains', { config: owner, schema: { querystring: ListQuery, response: { 200: ListOf('domains', DomainItem) } } }, async (request) => listDomains(db, request.principal!, request.query));
+  app.post<{ Body: CreateDomainBody }>('/domains', { config: owner, schema: { body: CreateDomainBody, response: one } }, async (request) => createDomain(db, request.body));
+  app.get<{ Params: Params }>('/domains/:domain_id', { config: owner, schema: { params: Params, response: one } }, async (request) => domainView(db, domainRow(db, request.params.domain_id)));
+  app.patch<{ Params: Params; Body: UpdateDomainBody }>('/domains/:domain_id', { config: owner, schema: { params: Params, body: UpdateDomainBody, response: one } }, async (request) =>
     updateDomain(db, request.params.domain_id, request.body),
   );
   app.delete<{ Params: Params }>('/domains/:domain_id', { config: owner, schema: { params: Params } }, async (request, reply) => {
@@ -43,15 +100,16 @@ export const domainRoutes: FastifyPluginAsync = async (app) => {
     return reply.send();
   });
 
-  app.get<{ Params: Params }>('/domains/:domain_id/plan', { config: owner, schema: { params: Params } }, async (request) => {
+  app.get<{ Params: Params }>('/domains/:domain_id/plan', { config: owner, schema: { params: Params, response: { 200: DomainPlanResponse } } }, async (request) => {
     const row = domainRow(db, request.params.domain_id);
     const plan = await domainPlan(db, row.domain, { domainId: row.domain_id, feedbackEnabled: row.feedback_enabled === 1 });
-    return {
+    const body: Static<typeof DomainPlanResponse> = {
       domain: plan.domain,
       steps: plan.steps,
       records: plan.records.map(({ type, name, value, priority }) => ({ type, name, value, ...(priority !== undefined ? { priority } : {}) })),
       warnings: plan.warnings,
     };
+    return body;
   });
   app.get<{ Params: Params }>('/domains/:domain_id/zone-file', { config: owner, schema: { params: Params } }, async (request, reply) => {
     const row = domainRow(db, request.params.domain_id);
@@ -59,17 +117,17 @@ export const domainRoutes: FastifyPluginAsync = async (app) => {
     return reply.type('text/plain; charset=utf-8').header('content-disposition', `attachment; filename="${row.domain}.zone"`).send(zoneFile(plan));
   });
 
-  app.post<{ Params: Params }>('/domains/:domain_id/apply', { config: owner, schema: { params: Params } }, async (request, reply) => {
+  app.post<{ Params: Params }>('/domains/:domain_id/apply', { config: owner, schema: { params: Params, response: accepted } }, async (request, reply) => {
     const row = applyDomain(db, request.params.domain_id);
     wakeProvisioning();
     return reply.code(202).send(await domainView(db, row));
   });
-  app.post<{ Params: Params }>('/domains/:domain_id/verify', { config: owner, schema: { params: Params } }, async (request, reply) => {
+  app.post<{ Params: Params }>('/domains/:domain_id/verify', { config: owner, schema: { params: Params, response: accepted } }, async (request, reply) => {
     const row = requestVerification(db, request.params.domain_id);
     wakeProvisioning();
     return reply.code(202).send(await domainView(db, row));
   });
-  app.post<{ Params: Params }>('/domains/:domain_id/teardown', { config: owner, schema: { params: Params } }, async (request, reply) => {
+  app.post<{ Params: Params }>('/domains/:domain_id/teardown', { config: owner, schema: { params: Params, response: accepted } }, async (request, reply) => {
     const row = teardownDomain(db, request.params.domain_id);
     wakeProvisioning();
     return reply.code(202).send(await domainView(db, row));

@@ -12,6 +12,7 @@
  * browsers are not MCP clients.
  */
 import type { FastifyPluginAsync } from 'fastify';
+import { SECURITY_HEADERS } from '../auth/gate.js';
 
 /**
  * The MCP SDK and its schema library take about half a second to load: they are loaded on the
@@ -46,8 +47,8 @@ export const mcpRoutes: FastifyPluginAsync = async (app) => {
       const [{ StreamableHTTPServerTransport }, { mcpServer }] = await loadMcp();
       reply.hijack();
       const res = reply.raw;
-      res.setHeader('cache-control', 'no-store');
-      res.setHeader('x-content-type-options', 'nosniff');
+      // A hijacked reply skips fastify's onSend hooks: the gate's headers are set here.
+      for (const [name, value] of Object.entries(SECURITY_HEADERS)) res.setHeader(name, value);
       const server = mcpServer({ svc: ctx, principal }, (tool, err) =>
         request.log.error({ tool, err_name: err instanceof Error ? err.name : typeof err }, 'mcp tool failed'),
       );

@@ -1,6 +1,24 @@
-/** Owner transport configuration (spec §4.13): `GET`, `PUT`, `DELETE /owner/transport`. */
+/**
+ * Owner transport configuration (spec §4.13): `GET`, `PUT`, `DELETE /owner/transport`. Secrets
+ * (edge token, SMTP password) are write-only: the view says only whether one is set, and the
+ * response schema lets nothing else through.
+ */
 import type { FastifyPluginAsync } from 'fastify';
+import { Type, type Static } from 'typebox';
 import { clearTransport, readTransport, TransportBody, transportView, writeTransport } from '../mail/transport.js';
+import type { SameShape } from '../core/validation.js';
+
+const TransportResponse = Type.Object({
+  configured: Type.Boolean(),
+  edge: Type.Union([Type.Object({ url: Type.String(), token_set: Type.Boolean() }), Type.Null()]),
+  smtp: Type.Union([
+    Type.Object({ host: Type.String(), port: Type.Integer(), secure: Type.Boolean(), username: Type.Union([Type.String(), Type.Null()]), password_set: Type.Boolean() }),
+    Type.Null(),
+  ]),
+});
+// Compile-time: the schema is exactly the view (src/core/validation.ts SameShape).
+const transportShape: SameShape<Static<typeof TransportResponse>, ReturnType<typeof transportView>> = true;
+const response = { 200: TransportResponse };
 
 export const transportRoutes: FastifyPluginAsync = async (app) => {
   const { db, bus } = app.svc;
@@ -8,9 +26,9 @@ export const transportRoutes: FastifyPluginAsync = async (app) => {
     for (const loop of ['provisioning', 'inbound-pull', 'outbox', 'scheduled-drafts', 'delivery-events']) bus.publish({ kind: 'wake', loop });
   };
 
-  app.get('/transport', { config: { auth: 'owner' } }, async () => transportView(readTransport(db)));
+  app.get('/transport', { config: { auth: 'owner' }, schema: { response } }, async () => transportView(readTransport(db)));
 
-  app.put<{ Body: TransportBody }>('/transport', { config: { auth: 'owner' }, schema: { body: TransportBody } }, async (request) => {
+  app.put<{ Body: TransportBody }>('/transport', { config: { auth: 'owner' }, schema: { body: TransportBody, response } }, async (request) => {
     const view = transportView(writeTransport(db, request.body));
     changed();
     return view;

@@ -9,6 +9,7 @@
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { inboxFor, requirePermission } from '../auth/access.js';
+import type { Permission } from '../auth/permissions.js';
 import { PageQuery } from '../core/pagination.js';
 import type { Principal } from '../auth/principal.js';
 import {
@@ -41,7 +42,7 @@ type InboxHookParams = Static<typeof InboxHookParams>;
 const agent = { auth: 'agent' } as const;
 
 /** The caller of an instance-wide route, holding `permission`; scope is enforced per inbox in src/mail/webhooks.ts. */
-function instanceWide(request: FastifyRequest, permission: string): Principal {
+function instanceWide(request: FastifyRequest, permission: Permission): Principal {
   const p = request.principal!;
   requirePermission(p, permission);
   return p;
@@ -50,7 +51,7 @@ function instanceWide(request: FastifyRequest, permission: string): Principal {
 export const webhookRoutes: FastifyPluginAsync = async (app) => {
   const { db } = app.svc;
   /** The inbox route's inbox (scope 404 before the permission 403). */
-  const inboxOf = (request: FastifyRequest<{ Params: InboxParams }>, permission: string) => inboxFor(db, request.principal!, request.params.inbox_id, permission).inbox_id;
+  const inboxOf = (request: FastifyRequest<{ Params: InboxParams }>, permission: Permission) => inboxFor(db, request.principal!, request.params.inbox_id, permission).inbox_id;
 
   app.get<{ Querystring: ListQuery }>('/webhooks', { config: agent, schema: { querystring: ListQuery } }, async (request) =>
     listWebhooks(db, instanceWide(request, 'webhook_read'), request.query, null),

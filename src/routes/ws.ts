@@ -1,43 +1,32 @@
 /**
  * The event WebSocket, `GET /v0/ws` (spec §4.10, §6.4). Everything that can be refused is refused
- * with an HTTP error before the upgrade: credential (401, in the app hook), browser-session origin
- * and CSRF subprotocol (403), read permission (403), an unknown `?last_event_id=` (400). After the
- * upgrade the socket belongs to the event hub.
+ * with an HTTP error before the upgrade: credential (401), and for a browser session its origin
+ * and CSRF subprotocol (403), all in the gate (src/auth/gate.ts), like every other route; then
+ * here the `svc.events` subprotocol of a browser session (403), read permission (403), and an
+ * unknown `?last_event_id=` (400). After the upgrade the socket belongs to the event hub.
  */
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { ApiError } from '../core/errors.js';
-import { ownOrigins } from '../auth/gate.js';
-import type { Principal } from '../auth/principal.js';
-import { sameSecret } from '../auth/secrets.js';
+import { offeredSubprotocols } from '../auth/gate.js';
 import { seqOfEventId } from '../events/log.js';
 import { EventHub, eventStreamTiming, type UrlResume } from '../events/hub.js';
 import { STREAM_READ_PERMISSIONS, canReadEventStream } from '../events/visibility.js';
 
 /** The subprotocol the server selects; browsers also offer `csrf.<csrf_token>` (never selected). */
 export const EVENTS_SUBPROTOCOL = 'svc.events';
-const CSRF_SUBPROTOCOL_PREFIX = 'csrf.';
 
 const WsQuery = Type.Object({ last_event_id: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })) }, { additionalProperties: false });
 type WsQuery = Static<typeof WsQuery>;
 
-function offeredSubprotocols(request: FastifyRequest): string[] {
-  const header = request.headers['sec-websocket-protocol'];
-  return (header ?? '').split(',').map((p) => p.trim()).filter(Boolean);
-}
-
 /**
- * A browser cannot set headers on a WebSocket, so the session proves it is the owner's page the
- * way the spec says: the exact origin, and the CSRF token carried as a subprotocol.
+ * A browser's socket (its origin and CSRF subprotocol already proved in the gate) must also ask
+ * for the event protocol by name: a browser fails a handshake whose offered protocols were all
+ * declined, so refusing here gives the page a status to read instead.
  */
-function requireBrowserSession(request: FastifyRequest, session: Principal, ownOrigins: string[]): void {
-  if (request.headers.origin === undefined || !ownOrigins.includes(request.headers.origin)) {
-    throw new ApiError('forbidden', 'A browser session may open the event stream only from the service\'s own origin.', { fix: `Open the WebSocket from a page served by ${ownOrigins[0]}.` });
-  }
-  const offered = offeredSubprotocols(request);
-  const csrf = offered.find((p) => p.startsWith(CSRF_SUBPROTOCOL_PREFIX))?.slice(CSRF_SUBPROTOCOL_PREFIX.length);
-  if (!offered.includes(EVENTS_SUBPROTOCOL) || csrf === undefined || session.csrfToken === undefined || !sameSecret(csrf, session.csrfToken)) {
-    throw new ApiError('forbidden', 'The subprotocols `svc.events` and `csrf.<csrf_token>` are missing or the CSRF token is wrong.', {
+function requireEventsSubprotocol(request: FastifyRequest): void {
+  if (!offeredSubprotocols(request).includes(EVENTS_SUBPROTOCOL)) {
+    throw new ApiError('forbidden', 'The subprotocol `svc.events` is missing.', {
       fix: 'Connect with new WebSocket(url, ["svc.events", "csrf." + csrf_token]) using the csrf_token from login or GET /v0/owner/status.',
     });
   }
@@ -59,7 +48,7 @@ export const wsRoutes: FastifyPluginAsync = async (app) => {
     schema: { querystring: WsQuery },
     preHandler: async (request) => {
       const principal = request.principal!;
-      if (principal.kind === 'session' && request.ws) requireBrowserSession(request, principal, ownOrigins(app.svc));
+      if (principal.kind === 'session' && request.ws) requireEventsSubprotocol(request);
       if (!canReadEventStream(principal)) {
         throw new ApiError('missing_permission', `The event stream needs \`${STREAM_READ_PERMISSIONS.join('` or `')}\`.`, {
           fix: 'Ask the owner to grant message_read or draft_read to this key; webhook permissions alone are not enough.',

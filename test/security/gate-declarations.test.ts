@@ -1,8 +1,8 @@
 /**
- * The gate's construction rules (issue 16, src/auth/gate.ts): a route that declares no access
- * refuses to register, so svc cannot start with it; a protected handler is wrapped so that it
- * cannot run without a principal even if a hook were skipped; every route in svc's own table
- * declares its access.
+ * The gate's construction rules (issue 16, src/auth/gate.ts), with the gate registered as svc
+ * registers it (the `httpGate` plugin): a route that declares no access refuses to register, so
+ * svc cannot start with it; a protected handler is wrapped so that it cannot run without a
+ * principal even if a hook were skipped; every route in svc's own table declares its access.
  */
 import t, { type Test } from 'tap';
 import fs from 'node:fs';
@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import Fastify, { type RouteOptions } from 'fastify';
-import { installGate } from '../../src/auth/gate.js';
+import { httpGate } from '../../src/auth/gate.js';
 import { openDatabase } from '../../src/db/open.js';
 import { OwnerAccount } from '../../src/owner/owner-account.js';
 import { routeTable } from '../helpers/fuzz.js';
@@ -27,19 +27,19 @@ function gateContext(t: Test) {
 
 t.test('a route without a declared access refuses to register', async (t) => {
   const app = Fastify();
-  installGate(app, gateContext(t));
+  await app.register(httpGate, gateContext(t));
   t.throws(() => app.get('/v0/forgotten', async () => ({ secret: true })), /declares no access/);
 });
 
 t.test('a route with an unknown access value refuses to register', async (t) => {
   const app = Fastify();
-  installGate(app, gateContext(t));
+  await app.register(httpGate, gateContext(t));
   t.throws(() => app.get('/v0/typo', { config: { auth: 'ownr' as never } }, async () => ({ secret: true })), /declares no access/);
 });
 
 t.test('a protected handler never runs without a principal', async (t) => {
   const app = Fastify();
-  installGate(app, gateContext(t));
+  await app.register(httpGate, gateContext(t));
   let captured: RouteOptions | undefined;
   app.addHook('onRoute', (route) => {
     if (route.method === 'GET') captured = route;
