@@ -16,11 +16,11 @@ import { runLoop, type LoopContext } from './run-loop.js';
 import { EventPruneSchedule } from '../../src/events/retention.js';
 import { latestSeq } from '../../src/events/log.js';
 import { isEventVisible } from '../../src/events/visibility.js';
-import { deliver, DELIVERY_TIMEOUT_MS } from '../../src/events/webhook-delivery.js';
+import { deliver, DELIVERY_TIMEOUT_MS } from '../../src/webhooks/delivery.js';
 import { refreshPrincipal } from '../../src/auth/credentials.js';
 import type { Principal } from '../../src/auth/principal.js';
 import type { Db } from '../../src/db/open.js';
-import type { WebhookRow } from '../../src/mail/webhooks.js';
+import type { WebhookRow } from '../../src/webhooks/webhooks.js';
 
 /** Waits before each retry after a failed attempt; after the last retry fails the delivery is dropped. */
 const RETRY_SCHEDULE_MS = [5_000, 5 * 60_000, 30 * 60_000, 2 * 3600_000, 5 * 3600_000, 10 * 3600_000, 10 * 3600_000];

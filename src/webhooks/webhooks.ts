@@ -15,9 +15,9 @@ import { normalizeInboxId } from '../auth/access.js';
 import { DEFAULT_LIMIT, pageFromRows, readCursor, type PageBinding } from '../core/pagination.js';
 import { latestSeq } from '../events/log.js';
 import { audienceOf, EVENT_TYPES } from '../events/visibility.js';
-import { internalTargetProblem, parseTarget, URL_MAX } from '../events/webhook-target.js';
-import { requestHash } from './idempotency.js';
-import { CLIENT_ID_MAX } from './inboxes.js';
+import { internalTargetProblem, parseTarget, URL_MAX } from './target.js';
+import { requestHash } from '../mail/idempotency.js';
+import { CLIENT_ID_MAX } from '../mail/inboxes.js';
 
 export const WEBHOOK_SECRET_PREFIX = 'whsec_';
 /** Random bytes behind a secret (Standard Webhooks asks for 24 to 64). */
