@@ -70,6 +70,23 @@ function deferral(err: unknown): CommitDeferred {
 
 const commitKey = (objectKey: string, inboxId: string) => `${objectKey}:${inboxId}`;
 
+/** Whether any recipient's copy of this edge object is stored (commit keys are `<object key>:<inbox>`). */
+export function wasCommitted(db: Db, objectKey: string): boolean {
+  return Boolean(prepared(db, 'SELECT 1 FROM messages WHERE source_key >= ? AND source_key < ? LIMIT 1').get(`${objectKey}:`, `${objectKey};`));
+}
+
+/** Whether this edge object was committed or refused by a block list for any recipient: the edge may delete it. */
+export function wasHandled(db: Db, objectKey: string): boolean {
+  return Boolean(
+    (
+      prepared(
+        db,
+        "SELECT EXISTS (SELECT 1 FROM messages WHERE source_key >= ?1 || ':' AND source_key < ?1 || ';') OR EXISTS (SELECT 1 FROM inbound_rejections WHERE source_key >= ?1 || ':' AND source_key < ?1 || ';') AS done",
+      ).get(objectKey) as { done: number }
+    ).done,
+  );
+}
+
 function alreadyHandled(db: Db, sourceKey: string): boolean {
   return Boolean(prepared(db, 'SELECT 1 FROM messages WHERE source_key = ?').get(sourceKey)) || isRejected(db, sourceKey);
 }

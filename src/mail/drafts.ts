@@ -272,7 +272,7 @@ export function draftEvent(db: Db, eventType: `draft.${'created' | 'approval_req
  * version (the owner approves the version they read), so every write moves it strictly forward:
  * to now, or 1 ms past the previous value when the clock has not moved on (or went back).
  */
-const NEXT_UPDATED_AT = "max(?, strftime('%Y-%m-%dT%H:%M:%fZ', updated_at, '+0.001 seconds'))";
+export const NEXT_UPDATED_AT = "max(?, strftime('%Y-%m-%dT%H:%M:%fZ', updated_at, '+0.001 seconds'))";
 
 export function setDraftStatus(db: Db, draftId: string, status: DraftStatus, fields: { reason?: string | null; messageId?: string; threadId?: string; approved?: boolean } = {}): void {
   prepared(
@@ -685,41 +685,4 @@ export function draftAttachmentFile(db: Db, inboxId: string, draftId: string, at
       'SELECT a.filename, a.content_type, a.content FROM draft_attachments a JOIN drafts d ON d.draft_id = a.draft_id WHERE d.inbox_id = ? AND d.draft_id = ? AND a.attachment_id = ?',
     ).get(inboxId, draftId, attachmentId) as { filename: string | null; content_type: string | null; content: Buffer } | undefined) ?? null
   );
-}
-
-// ---- the scheduled-drafts loop ----
-
-/** Approved scheduled drafts whose time has come, oldest first (overdue ones included). */
-export function dueDrafts(db: Db, now: string, limit: number): Pick<DraftRow, 'draft_id' | 'inbox_id'>[] {
-  return prepared(db, "SELECT draft_id, inbox_id FROM drafts WHERE send_status = 'scheduled' AND approved = 1 AND send_at <= ? ORDER BY send_at, rowid LIMIT ?").all(now, limit) as Pick<
-    DraftRow,
-    'draft_id' | 'inbox_id'
-  >[];
-}
-
-/** When the next approved scheduled draft is due, or null. */
-export function nextDraftDue(db: Db): string | null {
-  return (prepared(db, "SELECT min(send_at) AS next FROM drafts WHERE send_status = 'scheduled' AND approved = 1").get() as { next: string | null }).next;
-}
-
-/** Takes a due draft for sending (`sending`, so edits wait); false when it changed meanwhile. */
-export function claimDueDraft(db: Db, draftId: string, now: string): boolean {
-  return (
-    prepared(db, `UPDATE drafts SET send_status = 'sending', updated_at = ${NEXT_UPDATED_AT} WHERE draft_id = ? AND send_status = 'scheduled' AND approved = 1 AND send_at <= ?`).run(new Date().toISOString(), draftId, now)
-      .changes === 1
-  );
-}
-
-/** A claimed draft that was not sent: back to `scheduled`, or to `failed` with the reason. */
-export function releaseDraft(db: Db, draftId: string, to: { status: 'scheduled' } | { status: 'failed'; reason: string }): boolean {
-  const reason = to.status === 'failed' ? to.reason : null;
-  return prepared(db, `UPDATE drafts SET send_status = ?, send_reason = ?, updated_at = ${NEXT_UPDATED_AT} WHERE draft_id = ? AND send_status = 'sending'`).run(to.status, reason, new Date().toISOString(), draftId).changes === 1;
-}
-
-/**
- * Drafts a stop or crash left `sending` go back to `scheduled`: a send commits the message and
- * the draft's `sent` together, so a draft still `sending` was not queued.
- */
-export function resetInterruptedDrafts(db: Db): number {
-  return prepared(db, "UPDATE drafts SET send_status = 'scheduled' WHERE send_status = 'sending'").run().changes;
 }

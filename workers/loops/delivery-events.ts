@@ -6,20 +6,13 @@
  */
 import { runLoop } from './run-loop.js';
 import { readTransport } from '../../src/mail/transport.js';
-import { applyReports, reportCursor, type DeliveryReport } from '../../src/mail/delivery-reports.js';
+import { applyReports, awaitingDeliveryReports, reportCursor, type DeliveryReport } from '../../src/mail/delivery-reports.js';
 
 const PAGE = 200;
 /** Messages handed to the edge this recently without a delivery report keep the loop on its 2 s pace. */
 const AWAITING_MS = 10 * 60_000;
 
-function awaitingReports(db: import('../../src/db/open.js').Db): boolean {
-  const since = new Date(Date.now() - AWAITING_MS).toISOString();
-  return (
-    db
-      .prepare("SELECT 1 FROM outbox o JOIN messages m ON m.id = o.message_rowid WHERE o.transport = 'edge' AND o.state = 'done' AND o.updated_at > ? AND m.send_status IN ('sent', 'deferred') LIMIT 1")
-      .get(since) !== undefined
-  );
-}
+const awaitingReports = (db: import('../../src/db/open.js').Db) => awaitingDeliveryReports(db, new Date(Date.now() - AWAITING_MS).toISOString());
 const TIMEOUT_MS = 30_000;
 
 runLoop(async (ctx) => {
