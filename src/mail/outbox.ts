@@ -21,8 +21,8 @@ export interface OutboxRow {
   next_attempt_at: string;
 }
 
-/** Retry delays after attempts 1, 2, …; the send fails after the last. */
-export const RETRY_DELAYS_MS = [5_000, 30_000, 120_000, 600_000, 1_800_000];
+/** Retry delays after attempts 1, 2, …; the send fails after the last. The schedule lives with the loop timings. */
+export { OUTBOX_RETRY_DELAYS_MS as RETRY_DELAYS_MS } from '../supervisor/loop-table.js';
 
 export function dueOutbox(db: Db, now: string, limit: number): OutboxRow[] {
   return prepared(db, "SELECT * FROM outbox WHERE state = 'queued' AND next_attempt_at <= ? ORDER BY next_attempt_at, message_rowid LIMIT ?").all(now, limit) as OutboxRow[];

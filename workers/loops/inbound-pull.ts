@@ -13,6 +13,7 @@ import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import type { JWK } from 'jose';
 import { runLoop, type LoopContext } from './run-loop.js';
+import { INBOUND_COMMIT_RETRY_MS as COMMIT_RETRY_MS } from '../../src/supervisor/loop-table.js';
 import { readTransport } from '../../src/mail/transport.js';
 import { EdgeClient } from '../../src/inbound/edge-client.js';
 import { homeKeyPair } from '../../src/inbound/home-key.js';
@@ -39,8 +40,6 @@ const LARGE_OPEN_HEAP_MB = 1_024;
 const OPEN_LARGE_FILE = fileURLToPath(new URL('../pool/open-large.js', import.meta.url));
 const LONG_POLL_MS = 25_000;
 const RETRY_POLL_MS = 2_000;
-/** A commit the database could not take now (busy past its retries, disk trouble) is tried again this soon, not on the idle schedule. */
-const COMMIT_RETRY_MS = 1_000;
 
 let polling = false;
 

@@ -4,6 +4,7 @@
  * entries whose object is missing become `queue_message` quarantine items.
  */
 import { runLoop } from './run-loop.js';
+import { RECONCILE_EDGE_RETRY_MS } from '../../src/supervisor/loop-table.js';
 import { readTransport } from '../../src/mail/transport.js';
 import { EdgeClient } from '../../src/inbound/edge-client.js';
 import { quarantine, quarantineByKey } from '../../src/inbound/quarantine.js';
@@ -43,7 +44,7 @@ runLoop(async ({ db, publish }) => {
       }
     }
   } catch {
-    return { delayMs: 60_000 }; // edge unreachable: look again in a minute
+    return { delayMs: RECONCILE_EDGE_RETRY_MS }; // edge unreachable: look again in a minute
   }
   return 'idle';
 });

@@ -13,6 +13,7 @@
  * so after a crash a receiver may see a few events again (same `webhook-id`).
  */
 import { runLoop, type LoopContext } from './run-loop.js';
+import { WEBHOOK_DISABLE_AFTER_MS as DISABLE_AFTER_MS, WEBHOOK_RETRY_SCHEDULE_MS as RETRY_SCHEDULE_MS } from '../../src/supervisor/loop-table.js';
 import { EventPruneSchedule } from '../../src/events/retention.js';
 import { latestSeq, rawEventsAfter, type RawEvent } from '../../src/events/log.js';
 import { isEventVisible } from '../../src/events/visibility.js';
@@ -31,10 +32,6 @@ import {
   type WebhookRow,
 } from '../../src/webhooks/repository.js';
 
-/** Waits before each retry after a failed attempt; after the last retry fails the delivery is dropped. */
-const RETRY_SCHEDULE_MS = [5_000, 5 * 60_000, 30 * 60_000, 2 * 3600_000, 5 * 3600_000, 10 * 3600_000, 10 * 3600_000];
-/** Unbroken failure this long disables the webhook. */
-const DISABLE_AFTER_MS = 5 * 24 * 3600_000;
 const READ_BATCH = 200;
 /** The cursor is written after this many events or this long, whichever comes first. */
 const CURSOR_FLUSH_EVENTS = 500;
