@@ -175,6 +175,11 @@ export function enabledWebhooks(db: Db): Pick<WebhookRow, 'webhook_id' | 'cursor
   return prepared(db, 'SELECT webhook_id, cursor_seq, next_attempt_at FROM webhooks WHERE enabled = 1').all() as Pick<WebhookRow, 'webhook_id' | 'cursor_seq' | 'next_attempt_at'>[];
 }
 
+/** The smallest cursor of an enabled webhook (what event retention must keep after), or null when none is enabled. */
+export function lowestEnabledCursor(db: Db): number | null {
+  return (prepared(db, 'SELECT min(cursor_seq) AS c FROM webhooks WHERE enabled = 1').get() as { c: number | null }).c;
+}
+
 /** Delivered (or filtered out) up to `cursorSeq`; `successAt` set when a delivery succeeded since the last write. False when the epoch moved on. */
 export function writeCursor(db: Db, webhookId: string, epoch: number, cursorSeq: number, successAt: string | null): boolean {
   return (
