@@ -28,23 +28,25 @@ import {
   webhookHeaders,
   writeCursor,
   writeRecovery,
-  type DeliveryFailure,
   type WebhookRow,
 } from '../../src/webhooks/repository.js';
+import { afterFailedAttempt, type RetryPolicy } from '../../src/webhooks/retry.js';
 
 const READ_BATCH = 200;
 /** The cursor is written after this many events or this long, whichever comes first. */
 const CURSOR_FLUSH_EVENTS = 500;
 const CURSOR_FLUSH_MS = 250;
 
-/** Test-only shortenings (docs/testing.md); unset, the values above apply. */
+/** Test-only shortenings (docs/testing.md); unset, the loop-table schedules apply. */
 function fromEnv(name: string): number | null {
   const value = Number(process.env[name]);
   return process.env[name] !== undefined && Number.isFinite(value) && value >= 0 ? value : null;
 }
 const TEST_RETRY_MS = fromEnv('SVC_TEST_WEBHOOK_RETRY_MS');
-const retryDelayMs = (attempt: number) => TEST_RETRY_MS ?? RETRY_SCHEDULE_MS[attempt - 1];
-const disableAfterMs = fromEnv('SVC_TEST_WEBHOOK_DISABLE_MS') ?? DISABLE_AFTER_MS;
+const RETRY_POLICY: RetryPolicy = {
+  retryDelaysMs: TEST_RETRY_MS === null ? RETRY_SCHEDULE_MS : RETRY_SCHEDULE_MS.map(() => TEST_RETRY_MS),
+  disableAfterMs: fromEnv('SVC_TEST_WEBHOOK_DISABLE_MS') ?? DISABLE_AFTER_MS,
+};
 const timeoutMs = fromEnv('SVC_TEST_WEBHOOK_TIMEOUT_MS') ?? DELIVERY_TIMEOUT_MS;
 /** Lets tests point agent-created webhooks at a loopback receiver; creation still refuses such URLs. */
 const unguarded = process.env.SVC_TEST_WEBHOOK_UNGUARDED === '1';
@@ -67,15 +69,7 @@ function matcher(hook: WebhookRow): (e: RawEvent) => boolean {
 
 /** Records a failed attempt: schedule a retry, drop the delivery after the last one, or disable. */
 function recordFailure(db: Db, hook: WebhookRow, seq: number, code: string): void {
-  const now = Date.now();
-  const attempts = (hook.retry_seq === seq ? hook.attempts : 0) + 1;
-  const firstFailureAt = hook.first_failure_at ?? new Date(now).toISOString();
-  const failure: DeliveryFailure =
-    now - Date.parse(firstFailureAt) >= disableAfterMs
-      ? { then: 'disable' }
-      : attempts > RETRY_SCHEDULE_MS.length
-        ? { then: 'drop', seq }
-        : { then: 'retry', seq, attempts, nextAttemptAt: new Date(now + retryDelayMs(attempts)).toISOString() };
+  const { firstFailureAt, failure } = afterFailedAttempt(hook, seq, Date.now(), RETRY_POLICY);
   recordDeliveryFailure(db, hook, code, firstFailureAt, failure);
 }
 
