@@ -12,7 +12,8 @@ import { ApiError, notFound } from '../core/errors.js';
 import type { OpenedInbound } from '../../workers/pool/tasks.js';
 import { EdgeClient, EdgeUnavailable } from './edge-client.js';
 import { homeKeyPair } from './home-key.js';
-import { ingestObject, wasCommitted, type IngestDeps } from './ingest.js';
+import { ingestObject, type IngestDeps } from './ingest.js';
+import { wasCommitted } from './commit-keys.js';
 import { dueForAutoRetry, finishQuarantine, quarantineById, quarantineView, recordFailedRetry, setStatus } from './quarantine.js';
 import { readTransport } from '../mail/transport.js';
 

@@ -8,7 +8,7 @@ import { RECONCILE_EDGE_RETRY_MS } from '../../src/supervisor/loop-table.js';
 import { readTransport } from '../../src/mail/transport.js';
 import { EdgeClient } from '../../src/inbound/edge-client.js';
 import { quarantine, quarantineByKey } from '../../src/inbound/quarantine.js';
-import { wasHandled } from '../../src/inbound/ingest.js';
+import { wasHandled } from '../../src/inbound/commit-keys.js';
 
 const PAGE = 500;
 
