@@ -21,7 +21,7 @@ import type { Bus } from '../supervisor/bus.js';
 import type { Principal } from '../auth/principal.js';
 import { refreshPrincipal } from '../auth/credentials.js';
 import { normalizeInboxId } from '../auth/access.js';
-import { latestSeq, seqOfEventId } from './log.js';
+import { latestSeq, rawEventsAfter, seqOfEventId } from './log.js';
 import { EVENT_TYPES, canReadEventStream, isEventVisible, type EventAddress } from './visibility.js';
 
 /** WebSocket close codes used by the protocol (RFC 6455 §7.4, spec §6.4 table). */
@@ -121,11 +121,10 @@ export class EventHub {
   #closing = false;
 
   constructor(db: Db, bus: Bus, timing: EventStreamTiming) {
-    const readAfter = db.prepare('SELECT seq, event_type, inbox_id, payload FROM events WHERE seq > ? ORDER BY seq LIMIT ?');
     this.#services = {
       db,
       timing,
-      readAfter: (seq) => readAfter.all(seq, READ_BATCH) as LogRow[],
+      readAfter: (seq) => rawEventsAfter(db, seq, READ_BATCH),
       forget: (connection) => this.#forget(connection),
     };
     this.#knownHead = latestSeq(db);

@@ -47,6 +47,20 @@ export function eventsAfter(db: Db, afterSeq: number, limit: number): StoredEven
   return rows.map(({ payload, ...r }) => ({ ...r, event: JSON.parse(payload) as Record<string, unknown> }));
 }
 
+/** A stored event as the webhook loop delivers it: the payload is the JSON body, byte for byte. */
+export interface RawEvent {
+  seq: number;
+  event_id: string;
+  event_type: string;
+  inbox_id: string | null;
+  payload: string;
+}
+
+/** Events after `afterSeq`, oldest first, with the payload left as stored (no parse). */
+export function rawEventsAfter(db: Db, afterSeq: number, limit: number): RawEvent[] {
+  return prepared(db, 'SELECT seq, event_id, event_type, inbox_id, payload FROM events WHERE seq > ? ORDER BY seq LIMIT ?').all(afterSeq, limit) as RawEvent[];
+}
+
 export function latestSeq(db: Db): number {
   return (db.prepare('SELECT coalesce(max(seq), 0) AS s FROM events').get() as { s: number }).s;
 }

@@ -5,6 +5,7 @@
  */
 import type { Db } from '../db/open.js';
 import { EVENT_RETENTION_MS } from './log.js';
+import { lowestEnabledCursor } from '../webhooks/repository.js';
 
 /** How often the webhooks loop prunes; retention is counted in days, so hourly is plenty. */
 export const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
@@ -27,8 +28,8 @@ export interface PruneOptions {
  * re-enabling one starts with new events (docs/webhooks.md).
  */
 export function oldestUndeliveredSeq(db: Db): number | null {
-  const row = db.prepare('SELECT min(cursor_seq) AS c FROM webhooks WHERE enabled = 1').get() as { c: number | null };
-  return row.c === null ? null : row.c + 1;
+  const cursor = lowestEnabledCursor(db);
+  return cursor === null ? null : cursor + 1;
 }
 
 /**

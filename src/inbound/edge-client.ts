@@ -1,12 +1,50 @@
-/** The home's client for the edge API (ARCHITECTURE §6; routes in docs/edge.md). */
+/**
+ * The home's one client for the edge API (ARCHITECTURE §6; routes in docs/edge.md): inbound
+ * objects and queue entries, the long-poll, routing, the outbound relay and delivery reports.
+ * Every call goes through `call`, so there is one error mapping — a failed connection, a
+ * timeout or an unexpected status is `EdgeUnavailable` (retry later; `status` says which) —
+ * and one timeout policy (EDGE_TIMEOUT_MS). Nothing here logs: bodies hold sealed mail.
+ */
 import type { RoutingUpdate } from '../edge/routing.js';
 import type { QueueEntry } from '../edge/buffer.js';
 import { BATCH_MAX_KEYS } from '../edge/limits.js';
 
-const REQUEST_TIMEOUT_MS = 30_000;
+/** How long one edge request may take, by kind. */
+export const EDGE_TIMEOUT_MS = {
+  /** Any request that carries no message: the edge answers from its disk in milliseconds. */
+  request: 30_000,
+  /** A message handed to the relay (up to the size limit, base64 in JSON) over a slow uplink. */
+  upload: 60_000,
+  /** Added to a long-poll's own wait, so the edge's empty answer arrives before we give up. */
+  longPollGrace: 10_000,
+} as const;
 
-/** The edge could not be reached or answered with an error: retry later. */
-export class EdgeUnavailable extends Error {}
+/** The edge could not be reached (`status` null) or answered with an error status: retry later. */
+export class EdgeUnavailable extends Error {
+  constructor(
+    message: string,
+    readonly status: number | null = null,
+  ) {
+    super(message);
+  }
+}
+
+/** The body of `POST /outbound` (docs/edge.md): the message base64-encoded, idempotent on `ref`. */
+export interface OutboundRequest {
+  ref: string;
+  mail_from: string;
+  recipients: string[];
+  raw: string;
+}
+
+/** What the edge knows of an outbound ref (`GET /outbound/{ref}`). */
+export type EdgeOutboundStatus = { ref: string; status: string; recipients: { address: string; status: string; code?: number; message?: string }[] };
+
+/** One page of delivery reports (`GET /events`); `next` is the cursor to ask with next time. */
+export interface DeliveryReportPage<Report> {
+  events: Report[];
+  next: string;
+}
 
 export class EdgeClient {
   constructor(
@@ -14,8 +52,16 @@ export class EdgeClient {
     private readonly token: string,
   ) {}
 
-  private async call(method: string, path: string, opts: { body?: unknown; timeoutMs?: number; signal?: AbortSignal; allow404?: boolean } = {}): Promise<Response | null> {
-    const signals = [AbortSignal.timeout(opts.timeoutMs ?? REQUEST_TIMEOUT_MS), ...(opts.signal ? [opts.signal] : [])];
+  /**
+   * One request. Answers with these statuses are handed back: 2xx, 404 when `allow404` (as
+   * null), and any in `answers`; everything else, and no answer at all, is EdgeUnavailable.
+   */
+  private async call(
+    method: string,
+    path: string,
+    opts: { body?: unknown; timeoutMs?: number; signal?: AbortSignal; allow404?: boolean; answers?: readonly number[] } = {},
+  ): Promise<Response | null> {
+    const signals = [AbortSignal.timeout(opts.timeoutMs ?? EDGE_TIMEOUT_MS.request), ...(opts.signal ? [opts.signal] : [])];
     let res: Response;
     try {
       res = await fetch(this.url + path, {
@@ -27,13 +73,14 @@ export class EdgeClient {
     } catch {
       throw new EdgeUnavailable(`edge ${method} ${path.split('?')[0]} failed to connect`);
     }
+    if (opts.answers?.includes(res.status)) return res;
     if (res.status === 404 && opts.allow404) {
-      await res.body?.cancel();
+      await res.body?.cancel().catch(() => {});
       return null;
     }
     if (!res.ok) {
-      await res.body?.cancel();
-      throw new EdgeUnavailable(`edge ${method} ${path.split('?')[0]} answered ${res.status}`);
+      await res.body?.cancel().catch(() => {});
+      throw new EdgeUnavailable(`edge ${method} ${path.split('?')[0]} answered ${res.status}`, res.status);
     }
     return res;
   }
@@ -138,8 +185,33 @@ export class EdgeClient {
    * `available: false` at the timeout; `latest` is the edge's newest key either way.
    */
   async wait(after: string | null, timeoutMs: number, signal?: AbortSignal): Promise<{ available: boolean; latest: string | null }> {
-    const res = await this.call('GET', `/wait?timeout_ms=${timeoutMs}${after ? `&after=${after}` : ''}`, { timeoutMs: timeoutMs + 10_000, signal });
+    const res = await this.call('GET', `/wait?timeout_ms=${timeoutMs}${after ? `&after=${after}` : ''}`, { timeoutMs: timeoutMs + EDGE_TIMEOUT_MS.longPollGrace, signal });
     return (await res!.json()) as { available: boolean; latest: string | null };
+  }
+
+  /**
+   * Hands a message to the relay. `accepted` (200 or 202): the edge holds it; `refused` (400,
+   * 413): the edge will never take this message. Anything else throws EdgeUnavailable; the ref
+   * makes a repeat harmless, as the edge may or may not have stored it.
+   */
+  async sendOutbound(request: OutboundRequest): Promise<{ accepted: true } | { accepted: false; status: number }> {
+    const res = (await this.call('POST', '/outbound', { body: request, timeoutMs: EDGE_TIMEOUT_MS.upload, answers: [400, 413] }))!;
+    await res.body?.cancel().catch(() => {});
+    if (res.status === 200 || res.status === 202) return { accepted: true };
+    if (res.status === 400 || res.status === 413) return { accepted: false, status: res.status };
+    throw new EdgeUnavailable(`edge POST /outbound answered ${res.status}`, res.status);
+  }
+
+  /** What the edge knows of a ref; null when it never received it. */
+  async outboundStatus(ref: string): Promise<EdgeOutboundStatus | null> {
+    const res = await this.call('GET', `/outbound/${encodeURIComponent(ref)}`, { allow404: true });
+    return res ? ((await res.json()) as EdgeOutboundStatus) : null;
+  }
+
+  /** Delivery reports after the cursor `after` (null: from the start), oldest first. */
+  async deliveryReports<Report>(after: string | null, limit: number, signal?: AbortSignal): Promise<DeliveryReportPage<Report>> {
+    const res = await this.call('GET', `/events?limit=${limit}${after ? `&after=${encodeURIComponent(after)}` : ''}`, { signal });
+    return (await res!.json()) as DeliveryReportPage<Report>;
   }
 }
 

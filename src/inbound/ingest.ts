@@ -7,12 +7,12 @@
 import { isBusyError, type Db } from '../db/open.js';
 import { commitInbound } from '../mail/store.js';
 import { listVerdict } from '../mail/lists.js';
-import { prepared } from '../db/statements.js';
 import type { InboundAuth } from '../edge/sealed.js';
 import type { OpenedInbound } from '../../workers/pool/tasks.js';
 import type { EdgeClient } from './edge-client.js';
 import { quarantine, quarantineByKey } from './quarantine.js';
-import { isRejected, recordRejection } from './rejections.js';
+import { recordRejection } from './rejections.js';
+import { commitKey, inboxExists, isCommitHandled } from './commit-keys.js';
 import { isSelftestRecipient, receiveSelftest } from '../domains/store.js';
 
 export interface IngestDeps {
@@ -68,12 +68,6 @@ function deferral(err: unknown): CommitDeferred {
   return new CommitDeferred(isBusyError(err) ? 'storage_busy' : 'storage_failure');
 }
 
-const commitKey = (objectKey: string, inboxId: string) => `${objectKey}:${inboxId}`;
-
-function alreadyHandled(db: Db, sourceKey: string): boolean {
-  return Boolean(prepared(db, 'SELECT 1 FROM messages WHERE source_key = ?').get(sourceKey)) || isRejected(db, sourceKey);
-}
-
 /** Commits every routed recipient of an opened object; returns the event seqs to publish. Throws when a commit fails. */
 function commitRecipients(deps: IngestDeps, objectKey: string, opened: OpenedInbound): number[] {
   const { db } = deps;
@@ -85,7 +79,7 @@ function commitRecipients(deps: IngestDeps, objectKey: string, opened: OpenedInb
 
   for (const inboxId of new Set(opened.envelope.rcpt_to.map((r) => r.toLowerCase()))) {
     const sourceKey = commitKey(objectKey, inboxId);
-    if (alreadyHandled(db, sourceKey)) continue;
+    if (isCommitHandled(db, sourceKey)) continue;
     // The domain self-test (docs/domains.md) is consumed here, never stored as mail.
     if (isSelftestRecipient(inboxId)) {
       const seq = receiveSelftest(db, inboxId, opened.parsed.headers);
@@ -93,7 +87,7 @@ function commitRecipients(deps: IngestDeps, objectKey: string, opened: OpenedInb
       continue;
     }
     // The edge may still route an address the home deleted a moment ago; nothing to store it in.
-    if (!prepared(db, 'SELECT 1 FROM inboxes WHERE inbox_id = ?').get(inboxId)) continue;
+    if (!inboxExists(db, inboxId)) continue;
     const verdict = sender ? listVerdict(db, { inboxId, direction: 'receive', address: sender }) : 'none';
     if (verdict === 'block') {
       recordRejection(db, { sourceKey, inboxId, sender: sender || null, reason: 'receive_block_list', receivedAt: opened.envelope.received_at });

@@ -27,6 +27,16 @@ export function reportCursor(db: Db): string | null {
   return row?.value ?? null;
 }
 
+/** Whether a message handed to the edge since `since` (ISO time) still has no final report: it is sent or deferred, not yet delivered, bounced or failed. */
+export function awaitingDeliveryReports(db: Db, since: string): boolean {
+  return (
+    prepared(
+      db,
+      "SELECT 1 FROM outbox o JOIN messages m ON m.id = o.message_rowid WHERE o.transport = 'edge' AND o.state = 'done' AND o.updated_at > ? AND m.send_status IN ('sent', 'deferred') LIMIT 1",
+    ).get(since) !== undefined
+  );
+}
+
 function label(db: Db, rowid: number, add: string, remove: string[] = []): void {
   prepared(db, 'INSERT OR IGNORE INTO message_labels (message_rowid, label) VALUES (?, ?)').run(rowid, add);
   const del = prepared(db, 'DELETE FROM message_labels WHERE message_rowid = ? AND label = ?');

@@ -10,7 +10,7 @@ import type { Db } from '../db/open.js';
 import { EdgeClient } from '../inbound/edge-client.js';
 import { homeKeyPair } from '../inbound/home-key.js';
 import { desiredRouting } from '../inbound/routing.js';
-import { readTransport } from './transport.js';
+import { localEdgeToken, readTransport } from './transport.js';
 
 /**
  * The create answer waits at most this long for the local edge. It answers in milliseconds; one
@@ -29,7 +29,7 @@ let pushChain: Promise<void> = Promise.resolve();
  */
 export async function routeToLocalEdge(db: Db): Promise<void> {
   const edge = readTransport(db).edge;
-  const localToken = db.prepare("SELECT value FROM settings WHERE key = 'local_edge_token'").pluck().get() as string | undefined;
+  const localToken = localEdgeToken(db);
   if (!edge || edge.token !== localToken) return;
   // Concurrent creates share the next push instead of each sending the whole table.
   pendingPush ??= pushChain.then(() => {

@@ -24,8 +24,8 @@ export interface OutboxRow {
   next_attempt_at: string;
 }
 
-/** Retry delays after attempts 1, 2, …; the send fails after the last. */
-export const RETRY_DELAYS_MS = [5_000, 30_000, 120_000, 600_000, 1_800_000];
+/** Retry delays after attempts 1, 2, …; the send fails after the last. The schedule lives with the loop timings. */
+export { OUTBOX_RETRY_DELAYS_MS as RETRY_DELAYS_MS } from '../supervisor/loop-table.js';
 
 /**
  * What happened to a message: `refused_by_lists` (the send lists, rechecked when due), a

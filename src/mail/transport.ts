@@ -50,6 +50,21 @@ export function readTransport(db: Db): Transport {
   return row ? (JSON.parse(row.value) as Transport) : { edge: null, smtp: null };
 }
 
+const LOCAL_EDGE_TOKEN_KEY = 'local_edge_token';
+
+/** The API token of the built-in edge (`svc serve --local-edge`), or undefined before its first start. */
+export function localEdgeToken(db: Db): string | undefined {
+  return (db.prepare('SELECT value FROM settings WHERE key = ?').get(LOCAL_EDGE_TOKEN_KEY) as { value: string } | undefined)?.value;
+}
+
+/** Keeps the built-in edge's token across restarts: stores `fresh` unless one is stored; returns the one in use. */
+export function keepLocalEdgeToken(db: Db, fresh: string): string {
+  const stored = localEdgeToken(db);
+  if (stored !== undefined) return stored;
+  db.prepare('INSERT INTO settings (key, value) VALUES (?, ?)').run(LOCAL_EDGE_TOKEN_KEY, fresh);
+  return fresh;
+}
+
 function checkEdgeUrl(url: string): void {
   let parsed: URL;
   try {

@@ -1,6 +1,7 @@
 /**
  * Handing a composed message to the provider (ARCHITECTURE §6): the paired edge's relay
- * (`POST /outbound`, idempotent on the message's ref, so a repeat never sends twice) or an SMTP
+ * (`POST /outbound` through the one edge client, src/inbound/edge-client.ts; idempotent on the
+ * message's ref, so a repeat never sends twice) or an SMTP
  * smart host. Each answers one `Handover`:
  *   accepted  — the provider took it (→ `sent`);
  *   rejected  — a permanent 5xx at submission (→ `rejected`, `provider_rejected`);
@@ -10,6 +11,7 @@
 import { Readable } from 'node:stream';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
 import type { EdgeSettings, SmtpSettings } from '../mail/transport.js';
+import { EdgeClient, EdgeUnavailable, type EdgeOutboundStatus } from '../inbound/edge-client.js';
 
 export interface OutboundJob {
   ref: string;
@@ -29,51 +31,31 @@ export interface Transport {
   send(job: OutboundJob): Promise<Handover>;
 }
 
-const REQUEST_TIMEOUT_MS = 60_000;
-
 // ---- edge relay ----
 
-export type EdgeOutboundStatus = { ref: string; status: string; recipients: { address: string; status: string; code?: number; message?: string }[] };
+export type { EdgeOutboundStatus };
 
 export class EdgeRelay implements Transport {
   readonly name = 'edge' as const;
-  constructor(private readonly edge: EdgeSettings) {}
-
-  private async call(method: string, path: string, body?: unknown): Promise<Response> {
-    return fetch(this.edge.url + path, {
-      method,
-      headers: { authorization: `Bearer ${this.edge.token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-      body: body !== undefined ? JSON.stringify(body) : undefined,
-      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-    });
+  readonly #edge: EdgeClient;
+  constructor(edge: EdgeSettings) {
+    this.#edge = new EdgeClient(edge.url, edge.token);
   }
 
   async send(job: OutboundJob): Promise<Handover> {
-    let res: Response;
     try {
-      res = await this.call('POST', '/outbound', { ref: job.ref, mail_from: job.mailFrom, recipients: job.recipients, raw: Buffer.from(job.raw).toString('base64') });
-    } catch {
+      const answer = await this.#edge.sendOutbound({ ref: job.ref, mail_from: job.mailFrom, recipients: job.recipients, raw: Buffer.from(job.raw).toString('base64') });
+      return answer.accepted ? { kind: 'accepted', recipients: job.recipients } : { kind: 'rejected', code: answer.status };
+    } catch (err) {
       // The edge may or may not have stored it; the ref makes a repeat harmless.
-      return { kind: 'retry', error: 'edge_unreachable' };
+      const status = err instanceof EdgeUnavailable ? err.status : null;
+      return { kind: 'retry', error: status === null ? 'edge_unreachable' : `edge_status_${status}` };
     }
-    await res.body?.cancel().catch(() => {});
-    if (res.status === 200 || res.status === 202) return { kind: 'accepted', recipients: job.recipients };
-    if (res.status === 400 || res.status === 413) return { kind: 'rejected', code: res.status };
-    return { kind: 'retry', error: `edge_status_${res.status}` };
   }
 
   /** What the edge knows of a ref: its status, null when it never received it; throws when unreachable. */
-  async status(ref: string): Promise<EdgeOutboundStatus | null> {
-    const res = await this.call('GET', `/outbound/${encodeURIComponent(ref)}`);
-    if (res.status === 404) {
-      await res.body?.cancel().catch(() => {});
-      return null;
-    }
-    if (!res.ok) {
-      await res.body?.cancel().catch(() => {});
-      throw new Error(`edge_status_${res.status}`);
-    }
-    return (await res.json()) as EdgeOutboundStatus;
+  status(ref: string): Promise<EdgeOutboundStatus | null> {
+    return this.#edge.outboundStatus(ref);
   }
 }
 
@@ -84,6 +66,8 @@ interface SmtpError extends Error {
   responseCode?: number;
 }
 
+/** A silent smart host is given up on after this long; the longest wait is the message's DATA over a slow uplink. */
+const SMTP_SOCKET_TIMEOUT_MS = 60_000;
 /** Idle connections are kept this long for the next message (a greeting can cost 100 ms or more). */
 const IDLE_CLOSE_MS = 10_000;
 const MAX_IDLE = 16;
@@ -142,7 +126,7 @@ export class SmtpSmartHost implements Transport {
       name: this.hostname,
       connectionTimeout: 30_000,
       greetingTimeout: 30_000,
-      socketTimeout: REQUEST_TIMEOUT_MS,
+      socketTimeout: SMTP_SOCKET_TIMEOUT_MS,
     });
     await new Promise<void>((resolve, reject) => {
       connection.once('error', reject);

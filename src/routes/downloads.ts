@@ -12,6 +12,7 @@ import { ApiError, missingPermission, unauthorized } from '../core/errors.js';
 import { hasPermission, inScope, type Principal } from '../auth/principal.js';
 import { draftAttachmentFile } from '../mail/drafts/repository.js';
 import { isVisible, readVisibility } from '../mail/labels.js';
+import { attachmentFile, downloadMessage, messageLabelNames, rawMime } from '../mail/download-files.js';
 
 /** Longest filename sent in Content-Disposition, in characters. */
 const FILENAME_MAX = 200;
@@ -41,11 +42,6 @@ export type Presenter = Pick<Principal, 'kind' | 'id'> | null;
 function issuerPrincipal(issuer: DownloadClaims['issuer']): Principal {
   const owner = issuer.kind === 'owner' || issuer.kind === 'session';
   return { kind: issuer.kind, id: issuer.id, tokenId: issuer.tokenId, inboxScope: owner ? 'all' : new Set(), permissions: owner ? 'all' : new Set(), sendPolicy: 'read_only' };
-}
-
-interface MessageRow {
-  id: number;
-  message_id: string;
 }
 
 const MEDIA_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/;
@@ -93,21 +89,18 @@ export function verifyDownload(claims: DownloadClaims, now: number, db: Db, orig
     return { status: 200, file: { content: file.content, contentType: servedType(file.content_type), filename: safeFilename(file.filename, `attachment-${target.attachmentId}`) } };
   }
 
-  const message = db.prepare('SELECT id, message_id FROM messages WHERE inbox_id = ? AND message_id = ?').get(target.inboxId, target.messageId) as MessageRow | undefined;
+  const message = downloadMessage(db, target.inboxId, target.messageId);
   if (!message) return { status: 404 };
   // The same rule as a direct read by id: hidden mail needs the matching label_<name>_read.
-  const labels = db.prepare('SELECT label FROM message_labels WHERE message_rowid = ?').all(message.id) as { label: string }[];
-  if (!isVisible(labels.map((l) => l.label), readVisibility(issuer))) return { status: 404 };
+  if (!isVisible(messageLabelNames(db, message.id), readVisibility(issuer))) return { status: 404 };
 
   if (target.kind === 'raw') {
-    const raw = db.prepare('SELECT mime FROM raw_messages WHERE message_rowid = ?').get(message.id) as { mime: Buffer } | undefined;
-    if (!raw) return { status: 404 };
+    const mime = rawMime(db, message.id);
+    if (!mime) return { status: 404 };
     const stem = safeFilename(message.message_id.replace(/^<|>$/g, ''), 'message');
-    return { status: 200, file: { content: raw.mime, contentType: 'message/rfc822', filename: `${stem}.eml` } };
+    return { status: 200, file: { content: mime, contentType: 'message/rfc822', filename: `${stem}.eml` } };
   }
-  const attachment = db
-    .prepare('SELECT filename, content_type, content FROM attachments WHERE message_rowid = ? AND attachment_id = ?')
-    .get(message.id, target.attachmentId) as { filename: string | null; content_type: string | null; content: Buffer } | undefined;
+  const attachment = attachmentFile(db, message.id, target.attachmentId);
   if (!attachment) return { status: 404 };
   return {
     status: 200,

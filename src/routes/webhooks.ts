@@ -25,7 +25,7 @@ import {
   updateWebhookHeaders,
   UpdateHeadersBody,
   webhookHeaderNames,
-} from '../mail/webhooks.js';
+} from '../webhooks/webhooks.js';
 
 const InboxId = Type.String({ minLength: 1, maxLength: 320 });
 const WebhookId = Type.String({ minLength: 1, maxLength: 64 });
@@ -41,7 +41,7 @@ type InboxHookParams = Static<typeof InboxHookParams>;
 
 const agent = { auth: 'agent' } as const;
 
-/** The caller of an instance-wide route, holding `permission`; scope is enforced per inbox in src/mail/webhooks.ts. */
+/** The caller of an instance-wide route, holding `permission`; scope is enforced per inbox in src/webhooks/webhooks.ts. */
 function instanceWide(request: FastifyRequest, permission: Permission): Principal {
   const p = request.principal!;
   requirePermission(p, permission);

@@ -1,4 +1,7 @@
-/** Background loop names and timings (spec §8), in one table. */
+/**
+ * Background loop names and timings (spec §8), in one table, and below it every loop's retry
+ * schedule, each with its reason. Loops read their waits from here; nothing else sets them.
+ */
 
 export interface LoopTiming {
   /** Sleep after a pass that did work. */
@@ -10,15 +13,17 @@ export interface LoopTiming {
 }
 
 export const LOOPS = {
-  outbox: { busyMs: 2_000, idleMs: 30_000, schedule: 'wakes on enqueue or approval; recovery 2 s after work, 30 s idle or unconfigured' },
+  outbox: { busyMs: 2_000, idleMs: 30_000, schedule: 'wakes on enqueue or approval; recovery 2 s after work, 30 s idle or unconfigured; failed handovers retried on OUTBOX_RETRY_DELAYS_MS' },
   'inbound-pull': { busyMs: 2_000, idleMs: 30_000, schedule: 'every 2 s while busy, 30 s idle; each pass first retries due transient quarantine items (QUARANTINE_RETRY_BACKOFF_MS)' },
-  'inbound-reconcile': { busyMs: 15 * 60_000, idleMs: 15 * 60_000, schedule: 'at startup, then every 15 minutes' },
+  'inbound-reconcile': { busyMs: 15 * 60_000, idleMs: 15 * 60_000, schedule: 'at startup, then every 15 minutes; a minute after an unreachable edge (RECONCILE_EDGE_RETRY_MS)' },
   'delivery-events': { busyMs: 2_000, idleMs: 30_000, schedule: 'every 2 s while busy, 30 s idle' },
   'scheduled-drafts': { busyMs: 2_000, idleMs: 30_000, schedule: 'wakes on create, edit or approval; waits until the next due time, capped at 30 s idle and 2 s after work' },
   provisioning: { busyMs: 10_000, idleMs: 10_000, schedule: 'every 10 s; full routing reconcile every 5 minutes' },
-  webhooks: { busyMs: 1_000, idleMs: 1_000, schedule: 'every second' },
+  webhooks: { busyMs: 1_000, idleMs: 1_000, schedule: 'every second; failed deliveries retried on WEBHOOK_RETRY_SCHEDULE_MS' },
   'remote-access': { busyMs: 1_000, idleMs: 1_000, schedule: 'supervised every second; restart backoff up to 60 s' },
 } as const satisfies Record<string, LoopTiming>;
+
+// ---- retry schedules: how long a loop waits before trying failed work again ----
 
 /**
  * Automatic retries of a transient quarantine reason (src/inbound/quarantine.ts), run by the
@@ -27,6 +32,27 @@ export const LOOPS = {
  * few opens; after the last step the item waits for the owner.
  */
 export const QUARANTINE_RETRY_BACKOFF_MS: readonly number[] = [60_000, 5 * 60_000, 30 * 60_000, 2 * 60 * 60_000];
+
+/**
+ * The outbox loop's waits after handover attempt 1, 2, … (5 s to 30 min, about 43 min in all):
+ * a restarting edge or smart host is back within seconds, an outage within the hour; after the
+ * last attempt the send fails (`transport_failed`), or is `send_unknown` when the edge cannot say.
+ */
+export const OUTBOX_RETRY_DELAYS_MS: readonly number[] = [5_000, 30_000, 120_000, 600_000, 1_800_000];
+
+/**
+ * The webhooks loop's waits before each retry of a failed delivery (5 s to 10 h, about 28 h in
+ * all, the Standard Webhooks / Svix schedule receivers expect); after the last the event is
+ * dropped (`dropped_count`) and delivery moves on.
+ */
+export const WEBHOOK_RETRY_SCHEDULE_MS: readonly number[] = [5_000, 5 * 60_000, 30 * 60_000, 2 * 3600_000, 5 * 3600_000, 10 * 3600_000, 10 * 3600_000];
+/** Unbroken webhook failure this long (5 days) disables the webhook: its receiver is gone, not down. */
+export const WEBHOOK_DISABLE_AFTER_MS = 5 * 24 * 3600_000;
+
+/** The inbound-pull loop tries a commit the database could not take (busy past its retries, disk trouble) again this soon, not on the idle schedule. */
+export const INBOUND_COMMIT_RETRY_MS = 1_000;
+/** The inbound-reconcile loop looks again this soon when the edge was unreachable, instead of in 15 minutes. */
+export const RECONCILE_EDGE_RETRY_MS = 60_000;
 
 export type LoopName = keyof typeof LOOPS;
 export const LOOP_NAMES = Object.keys(LOOPS) as LoopName[];

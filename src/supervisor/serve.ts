@@ -17,7 +17,7 @@ import { CpuPool } from './pool.js';
 import type { LoopName } from './loop-table.js';
 import type { LocalEdgeThread } from '../edge/edge-thread.js';
 import { newSecret } from '../auth/secrets.js';
-import { readTransport, writeTransport } from '../mail/transport.js';
+import { keepLocalEdgeToken, readTransport, writeTransport } from '../mail/transport.js';
 import { storeCheckServers } from '../domains/checks.js';
 import { RemoteAccess } from '../remote/remote-access.js';
 
@@ -160,9 +160,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
 async function startLocalEdge(db: Db, home: string, opts: NonNullable<ServeOptions['localEdge']>, onCrash: () => void): Promise<{ edge: LocalEdgeThread; smtp: { host: string; port: number } }> {
   // Loaded only when asked for: a home paired with a remote edge never loads the SMTP stack.
   const { LocalEdgeThread } = await import('../edge/edge-thread.js');
-  const row = db.prepare("SELECT value FROM settings WHERE key = 'local_edge_token'").get() as { value: string } | undefined;
-  const token = row?.value ?? newSecret('edge_');
-  if (!row) db.prepare("INSERT INTO settings (key, value) VALUES ('local_edge_token', ?)").run(token);
+  const token = keepLocalEdgeToken(db, newSecret('edge_'));
   let started;
   try {
     started = await LocalEdgeThread.start(

@@ -75,10 +75,11 @@ t.test('the pull loop retries due transient items and releases them', async (t) 
     ['parse_failed', 1, now],
   ];
   const db = openHomeDb(svc.home);
+  // Same first_seen for all: the list orders them by id, so the ids are made in row order.
   rows.forEach(([reason, attempts, last], i) =>
     db
       .prepare('INSERT INTO inbound_quarantine (quarantine_id, source_kind, source_key, reason_code, first_seen, size, inbox_id, attempts, last_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
-      .run(uuidv7(), 'buffer_object', keys[i], reason, longAgo, listed.objects[i].size, 'agent@q.test', attempts, last),
+      .run(uuidv7(Date.parse(longAgo) + i), 'buffer_object', keys[i], reason, longAgo, listed.objects[i].size, 'agent@q.test', attempts, last),
   );
   db.close();
 

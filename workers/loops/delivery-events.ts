@@ -6,39 +6,24 @@
  */
 import { runLoop } from './run-loop.js';
 import { readTransport } from '../../src/mail/transport.js';
-import { applyReports, reportCursor, type DeliveryReport } from '../../src/mail/delivery-reports.js';
+import { EdgeClient, type DeliveryReportPage } from '../../src/inbound/edge-client.js';
+import { applyReports, awaitingDeliveryReports, reportCursor, type DeliveryReport } from '../../src/mail/delivery-reports.js';
 
 const PAGE = 200;
 /** Messages handed to the edge this recently without a delivery report keep the loop on its 2 s pace. */
 const AWAITING_MS = 10 * 60_000;
 
-function awaitingReports(db: import('../../src/db/open.js').Db): boolean {
-  const since = new Date(Date.now() - AWAITING_MS).toISOString();
-  return (
-    db
-      .prepare("SELECT 1 FROM outbox o JOIN messages m ON m.id = o.message_rowid WHERE o.transport = 'edge' AND o.state = 'done' AND o.updated_at > ? AND m.send_status IN ('sent', 'deferred') LIMIT 1")
-      .get(since) !== undefined
-  );
-}
-const TIMEOUT_MS = 30_000;
+const awaitingReports = (db: import('../../src/db/open.js').Db) => awaitingDeliveryReports(db, new Date(Date.now() - AWAITING_MS).toISOString());
 
 runLoop(async (ctx) => {
   const { edge } = readTransport(ctx.db);
   if (!edge) return 'idle';
   const after = reportCursor(ctx.db);
-  let page: { events: DeliveryReport[]; next: string };
+  let page: DeliveryReportPage<DeliveryReport>;
   try {
-    const res = await fetch(`${edge.url}/events?limit=${PAGE}${after ? `&after=${encodeURIComponent(after)}` : ''}`, {
-      headers: { authorization: `Bearer ${edge.token}` },
-      signal: AbortSignal.any([AbortSignal.timeout(TIMEOUT_MS), ctx.stopped]),
-    });
-    if (!res.ok) {
-      await res.body?.cancel().catch(() => {});
-      return 'idle';
-    }
-    page = (await res.json()) as { events: DeliveryReport[]; next: string };
+    page = await new EdgeClient(edge.url, edge.token).deliveryReports<DeliveryReport>(after, PAGE, ctx.stopped);
   } catch {
-    return 'idle'; // unreachable edge: try again on the next pass
+    return 'idle'; // unreachable edge or an error answer: try again on the next pass
   }
   if (!Array.isArray(page.events) || typeof page.next !== 'string') return 'idle';
   if (page.events.length === 0 && page.next === after) return awaitingReports(ctx.db) ? 'busy' : 'idle';

@@ -4,9 +4,11 @@
  * entries whose object is missing become `queue_message` quarantine items.
  */
 import { runLoop } from './run-loop.js';
+import { RECONCILE_EDGE_RETRY_MS } from '../../src/supervisor/loop-table.js';
 import { readTransport } from '../../src/mail/transport.js';
 import { EdgeClient } from '../../src/inbound/edge-client.js';
 import { quarantine, quarantineByKey } from '../../src/inbound/quarantine.js';
+import { wasHandled } from '../../src/inbound/commit-keys.js';
 
 const PAGE = 500;
 
@@ -14,9 +16,6 @@ runLoop(async ({ db, publish }) => {
   const { edge } = readTransport(db);
   if (!edge) return 'idle';
   const client = new EdgeClient(edge.url, edge.token);
-  const handled = db.prepare(
-    "SELECT EXISTS (SELECT 1 FROM messages WHERE source_key >= ?1 || ':' AND source_key < ?1 || ';') OR EXISTS (SELECT 1 FROM inbound_rejections WHERE source_key >= ?1 || ':' AND source_key < ?1 || ';') AS done",
-  );
   try {
     const objectKeys = new Set<string>();
     let stragglers = false;
@@ -28,7 +27,7 @@ runLoop(async ({ db, publish }) => {
         objectKeys.add(key);
         const held = quarantineByKey(db, key);
         if (held && held.status !== 'released' && held.status !== 'deleted') continue;
-        if ((handled.get(key) as { done: number }).done) await client.deleteObject(key);
+        if (wasHandled(db, key)) await client.deleteObject(key);
         else stragglers = true;
       }
     }
@@ -45,7 +44,7 @@ runLoop(async ({ db, publish }) => {
       }
     }
   } catch {
-    return { delayMs: 60_000 }; // edge unreachable: look again in a minute
+    return { delayMs: RECONCILE_EDGE_RETRY_MS }; // edge unreachable: look again in a minute
   }
   return 'idle';
 });

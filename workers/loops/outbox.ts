@@ -9,7 +9,8 @@ import os from 'node:os';
 import { runLoop, type LoopContext } from './run-loop.js';
 import { readTransport, type Transport as TransportConfig } from '../../src/mail/transport.js';
 import { recordSendOutcome, refusedRecipients } from '../../src/mail/outbound.js';
-import { dueOutbox, interruptedOutbox, markHandingOver, nextDue, outboxAction, outboxRaw, outboxTransition, requeue, RETRY_DELAYS_MS, type OutboxAction, type OutboxFacts, type OutboxRow } from '../../src/mail/outbox.js';
+import { dueOutbox, interruptedOutbox, markHandingOver, nextDue, outboxAction, outboxRaw, outboxTransition, requeue, type OutboxAction, type OutboxFacts, type OutboxRow } from '../../src/mail/outbox.js';
+import { OUTBOX_RETRY_DELAYS_MS as RETRY_DELAYS_MS } from '../../src/supervisor/loop-table.js';
 import { EdgeRelay, SmtpSmartHost, type Handover, type Transport } from '../../src/outbound/transports.js';
 
 const BATCH = 64;

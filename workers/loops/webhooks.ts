@@ -13,45 +13,45 @@
  * so after a crash a receiver may see a few events again (same `webhook-id`).
  */
 import { runLoop, type LoopContext } from './run-loop.js';
+import { WEBHOOK_DISABLE_AFTER_MS as DISABLE_AFTER_MS, WEBHOOK_RETRY_SCHEDULE_MS as RETRY_SCHEDULE_MS } from '../../src/supervisor/loop-table.js';
 import { EventPruneSchedule } from '../../src/events/retention.js';
-import { latestSeq } from '../../src/events/log.js';
+import { latestSeq, rawEventsAfter, type RawEvent } from '../../src/events/log.js';
 import { isEventVisible } from '../../src/events/visibility.js';
-import { deliver, DELIVERY_TIMEOUT_MS } from '../../src/events/webhook-delivery.js';
+import { deliver, DELIVERY_TIMEOUT_MS } from '../../src/webhooks/delivery.js';
 import { refreshPrincipal } from '../../src/auth/credentials.js';
 import type { Principal } from '../../src/auth/principal.js';
 import type { Db } from '../../src/db/open.js';
-import type { WebhookRow } from '../../src/mail/webhooks.js';
+import {
+  enabledWebhooks,
+  recordDeliveryFailure,
+  webhookById,
+  webhookHeaders,
+  writeCursor,
+  writeRecovery,
+  type WebhookRow,
+} from '../../src/webhooks/repository.js';
+import { afterFailedAttempt, type RetryPolicy } from '../../src/webhooks/retry.js';
 
-/** Waits before each retry after a failed attempt; after the last retry fails the delivery is dropped. */
-const RETRY_SCHEDULE_MS = [5_000, 5 * 60_000, 30 * 60_000, 2 * 3600_000, 5 * 3600_000, 10 * 3600_000, 10 * 3600_000];
-/** Unbroken failure this long disables the webhook. */
-const DISABLE_AFTER_MS = 5 * 24 * 3600_000;
 const READ_BATCH = 200;
 /** The cursor is written after this many events or this long, whichever comes first. */
 const CURSOR_FLUSH_EVENTS = 500;
 const CURSOR_FLUSH_MS = 250;
 
-/** Test-only shortenings (docs/testing.md); unset, the values above apply. */
+/** Test-only shortenings (docs/testing.md); unset, the loop-table schedules apply. */
 function fromEnv(name: string): number | null {
   const value = Number(process.env[name]);
   return process.env[name] !== undefined && Number.isFinite(value) && value >= 0 ? value : null;
 }
 const TEST_RETRY_MS = fromEnv('SVC_TEST_WEBHOOK_RETRY_MS');
-const retryDelayMs = (attempt: number) => TEST_RETRY_MS ?? RETRY_SCHEDULE_MS[attempt - 1];
-const disableAfterMs = fromEnv('SVC_TEST_WEBHOOK_DISABLE_MS') ?? DISABLE_AFTER_MS;
+const RETRY_POLICY: RetryPolicy = {
+  retryDelaysMs: TEST_RETRY_MS === null ? RETRY_SCHEDULE_MS : RETRY_SCHEDULE_MS.map(() => TEST_RETRY_MS),
+  disableAfterMs: fromEnv('SVC_TEST_WEBHOOK_DISABLE_MS') ?? DISABLE_AFTER_MS,
+};
 const timeoutMs = fromEnv('SVC_TEST_WEBHOOK_TIMEOUT_MS') ?? DELIVERY_TIMEOUT_MS;
 /** Lets tests point agent-created webhooks at a loopback receiver; creation still refuses such URLs. */
 const unguarded = process.env.SVC_TEST_WEBHOOK_UNGUARDED === '1';
 
 const OWNER: Principal = { kind: 'owner', id: 'owner', inboxScope: 'all', permissions: 'all', sendPolicy: 'direct' };
-
-interface LogRow {
-  seq: number;
-  event_id: string;
-  event_type: string;
-  inbox_id: string | null;
-  payload: string;
-}
 
 /** The creator as it stands now; null once its key is deleted or expired. */
 function creatorPrincipal(db: Db, hook: WebhookRow): Principal | null {
@@ -61,73 +61,50 @@ function creatorPrincipal(db: Db, hook: WebhookRow): Principal | null {
 }
 
 /** The webhook's own filters: event types, and its inbox (inbox route) or inbox_ids (instance-wide). */
-function matcher(hook: WebhookRow): (e: LogRow) => boolean {
+function matcher(hook: WebhookRow): (e: RawEvent) => boolean {
   const types = new Set(JSON.parse(hook.event_types) as string[]);
   const inboxes = hook.inbox_scope !== null ? new Set([hook.inbox_scope]) : hook.inbox_ids === null ? null : new Set(JSON.parse(hook.inbox_ids) as string[]);
   return (e) => types.has(e.event_type) && (inboxes === null || (e.inbox_id !== null && inboxes.has(e.inbox_id)));
 }
 
-const loadHook = (db: Db, id: string) => db.prepare('SELECT * FROM webhooks WHERE webhook_id = ?').get(id) as WebhookRow | undefined;
-
 /** Records a failed attempt: schedule a retry, drop the delivery after the last one, or disable. */
 function recordFailure(db: Db, hook: WebhookRow, seq: number, code: string): void {
-  const now = Date.now();
-  const attempts = (hook.retry_seq === seq ? hook.attempts : 0) + 1;
-  const firstFailureAt = hook.first_failure_at ?? new Date(now).toISOString();
-  const common = 'failure_count = failure_count + 1, last_error_code = ?, first_failure_at = ?';
-  const guard = 'WHERE webhook_id = ? AND epoch = ? AND enabled = 1';
-  if (now - Date.parse(firstFailureAt) >= disableAfterMs) {
-    db.prepare(`UPDATE webhooks SET ${common}, enabled = 0, disabled_reason = 'consecutive_failures', epoch = epoch + 1, retry_seq = NULL, attempts = 0, next_attempt_at = NULL ${guard}`).run(
-      code, firstFailureAt, hook.webhook_id, hook.epoch,
-    );
-  } else if (attempts > RETRY_SCHEDULE_MS.length) {
-    db.prepare(`UPDATE webhooks SET ${common}, dropped_count = dropped_count + 1, cursor_seq = ?, retry_seq = NULL, attempts = 0, next_attempt_at = NULL ${guard}`).run(
-      code, firstFailureAt, seq, hook.webhook_id, hook.epoch,
-    );
-  } else {
-    const nextAt = new Date(now + retryDelayMs(attempts)).toISOString();
-    db.prepare(`UPDATE webhooks SET ${common}, retry_seq = ?, attempts = ?, next_attempt_at = ? ${guard}`).run(code, firstFailureAt, seq, attempts, nextAt, hook.webhook_id, hook.epoch);
-  }
+  const { firstFailureAt, failure } = afterFailedAttempt(hook, seq, Date.now(), RETRY_POLICY);
+  recordDeliveryFailure(db, hook, code, firstFailureAt, failure);
 }
 
 /** Delivers one webhook's pending events in order until caught up, a failure, or a change to the webhook. */
 async function drain(ctx: LoopContext, webhookId: string): Promise<void> {
   const { db } = ctx;
-  let hook = loadHook(db, webhookId);
+  let hook = webhookById(db, webhookId);
   if (!hook || hook.enabled !== 1) return;
   const epoch = hook.epoch;
   let cursor = hook.cursor_seq;
   let persisted = cursor;
   let successAt: string | null = null;
   let flushedAt = Date.now();
-  const readBatch = db.prepare('SELECT seq, event_id, event_type, inbox_id, payload FROM events WHERE seq > ? ORDER BY seq LIMIT ?');
-  const readHeaders = db.prepare('SELECT name, value FROM webhook_headers WHERE webhook_id = ? ORDER BY name_key');
-  const writeCursor = db.prepare('UPDATE webhooks SET cursor_seq = ?, last_success_at = coalesce(?, last_success_at) WHERE webhook_id = ? AND epoch = ? AND enabled = 1');
-  const writeRecovery = db.prepare(
-    'UPDATE webhooks SET cursor_seq = ?, last_success_at = ?, failure_count = 0, first_failure_at = NULL, retry_seq = NULL, attempts = 0, next_attempt_at = NULL WHERE webhook_id = ? AND epoch = ? AND enabled = 1',
-  );
 
   /** Writes the cursor; false when the webhook was deleted, disabled or re-enabled meanwhile. */
   const flush = (): boolean => {
     flushedAt = Date.now();
-    if (cursor === persisted && successAt === null) return loadHook(db, webhookId)?.epoch === epoch;
-    const { changes } = writeCursor.run(cursor, successAt, webhookId, epoch);
+    if (cursor === persisted && successAt === null) return webhookById(db, webhookId)?.epoch === epoch;
+    const written = writeCursor(db, webhookId, epoch, cursor, successAt);
     persisted = cursor;
     successAt = null;
-    return changes === 1;
+    return written;
   };
   // On stop, the progress so far is written before the loop closes the database.
   const onStop = () => flush();
   ctx.stopped.addEventListener('abort', onStop);
   try {
     for (;;) {
-      const events = readBatch.all(cursor, READ_BATCH) as LogRow[];
+      const events = rawEventsAfter(db, cursor, READ_BATCH);
       if (events.length === 0) return void flush();
       // Filters and headers are read per batch, so a PATCH applies to the next batch.
-      hook = loadHook(db, webhookId);
+      hook = webhookById(db, webhookId);
       if (!hook || hook.enabled !== 1 || hook.epoch !== epoch) return;
       const matches = matcher(hook);
-      const customHeaders = readHeaders.all(webhookId) as { name: string; value: string }[];
+      const customHeaders = webhookHeaders(db, webhookId);
       for (const e of events) {
         if (ctx.stopped.aborted) return;
         const creator = creatorPrincipal(db, hook);
@@ -157,7 +134,7 @@ async function drain(ctx: LoopContext, webhookId: string): Promise<void> {
           // The first success after failures writes the cursor and clears the failure state in
           // one statement, so health never shows the success beside the old failure count.
           flushedAt = Date.now();
-          if (writeRecovery.run(cursor, successAt, webhookId, epoch).changes !== 1) return;
+          if (!writeRecovery(db, webhookId, epoch, cursor, successAt)) return;
           persisted = cursor;
           successAt = null;
           hook = { ...hook, failure_count: 0, retry_seq: null, first_failure_at: null, attempts: 0, next_attempt_at: null };
@@ -181,8 +158,7 @@ runLoop(async (ctx) => {
   const head = latestSeq(db);
   const now = Date.now();
   let nextDueMs = Number.POSITIVE_INFINITY;
-  const hooks = db.prepare('SELECT webhook_id, cursor_seq, next_attempt_at FROM webhooks WHERE enabled = 1').all() as Pick<WebhookRow, 'webhook_id' | 'cursor_seq' | 'next_attempt_at'>[];
-  for (const hook of hooks) {
+  for (const hook of enabledWebhooks(db)) {
     if (running.has(hook.webhook_id)) continue;
     if (hook.next_attempt_at !== null) {
       const wait = Date.parse(hook.next_attempt_at) - now;

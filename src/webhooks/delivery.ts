@@ -7,7 +7,7 @@
 import { createHmac } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
-import { guardedLookup, isInternalLiteral, InternalAddressError } from './webhook-target.js';
+import { guardedLookup, isInternalLiteral, InternalAddressError } from './target.js';
 
 export const DELIVERY_TIMEOUT_MS = 10_000;
 

@@ -3,7 +3,8 @@
  * patch, delete, and write-only custom headers. A webhook remembers who created it — the owner,
  * or the API key / OAuth grant of an agent — because delivery filters every event by that
  * creator's current scope and permissions (workers/loops/webhooks.ts), and agents see only the
- * webhooks their own credential created.
+ * webhooks their own credential created. The rules live here; every statement is in
+ * src/webhooks/repository.ts.
  */
 import { randomBytes } from 'node:crypto';
 import { Type, type Static } from 'typebox';
@@ -15,9 +16,27 @@ import { normalizeInboxId } from '../auth/access.js';
 import { DEFAULT_LIMIT, pageFromRows, readCursor, type PageBinding } from '../core/pagination.js';
 import { latestSeq } from '../events/log.js';
 import { audienceOf, EVENT_TYPES } from '../events/visibility.js';
-import { internalTargetProblem, parseTarget, URL_MAX } from '../events/webhook-target.js';
-import { requestHash } from './idempotency.js';
-import { CLIENT_ID_MAX } from './inboxes.js';
+import { internalTargetProblem, parseTarget, URL_MAX } from './target.js';
+import {
+  deleteWebhookRow,
+  disableWebhookManually,
+  enableWebhook,
+  inboxExists,
+  insertWebhook,
+  removeWebhookHeader,
+  setWebhookHeader,
+  touchWebhook,
+  updateWebhookFilters,
+  visibleWebhook,
+  webhookByClientId,
+  webhookHeaders,
+  webhookPage,
+  type WebhookCreator,
+  type WebhookRow,
+  type WebhookViewer,
+} from './repository.js';
+import { requestHash } from '../mail/idempotency.js';
+import { CLIENT_ID_MAX } from '../mail/inboxes.js';
 
 export const WEBHOOK_SECRET_PREFIX = 'whsec_';
 /** Random bytes behind a secret (Standard Webhooks asks for 24 to 64). */
@@ -68,33 +87,6 @@ export const UpdateHeadersBody = Type.Object(
   { additionalProperties: false },
 );
 export type UpdateHeadersBody = Static<typeof UpdateHeadersBody>;
-
-export interface WebhookRow {
-  webhook_id: string;
-  owner_kind: 'owner' | 'api_key' | 'oauth';
-  creator_id: string | null;
-  inbox_scope: string | null;
-  inbox_ids: string | null;
-  url: string;
-  event_types: string;
-  secret: string;
-  enabled: number;
-  disabled_reason: string | null;
-  epoch: number;
-  failure_count: number;
-  dropped_count: number;
-  last_error_code: string | null;
-  last_success_at: string | null;
-  first_failure_at: string | null;
-  cursor_seq: number;
-  retry_seq: number | null;
-  attempts: number;
-  next_attempt_at: string | null;
-  created_at: string;
-  updated_at: string;
-  client_id: string | null;
-  client_request_hash: string | null;
-}
 
 export const WebhookResponse = Type.Object({
   webhook_id: Type.String(),
@@ -149,23 +141,18 @@ function webhookResponse(row: WebhookRow, health: boolean): WebhookResponse {
 const invalid = (message: string, fix: string) => new ApiError('validation_error', message, { fix });
 
 /** Who a new webhook belongs to. Browser sessions are the owner too. */
-function creatorOf(p: Principal): { kind: WebhookRow['owner_kind']; id: string | null } {
+function creatorOf(p: Principal): WebhookCreator {
   if (isOwner(p)) return { kind: 'owner', id: null };
   return { kind: p.kind === 'oauth' ? 'oauth' : 'api_key', id: p.id };
 }
 
 /**
- * SQL limiting rows to the webhooks a caller may see: all for the owner, else its own; an
- * inbox-restricted caller's inbox webhooks only while their inbox is still in its scope.
+ * The webhooks a caller may see: all for the owner, else its own; an inbox-restricted caller's
+ * inbox webhooks only while their inbox is still in its scope.
  */
-function visibleTo(p: Principal): { sql: string; params: string[] } {
-  if (isOwner(p)) return { sql: '1 = 1', params: [] };
-  const c = creatorOf(p);
-  if (p.inboxScope === 'all') return { sql: 'owner_kind = ? AND creator_id = ?', params: [c.kind, c.id!] };
-  return {
-    sql: 'owner_kind = ? AND creator_id = ? AND (inbox_scope IS NULL OR inbox_scope IN (SELECT value FROM json_each(?)))',
-    params: [c.kind, c.id!, JSON.stringify([...p.inboxScope])],
-  };
+function viewerOf(p: Principal): WebhookViewer {
+  if (isOwner(p)) return { all: true };
+  return { all: false, creator: creatorOf(p), inboxes: p.inboxScope === 'all' ? null : [...p.inboxScope] };
 }
 
 /** Known, deduplicated event types; agents may not ask for owner-only ones they could never get. */
@@ -183,11 +170,10 @@ function checkEventTypes(p: Principal, types: string[]): string[] {
 
 /** Existing inboxes, deduplicated and normalized; an agent's out-of-scope inbox is not found. */
 function checkInboxIds(db: Db, p: Principal, ids: string[]): string[] {
-  const exists = db.prepare('SELECT 1 FROM inboxes WHERE inbox_id = ?').pluck();
   const out = [...new Set(ids.map(normalizeInboxId))];
   for (const id of out) {
     if (p.inboxScope !== 'all' && !p.inboxScope.has(id)) throw notFound('inbox');
-    if (!exists.get(id)) throw invalid(`The inbox \`${id}\` does not exist.`, `Create \`${id}\` first, or remove it from \`inbox_ids\`.`);
+    if (!inboxExists(db, id)) throw invalid(`The inbox \`${id}\` does not exist.`, `Create \`${id}\` first, or remove it from \`inbox_ids\`.`);
   }
   return out;
 }
@@ -235,11 +221,9 @@ function headerChange(headers: Record<string, string> | undefined, remove: strin
 
 /** Applies a header change and enforces the per-webhook totals; runs inside the caller's transaction. */
 function applyHeaders(db: Db, webhookId: string, change: HeaderChange): void {
-  const del = db.prepare('DELETE FROM webhook_headers WHERE webhook_id = ? AND name_key = ?');
-  for (const key of change.remove) del.run(webhookId, key);
-  const upsert = db.prepare('INSERT INTO webhook_headers (webhook_id, name_key, name, value) VALUES (?, ?, ?, ?) ON CONFLICT (webhook_id, name_key) DO UPDATE SET name = excluded.name, value = excluded.value');
-  for (const [name, value] of change.set) upsert.run(webhookId, name.toLowerCase(), name, value);
-  const rows = db.prepare('SELECT name, value FROM webhook_headers WHERE webhook_id = ?').all(webhookId) as { name: string; value: string }[];
+  for (const key of change.remove) removeWebhookHeader(db, webhookId, key);
+  for (const [name, value] of change.set) setWebhookHeader(db, webhookId, name, value);
+  const rows = webhookHeaders(db, webhookId);
   if (rows.length > HEADERS_MAX_COUNT) throw invalid(`A webhook has at most ${HEADERS_MAX_COUNT} custom headers.`, 'Remove some headers with `remove_headers`.');
   const total = rows.reduce((sum, r) => sum + Buffer.byteLength(r.name) + Buffer.byteLength(r.value), 0);
   if (total > HEADERS_TOTAL_MAX_BYTES) throw invalid(`A webhook's custom headers total at most ${HEADERS_TOTAL_MAX_BYTES} bytes.`, 'Shorten or remove headers.');
@@ -247,21 +231,13 @@ function applyHeaders(db: Db, webhookId: string, change: HeaderChange): void {
 
 /** The webhook if the caller may see it; `inbox` set on the inbox routes limits it to that inbox. */
 function webhookRow(db: Db, p: Principal, webhookId: string, inbox: string | null): WebhookRow {
-  const vis = visibleTo(p);
-  const row = db
-    .prepare(`SELECT * FROM webhooks WHERE webhook_id = ? AND ${vis.sql}${inbox === null ? '' : ' AND inbox_scope = ?'}`)
-    .get(webhookId, ...vis.params, ...(inbox === null ? [] : [inbox])) as WebhookRow | undefined;
+  const row = visibleWebhook(db, viewerOf(p), webhookId, inbox);
   // An instance-wide route sees an inbox webhook only when the caller could use its inbox route.
   if (!row || (row.inbox_scope !== null && p.inboxScope !== 'all' && !p.inboxScope.has(row.inbox_scope))) throw notFound('webhook');
   return row;
 }
 
 const newWebhookSecret = () => WEBHOOK_SECRET_PREFIX + randomBytes(SECRET_BYTES).toString('base64');
-
-/** The webhook this creator already made with `clientId`, if any. */
-function webhookByClientId(db: Db, creator: { kind: WebhookRow['owner_kind']; id: string | null }, clientId: string): WebhookRow | undefined {
-  return db.prepare('SELECT * FROM webhooks WHERE owner_kind = ? AND creator_id IS ? AND client_id = ?').get(creator.kind, creator.id, clientId) as WebhookRow | undefined;
-}
 
 /**
  * Creates a webhook. `inbox` is the path's inbox on the inbox route (already checked for scope),
@@ -290,10 +266,19 @@ export async function createWebhook(db: Db, p: Principal, body: CreateWebhookBod
       }
       return earlier;
     }
-    db.prepare(
-      `INSERT INTO webhooks (webhook_id, owner_kind, creator_id, inbox_scope, inbox_ids, url, event_types, secret, cursor_seq, created_at, updated_at, client_id, client_request_hash)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    ).run(id, creator.kind, creator.id, inbox, inboxIds === null ? null : JSON.stringify(inboxIds), url, JSON.stringify(eventTypes), newWebhookSecret(), latestSeq(db), now, now, clientId, bodyHash);
+    insertWebhook(db, {
+      webhookId: id,
+      creator,
+      inboxScope: inbox,
+      inboxIds: inboxIds === null ? null : JSON.stringify(inboxIds),
+      url,
+      eventTypes: JSON.stringify(eventTypes),
+      secret: newWebhookSecret(),
+      cursorSeq: latestSeq(db),
+      now,
+      clientId,
+      clientRequestHash: bodyHash,
+    });
     applyHeaders(db, id, headers);
     return webhookRow(db, p, id, null);
   }).immediate();
@@ -322,29 +307,22 @@ export function updateWebhook(db: Db, p: Principal, webhookId: string, inbox: st
       inboxIds = row.inbox_ids === null && patch.add_inbox_ids === undefined ? null : JSON.stringify([...current]);
     }
     const now = new Date().toISOString();
-    db.prepare('UPDATE webhooks SET event_types = ?, inbox_ids = ?, updated_at = ? WHERE webhook_id = ?').run(eventTypes, inboxIds, now, row.webhook_id);
-    if (patch.enabled === false && row.enabled === 1) {
-      db.prepare("UPDATE webhooks SET enabled = 0, disabled_reason = 'manual', epoch = epoch + 1, retry_seq = NULL, attempts = 0, next_attempt_at = NULL WHERE webhook_id = ?").run(row.webhook_id);
-    } else if (patch.enabled === true && row.enabled === 0) {
-      db.prepare(
-        `UPDATE webhooks SET enabled = 1, disabled_reason = NULL, epoch = epoch + 1, failure_count = 0, last_error_code = NULL, first_failure_at = NULL,
-         retry_seq = NULL, attempts = 0, next_attempt_at = NULL, cursor_seq = ? WHERE webhook_id = ?`,
-      ).run(latestSeq(db), row.webhook_id);
-    }
+    updateWebhookFilters(db, row.webhook_id, eventTypes, inboxIds, now);
+    if (patch.enabled === false && row.enabled === 1) disableWebhookManually(db, row.webhook_id);
+    else if (patch.enabled === true && row.enabled === 0) enableWebhook(db, row.webhook_id, latestSeq(db));
     return webhookResponse(webhookRow(db, p, row.webhook_id, null), true);
   }).immediate();
 }
 
 export function deleteWebhook(db: Db, p: Principal, webhookId: string, inbox: string | null): void {
   const row = webhookRow(db, p, webhookId, inbox);
-  db.prepare('DELETE FROM webhooks WHERE webhook_id = ?').run(row.webhook_id);
+  deleteWebhookRow(db, row.webhook_id);
 }
 
 /** Header names only: values are write-only. */
 export function webhookHeaderNames(db: Db, p: Principal, webhookId: string, inbox: string | null): { header_names: string[] } {
   const row = webhookRow(db, p, webhookId, inbox);
-  const names = db.prepare('SELECT name FROM webhook_headers WHERE webhook_id = ? ORDER BY name_key').pluck().all(row.webhook_id) as string[];
-  return { header_names: names };
+  return { header_names: webhookHeaders(db, row.webhook_id).map((h) => h.name) };
 }
 
 export function updateWebhookHeaders(db: Db, p: Principal, webhookId: string, inbox: string | null, body: UpdateHeadersBody): void {
@@ -352,7 +330,7 @@ export function updateWebhookHeaders(db: Db, p: Principal, webhookId: string, in
   db.transaction(() => {
     const row = webhookRow(db, p, webhookId, inbox);
     applyHeaders(db, row.webhook_id, change);
-    db.prepare('UPDATE webhooks SET updated_at = ? WHERE webhook_id = ?').run(new Date().toISOString(), row.webhook_id);
+    touchWebhook(db, row.webhook_id, new Date().toISOString());
   }).immediate();
 }
 
@@ -367,19 +345,7 @@ export function listWebhooks(db: Db, p: Principal, query: WebhookPageQuery, inbo
   const limit = query.limit ?? DEFAULT_LIMIT;
   const ascending = query.ascending ?? false;
   const binding: PageBinding = { route: 'webhooks.list', filters: { ascending, inbox_id: inbox }, principal: p };
-  const vis = visibleTo(p);
-  const where = [vis.sql];
-  const params: (string | number)[] = [...vis.params];
-  if (inbox !== null) {
-    where.push('inbox_scope = ?');
-    params.push(inbox);
-  }
-  if (query.page_token !== undefined) {
-    const cursor = readCursor(db, query.page_token, binding, 2);
-    where.push(`(created_at, webhook_id) ${ascending ? '>' : '<'} (?, ?)`);
-    params.push(...cursor);
-  }
-  const order = ascending ? 'ASC' : 'DESC';
-  const rows = db.prepare(`SELECT * FROM webhooks WHERE ${where.join(' AND ')} ORDER BY created_at ${order}, webhook_id ${order} LIMIT ?`).all(...params, limit + 1) as WebhookRow[];
+  const after = query.page_token === undefined ? null : readCursor(db, query.page_token, binding, 2);
+  const rows = webhookPage(db, viewerOf(p), { inbox, after, ascending, limit: limit + 1 });
   return pageFromRows(db, binding, 'webhooks', rows, limit, (r) => [r.created_at, r.webhook_id], (r) => webhookResponse(r, false));
 }

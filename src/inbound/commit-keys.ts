@@ -1,0 +1,39 @@
+/**
+ * The inbound commit keys (spec §1.3): each recipient's copy of an edge object is committed, or
+ * refused by a block list, under `<object key>:<inbox>`, so a crash between commit and the edge
+ * delete never stores a message twice. These lookups answer "has the home already taken this
+ * object (or this copy)?" — for the committer, the automatic quarantine retry and the reconcile
+ * loop. Keys sort so that every `<key>:…` lies in [`<key>:`, `<key>;`) (';' follows ':').
+ */
+import type { Db } from '../db/open.js';
+import { prepared } from '../db/statements.js';
+import { isRejected } from './rejections.js';
+
+export const commitKey = (objectKey: string, inboxId: string) => `${objectKey}:${inboxId}`;
+
+/** Whether this recipient's copy was committed or refused by a block list already. */
+export function isCommitHandled(db: Db, sourceKey: string): boolean {
+  return Boolean(prepared(db, 'SELECT 1 FROM messages WHERE source_key = ?').get(sourceKey)) || isRejected(db, sourceKey);
+}
+
+/** Whether any recipient's copy of this edge object is stored. */
+export function wasCommitted(db: Db, objectKey: string): boolean {
+  return Boolean(prepared(db, 'SELECT 1 FROM messages WHERE source_key >= ? AND source_key < ? LIMIT 1').get(`${objectKey}:`, `${objectKey};`));
+}
+
+/** Whether this edge object was committed or refused by a block list for any recipient: the edge may delete it. */
+export function wasHandled(db: Db, objectKey: string): boolean {
+  return Boolean(
+    (
+      prepared(
+        db,
+        "SELECT EXISTS (SELECT 1 FROM messages WHERE source_key >= ?1 || ':' AND source_key < ?1 || ';') OR EXISTS (SELECT 1 FROM inbound_rejections WHERE source_key >= ?1 || ':' AND source_key < ?1 || ';') AS done",
+      ).get(objectKey) as { done: number }
+    ).done,
+  );
+}
+
+/** Whether the inbox exists (the edge may still route an address the home deleted a moment ago). */
+export function inboxExists(db: Db, inboxId: string): boolean {
+  return Boolean(prepared(db, 'SELECT 1 FROM inboxes WHERE inbox_id = ?').get(inboxId));
+}
