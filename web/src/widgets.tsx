@@ -1,5 +1,5 @@
 /** Form widgets shared by the API-key page and the OAuth consent screen: permission and inbox checklists, send policies. */
-import type { Inbox } from './pages/mail';
+import type { Inbox } from './api-types';
 import { PERMISSION_DESCRIPTIONS } from '../../src/auth/permission-descriptions';
 import type { Permission } from '../../src/auth/permissions';
 

@@ -3,19 +3,7 @@ import { useState } from 'preact/hooks';
 import { del, enc, get, patch, post } from '../api';
 import { ErrorBox, Loading, Page, confirmed, formValues, useAction, useLoad, when } from '../ui';
 import { checkedValues, InboxChecklist, PermissionChecklist, SEND_POLICIES } from '../widgets';
-import type { Inbox } from './mail';
-
-interface ApiKey {
-  api_key_id: string;
-  name: string | null;
-  prefix: string;
-  permissions: Record<string, boolean>;
-  send_policy: string;
-  inbox_ids: string[] | null;
-  created_at: string;
-  used_at: string | null;
-  expires_at: string | null;
-}
+import type { ApiKey, CreateApiKeyBody, Inbox, UpdateApiKeyBody } from '../api-types';
 
 export function ApiKeysPage() {
   const keys = useLoad(() => get<{ api_keys: ApiKey[] }>('/v0/api-keys?limit=100'), []);
@@ -54,9 +42,10 @@ export function ApiKeysPage() {
               const created = await post<{ api_key: string }>('/v0/api-keys', {
                 name: v.name || undefined,
                 permissions: checkedValues(form, 'perm'),
-                send_policy: v.send_policy,
+                // The select offers only SEND_POLICIES; the service validates it anyway.
+                send_policy: v.send_policy as CreateApiKeyBody['send_policy'],
                 ...(scope.length ? { inbox_ids: scope } : {}),
-              });
+              } satisfies CreateApiKeyBody);
               setSecret(created.api_key);
               form.reset();
               keys.reload();
@@ -114,9 +103,9 @@ export function ApiKeysPage() {
                     aria-label="Send policy"
                     value={k.send_policy}
                     onChange={(e) => {
-                      const send_policy = e.currentTarget.value;
+                      const send_policy = e.currentTarget.value as UpdateApiKeyBody['send_policy'];
                       void action.run(async () => {
-                        await patch(`/v0/api-keys/${enc(k.api_key_id)}`, { send_policy });
+                        await patch(`/v0/api-keys/${enc(k.api_key_id)}`, { send_policy } satisfies UpdateApiKeyBody);
                         keys.reload();
                       });
                     }}

@@ -2,13 +2,8 @@
 import { useState } from 'preact/hooks';
 import { del, enc, get, post } from '../api';
 import { ErrorBox, Loading, Page, onSubmitWith, useAction, useLoad } from '../ui';
-import type { Inbox } from './mail';
+import type { Inbox, ListEntry } from '../api-types';
 
-interface Entry {
-  entry: string;
-  reason?: string | null;
-  created_at?: string;
-}
 interface Rejection {
   rejection_id: string;
   inbox_id: string | null;
@@ -21,7 +16,7 @@ export function ListsPage() {
   const [inbox, setInbox] = useState('');
   const inboxes = useLoad(() => get<{ inboxes: Inbox[] }>('/v0/inboxes?limit=100'), []);
   const base = `${inbox ? `/v0/inboxes/${enc(inbox)}` : '/v0'}/lists/${direction}/${type}`;
-  const entries = useLoad(() => get<{ entries: Entry[] }>(`${base}?limit=100`), [base]);
+  const entries = useLoad(() => get<{ entries: ListEntry[] }>(`${base}?limit=100`), [base]);
   const rejections = useLoad(() => get<{ rejections: Rejection[] }>(`/v0/owner/lists/rejections?limit=50${inbox ? `&inbox_id=${enc(inbox)}` : ''}`), [inbox]);
   const action = useAction();
   return (

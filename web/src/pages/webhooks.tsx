@@ -3,21 +3,8 @@ import { useState } from 'preact/hooks';
 import { del, enc, get, patch, post } from '../api';
 import { ErrorBox, Loading, Page, confirmed, onSubmitWith, useAction, useLoad, when } from '../ui';
 import { checkedValues } from '../widgets';
+import type { CreateWebhookBody, UpdateWebhookBody, Webhook } from '../api-types';
 import { EVENT_TYPES } from '../../../src/events/event-types';
-
-interface Webhook {
-  webhook_id: string;
-  url: string;
-  event_types: string[];
-  inbox_id: string | null;
-  inbox_ids: string[] | null;
-  enabled: boolean;
-  failure_count?: number;
-  dropped_count?: number;
-  disabled_reason?: string | null;
-  last_error_code?: string | null;
-  last_success_at?: string | null;
-}
 
 /** The list answer lacks health fields; each webhook's own read has them (spec §2.8). */
 async function webhooksWithHealth(): Promise<Webhook[]> {
@@ -45,7 +32,7 @@ export function WebhooksPage() {
         </summary>
         <form
           onSubmit={onSubmitWith(action, async (v, form) => {
-            const created = await post<{ secret: string }>('/v0/webhooks', { url: v.url, event_types: checkedValues(form, 'event') });
+            const created = await post<{ secret: string }>('/v0/webhooks', { url: v.url, event_types: checkedValues(form, 'event') } satisfies CreateWebhookBody);
             setSecret(created.secret);
             form.reset();
             hooks.reload();
@@ -92,7 +79,7 @@ export function WebhooksPage() {
                   class="small"
                   onClick={() =>
                     void action.run(async () => {
-                      await patch(`/v0/webhooks/${enc(w.webhook_id)}`, { enabled: !w.enabled });
+                      await patch(`/v0/webhooks/${enc(w.webhook_id)}`, { enabled: !w.enabled } satisfies UpdateWebhookBody);
                       hooks.reload();
                     })
                   }
