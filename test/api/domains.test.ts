@@ -6,6 +6,7 @@
 import t from 'tap';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
 import { insertApiKey, openHomeDb } from '../helpers/db.js';
+import { until } from '../helpers/until.js';
 
 interface DomainRecord { type: string; name: string; value: string; priority?: number; status: string; reason?: string }
 interface Domain {
@@ -35,16 +36,6 @@ async function register(domain: string, flags: Record<string, unknown> = {}): Pr
   const res = await owner<Domain>('POST', '/v0/domains', { domain, ...flags });
   if (res.status !== 200) throw new Error(`register: ${res.status} ${res.text}`);
   return res.body;
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 const statusOf = async (id: string, want: string) => {

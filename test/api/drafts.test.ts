@@ -4,14 +4,14 @@
  * scheduled-drafts loop, and sends that reach a real SMTP sink configured as the smart host.
  */
 import t, { type Test } from 'tap';
-import { SMTPServer } from 'smtp-server';
-import type { AddressInfo } from 'node:net';
 import WebSocket from 'ws';
 import { AgentMailClient } from 'agentmail';
 import type { Db } from '../../src/db/open.js';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
 import { insertApiKey, insertInbox, openHomeDb } from '../helpers/db.js';
 import { fixture, seedMail } from '../helpers/mail.js';
+import { startSink, type Sink } from '../helpers/sink.js';
+import { until } from '../helpers/until.js';
 
 interface DraftBody {
   inbox_id: string;
@@ -51,36 +51,12 @@ interface ErrorBody {
   draft_id?: string;
 }
 
-// ---- a real SMTP smart host that keeps what it receives ----
+// ---- a real SMTP smart host that keeps what it receives (test/helpers/sink.ts) ----
 
-interface Sunk {
-  to: string[];
-  raw: string;
-}
-const sunk: Sunk[] = [];
-const sinkServer = new SMTPServer({
-  authOptional: true,
-  disabledCommands: ['STARTTLS'],
-  logger: false,
-  onData(stream, session, cb) {
-    const chunks: Buffer[] = [];
-    stream.on('data', (c: Buffer) => chunks.push(c));
-    stream.on('end', () => {
-      sunk.push({ to: session.envelope.rcptTo.map((r) => r.address), raw: Buffer.concat(chunks).toString('utf8') });
-      cb();
-    });
-  },
-});
-const sunkWith = (needle: string) => sunk.filter((m) => m.raw.includes(needle));
-async function waitForSunk(needle: string, ms = 15_000): Promise<Sunk> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const found = sunkWith(needle)[0];
-    if (found) return found;
-    if (Date.now() > until) throw new Error(`the sink got no message containing ${needle}`);
-    await sleep(50);
-  }
-}
+let sink: Sink;
+/** What the sink got, as text, whose raw message contains `needle`. */
+const sunkWith = (needle: string) => sink.messages.map((m) => ({ to: m.to, raw: m.raw.toString('utf8') })).filter((m) => m.raw.includes(needle));
+const waitForSunk = (needle: string) => until(`a message containing ${needle} at the sink`, () => sunkWith(needle)[0]);
 
 // ---- a real WebSocket event stream ----
 
@@ -103,15 +79,11 @@ async function openStream(token: string): Promise<void> {
   });
 }
 const draftEvents = (type: string, draftId: string) => events.filter((e) => e.event_type === type && e.draft?.draft_id === draftId);
-async function nextEvent(type: string, draftId: string, ms = 10_000): Promise<Event> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const found = draftEvents(type, draftId)[0];
-    if (found) return found;
-    if (Date.now() > until) throw new Error(`no ${type} for ${draftId}; saw ${events.map((e) => e.event_type).join(', ')}`);
-    await sleep(25);
-  }
-}
+const nextEvent = (type: string, draftId: string): Promise<Event> =>
+  until(
+    () => `${type} for ${draftId}; saw ${events.map((e) => e.event_type).join(', ')}`,
+    () => draftEvents(type, draftId)[0],
+  );
 
 // ---- the service ----
 
@@ -124,9 +96,8 @@ const enc = encodeURIComponent;
 t.before(async () => {
   svc = await startSvc();
   db = openHomeDb(svc.home);
-  await new Promise<void>((resolve) => sinkServer.listen(0, '127.0.0.1', () => resolve()));
-  const port = (sinkServer.server.address() as AddressInfo).port;
-  const res = await api(svc.url, 'PUT', '/v0/owner/transport', { token: svc.ownerToken, body: { smtp: { host: '127.0.0.1', port } } });
+  sink = await startSink();
+  const res = await api(svc.url, 'PUT', '/v0/owner/transport', { token: svc.ownerToken, body: { smtp: { host: '127.0.0.1', port: sink.port } } });
   if (res.status !== 200) throw new Error(`transport: ${res.status} ${res.text}`);
   await openStream(svc.ownerToken);
 });
@@ -134,7 +105,7 @@ t.teardown(async () => {
   ws.close();
   db.close();
   await svc.stop();
-  await new Promise<void>((resolve) => sinkServer.close(() => resolve()));
+  await sink.close();
 });
 
 const newInbox = () => insertInbox(db, `drafts${++inboxCounter}@example.com`);
@@ -151,14 +122,15 @@ async function createDraft(inbox: string, body: Record<string, unknown>, token =
   return res.body;
 }
 const getDraft = async (inbox: string, draftId: string) => (await api<DraftBody>(svc.url, 'GET', draftsPath(inbox, `/${draftId}`), { token: svc.ownerToken })).body;
-async function pollDraft(inbox: string, draftId: string, status: string, ms = 15_000): Promise<DraftBody> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const d = await getDraft(inbox, draftId);
-    if (d.state === status) return d;
-    if (Date.now() > until) throw new Error(`draft ${draftId} is ${d.state} (${d.send_reason}), not ${status}, after ${ms} ms`);
-    await sleep(100);
-  }
+async function pollDraft(inbox: string, draftId: string, status: string): Promise<DraftBody> {
+  let last: DraftBody | undefined;
+  return until(
+    () => `draft ${draftId} to be ${status}; it is ${last?.state} (${last?.send_reason})`,
+    async () => {
+      last = await getDraft(inbox, draftId);
+      return last.state === status ? last : undefined;
+    },
+  );
 }
 /** A draft awaiting approval, made the way §3.2 says: an `approval`-policy send. */
 async function approvalDraft(inbox: string, subject: string): Promise<string> {
@@ -676,15 +648,12 @@ t.test('without a transport a due draft stays scheduled, and a draft send is 503
   const waiting = await api<DraftBody>(bare.url, 'GET', path(`/${created.body.draft_id}`), { token: bare.ownerToken });
   t.match(waiting.body, { state: 'scheduled', send_reason: null }, 'still scheduled, not failed');
 
-  const port = (sinkServer.server.address() as AddressInfo).port;
-  t.equal((await api(bare.url, 'PUT', '/v0/owner/transport', { token: bare.ownerToken, body: { smtp: { host: '127.0.0.1', port } } })).status, 200);
+  t.equal((await api(bare.url, 'PUT', '/v0/owner/transport', { token: bare.ownerToken, body: { smtp: { host: '127.0.0.1', port: sink.port } } })).status, 200);
   // Configuring a transport wakes the scheduled-drafts loop: the waiting draft goes at once.
-  const until = Date.now() + 15_000;
-  let status = '';
-  while (Date.now() < until && status !== 'sent') {
-    status = (await api<DraftBody>(bare.url, 'GET', path(`/${created.body.draft_id}`), { token: bare.ownerToken })).body.state;
-    await sleep(100);
-  }
-  t.equal(status, 'sent');
+  const sent = await until('the waiting draft sent', async () => {
+    const draft = (await api<DraftBody>(bare.url, 'GET', path(`/${created.body.draft_id}`), { token: bare.ownerToken })).body;
+    return draft.state === 'sent' ? draft : undefined;
+  });
+  t.equal(sent.state, 'sent');
   await waitForSunk('Waits for a transport');
 });

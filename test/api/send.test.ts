@@ -14,6 +14,7 @@ import { insertApiKey, insertInbox, openHomeDb } from '../helpers/db.js';
 import { fixture, seedMail, simpleMail } from '../helpers/mail.js';
 import { startSink, type Sink } from '../helpers/sink.js';
 import { subscribe, type EventStream } from '../helpers/events.js';
+import { until } from '../helpers/until.js';
 
 const RETRY_MS = 300;
 let svc: RunningSvc;
@@ -34,14 +35,11 @@ async function message(inbox: string, messageId: string) {
   return res.body;
 }
 
-async function settled(inbox: string, messageId: string, ms = 15_000): Promise<Record<string, unknown>> {
-  const until = Date.now() + ms;
-  for (;;) {
+async function settled(inbox: string, messageId: string, ms?: number): Promise<Record<string, unknown>> {
+  return until(`message ${messageId} to leave queued`, async () => {
     const m = await message(inbox, messageId);
-    if (m.send_status !== 'queued') return m;
-    if (Date.now() > until) throw new Error(`message ${messageId} still queued`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+    return m.send_status !== 'queued' ? m : undefined;
+  }, ms);
 }
 
 async function useSmtp(port: number) {
