@@ -1,7 +1,7 @@
 /**
- * The built-in edge end to end: a real nodemailer SMTP client talks to the edge's smtp-server on
- * 127.0.0.1, SPF/DKIM/DMARC are evaluated against a loopback DNS server, the edge API is called
- * over real HTTP, and sealed objects are opened with the home's private key.
+ * The edge's inbound side end to end: a real nodemailer SMTP client talks to the edge's
+ * smtp-server on 127.0.0.1, SPF/DKIM/DMARC are evaluated against a loopback DNS server, the edge
+ * API is called over real HTTP, and sealed objects are opened with the home's private key.
  */
 import t, { type Test } from 'tap';
 import { execFileSync, spawn } from 'node:child_process';
