@@ -5,7 +5,8 @@
  */
 import t from 'tap';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
-import { insertApiKey, openHomeDb } from '../helpers/db.js';
+import { openHomeDb } from '../helpers/db.js';
+import { createApiKey } from '../helpers/seed.js';
 import { until } from '../helpers/until.js';
 
 interface DomainRecord { type: string; name: string; value: string; priority?: number; status: string; reason?: string }
@@ -95,9 +96,7 @@ t.test('list pages newest first; patch changes flags only', async (t) => {
 
 t.test('owner only: an agent key gets 403 missing_permission on every domain route', async (t) => {
   const d = await register('owner-only.example.com');
-  const db = openHomeDb(svc.home);
-  const { secret } = insertApiKey(db, { permissions: ['inbox_read', 'inbox_create', 'message_read', 'webhook_read'] });
-  db.close();
+  const { secret } = await createApiKey(svc, { permissions: ['inbox_read', 'inbox_create', 'message_read', 'webhook_read'] });
   const routes: [string, string][] = [
     ['GET', '/v0/domains'], ['POST', '/v0/domains'], ['GET', `/v0/domains/${d.domain_id}`], ['PATCH', `/v0/domains/${d.domain_id}`],
     ['DELETE', `/v0/domains/${d.domain_id}`], ['GET', `/v0/domains/${d.domain_id}/plan`], ['GET', `/v0/domains/${d.domain_id}/zone-file`],
