@@ -7,29 +7,7 @@ import { enc, opt, PAGE_OPTIONS, pageQuery, type Ctx, type Group } from './comma
 import { resolveInbox } from './inboxes.js';
 import type { ServiceClient } from './owner-client.js';
 import { bodyText, fields, out, pageTable, printJson, type Column, WHOLE } from './output.js';
-
-interface DraftItem {
-  inbox_id: string;
-  draft_id: string;
-  labels: string[];
-  to: string[] | null;
-  subject: string | null;
-  /** svc's full draft state (`send_status` is only the AgentMail SDK's subset). */
-  state: string;
-  send_reason: string | null;
-  send_at: string | null;
-  message_id: string | null;
-  thread_id: string | null;
-  updated_at: string;
-}
-
-interface Draft extends DraftItem {
-  cc: string[] | null;
-  bcc: string[] | null;
-  text: string | null;
-  html: string | null;
-  attachments: { attachment_id: string; filename: string | null; size: number }[];
-}
+import type { Draft, DraftItem } from '../mail/drafts.js';
 
 const COLUMNS: Column<DraftItem>[] = [
   ['DRAFT', (d) => d.draft_id, WHOLE],

@@ -3,16 +3,7 @@ import { CliError } from './exit-codes.js';
 import { enc, opt, PAGE_OPTIONS, pageQuery, type Ctx, type Group } from './commands.js';
 import type { ServiceClient } from './owner-client.js';
 import { fields, out, pageTable, printJson, type Column, WHOLE } from './output.js';
-
-export interface Inbox {
-  inbox_id: string;
-  display_name: string | null;
-  status: string;
-  metadata: Record<string, unknown> | null;
-  client_id: string | null;
-  created_at: string;
-  updated_at: string;
-}
+import type { InboxResponse as Inbox } from '../mail/inboxes.js';
 
 const COLUMNS: Column<Inbox>[] = [
   ['INBOX', (i) => i.inbox_id, WHOLE],

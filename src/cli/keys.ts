@@ -6,19 +6,10 @@ import { CliError } from './exit-codes.js';
 import { enc, opt, PAGE_OPTIONS, pageQuery, type Ctx, type Group } from './commands.js';
 import { PERMISSIONS } from '../auth/permissions.js';
 import { fields, out, pageTable, printJson, type Column, WHOLE } from './output.js';
+import type { ApiKeyResponse } from '../auth/api-keys.js';
 
-interface ApiKey {
-  api_key_id: string;
-  name: string | null;
-  prefix: string;
-  permissions: Record<string, boolean>;
-  send_policy: string;
-  inbox_ids: string[] | null;
-  expires_at: string | null;
-  created_at: string;
-  used_at: string | null;
-  api_key?: string;
-}
+/** A key as the API answers; `api_key`, the secret, only on create. */
+type ApiKey = ApiKeyResponse & { api_key?: string };
 
 const granted = (k: ApiKey) => Object.keys(k.permissions).filter((p) => k.permissions[p]);
 

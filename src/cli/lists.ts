@@ -5,18 +5,9 @@
 import { CliError } from './exit-codes.js';
 import { enc, opt, type Ctx, type Group } from './commands.js';
 import { out, pageTable, printJson, type Column, WHOLE } from './output.js';
+import type { ListEntry } from '../mail/lists.js';
 
-interface Entry {
-  entry: string;
-  entry_type: string;
-  direction: string;
-  list_type: string;
-  reason: string | null;
-  inbox_id: string | null;
-  created_at: string;
-}
-
-const COLUMNS: Column<Entry>[] = [
+const COLUMNS: Column<ListEntry>[] = [
   ['ENTRY', (e) => e.entry],
   ['TYPE', (e) => e.entry_type],
   ['LIST', (e) => `${e.direction}/${e.list_type}`],
@@ -51,7 +42,7 @@ export const group: Group = {
       examples: ['svc lists show receive block', 'svc lists show send allow --inbox hello@example.com --json'],
       async run(ctx) {
         const client = await ctx.client();
-        const page = await client.call<{ entries: Entry[]; next_page_token?: string }>('GET', listPath(ctx), { query: { limit: ctx.int('limit', 1, 100), page_token: ctx.str('page-token') } });
+        const page = await client.call<{ entries: ListEntry[]; next_page_token?: string }>('GET', listPath(ctx), { query: { limit: ctx.int('limit', 1, 100), page_token: ctx.str('page-token') } });
         if (ctx.json) return printJson(page);
         out(pageTable(page, page.entries, COLUMNS, 'The list is empty.'));
       },
@@ -64,7 +55,7 @@ export const group: Group = {
       examples: ['svc lists add receive block spam.example --reason "newsletters"'],
       async run(ctx) {
         const client = await ctx.client();
-        const entry = await client.call<Entry>('POST', listPath(ctx), { body: { entry: ctx.args[2], reason: ctx.str('reason') } });
+        const entry = await client.call<ListEntry>('POST', listPath(ctx), { body: { entry: ctx.args[2], reason: ctx.str('reason') } });
         if (ctx.json) return printJson(entry);
         out(`Added ${entry.entry} to the ${entry.direction} ${entry.list_type} list${entry.inbox_id ? ` of ${entry.inbox_id}` : ''}.`);
       },
@@ -77,7 +68,7 @@ export const group: Group = {
       examples: ['svc lists get receive block spam.example'],
       async run(ctx) {
         const client = await ctx.client();
-        const entry = await client.call<Entry>('GET', `${listPath(ctx)}/${enc(ctx.args[2])}`);
+        const entry = await client.call<ListEntry>('GET', `${listPath(ctx)}/${enc(ctx.args[2])}`);
         if (ctx.json) return printJson(entry);
         out(pageTable({}, [entry], COLUMNS, ''));
       },

@@ -7,49 +7,7 @@ import { CliError } from './exit-codes.js';
 import { enc, opt, PAGE_OPTIONS, pageQuery, type Ctx, type Group, type Option } from './commands.js';
 import { inboxOption, resolveInbox } from './inboxes.js';
 import { bodyText, cell, fields, out, pageTable, printJson, type Column, WHOLE } from './output.js';
-
-interface Attachment {
-  attachment_id: string;
-  filename: string | null;
-  size: number;
-  content_type: string | null;
-}
-
-interface MessageItem {
-  inbox_id: string;
-  thread_id: string;
-  message_id: string;
-  labels: string[];
-  timestamp: string;
-  from: string;
-  to: string[];
-  cc: string[] | null;
-  subject: string | null;
-  preview: string | null;
-  attachments: Attachment[];
-}
-
-interface Message extends MessageItem {
-  text: string | null;
-  html: string | null;
-  extracted_text: string | null;
-  send_status: string | null;
-  send_reason: string | null;
-}
-
-interface ThreadItem {
-  inbox_id: string;
-  thread_id: string;
-  labels: string[];
-  timestamp: string;
-  senders: string[];
-  subject: string | null;
-  message_count: number;
-}
-
-interface Thread extends ThreadItem {
-  messages: Message[];
-}
+import type { Message, MessageItem, Thread, ThreadItem } from '../mail/serialize.js';
 
 const THREAD_COLUMNS: Column<ThreadItem>[] = [
   ['THREAD', (t) => t.thread_id, WHOLE],

@@ -2,20 +2,7 @@
 import { CliError } from './exit-codes.js';
 import { enc, opt, PAGE_OPTIONS, pageQuery, type Ctx, type Group } from './commands.js';
 import { fields, out, pageTable, printJson, type Column, WHOLE } from './output.js';
-
-interface Webhook {
-  webhook_id: string;
-  url: string;
-  event_types: string[];
-  inbox_ids: string[] | null;
-  enabled: boolean;
-  created_at: string;
-  failure_count?: number;
-  disabled_reason?: string | null;
-  last_error_code?: string | null;
-  last_success_at?: string | null;
-  secret?: string;
-}
+import type { WebhookResponse as Webhook } from '../mail/webhooks.js';
 
 const COLUMNS: Column<Webhook>[] = [
   ['WEBHOOK', (w) => w.webhook_id, WHOLE],

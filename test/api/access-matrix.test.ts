@@ -5,7 +5,8 @@
  */
 import t from 'tap';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
-import { insertApiKey, insertInbox, openHomeDb } from '../helpers/db.js';
+import { insertApiKey, openHomeDb } from '../helpers/db.js';
+import { createApiKey, createInbox } from '../helpers/seed.js';
 import { seedMail } from '../helpers/mail.js';
 
 const IN = 'agent@matrix.test';
@@ -83,10 +84,16 @@ const ATTACHMENT_MAIL = (to: string, id: string) =>
     '',
   ].join('\r\n');
 
+/** Creates the inbox unless it exists: the delete routes in ROUTES remove it again. */
+async function ensureInbox(svc: RunningSvc, inboxId: string): Promise<void> {
+  if ((await api(svc.url, 'GET', `/v0/inboxes/${encodeURIComponent(inboxId)}`, { token: svc.ownerToken })).status === 404) await createInbox(svc, inboxId);
+}
+
 async function seed(svc: RunningSvc, inboxId: string, n: number): Promise<Target> {
+  await ensureInbox(svc, inboxId);
+  // Received mail has no route: it is committed the way the inbound pipeline commits it.
   const db = openHomeDb(svc.home);
   try {
-    if (!db.prepare('SELECT 1 FROM inboxes WHERE inbox_id = ?').get(inboxId)) insertInbox(db, inboxId);
     const committed = await seedMail(db, ATTACHMENT_MAIL(inboxId, `m${n}-${Date.now()}`), { inboxId });
     const att = db.prepare('SELECT attachment_id FROM attachments WHERE message_rowid = ?').get(committed.messageRowid) as { attachment_id: string };
     return { inboxId, threadId: committed.threadId, messageId: committed.messageId, attachmentId: att.attachment_id };
@@ -98,6 +105,8 @@ async function seed(svc: RunningSvc, inboxId: string, n: number): Promise<Target
 let svc: RunningSvc;
 t.before(async () => {
   svc = await startSvc();
+  // Keys are scoped to IN, and a scope may only name inboxes that exist.
+  await ensureInbox(svc, IN);
 });
 t.teardown(() => svc.stop());
 
@@ -105,10 +114,8 @@ t.test('out of scope is 404 even with every permission, and even without any', a
   let n = 0;
   for (const route of ROUTES) {
     const target = await seed(svc, OUT, n++);
-    const db = openHomeDb(svc.home);
-    const none = insertApiKey(db, { permissions: [], inboxIds: [IN] });
-    const all = insertApiKey(db, { permissions: ALL, inboxIds: [IN] });
-    db.close();
+    const none = await createApiKey(svc, { permissions: [], inboxIds: [IN] });
+    const all = await createApiKey(svc, { permissions: ALL, inboxIds: [IN] });
     for (const key of [none, all]) {
       const res = await api(svc.url, route.method, route.path(target), { token: key.secret, body: route.body?.(target) });
       t.equal(res.status, 404, `${route.method} ${route.path(target)} (${key === none ? 'no' : 'all'} permissions)`);
@@ -121,10 +128,8 @@ t.test('in scope without the permission is 403 missing_permission', async (t) =>
   let n = 100;
   for (const route of ROUTES) {
     const target = await seed(svc, IN, n++);
-    const db = openHomeDb(svc.home);
     const others = ALL.filter((p) => !route.permission.includes(p));
-    const key = insertApiKey(db, { permissions: others, inboxIds: [IN] });
-    db.close();
+    const key = await createApiKey(svc, { permissions: others, inboxIds: [IN] });
     const res = await api(svc.url, route.method, route.path(target), { token: key.secret, body: route.body?.(target) });
     t.equal(res.status, 403, `${route.method} ${route.path(target)} without ${route.permission}`);
     t.match(res.body, { code: 'missing_permission', message: new RegExp(route.permission[0]) });
@@ -135,20 +140,17 @@ t.test('in scope with the permission is allowed', async (t) => {
   let n = 200;
   for (const route of ROUTES) {
     const target = await seed(svc, IN, n++);
-    const db = openHomeDb(svc.home);
-    const key = insertApiKey(db, { permissions: route.permission, inboxIds: [IN] });
-    db.close();
+    const key = await createApiKey(svc, { permissions: route.permission, inboxIds: [IN] });
     const res = await api(svc.url, route.method, route.path(target), { token: key.secret, body: route.body?.(target) });
     t.ok(res.status >= 200 && res.status < 300, `${route.method} ${route.path(target)} → ${res.status} ${res.status >= 300 ? res.text : ''}`);
   }
 });
 
 t.test('instance-wide lists and creates need scope, permission, and no inbox restriction', async (t) => {
-  const db = openHomeDb(svc.home);
-  const restricted = insertApiKey(db, { permissions: ALL, inboxIds: [IN] });
-  const unrestrictedNone = insertApiKey(db, { permissions: [] });
-  const unrestrictedAll = insertApiKey(db, { permissions: ALL });
-  db.close();
+  await ensureInbox(svc, IN);
+  const restricted = await createApiKey(svc, { permissions: ALL, inboxIds: [IN] });
+  const unrestrictedNone = await createApiKey(svc, { permissions: [] });
+  const unrestrictedAll = await createApiKey(svc, { permissions: ALL });
   const globalList = await api(svc.url, 'GET', '/v0/lists/receive/block', { token: restricted.secret });
   t.equal(globalList.status, 403, 'an inbox-restricted key cannot use global lists');
   t.equal((await api(svc.url, 'GET', '/v0/lists/receive/block', { token: unrestrictedNone.secret })).status, 403);
@@ -164,9 +166,7 @@ t.test('instance-wide lists and creates need scope, permission, and no inbox res
 });
 
 t.test('owner-only routes reject every API key', async (t) => {
-  const db = openHomeDb(svc.home);
-  const key = insertApiKey(db, { permissions: ALL });
-  db.close();
+  const key = await createApiKey(svc, { permissions: ALL });
   for (const [method, path] of [
     ['GET', '/v0/api-keys'],
     ['POST', '/v0/api-keys'],
@@ -182,6 +182,7 @@ t.test('owner-only routes reject every API key', async (t) => {
 });
 
 t.test('an expired key is 401 everywhere', async (t) => {
+  // SQL: no route makes a key that has already expired (`expires_at` must lie ahead).
   const db = openHomeDb(svc.home);
   const key = insertApiKey(db, { permissions: ALL, expiresAt: new Date(Date.now() - 1000).toISOString() });
   db.close();

@@ -2,7 +2,7 @@
 import t from 'tap';
 import { createHash } from 'node:crypto';
 import { api, setupOwner, startSvc, type RunningSvc } from '../helpers/svc.js';
-import { insertApiKey, insertInbox, openHomeDb } from '../helpers/db.js';
+import { insertApiKey, openHomeDb } from '../helpers/db.js';
 
 interface ApiKey {
   type: string;
@@ -174,6 +174,8 @@ t.test('create: expires_at must be an RFC 3339 time in the future', async (t) =>
 });
 
 t.test('an expired key → 401', async (t) => {
+  // SQL: no route makes a key that has already expired (`expires_at` must lie ahead), and waiting
+  // for one to expire would make the test depend on the clock.
   const db = openHomeDb(svc.home);
   t.teardown(() => db.close());
   const expired = insertApiKey(db, { permissions: ['inbox_read'], expiresAt: new Date(Date.now() - 1000).toISOString() });
@@ -293,9 +295,7 @@ t.test('inbox form: the path fixes the scope; keys not scoped to the inbox → 4
 });
 
 t.test('list: paged newest first, tokens walk every key once, stale tokens → 409', async (t) => {
-  const db = openHomeDb(svc.home);
-  t.teardown(() => db.close());
-  const inbox = insertInbox(db, 'paging@keys.example.com');
+  const inbox = await createInbox('paging');
   const made: string[] = [];
   for (let i = 0; i < 5; i++) made.push((await createKey({ name: `page-${i}`, permissions: [], send_policy: 'direct' }, `/v0/inboxes/${enc(inbox)}/api-keys`)).api_key_id);
   for (const limit of ['0', '101']) t.equal((await owner('GET', `/v0/api-keys?limit=${limit}`)).status, 400, `limit=${limit}`);

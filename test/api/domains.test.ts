@@ -5,7 +5,9 @@
  */
 import t from 'tap';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
-import { insertApiKey, openHomeDb } from '../helpers/db.js';
+import { openHomeDb } from '../helpers/db.js';
+import { createApiKey } from '../helpers/seed.js';
+import { until } from '../helpers/until.js';
 
 interface DomainRecord { type: string; name: string; value: string; priority?: number; status: string; reason?: string }
 interface Domain {
@@ -35,16 +37,6 @@ async function register(domain: string, flags: Record<string, unknown> = {}): Pr
   const res = await owner<Domain>('POST', '/v0/domains', { domain, ...flags });
   if (res.status !== 200) throw new Error(`register: ${res.status} ${res.text}`);
   return res.body;
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 const statusOf = async (id: string, want: string) => {
@@ -104,9 +96,7 @@ t.test('list pages newest first; patch changes flags only', async (t) => {
 
 t.test('owner only: an agent key gets 403 missing_permission on every domain route', async (t) => {
   const d = await register('owner-only.example.com');
-  const db = openHomeDb(svc.home);
-  const { secret } = insertApiKey(db, { permissions: ['inbox_read', 'inbox_create', 'message_read', 'webhook_read'] });
-  db.close();
+  const { secret } = await createApiKey(svc, { permissions: ['inbox_read', 'inbox_create', 'message_read', 'webhook_read'] });
   const routes: [string, string][] = [
     ['GET', '/v0/domains'], ['POST', '/v0/domains'], ['GET', `/v0/domains/${d.domain_id}`], ['PATCH', `/v0/domains/${d.domain_id}`],
     ['DELETE', `/v0/domains/${d.domain_id}`], ['GET', `/v0/domains/${d.domain_id}/plan`], ['GET', `/v0/domains/${d.domain_id}/zone-file`],

@@ -5,7 +5,8 @@
  */
 import t from 'tap';
 import { api, setupOwner, startSvc, type RunningSvc } from '../helpers/svc.js';
-import { insertApiKey, insertInbox, openHomeDb } from '../helpers/db.js';
+import { openHomeDb } from '../helpers/db.js';
+import { createApiKey, createInbox } from '../helpers/seed.js';
 import { fixture, seedMail } from '../helpers/mail.js';
 import { freePort } from '../helpers/ports.js';
 import type { Db } from '../../src/db/open.js';
@@ -32,7 +33,7 @@ const messagePath = (inbox: string) => `/v0/inboxes/${enc(inbox)}/messages/${enc
 
 /** A fresh inbox holding the multipart fixture: a PNG and a PDF attachment. */
 async function seededInbox(): Promise<string> {
-  const inbox = insertInbox(db, `downloads${++inboxCount}@example.com`);
+  const inbox = await createInbox(svc, `downloads${++inboxCount}@example.com`);
   await seedMail(db, RAW, { inboxId: inbox });
   return inbox;
 }
@@ -64,7 +65,7 @@ const forged = () => `${Buffer.from(JSON.stringify({ issuer: { kind: 'owner', id
 
 t.test('a download URL needs no credential and serves the exact bytes as an attachment with nosniff and no-store', async (t) => {
   const inbox = await seededInbox();
-  const reader = insertApiKey(db, { permissions: ['message_read'], inboxIds: [inbox] }).secret;
+  const reader = (await createApiKey(svc, { permissions: ['message_read'], inboxIds: [inbox] })).secret;
 
   const raw = await fetchUrl(await urlFor(inbox, { token: reader }));
   t.equal(raw.status, 200);
@@ -100,8 +101,8 @@ t.test('an invalid or forged token is 404 not_found, with or without a credentia
 
 t.test('a bearer sent with the URL must authenticate the issuing principal, else 401', async (t) => {
   const inbox = await seededInbox();
-  const issuer = insertApiKey(db, { permissions: ['message_read'] }).secret;
-  const other = insertApiKey(db, { permissions: ['message_read'] }).secret;
+  const issuer = (await createApiKey(svc, { permissions: ['message_read'] })).secret;
+  const other = (await createApiKey(svc, { permissions: ['message_read'] })).secret;
   const url = await urlFor(inbox, { token: issuer });
   t.equal((await fetchUrl(url, { authorization: `Bearer ${issuer}` })).status, 200, 'the issuer itself');
   for (const [who, bearer] of [['another key', other], ['the owner', svc.ownerToken], ['an unknown key', 'svc_key_unknown']]) {
@@ -114,7 +115,7 @@ t.test('a bearer sent with the URL must authenticate the issuing principal, else
 
 t.test('revoking or expiring the issuing API key makes its URLs 401', async (t) => {
   const inbox = await seededInbox();
-  const revoked = insertApiKey(db, { permissions: ['message_read'] });
+  const revoked = await createApiKey(svc, { permissions: ['message_read'] });
   const url = await urlFor(inbox, { token: revoked.secret });
   t.equal((await fetchUrl(url)).status, 200);
   const del = await api(svc.url, 'DELETE', `/v0/api-keys/${revoked.id}`, { token: svc.ownerToken });
@@ -123,9 +124,10 @@ t.test('revoking or expiring the issuing API key makes its URLs 401', async (t) 
   t.equal(afterRevoke.status, 401);
   t.equal(afterRevoke.code, 'unauthorized');
 
-  const expiring = insertApiKey(db, { permissions: ['message_read'] });
+  const expiring = await createApiKey(svc, { permissions: ['message_read'] });
   const url2 = await urlFor(inbox, { token: expiring.secret });
   t.equal((await fetchUrl(url2)).status, 200);
+  // SQL: a key's expires_at can only be set ahead of now, and waiting for it would time the test.
   db.prepare('UPDATE api_keys SET expires_at = ? WHERE api_key_id = ?').run(new Date(Date.now() - 1000).toISOString(), expiring.id);
   t.equal((await fetchUrl(url2)).status, 401, 'the key passed its expires_at');
 });
@@ -144,7 +146,7 @@ t.test('an owner session URL works without the cookie and ends when the session 
 
 t.test('an issuer that lost message_read gets 403', async (t) => {
   const inbox = await seededInbox();
-  const reader = insertApiKey(db, { permissions: ['message_read', 'inbox_read'] });
+  const reader = await createApiKey(svc, { permissions: ['message_read', 'inbox_read'] });
   const url = await urlFor(inbox, { token: reader.secret });
   const patch = await api(svc.url, 'PATCH', `/v0/api-keys/${reader.id}`, { token: svc.ownerToken, body: { permissions: ['inbox_read'] } });
   t.equal(patch.status, 200);
@@ -157,7 +159,7 @@ t.test('an issuer that lost message_read gets 403', async (t) => {
 
 t.test('an inbox that left the issuer\'s scope is 404', async (t) => {
   const inbox = await seededInbox();
-  const reader = insertApiKey(db, { permissions: ['message_read'], inboxIds: [inbox] });
+  const reader = await createApiKey(svc, { permissions: ['message_read'], inboxIds: [inbox] });
   const url = await urlFor(inbox, { token: reader.secret });
   // The scope cannot change through a route (spec §2.9), but it is rechecked as stored.
   db.prepare('UPDATE api_keys SET inbox_ids = ? WHERE api_key_id = ?').run(JSON.stringify(['elsewhere@example.com']), reader.id);
@@ -168,7 +170,7 @@ t.test('an inbox that left the issuer\'s scope is 404', async (t) => {
 
 t.test('a deleted or newly hidden message is 404', async (t) => {
   const inbox = await seededInbox();
-  const reader = insertApiKey(db, { permissions: ['message_read', 'message_delete'] }).secret;
+  const reader = (await createApiKey(svc, { permissions: ['message_read', 'message_delete'] })).secret;
   const photo = storedAttachment(inbox, 'photo.png').attachment_id;
   const rawUrl = await urlFor(inbox, { token: reader });
   const attachmentUrl = await urlFor(inbox, { token: reader }, photo);

@@ -4,14 +4,15 @@
  * scheduled-drafts loop, and sends that reach a real SMTP sink configured as the smart host.
  */
 import t, { type Test } from 'tap';
-import { SMTPServer } from 'smtp-server';
-import type { AddressInfo } from 'node:net';
 import WebSocket from 'ws';
 import { AgentMailClient } from 'agentmail';
 import type { Db } from '../../src/db/open.js';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
-import { insertApiKey, insertInbox, openHomeDb } from '../helpers/db.js';
+import { openHomeDb } from '../helpers/db.js';
+import { createApiKey, createInbox } from '../helpers/seed.js';
 import { fixture, seedMail } from '../helpers/mail.js';
+import { startSink, type Sink } from '../helpers/sink.js';
+import { until } from '../helpers/until.js';
 
 interface DraftBody {
   inbox_id: string;
@@ -51,36 +52,12 @@ interface ErrorBody {
   draft_id?: string;
 }
 
-// ---- a real SMTP smart host that keeps what it receives ----
+// ---- a real SMTP smart host that keeps what it receives (test/helpers/sink.ts) ----
 
-interface Sunk {
-  to: string[];
-  raw: string;
-}
-const sunk: Sunk[] = [];
-const sinkServer = new SMTPServer({
-  authOptional: true,
-  disabledCommands: ['STARTTLS'],
-  logger: false,
-  onData(stream, session, cb) {
-    const chunks: Buffer[] = [];
-    stream.on('data', (c: Buffer) => chunks.push(c));
-    stream.on('end', () => {
-      sunk.push({ to: session.envelope.rcptTo.map((r) => r.address), raw: Buffer.concat(chunks).toString('utf8') });
-      cb();
-    });
-  },
-});
-const sunkWith = (needle: string) => sunk.filter((m) => m.raw.includes(needle));
-async function waitForSunk(needle: string, ms = 15_000): Promise<Sunk> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const found = sunkWith(needle)[0];
-    if (found) return found;
-    if (Date.now() > until) throw new Error(`the sink got no message containing ${needle}`);
-    await sleep(50);
-  }
-}
+let sink: Sink;
+/** What the sink got, as text, whose raw message contains `needle`. */
+const sunkWith = (needle: string) => sink.messages.map((m) => ({ to: m.to, raw: m.raw.toString('utf8') })).filter((m) => m.raw.includes(needle));
+const waitForSunk = (needle: string) => until(`a message containing ${needle} at the sink`, () => sunkWith(needle)[0]);
 
 // ---- a real WebSocket event stream ----
 
@@ -103,15 +80,11 @@ async function openStream(token: string): Promise<void> {
   });
 }
 const draftEvents = (type: string, draftId: string) => events.filter((e) => e.event_type === type && e.draft?.draft_id === draftId);
-async function nextEvent(type: string, draftId: string, ms = 10_000): Promise<Event> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const found = draftEvents(type, draftId)[0];
-    if (found) return found;
-    if (Date.now() > until) throw new Error(`no ${type} for ${draftId}; saw ${events.map((e) => e.event_type).join(', ')}`);
-    await sleep(25);
-  }
-}
+const nextEvent = (type: string, draftId: string): Promise<Event> =>
+  until(
+    () => `${type} for ${draftId}; saw ${events.map((e) => e.event_type).join(', ')}`,
+    () => draftEvents(type, draftId)[0],
+  );
 
 // ---- the service ----
 
@@ -124,9 +97,8 @@ const enc = encodeURIComponent;
 t.before(async () => {
   svc = await startSvc();
   db = openHomeDb(svc.home);
-  await new Promise<void>((resolve) => sinkServer.listen(0, '127.0.0.1', () => resolve()));
-  const port = (sinkServer.server.address() as AddressInfo).port;
-  const res = await api(svc.url, 'PUT', '/v0/owner/transport', { token: svc.ownerToken, body: { smtp: { host: '127.0.0.1', port } } });
+  sink = await startSink();
+  const res = await api(svc.url, 'PUT', '/v0/owner/transport', { token: svc.ownerToken, body: { smtp: { host: '127.0.0.1', port: sink.port } } });
   if (res.status !== 200) throw new Error(`transport: ${res.status} ${res.text}`);
   await openStream(svc.ownerToken);
 });
@@ -134,13 +106,13 @@ t.teardown(async () => {
   ws.close();
   db.close();
   await svc.stop();
-  await new Promise<void>((resolve) => sinkServer.close(() => resolve()));
+  await sink.close();
 });
 
-const newInbox = () => insertInbox(db, `drafts${++inboxCounter}@example.com`);
+const newInbox = () => createInbox(svc, `drafts${++inboxCounter}@example.com`);
 const DRAFT_ALL = ['draft_read', 'draft_create', 'draft_update', 'draft_delete', 'draft_send'];
-const key = (permissions: string[], opts: { inboxIds?: string[]; sendPolicy?: 'direct' | 'approval' | 'read_only' } = {}) =>
-  insertApiKey(db, { permissions, inboxIds: opts.inboxIds ?? null, sendPolicy: opts.sendPolicy ?? 'direct' }).secret;
+const key = async (permissions: string[], opts: { inboxIds?: string[]; sendPolicy?: 'direct' | 'approval' | 'read_only' } = {}) =>
+  (await createApiKey(svc, { permissions, inboxIds: opts.inboxIds ?? null, sendPolicy: opts.sendPolicy ?? 'direct' })).secret;
 const sdk = (token: string) => new AgentMailClient({ baseUrl: svc.url, apiKey: token, maxRetries: 0, timeoutInSeconds: 15 });
 const draftsPath = (inbox: string, rest = '') => `/v0/inboxes/${enc(inbox)}/drafts${rest}`;
 const b64 = (s: string | Buffer) => Buffer.from(s).toString('base64');
@@ -151,18 +123,19 @@ async function createDraft(inbox: string, body: Record<string, unknown>, token =
   return res.body;
 }
 const getDraft = async (inbox: string, draftId: string) => (await api<DraftBody>(svc.url, 'GET', draftsPath(inbox, `/${draftId}`), { token: svc.ownerToken })).body;
-async function pollDraft(inbox: string, draftId: string, status: string, ms = 15_000): Promise<DraftBody> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const d = await getDraft(inbox, draftId);
-    if (d.state === status) return d;
-    if (Date.now() > until) throw new Error(`draft ${draftId} is ${d.state} (${d.send_reason}), not ${status}, after ${ms} ms`);
-    await sleep(100);
-  }
+async function pollDraft(inbox: string, draftId: string, status: string): Promise<DraftBody> {
+  let last: DraftBody | undefined;
+  return until(
+    () => `draft ${draftId} to be ${status}; it is ${last?.state} (${last?.send_reason})`,
+    async () => {
+      last = await getDraft(inbox, draftId);
+      return last.state === status ? last : undefined;
+    },
+  );
 }
 /** A draft awaiting approval, made the way §3.2 says: an `approval`-policy send. */
 async function approvalDraft(inbox: string, subject: string): Promise<string> {
-  const agent = key(['message_send', 'draft_read'], { sendPolicy: 'approval' });
+  const agent = await key(['message_send', 'draft_read'], { sendPolicy: 'approval' });
   const res = await api<ErrorBody>(svc.url, 'POST', `/v0/inboxes/${enc(inbox)}/messages/send`, { token: agent, body: { to: 'ann@example.net', subject, text: 'Please approve.' } });
   if (res.status !== 403 || !res.body.draft_id) throw new Error(`approval send: ${res.status} ${res.text}`);
   return res.body.draft_id;
@@ -173,8 +146,8 @@ const expectError = (t: Test, res: { status: number; body: unknown }, status: nu
 };
 
 t.test('SDK: create, get, list, update and delete a draft', async (t) => {
-  const inbox = newInbox();
-  const client = sdk(key(DRAFT_ALL));
+  const inbox = await newInbox();
+  const client = sdk(await key(DRAFT_ALL));
   const created = await client.inboxes.drafts.create(inbox, {
     to: ['Ann <ann@example.net>'],
     subject: 'Plan',
@@ -214,7 +187,7 @@ t.test('SDK: create, get, list, update and delete a draft', async (t) => {
 });
 
 t.test('recipients take a single string; list filters by labels and time, pages ascending, stale tokens', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   const single = await createDraft(inbox, { to: 'a@example.net, B <b@example.net>', labels: 'one' });
   t.same(single.to, ['a@example.net', 'B <b@example.net>']);
   t.same(single.labels, ['one']);
@@ -250,14 +223,14 @@ t.test('recipients take a single string; list filters by labels and time, pages 
   t.notOk(next.body.next_page_token);
   const stale = await api(svc.url, 'GET', draftsPath(inbox, `?limit=2&page_token=${enc(first.body.next_page_token!)}`), { token: svc.ownerToken });
   expectError(t, stale, 409, 'page_token_stale', 'token reused with other filters');
-  const otherCaller = await api(svc.url, 'GET', draftsPath(inbox, `?ascending=true&limit=2&page_token=${enc(first.body.next_page_token!)}`), { token: key(['draft_read']) });
+  const otherCaller = await api(svc.url, 'GET', draftsPath(inbox, `?ascending=true&limit=2&page_token=${enc(first.body.next_page_token!)}`), { token: await key(['draft_read']) });
   expectError(t, otherCaller, 409, 'page_token_stale', 'token reused by another caller');
   const bad = await api(svc.url, 'GET', draftsPath(inbox, '?limit=101'), { token: svc.ownerToken });
   expectError(t, bad, 400, 'validation_error', 'limit over 100');
 });
 
 t.test('send_status filter (svc extension): only drafts in the named states, on both list forms', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   const plain = await createDraft(inbox, { subject: 'plain', text: 'x' });
   const scheduled = await createDraft(inbox, { to: ['a@example.net'], subject: 'later', text: 'x', send_at: new Date(Date.now() + 3_600_000).toISOString() });
   t.equal(plain.state, 'draft');
@@ -277,7 +250,7 @@ t.test('send_status filter (svc extension): only drafts in the named states, on 
 });
 
 t.test('send_status is what the AgentMail SDK can read of each state; state is svc’s own, in every answer', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   const plain = await createDraft(inbox, { subject: 'mapping draft', text: 'x' });
   const pendingId = await approvalDraft(inbox, 'mapping pending');
   const scheduled = await createDraft(inbox, { to: ['a@example.net'], subject: 'mapping scheduled', text: 'x', send_at: new Date(Date.now() + 3_600_000).toISOString() });
@@ -289,7 +262,7 @@ t.test('send_status is what the AgentMail SDK can read of each state; state is s
   const rejectId = await approvalDraft(inbox, 'mapping rejected');
   const rejected = await api<DraftBody>(svc.url, 'POST', draftsPath(inbox, `/${rejectId}/reject`), { token: svc.ownerToken, body: { reason: 'no' } });
   t.match(rejected.body, { state: 'rejected', send_status: 'failed' }, 'the reject answer');
-  const pausedInbox = newInbox();
+  const pausedInbox = await newInbox();
   t.equal((await api(svc.url, 'PATCH', `/v0/inboxes/${enc(pausedInbox)}`, { token: svc.ownerToken, body: { status: 'paused' } })).status, 200);
   const failing = await createDraft(pausedInbox, { to: ['a@example.net'], subject: 'mapping failed', text: 'x', send_at: new Date().toISOString() });
   await pollDraft(pausedInbox, failing.draft_id, 'failed');
@@ -330,7 +303,7 @@ t.test('send_status is what the AgentMail SDK can read of each state; state is s
 });
 
 t.test('client_id: repeating a create in the same inbox returns the existing draft, with no second event', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   const first = await createDraft(inbox, { client_id: 'plan-1', subject: 'First' });
   const again = await api<DraftBody>(svc.url, 'POST', draftsPath(inbox), { token: svc.ownerToken, body: { client_id: 'plan-1', subject: 'Second' } });
   t.equal(again.status, 200);
@@ -340,14 +313,14 @@ t.test('client_id: repeating a create in the same inbox returns the existing dra
   await nextEvent('draft.created', first.draft_id);
   await sleep(200);
   t.equal(draftEvents('draft.created', first.draft_id).length, 1, 'one draft.created');
-  const otherInbox = await createDraft(newInbox(), { client_id: 'plan-1', subject: 'Elsewhere' });
+  const otherInbox = await createDraft(await newInbox(), { client_id: 'plan-1', subject: 'Elsewhere' });
   t.not(otherInbox.draft_id, first.draft_id, 'client_id is per inbox');
   const list = await api<DraftList>(svc.url, 'GET', draftsPath(inbox), { token: svc.ownerToken });
   t.equal(list.body.count, 1);
 });
 
 t.test('a reply draft derives recipients, subject and references; sending it threads the reply', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   await seedMail(db, fixture('multipart-attachment.eml'), { inboxId: inbox });
   const reply = await createDraft(inbox, { in_reply_to: 'multi-1@example.org', text: 'Thanks, Bob.' });
   t.match(reply, {
@@ -376,7 +349,7 @@ t.test('a reply draft derives recipients, subject and references; sending it thr
 });
 
 t.test('a plain draft with references is sent with them and joins the thread they name', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   await seedMail(db, fixture('multipart-attachment.eml'), { inboxId: inbox });
   const draft = await createDraft(inbox, { to: ['bob@example.org'], subject: 'Following up', text: 'Following up on the photos.', references: ['multi-1@example.org'] });
   t.same(draft.references, ['<multi-1@example.org>']);
@@ -390,8 +363,8 @@ t.test('a plain draft with references is sent with them and joins the thread the
 });
 
 t.test('draft send under the approval policy asks the owner instead, once per unapproved draft', async (t) => {
-  const inbox = newInbox();
-  const agent = key(DRAFT_ALL, { sendPolicy: 'approval' });
+  const inbox = await newInbox();
+  const agent = await key(DRAFT_ALL, { sendPolicy: 'approval' });
   const draft = await createDraft(inbox, { to: ['ann@example.net'], subject: 'Agent draft send', text: 'x' }, agent);
   t.equal(draft.state, 'draft');
   const res = await api<ErrorBody>(svc.url, 'POST', draftsPath(inbox, `/${draft.draft_id}/send`), { token: agent, body: {} });
@@ -405,9 +378,9 @@ t.test('draft send under the approval policy asks the owner instead, once per un
 });
 
 t.test('a forward draft keeps the caller’s subject choice and sends the original attachments', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   await seedMail(db, fixture('multipart-attachment.eml'), { inboxId: inbox });
-  const client = sdk(key([...DRAFT_ALL, 'message_read']));
+  const client = sdk(await key([...DRAFT_ALL, 'message_read']));
   const forward = await client.inboxes.drafts.create(inbox, { forwardOf: '<multi-1@example.org>', to: ['fwd-target@example.net'], text: 'FYI, forwarded.' });
   t.equal(forward.forwardOf, '<multi-1@example.org>');
   t.notOk(forward.subject, 'no subject stored: `Fwd: …` is derived when it is sent');
@@ -423,7 +396,7 @@ t.test('a forward draft keeps the caller’s subject choice and sends the origin
 });
 
 t.test('payload rules: send_at, reply and forward fields, recipients, attachments, labels', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   await seedMail(db, fixture('multipart-attachment.eml'), { inboxId: inbox });
   const post = (body: Record<string, unknown>) => api<ErrorBody>(svc.url, 'POST', draftsPath(inbox), { token: svc.ownerToken, body });
   const many = (n: number) => Array.from({ length: n }, (_, i) => `r${i}@example.net`);
@@ -464,15 +437,15 @@ t.test('payload rules: send_at, reply and forward fields, recipients, attachment
 });
 
 t.test('scope before permissions; draft_send for send_at; read_only cannot schedule; owner-only approval', async (t) => {
-  const inbox = newInbox();
-  const other = newInbox();
-  const creator = key(['draft_create', 'draft_read'], { inboxIds: [inbox] });
-  const inScopeOnly = key([], { inboxIds: [inbox] });
+  const inbox = await newInbox();
+  const other = await newInbox();
+  const creator = await key(['draft_create', 'draft_read'], { inboxIds: [inbox] });
+  const inScopeOnly = await key([], { inboxIds: [inbox] });
   expectError(t, await api(svc.url, 'POST', draftsPath(other), { token: creator, body: {} }), 404, 'not_found', 'out-of-scope inbox');
   expectError(t, await api(svc.url, 'POST', draftsPath(inbox), { token: inScopeOnly, body: {} }), 403, 'missing_permission', 'no draft_create');
   expectError(t, await api(svc.url, 'POST', draftsPath(inbox), { token: creator, body: { send_at: '2030-01-01T00:00:00Z' } }), 403, 'missing_permission', 'send_at without draft_send');
   expectError(t, await api(svc.url, 'POST', draftsPath(inbox), { token: creator, body: { in_reply_to: '<x@y>' } }), 403, 'missing_permission', 'a reply draft without message_read');
-  const readOnly = key(DRAFT_ALL, { sendPolicy: 'read_only' });
+  const readOnly = await key(DRAFT_ALL, { sendPolicy: 'read_only' });
   expectError(t, await api(svc.url, 'POST', draftsPath(inbox), { token: readOnly, body: { send_at: '2030-01-01T00:00:00Z' } }), 403, 'missing_permission', 'read_only with send_at');
   t.equal((await api(svc.url, 'POST', draftsPath(inbox), { token: readOnly, body: { subject: 'kept for the owner' } })).status, 200, 'read_only may still write drafts');
 
@@ -486,14 +459,14 @@ t.test('scope before permissions; draft_send for send_at; read_only cannot sched
   expectError(t, await api(svc.url, 'GET', draftsPath(inbox, `/${mine.draft_id}`), { token: inScopeOnly }), 403, 'missing_permission', 'read without draft_read');
   expectError(t, await api(svc.url, 'DELETE', draftsPath(inbox, `/${mine.draft_id}`), { token: creator }), 403, 'missing_permission', 'delete without draft_delete');
   expectError(t, await api(svc.url, 'GET', draftsPath(inbox, '/00000000-0000-7000-8000-000000000000'), { token: creator }), 404, 'not_found', 'unknown draft');
-  const agentAll = key([...DRAFT_ALL, 'message_send', 'message_read']);
+  const agentAll = await key([...DRAFT_ALL, 'message_send', 'message_read']);
   for (const action of ['approve', 'reject']) {
     expectError(t, await api(svc.url, 'POST', draftsPath(inbox, `/${mine.draft_id}/${action}`), { token: agentAll, body: {} }), 403, 'missing_permission', `${action} is owner-only`);
   }
 });
 
 t.test('approval: an approval-policy send becomes a draft; the owner approves; it is sent with events', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   const draftId = await approvalDraft(inbox, 'Needs the owner OK');
   await nextEvent('draft.approval_required', draftId);
   t.match(await getDraft(inbox, draftId), { state: 'pending_approval', to: ['ann@example.net'], subject: 'Needs the owner OK' });
@@ -515,7 +488,7 @@ t.test('approval: an approval-policy send becomes a draft; the owner approves; i
 });
 
 t.test('reject: final, with the reason; a second reject changes nothing; sending it is a conflict', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   const draftId = await approvalDraft(inbox, 'Please reject me');
   const rejected = await api<DraftBody>(svc.url, 'POST', draftsPath(inbox, `/${draftId}/reject`), { token: svc.ownerToken, body: { reason: 'Not to this customer.' } });
   t.equal(rejected.status, 200);
@@ -534,7 +507,7 @@ t.test('reject: final, with the reason; a second reject changes nothing; sending
 });
 
 t.test('approve with an Idempotency-Key twice: the same result and one copy sent', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   const draftId = await approvalDraft(inbox, 'Approve me once');
   const headers = { 'idempotency-key': 'approve-once-1' };
   const first = await api<{ message_id: string }>(svc.url, 'POST', draftsPath(inbox, `/${draftId}/approve`), { token: svc.ownerToken, headers });
@@ -560,8 +533,8 @@ t.test('approve with an Idempotency-Key twice: the same result and one copy sent
 });
 
 t.test('a scheduled draft is sent by the loop when send_at comes; an overdue one on the next pass', async (t) => {
-  const inbox = newInbox();
-  const agent = key(DRAFT_ALL);
+  const inbox = await newInbox();
+  const agent = await key(DRAFT_ALL);
   const soon = new Date(Date.now() + 1500).toISOString();
   const scheduled = await createDraft(inbox, { to: ['later@example.net'], subject: 'Scheduled soon', text: 'tick', send_at: soon }, agent);
   t.match(scheduled, { state: 'scheduled', send_at: soon });
@@ -579,8 +552,8 @@ t.test('a scheduled draft is sent by the loop when send_at comes; an overdue one
 });
 
 t.test('schedules and approval: pending until the owner approves; agent edits withdraw approval; null cancels', async (t) => {
-  const inbox = newInbox();
-  const agent = key(DRAFT_ALL, { sendPolicy: 'approval' });
+  const inbox = await newInbox();
+  const agent = await key(DRAFT_ALL, { sendPolicy: 'approval' });
   const later = new Date(Date.now() + 3600_000).toISOString();
   const draft = await createDraft(inbox, { to: ['boss@example.net'], subject: 'Later', text: 'x', send_at: later }, agent);
   t.equal(draft.state, 'pending_approval');
@@ -603,16 +576,16 @@ t.test('schedules and approval: pending until the owner approves; agent edits wi
   const cancelled = await api<DraftBody>(svc.url, 'PATCH', draftsPath(inbox, `/${draft.draft_id}`), { token: agent, body: { send_at: null } });
   t.match(cancelled.body, { state: 'draft', send_at: null });
 
-  const direct = key(DRAFT_ALL);
+  const direct = await key(DRAFT_ALL);
   const rescheduled = await api<DraftBody>(svc.url, 'PATCH', draftsPath(inbox, `/${draft.draft_id}`), { token: direct, body: { send_at: later } });
   t.match(rescheduled.body, { state: 'scheduled', send_at: later }, 'a direct credential schedules approved');
-  const noSend = key(['draft_update', 'draft_read']);
+  const noSend = await key(['draft_update', 'draft_read']);
   expectError(t, await api(svc.url, 'PATCH', draftsPath(inbox, `/${draft.draft_id}`), { token: noSend, body: { send_at: later } }), 403, 'missing_permission', 'setting send_at needs draft_send');
   t.equal(sunkWith('Later').length, 0);
 });
 
 t.test('a scheduled draft of a paused inbox fails with send_reason inbox_paused', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   const paused = await api(svc.url, 'PATCH', `/v0/inboxes/${enc(inbox)}`, { token: svc.ownerToken, body: { status: 'paused' } });
   t.equal(paused.status, 200, paused.text);
   const draft = await createDraft(inbox, { to: ['nobody@example.net'], subject: 'From a paused inbox', text: 'x', send_at: new Date().toISOString() });
@@ -624,9 +597,9 @@ t.test('a scheduled draft of a paused inbox fails with send_reason inbox_paused'
 });
 
 t.test('draft attachments: metadata with a download URL that serves the bytes; removal by id', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   const bytes = Buffer.from([0x25, 0x50, 0x44, 0x46, 0x00, 0xff, 0x10]);
-  const reader = key(['draft_read', 'draft_update']);
+  const reader = await key(['draft_read', 'draft_update']);
   const draft = await createDraft(inbox, { attachments: [{ filename: 'report.pdf', content_type: 'application/pdf', content: b64(bytes) }] });
   const attachmentId = draft.attachments[0].attachment_id;
   const meta = await api<{ attachment_id: string; filename: string; size: number; download_url: string; expires_at: string }>(
@@ -661,12 +634,8 @@ t.test('draft attachments: metadata with a download URL that serves the bytes; r
 
 t.test('without a transport a due draft stays scheduled, and a draft send is 503; configuring one sends it at once', async (t) => {
   const bare = await startSvc();
-  const bareDb = openHomeDb(bare.home);
-  t.teardown(async () => {
-    bareDb.close();
-    await bare.stop();
-  });
-  const inbox = insertInbox(bareDb, 'waiting@example.com');
+  t.teardown(() => bare.stop());
+  const inbox = await createInbox(bare, 'waiting@example.com');
   const path = (rest = '') => `/v0/inboxes/${enc(inbox)}/drafts${rest}`;
   const created = await api<DraftBody>(bare.url, 'POST', path(), { token: bare.ownerToken, body: { to: ['x@example.net'], subject: 'Waits for a transport', text: 'x', send_at: new Date().toISOString() } });
   t.equal(created.body.state, 'scheduled');
@@ -676,15 +645,12 @@ t.test('without a transport a due draft stays scheduled, and a draft send is 503
   const waiting = await api<DraftBody>(bare.url, 'GET', path(`/${created.body.draft_id}`), { token: bare.ownerToken });
   t.match(waiting.body, { state: 'scheduled', send_reason: null }, 'still scheduled, not failed');
 
-  const port = (sinkServer.server.address() as AddressInfo).port;
-  t.equal((await api(bare.url, 'PUT', '/v0/owner/transport', { token: bare.ownerToken, body: { smtp: { host: '127.0.0.1', port } } })).status, 200);
+  t.equal((await api(bare.url, 'PUT', '/v0/owner/transport', { token: bare.ownerToken, body: { smtp: { host: '127.0.0.1', port: sink.port } } })).status, 200);
   // Configuring a transport wakes the scheduled-drafts loop: the waiting draft goes at once.
-  const until = Date.now() + 15_000;
-  let status = '';
-  while (Date.now() < until && status !== 'sent') {
-    status = (await api<DraftBody>(bare.url, 'GET', path(`/${created.body.draft_id}`), { token: bare.ownerToken })).body.state;
-    await sleep(100);
-  }
-  t.equal(status, 'sent');
+  const sent = await until('the waiting draft sent', async () => {
+    const draft = (await api<DraftBody>(bare.url, 'GET', path(`/${created.body.draft_id}`), { token: bare.ownerToken })).body;
+    return draft.state === 'sent' ? draft : undefined;
+  });
+  t.equal(sent.state, 'sent');
   await waitForSunk('Waits for a transport');
 });

@@ -8,7 +8,8 @@
  */
 import t, { type Test as Tap } from 'tap';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
-import { insertApiKey, insertInbox, openHomeDb } from '../helpers/db.js';
+import { openHomeDb } from '../helpers/db.js';
+import { createApiKey, createInbox } from '../helpers/seed.js';
 import { seedMail, simpleMail } from '../helpers/mail.js';
 import { startSink, type Sink } from '../helpers/sink.js';
 import { PERMISSIONS } from '../../src/auth/permissions.js';
@@ -30,8 +31,8 @@ t.before(async () => {
   svc = await startSvc();
   const db = openHomeDb(svc.home);
   try {
-    inbox = insertInbox(db, 'composer@inject.test');
-    agent = insertApiKey(db, { permissions: [...PERMISSIONS], inboxIds: [inbox], sendPolicy: 'direct' }).secret;
+    inbox = await createInbox(svc, 'composer@inject.test');
+    agent = (await createApiKey(svc, { permissions: [...PERMISSIONS], inboxIds: [inbox], sendPolicy: 'direct' })).secret;
     original = (await seedMail(db, simpleMail({ to: inbox, from: 'Peer <peer@remote.test>', subject: 'Original', messageId: '<orig@remote.test>' }), { inboxId: inbox })).messageId;
   } finally {
     db.close();

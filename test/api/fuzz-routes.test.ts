@@ -13,7 +13,8 @@
 import t, { type Test } from 'tap';
 import http from 'node:http';
 import { startSvc, type RunningSvc } from '../helpers/svc.js';
-import { insertApiKey, insertInbox, openHomeDb } from '../helpers/db.js';
+import { openHomeDb } from '../helpers/db.js';
+import { createApiKey, createInbox } from '../helpers/seed.js';
 import { seedMail, simpleMail } from '../helpers/mail.js';
 import { HOSTILE_SEGMENTS, HOSTILE_STRINGS, Rng, deepJson, errorContractViolation, fuzzSeed, randomJson, routeTable, type RouteEntry } from '../helpers/fuzz.js';
 import { PERMISSIONS } from '../../src/auth/permissions.js';
@@ -75,10 +76,10 @@ t.before(async () => {
   svc = await startSvc();
   const db = openHomeDb(svc.home);
   try {
-    const inbox = insertInbox(db, 'fuzz@fuzz.test');
+    const inbox = await createInbox(svc, 'fuzz@fuzz.test');
     const mail = await seedMail(db, simpleMail({ to: inbox, subject: 'Fuzz target', messageId: '<target@fuzz.test>' }), { inboxId: inbox });
-    agentKey = insertApiKey(db, { permissions: [...PERMISSIONS], inboxIds: [inbox], sendPolicy: 'approval' }).secret;
-    const key = insertApiKey(db, { permissions: ['message_read'] });
+    agentKey = (await createApiKey(svc, { permissions: [...PERMISSIONS], inboxIds: [inbox], sendPolicy: 'approval' })).secret;
+    const key = await createApiKey(svc, { permissions: ['message_read'] });
     real.inbox_id = [inbox];
     real.message_id = [mail.messageId];
     real.thread_id = [mail.threadId];

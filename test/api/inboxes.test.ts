@@ -2,6 +2,7 @@
 import t from 'tap';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
 import { openHomeDb } from '../helpers/db.js';
+import { seedMail } from '../helpers/mail.js';
 
 interface Inbox {
   inbox_id: string;
@@ -349,29 +350,36 @@ t.test('delete: removes the inbox and everything in it permanently; empty 200', 
 
   const db = openHomeDb(svc.home);
   t.teardown(() => db.close());
-  const now = new Date().toISOString();
-  const seed = (inboxId: string, n: number) => {
-    const threadId = `thread-${inboxId}`;
-    db.prepare('INSERT INTO threads (thread_id, inbox_id, subject, created_at, updated_at) VALUES (?, ?, ?, ?, ?)').run(threadId, inboxId, 'Secret plans', now, now);
-    const rowid = Number(
-      db
-        .prepare(
-          "INSERT INTO messages (inbox_id, thread_id, message_id, from_address, sender, to_addresses, subject, preview, text, size, timestamp, direction, created_at, updated_at) VALUES (?, ?, ?, 'a@b.example', 'a@b.example', '[]', 'Secret plans', 'preview', 'body text', 10, ?, 'inbound', ?, ?)",
-        )
-        .run(inboxId, threadId, `<m${n}@example>`, now, now, now).lastInsertRowid,
-    );
-    db.prepare("INSERT INTO message_labels (message_rowid, label) VALUES (?, 'received')").run(rowid);
-    db.prepare("INSERT INTO attachments (message_rowid, attachment_id, filename, size, content) VALUES (?, 'att1', 'a.txt', 1, x'41')").run(rowid);
-    db.prepare("INSERT INTO raw_messages (message_rowid, mime) VALUES (?, x'41')").run(rowid);
-    db.prepare("INSERT INTO messages_fts (rowid, subject, participants, body) VALUES (?, 'Secret plans', 'a@b.example', 'body text')").run(rowid);
-    db.prepare("INSERT INTO list_entries (inbox_id, direction, type, entry, created_at) VALUES (?, 'receive', 'block', 'spam.example', ?)").run(inboxId, now);
-    const event = { type: 'event', event_type: 'message.received', event_id: `evt_seed_${n}`, message: { inbox_id: inboxId, message_id: `<m${n}@example>`, subject: 'Secret plans', text: 'body text' }, thread: { subject: 'Secret plans', preview: 'preview' } };
-    db.prepare("INSERT INTO events (event_id, event_type, inbox_id, message_rowid, payload, created_at) VALUES (?, 'message.received', ?, ?, ?, ?)").run(event.event_id, inboxId, rowid, JSON.stringify(event), now);
-    return rowid;
+  // Received mail has no route: it is committed the way the inbound pipeline commits it.
+  const seed = async (inboxId: string, n: number) => {
+    const raw = [
+      'From: a@b.example',
+      `To: ${inboxId}`,
+      'Subject: Secret plans',
+      `Message-ID: <m${n}@example>`,
+      'MIME-Version: 1.0',
+      'Content-Type: multipart/mixed; boundary="b"',
+      '',
+      '--b',
+      'Content-Type: text/plain; charset=utf-8',
+      '',
+      'body text',
+      '--b',
+      'Content-Type: text/plain; name="a.txt"',
+      'Content-Disposition: attachment; filename="a.txt"',
+      '',
+      'A',
+      '--b--',
+      '',
+    ].join('\r\n');
+    const { messageRowid } = await seedMail(db, raw, { inboxId });
+    const listed = await owner('POST', `/v0/inboxes/${enc(inboxId)}/lists/receive/block`, { entry: 'spam.example' });
+    if (listed.status !== 200) throw new Error(`list entry: ${listed.status} ${listed.text}`);
+    return messageRowid;
   };
-  const doomedRow = seed(inbox.inbox_id, 1);
-  const keptRow = seed(keep.inbox_id, 2);
-  db.prepare("INSERT INTO list_entries (inbox_id, direction, type, entry, created_at) VALUES ('', 'receive', 'block', 'global.example', ?)").run(now);
+  const doomedRow = await seed(inbox.inbox_id, 1);
+  const keptRow = await seed(keep.inbox_id, 2);
+  t.equal((await owner('POST', '/v0/lists/receive/block', { entry: 'global.example' })).status, 200);
   const generation = () => Number((db.prepare("SELECT value FROM settings WHERE key = 'search_generation'").pluck().get() as string | undefined) ?? 0);
   const before = generation();
 

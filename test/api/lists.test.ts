@@ -2,8 +2,7 @@
 import t from 'tap';
 import { AgentMailClient } from 'agentmail';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
-import { insertApiKey, insertInbox, openHomeDb } from '../helpers/db.js';
-import type { Db } from '../../src/db/open.js';
+import { createApiKey, createInbox } from '../helpers/seed.js';
 
 const DIRECTIONS = ['receive', 'send', 'reply'] as const;
 const TYPES = ['allow', 'block'] as const;
@@ -27,17 +26,14 @@ interface Page {
 }
 
 let svc: RunningSvc;
-let db: Db;
 let inbox: string;
 let otherInbox: string;
 t.before(async () => {
   svc = await startSvc();
-  db = openHomeDb(svc.home);
-  inbox = insertInbox(db, 'Lists@Example.org');
-  otherInbox = insertInbox(db, 'other@example.org');
+  inbox = await createInbox(svc, 'Lists@Example.org');
+  otherInbox = await createInbox(svc, 'other@example.org');
 });
 t.teardown(async () => {
-  db.close();
   await svc.stop();
 });
 
@@ -218,7 +214,7 @@ t.test('the list routes need a credential', async (t) => {
 });
 
 t.test('global lists need a key without an inbox restriction', async (t) => {
-  const restricted = insertApiKey(db, { permissions: ALL_LIST_PERMISSIONS, inboxIds: [inbox] });
+  const restricted = await createApiKey(svc, { permissions: ALL_LIST_PERMISSIONS, inboxIds: [inbox] });
   await api(svc.url, 'POST', '/v0/lists/send/block', { token: owner(), body: { entry: 'g.example' } });
   for (const [method, p] of [['GET', '/v0/lists/send/block'], ['POST', '/v0/lists/send/block'], ['GET', entryPath(null, 'send', 'block', 'g.example')], ['DELETE', entryPath(null, 'send', 'block', 'g.example')]]) {
     const res = await api(svc.url, method, p, { token: restricted.secret, ...(method === 'POST' ? { body: { entry: 'h.example' } } : {}) });
@@ -227,7 +223,7 @@ t.test('global lists need a key without an inbox restriction', async (t) => {
   }
   const own = await api(svc.url, 'POST', `${base(inbox)}/send/block`, { token: restricted.secret, body: { entry: 'h.example' } });
   t.equal(own.status, 200, 'the same key may use its inbox lists');
-  const unrestricted = insertApiKey(db, { permissions: ALL_LIST_PERMISSIONS });
+  const unrestricted = await createApiKey(svc, { permissions: ALL_LIST_PERMISSIONS });
   const global = await api<Page>(svc.url, 'GET', '/v0/lists/send/block', { token: unrestricted.secret });
   t.equal(global.status, 200, 'a key without an inbox restriction may use the global lists');
   t.same(global.body.entries.map((e) => e.entry), ['g.example']);
@@ -237,8 +233,8 @@ t.test('global lists need a key without an inbox restriction', async (t) => {
 });
 
 t.test('an inbox outside the scope is 404 before permissions are checked', async (t) => {
-  const noPermissions = insertApiKey(db, { permissions: [], inboxIds: [inbox] });
-  const full = insertApiKey(db, { permissions: ALL_LIST_PERMISSIONS, inboxIds: [inbox] });
+  const noPermissions = await createApiKey(svc, { permissions: [], inboxIds: [inbox] });
+  const full = await createApiKey(svc, { permissions: ALL_LIST_PERMISSIONS, inboxIds: [inbox] });
   for (const token of [noPermissions.secret, full.secret]) {
     for (const target of [otherInbox, 'missing@example.org']) {
       for (const [method, p] of [['GET', `${base(target)}/receive/allow`], ['POST', `${base(target)}/receive/allow`], ['GET', entryPath(target, 'receive', 'allow', 'a.example')], ['DELETE', entryPath(target, 'receive', 'allow', 'a.example')]]) {
@@ -264,11 +260,11 @@ t.test('each route needs its permission: list_entry_read, list_entry_create, lis
   for (const inboxId of [inbox, null]) {
     for (const [method, path, needed] of routes) {
       const others = ALL_LIST_PERMISSIONS.filter((p) => p !== needed);
-      const without = insertApiKey(db, { permissions: [...others, 'message_read', 'inbox_read'] });
+      const without = await createApiKey(svc, { permissions: [...others, 'message_read', 'inbox_read'] });
       const denied = await api(svc.url, method, path(inboxId), { token: without.secret, ...(method === 'POST' ? { body: { entry: 'new.example' } } : {}) });
       t.equal(denied.status, 403, `${method} ${path(inboxId)} without ${needed}`);
       t.match(denied.body, { code: 'missing_permission', message: new RegExp(needed) });
-      const withIt = insertApiKey(db, { permissions: [needed], inboxIds: inboxId ? [inbox] : null });
+      const withIt = await createApiKey(svc, { permissions: [needed], inboxIds: inboxId ? [inbox] : null });
       const allowed = await api(svc.url, method, path(inboxId), { token: withIt.secret, ...(method === 'POST' ? { body: { entry: 'new.example' } } : {}) });
       t.equal(allowed.status, 200, `${method} ${path(inboxId)} with only ${needed}`);
     }

@@ -5,7 +5,8 @@
 import t from 'tap';
 import type { Db } from '../../src/db/open.js';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
-import { insertApiKey, insertInbox, openHomeDb } from '../helpers/db.js';
+import { openHomeDb } from '../helpers/db.js';
+import { createApiKey, createInbox } from '../helpers/seed.js';
 import { fixture, seedMail, simpleMail } from '../helpers/mail.js';
 
 interface MessageItem {
@@ -50,10 +51,8 @@ t.teardown(async () => {
   await svc.stop();
 });
 
-function newInbox(): string {
-  return insertInbox(db, `mbox${++inboxCounter}@example.com`);
-}
-const key = (permissions: string[], inboxIds?: string[]) => insertApiKey(db, { permissions, inboxIds: inboxIds ?? null }).secret;
+const newInbox = () => createInbox(svc, `mbox${++inboxCounter}@example.com`);
+const key = async (permissions: string[], inboxIds?: string[]) => (await createApiKey(svc, { permissions, inboxIds })).secret;
 const at = (minute: number) => new Date(Date.UTC(2025, 3, 1, 9, minute)).toISOString();
 const enc = encodeURIComponent;
 
@@ -64,7 +63,7 @@ async function seed(inboxId: string, fields: Parameters<typeof simpleMail>[0], m
 const messagesPath = (inbox: string, rest = '') => `/v0/inboxes/${enc(inbox)}/messages${rest}`;
 
 t.test('GET messages lists messages newest first with AgentMail MessageItem fields, without bodies', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   await seed(inbox, { messageId: '<m1@x.org>', subject: 'First', body: 'one' }, 1);
   await seedMail(db, fixture('multipart-attachment.eml'), { inboxId: inbox, receivedAt: at(2) });
   const res = await api<MessageList>(svc.url, 'GET', messagesPath(inbox), { token: svc.ownerToken });
@@ -105,7 +104,7 @@ t.test('GET messages lists messages newest first with AgentMail MessageItem fiel
 });
 
 t.test('message list filters: time, labels, substring from/to/subject; no senders or recipients', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   await seed(inbox, { messageId: '<f1@x.org>', subject: 'Invoice 42', from: 'Billing <billing@vendor.example>' }, 1);
   await seed(inbox, { messageId: '<f2@x.org>', subject: 'Hello', from: 'Kim <kim@friends.example>', cc: 'Team <team@corp.example>' }, 2);
   await seed(inbox, { messageId: '<f3@x.org>', subject: 'Re: Invoice 42', from: 'Kim <kim@friends.example>' }, 3);
@@ -137,9 +136,9 @@ t.test('message list filters: time, labels, substring from/to/subject; no sender
 });
 
 t.test('GET message returns text, html, extracted_text, extracted_html, send_status and send_reason', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   await seedMail(db, fixture('quoted-reply.eml'), { inboxId: inbox, receivedAt: at(1) });
-  const reader = key(['message_read']);
+  const reader = await key(['message_read']);
   const res = await api<Message>(svc.url, 'GET', messagesPath(inbox, `/${enc('<quoted-1@example.org>')}`), { token: reader });
   t.equal(res.status, 200);
   t.match(res.body, {
@@ -166,12 +165,12 @@ t.test('GET message returns text, html, extracted_text, extracted_html, send_sta
 });
 
 t.test('scope: another inbox\'s messages are 404 before permissions; in scope without permission is 403', async (t) => {
-  const mine = newInbox();
-  const theirs = newInbox();
+  const mine = await newInbox();
+  const theirs = await newInbox();
   await seed(mine, { messageId: '<s1@x.org>' }, 1);
   await seed(theirs, { messageId: '<s2@x.org>' }, 1);
-  const noPerms = key([], [mine]);
-  const scoped = key(['message_read', 'message_update', 'message_delete'], [mine]);
+  const noPerms = await key([], [mine]);
+  const scoped = await key(['message_read', 'message_update', 'message_delete'], [mine]);
   const routes = (inbox: string, id: string): [string, string, unknown?][] => [
     ['GET', messagesPath(inbox)],
     ['GET', messagesPath(inbox, '/search?q=x')],
@@ -194,18 +193,18 @@ t.test('scope: another inbox\'s messages are 404 before permissions; in scope wi
     t.equal(res.status, 403, `${method} ${path} without permission`);
     t.equal((res.body as { code: string }).code, 'missing_permission');
   }
-  const readOnly = key(['message_read'], [mine]);
+  const readOnly = await key(['message_read'], [mine]);
   t.equal((await api(svc.url, 'PATCH', messagesPath(mine, `/${enc('<s1@x.org>')}`), { token: readOnly, body: { add_labels: ['x'] } })).status, 403, 'PATCH needs message_update');
   t.equal((await api(svc.url, 'DELETE', messagesPath(mine, `/${enc('<s1@x.org>')}`), { token: readOnly })).status, 403, 'DELETE needs message_delete');
 });
 
 t.test('hidden messages: invisible without the label permission, listed only with include_*', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   await seed(inbox, { messageId: '<v1@x.org>', subject: 'Visible' }, 1);
   await seed(inbox, { messageId: '<v2@x.org>', subject: 'Spam' }, 2, ['spam']);
   await seed(inbox, { messageId: '<v3@x.org>', subject: 'Blocked' }, 3, ['blocked']);
-  const reader = key(['message_read']);
-  const spamReader = key(['message_read', 'label_spam_read']);
+  const reader = await key(['message_read']);
+  const spamReader = await key(['message_read', 'label_spam_read']);
   const list = async (token: string, query = '') => api<MessageList>(svc.url, 'GET', messagesPath(inbox, query), { token });
   t.same((await list(reader)).body.messages.map((m) => m.message_id), ['<v1@x.org>']);
   t.same((await list(spamReader)).body.messages.map((m) => m.message_id), ['<v1@x.org>'], 'permission alone does not list hidden mail');
@@ -220,16 +219,16 @@ t.test('hidden messages: invisible without the label permission, listed only wit
   t.same(got.body.labels, ['received', 'spam', 'unread']);
   t.equal((await api(svc.url, 'GET', messagesPath(inbox, `/${enc('<v3@x.org>')}`), { token: spamReader })).status, 404, 'each hidden label needs its own permission');
   t.equal((await api(svc.url, 'GET', messagesPath(inbox, `/${enc('<v2@x.org>')}/raw`), { token: reader })).status, 404, 'raw of hidden mail: not found');
-  t.equal((await api(svc.url, 'PATCH', messagesPath(inbox, `/${enc('<v2@x.org>')}`), { token: key(['message_update']), body: { remove_labels: 'unread' } })).status, 404);
-  const notSpam = await api<{ labels: string[] }>(svc.url, 'PATCH', messagesPath(inbox, `/${enc('<v2@x.org>')}`), { token: key(['message_update', 'label_spam_read']), body: { remove_labels: ['spam'] } });
+  t.equal((await api(svc.url, 'PATCH', messagesPath(inbox, `/${enc('<v2@x.org>')}`), { token: await key(['message_update']), body: { remove_labels: 'unread' } })).status, 404);
+  const notSpam = await api<{ labels: string[] }>(svc.url, 'PATCH', messagesPath(inbox, `/${enc('<v2@x.org>')}`), { token: await key(['message_update', 'label_spam_read']), body: { remove_labels: ['spam'] } });
   t.same(notSpam.body.labels, ['received', 'unread'], 'a caller who may read spam can mark a message as not spam');
   t.same((await list(reader)).body.messages.map((m) => m.message_id), ['<v2@x.org>', '<v1@x.org>']);
 });
 
 t.test('PATCH message labels: unread and custom labels are editable; system labels are a validation_error', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   await seed(inbox, { messageId: '<e1@x.org>' }, 1);
-  const editor = key(['message_read', 'message_update']);
+  const editor = await key(['message_read', 'message_update']);
   const path = messagesPath(inbox, `/${enc('<e1@x.org>')}`);
   const res = await api<{ message_id: string; labels: string[] }>(svc.url, 'PATCH', path, { token: editor, body: { add_labels: ['to-do', 'Kunde: Müller'], remove_labels: ['unread'] } });
   t.equal(res.status, 200);
@@ -254,11 +253,11 @@ t.test('PATCH message labels: unread and custom labels are editable; system labe
 });
 
 t.test('POST batch-get returns up to 500 messages; missing and hidden ones are omitted', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   await seed(inbox, { messageId: '<b1@x.org>', body: 'body one' }, 1);
   await seed(inbox, { messageId: '<b2@x.org>' }, 2);
   await seed(inbox, { messageId: '<b3@x.org>' }, 3, ['spam']);
-  const reader = key(['message_read']);
+  const reader = await key(['message_read']);
   const res = await api<{ count: number; limit: number; messages: Message[] }>(svc.url, 'POST', messagesPath(inbox, '/batch-get'), {
     token: reader,
     body: { message_ids: ['<b2@x.org>', '<missing@x.org>', '<b3@x.org>', 'b1@x.org', '<b2@x.org>'] },
@@ -271,7 +270,7 @@ t.test('POST batch-get returns up to 500 messages; missing and hidden ones are o
   );
   t.equal(res.body.count, 2);
   t.match(res.body.messages[1], { text: /body one/, extracted_text: 'body one' });
-  const spamReader = key(['message_read', 'label_spam_read']);
+  const spamReader = await key(['message_read', 'label_spam_read']);
   const withSpam = await api<{ messages: Message[] }>(svc.url, 'POST', messagesPath(inbox, '/batch-get'), { token: spamReader, body: { message_ids: ['<b3@x.org>'] } });
   t.same(
     withSpam.body.messages.map((m) => m.message_id),
@@ -288,9 +287,9 @@ t.test('POST batch-get returns up to 500 messages; missing and hidden ones are o
 });
 
 t.test('POST batch-update edits up to 50 messages atomically; removal wins', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   for (let i = 1; i <= 3; i++) await seed(inbox, { messageId: `<u${i}@x.org>` }, i);
-  const editor = key(['message_read', 'message_update']);
+  const editor = await key(['message_read', 'message_update']);
   const path = messagesPath(inbox, '/batch-update');
   const res = await api<{ count: number; updates: { message_id: string; labels: string[] }[] }>(svc.url, 'POST', path, {
     token: editor,
@@ -314,10 +313,10 @@ t.test('POST batch-update edits up to 50 messages atomically; removal wins', asy
 });
 
 t.test('DELETE message removes it for good and redacts its event payload in the same transaction', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   const root = await seedMail(db, fixture('multipart-attachment.eml'), { inboxId: inbox, receivedAt: at(1) });
   const reply = await seed(inbox, { messageId: '<r1@x.org>', subject: 'Re: Site photos and invoice', inReplyTo: '<multi-1@example.org>', body: 'keep me' }, 2);
-  const deleter = key(['message_read', 'message_delete']);
+  const deleter = await key(['message_read', 'message_delete']);
   const res = await api(svc.url, 'DELETE', messagesPath(inbox, `/${enc('<multi-1@example.org>')}`), { token: deleter });
   t.equal(res.status, 200);
   t.equal(res.text, '');
@@ -342,9 +341,9 @@ t.test('DELETE message removes it for good and redacts its event payload in the 
 });
 
 t.test('GET raw and attachment routes return download links', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   await seedMail(db, fixture('multipart-attachment.eml'), { inboxId: inbox, receivedAt: at(1) });
-  const reader = key(['message_read']);
+  const reader = await key(['message_read']);
   const raw = await api<Record<string, string>>(svc.url, 'GET', messagesPath(inbox, `/${enc('<multi-1@example.org>')}/raw`), { token: reader });
   t.equal(raw.status, 200);
   t.same(Object.keys(raw.body).sort(), ['download_url', 'expires_at', 'message_id', 'size'], 'raw returns { download_url, expires_at } with the AgentMail SDK\'s message_id and size');
@@ -361,7 +360,7 @@ t.test('GET raw and attachment routes return download links', async (t) => {
 });
 
 t.test('GET messages/search ranks by relevance and never returns hidden mail; tokens go stale on index change', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   await seed(inbox, { messageId: '<q1@x.org>', subject: 'Misc', body: 'A long note about many things, including one mention of a harpsichord somewhere in the middle of lots of words.' }, 1);
   await seed(inbox, { messageId: '<q2@x.org>', subject: 'Harpsichord tuning', body: 'The harpsichord needs tuning.' }, 2);
   await seed(inbox, { messageId: '<q3@x.org>', subject: 'Harpsichord harpsichord', body: 'harpsichord harpsichord' }, 3, ['unauthenticated']);

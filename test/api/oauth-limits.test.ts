@@ -21,6 +21,7 @@ t.test('registration and body limits', async (t) => {
   const count = () => (db.prepare('SELECT count(*) AS n FROM oauth_clients').get() as { n: number }).n;
 
   t.test('at 1,000 registrations the oldest one without a grant makes room', async (t) => {
+    // SQL: the hourly registration limit keeps the route from making 1,000 in a test.
     const twoHoursAgo = Date.now() - 2 * 3600 * 1000;
     const insert = db.prepare("INSERT INTO oauth_clients (client_id, client_name, redirect_uris, grant_types, response_types, granted, created_at) VALUES (?, 'seeded', ?, '[\"authorization_code\"]', '[\"code\"]', ?, ?)");
     const seeded: string[] = [];

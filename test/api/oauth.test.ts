@@ -8,7 +8,8 @@ import t from 'tap';
 import { createHash } from 'node:crypto';
 import WebSocket from 'ws';
 import { api, setupOwner, startSvc, type RunningSvc } from '../helpers/svc.js';
-import { insertApiKey, openHomeDb } from '../helpers/db.js';
+import { openHomeDb } from '../helpers/db.js';
+import { createApiKey } from '../helpers/seed.js';
 import { subscribe, type EventStream } from '../helpers/events.js';
 import {
   approve,
@@ -258,7 +259,7 @@ t.test('consent: the owner reads the request with its defaults', async (t) => {
   t.same(defaults.inbox_ids, []);
   t.ok(Object.values(defaults.permissions).every((granted) => granted === true), 'every permission');
   for (const name of ['inbox_read', 'message_send', 'webhook_delete', 'label_spam_read', 'label_blocked_read', 'label_unauthenticated_read']) t.equal(defaults.permissions[name], true, name);
-  const agent = insertApiKey(db, { permissions: ['inbox_read'] });
+  const agent = await createApiKey(svc, { permissions: ['inbox_read'] });
   t.equal((await api(svc.url, 'GET', `/v0/owner/oauth/requests/${requestId}`, { token: agent.secret })).status, 403, 'agents cannot read it');
   t.equal((await api(svc.url, 'GET', '/v0/owner/oauth/requests/0190a0a0-0000-7000-8000-000000000000', { token: svc.ownerToken })).status, 404);
 });
@@ -405,6 +406,7 @@ t.test('token request errors use RFC 6749 codes', async (t) => {
 
 t.test('an authorization code expires after 5 minutes', async (t) => {
   const { code, verifier } = await authorizeCode(svc.url, session, { clientId, resource: V0, inbox_ids: [INBOX] });
+  // SQL: codes live 5 minutes; the stored expiry is moved back instead of waiting.
   db.prepare('UPDATE oauth_codes SET expires_at = ? WHERE code_hash = ?').run(new Date(Date.now() - 1000).toISOString(), createHash('sha256').update(code).digest('hex'));
   const res = await exchange(svc.url, { code, verifier, clientId, resource: V0 });
   t.equal(res.body.error, 'invalid_grant');
@@ -418,6 +420,7 @@ t.test('the family ends 30 days after consent; rotation does not extend it', asy
   const rotated = (await refresh(svc.url, first.refresh_token, clientId)).body;
   const after = db.prepare('SELECT expires_at FROM oauth_grants WHERE grant_id = ?').get(grantId) as { expires_at: string };
   t.equal(after.expires_at, grant.expires_at, 'rotation keeps the end');
+  // SQL: a grant outlives any test; its stored end is moved back instead of waiting.
   db.prepare('UPDATE oauth_grants SET expires_at = ? WHERE grant_id = ?').run(new Date(Date.now() - 1000).toISOString(), grantId);
   t.equal((await inboxesWith(rotated.access_token)).status, 401, 'access tokens end with the family');
   t.equal((await refresh(svc.url, rotated.refresh_token, clientId)).body.error, 'invalid_grant');
@@ -507,7 +510,7 @@ t.test('owner: clients with their grants; revoking a grant; purging registration
   t.equal(page.body.clients.length, 1);
   t.type(page.body.next_page_token, 'string', 'paged');
 
-  const agent = insertApiKey(db, { permissions: ['inbox_read'] });
+  const agent = await createApiKey(svc, { permissions: ['inbox_read'] });
   t.equal((await api(svc.url, 'GET', '/v0/owner/oauth/clients', { token: agent.secret })).status, 403);
   t.equal((await api(svc.url, 'DELETE', `/v0/owner/oauth/grants/${grantId}`, { token: agent.secret })).status, 403);
   t.equal((await api(svc.url, 'POST', '/v0/owner/oauth/clients/purge', { token: agent.secret })).status, 403);
@@ -536,6 +539,7 @@ t.test('owner: clients with their grants; revoking a grant; purging registration
 t.test('a registration without a grant expires after 24 hours', async (t) => {
   const res = await register(svc.url, { client_name: 'Stale' });
   const stale = res.body.client_id;
+  // SQL: registrations age out after 24 hours; the stored creation time is moved back instead.
   db.prepare('UPDATE oauth_clients SET created_at = ? WHERE client_id = ?').run(new Date(Date.now() - 24 * 3600 * 1000 - 1000).toISOString(), stale);
   const { challenge } = pkce();
   const authorize = await visit(

@@ -7,7 +7,8 @@ import t from 'tap';
 import { AgentMailClient } from 'agentmail';
 import type { Db } from '../../src/db/open.js';
 import { startSvc, type RunningSvc } from '../helpers/svc.js';
-import { insertApiKey, insertInbox, openHomeDb } from '../helpers/db.js';
+import { openHomeDb } from '../helpers/db.js';
+import { createApiKey, createInbox } from '../helpers/seed.js';
 import { fixture, seedMail, simpleMail } from '../helpers/mail.js';
 
 let svc: RunningSvc;
@@ -19,8 +20,8 @@ let threadId: string;
 t.before(async () => {
   svc = await startSvc();
   db = openHomeDb(svc.home);
-  insertInbox(db, INBOX);
-  const { secret } = insertApiKey(db, { permissions: ['inbox_read', 'message_read', 'message_update'], inboxIds: [INBOX] });
+  await createInbox(svc, INBOX);
+  const { secret } = await createApiKey(svc, { permissions: ['inbox_read', 'message_read', 'message_update'], inboxIds: [INBOX] });
   client = new AgentMailClient({ apiKey: secret, baseUrl: svc.url, maxRetries: 0 });
   const root = await seedMail(db, fixture('multipart-attachment.eml'), { inboxId: INBOX, receivedAt: '2025-05-01T10:00:00.000Z' });
   threadId = root.threadId;

@@ -8,7 +8,8 @@ import t from 'tap';
 import { AgentMailClient, AgentMailError } from 'agentmail';
 import type { Db } from '../../src/db/open.js';
 import { startSvc, type RunningSvc } from '../helpers/svc.js';
-import { insertApiKey, insertInbox, openHomeDb } from '../helpers/db.js';
+import { openHomeDb } from '../helpers/db.js';
+import { createApiKey, createInbox } from '../helpers/seed.js';
 import { seedMail, simpleMail } from '../helpers/mail.js';
 
 let svc: RunningSvc;
@@ -22,8 +23,8 @@ t.before(async () => {
   // The local edge is the transport, so a send reaches the send-policy check.
   svc = await startSvc({ args: ['--local-edge'] });
   db = openHomeDb(svc.home);
-  insertInbox(db, INBOX_A);
-  insertInbox(db, INBOX_B);
+  await createInbox(svc, INBOX_A);
+  await createInbox(svc, INBOX_B);
 });
 t.teardown(async () => {
   db.close();
@@ -38,7 +39,7 @@ const failure = (p: Promise<unknown>) =>
   );
 
 t.test('webhooks.create with clientId: the same body returns the same webhook and secret; another body is 409 already_exists', async (t) => {
-  const sdk = client(insertApiKey(db, { permissions: WEBHOOK_ALL }).secret);
+  const sdk = client((await createApiKey(svc, { permissions: WEBHOOK_ALL })).secret);
   const first = await sdk.webhooks.create({ url: URL_A, eventTypes: ['message.received'], clientId: 'hook-1' });
   t.match(first.secret, /^whsec_/);
   t.equal(first.clientId, 'hook-1');
@@ -59,8 +60,8 @@ t.test('webhooks.create with clientId: the same body returns the same webhook an
 });
 
 t.test('a client_id is private to its creator: another key reusing it gets a new webhook, never the first one or its secret', async (t) => {
-  const one = client(insertApiKey(db, { permissions: WEBHOOK_ALL }).secret);
-  const two = client(insertApiKey(db, { permissions: WEBHOOK_ALL }).secret);
+  const one = client((await createApiKey(svc, { permissions: WEBHOOK_ALL })).secret);
+  const two = client((await createApiKey(svc, { permissions: WEBHOOK_ALL })).secret);
   const mine = await one.webhooks.create({ url: URL_A, eventTypes: ['message.received'], clientId: 'shared-name' });
   const theirs = await two.webhooks.create({ url: URL_A, eventTypes: ['message.received'], clientId: 'shared-name' });
   t.not(theirs.webhookId, mine.webhookId);
@@ -68,14 +69,14 @@ t.test('a client_id is private to its creator: another key reusing it gets a new
 });
 
 t.test('reads never show the secret: an empty string where the SDK type requires the field', async (t) => {
-  const sdk = client(insertApiKey(db, { permissions: WEBHOOK_ALL }).secret);
+  const sdk = client((await createApiKey(svc, { permissions: WEBHOOK_ALL })).secret);
   const created = await sdk.webhooks.create({ url: URL_A, eventTypes: ['message.received'] });
   t.equal((await sdk.webhooks.get(created.webhookId)).secret, '');
   t.ok((await sdk.webhooks.list()).webhooks.every((w) => w.secret === ''));
 });
 
 t.test('an inbox-scoped key uses instance-wide webhooks.create within its scope; an inbox outside it is 404', async (t) => {
-  const scoped = client(insertApiKey(db, { permissions: WEBHOOK_ALL, inboxIds: [INBOX_A] }).secret);
+  const scoped = client((await createApiKey(svc, { permissions: WEBHOOK_ALL, inboxIds: [INBOX_A] })).secret);
   const hook = await scoped.webhooks.create({ url: URL_A, eventTypes: ['message.received'], inboxIds: [INBOX_A] });
   t.same(hook.inboxIds, [INBOX_A]);
   t.equal((await scoped.webhooks.get(hook.webhookId)).webhookId, hook.webhookId, 'and reads it back on the instance-wide route');
@@ -97,6 +98,7 @@ t.test('inboxes.create() with no domain: the local default example.test, then th
   t.match(quick.inboxId, /^[0-9a-f]{16}@example\.test$/, 'a random username on example.test while no domain is verified');
   t.equal(quick.podId, 'default', 'every inbox carries the single pod id');
 
+  // SQL: a domain becomes verified only when its DNS records check out; these stand for two that did.
   const now = new Date().toISOString();
   db.prepare("INSERT INTO domains (domain_id, domain, status, verified_at, created_at, updated_at) VALUES ('d-2', 'second.example.net', 'verified', ?, ?, ?)").run('2026-02-01T00:00:00.000Z', now, now);
   db.prepare("INSERT INTO domains (domain_id, domain, status, verified_at, created_at, updated_at) VALUES ('d-1', 'first.example.net', 'verified', ?, ?, ?)").run('2026-01-01T00:00:00.000Z', now, now);

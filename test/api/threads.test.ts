@@ -5,7 +5,8 @@
 import t from 'tap';
 import type { Db } from '../../src/db/open.js';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
-import { insertApiKey, insertInbox, openHomeDb } from '../helpers/db.js';
+import { openHomeDb } from '../helpers/db.js';
+import { createApiKey, createInbox } from '../helpers/seed.js';
 import { fixture, seedMail, simpleMail } from '../helpers/mail.js';
 
 interface ThreadItem {
@@ -51,13 +52,9 @@ t.teardown(async () => {
 });
 
 /** A fresh inbox per test keeps the tests independent on one service. */
-function newInbox(): string {
-  return insertInbox(db, `agent${++inboxCounter}@example.com`);
-}
+const newInbox = () => createInbox(svc, `agent${++inboxCounter}@example.com`);
 
-function key(permissions: string[], inboxIds?: string[]): string {
-  return insertApiKey(db, { permissions, inboxIds: inboxIds ?? null }).secret;
-}
+const key = async (permissions: string[], inboxIds?: string[]) => (await createApiKey(svc, { permissions, inboxIds })).secret;
 
 const at = (minute: number) => new Date(Date.UTC(2025, 2, 1, 12, minute)).toISOString();
 
@@ -68,7 +65,7 @@ async function seed(inboxId: string, fields: Parameters<typeof simpleMail>[0], m
 const enc = encodeURIComponent;
 
 t.test('GET /threads lists threads newest first by last activity, with AgentMail ThreadItem fields', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   const a = await seed(inbox, { messageId: '<a1@x.org>', subject: 'Alpha', from: 'Ann <ann@x.org>' }, 1);
   const b = await seed(inbox, { messageId: '<b1@x.org>', subject: 'Beta', from: 'Bo <bo@x.org>' }, 2);
   const c = await seed(inbox, { messageId: '<c1@x.org>', subject: 'Gamma' }, 3);
@@ -103,7 +100,7 @@ t.test('GET /threads lists threads newest first by last activity, with AgentMail
 });
 
 t.test('limit and page_token page through threads; ascending reverses the order', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   const ids: string[] = [];
   for (let i = 0; i < 5; i++) ids.push((await seed(inbox, { messageId: `<p${i}@x.org>`, subject: `P${i}` }, i)).threadId);
   const seen: string[] = [];
@@ -139,7 +136,7 @@ t.test('limit and page_token page through threads; ascending reverses the order'
 });
 
 t.test('a list page token reused with other filters is page_token_stale', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   for (let i = 0; i < 3; i++) await seed(inbox, { messageId: `<s${i}@x.org>`, subject: `Stale ${i}` }, i);
   const first = await api<ThreadList>(svc.url, 'GET', `/v0/inboxes/${enc(inbox)}/threads?limit=1&subject=Stale`, { token: svc.ownerToken });
   const token = enc(first.body.next_page_token!);
@@ -150,14 +147,14 @@ t.test('a list page token reused with other filters is page_token_stale', async 
     t.equal(res.status, 409, changed);
     t.match(res.body, { code: 'page_token_stale', fix: String });
   }
-  const otherCaller = await api(svc.url, 'GET', `/v0/inboxes/${enc(inbox)}/threads?limit=1&subject=Stale&page_token=${token}`, { token: key(['message_read']) });
+  const otherCaller = await api(svc.url, 'GET', `/v0/inboxes/${enc(inbox)}/threads?limit=1&subject=Stale&page_token=${token}`, { token: await key(['message_read']) });
   t.equal(otherCaller.status, 409, 'tokens are bound to the caller');
   const otherForm = await api(svc.url, 'GET', `/v0/threads?limit=1&subject=Stale&page_token=${token}`, { token: svc.ownerToken });
   t.equal(otherForm.status, 409, 'and to the route');
 });
 
 t.test('list filters: before, after, labels, senders, recipients, subject', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   const a = await seed(inbox, { messageId: '<f1@x.org>', subject: 'Invoice March', from: 'Billing Dept <billing@vendor.example>', to: `${inbox}` }, 1);
   const b = await seed(inbox, { messageId: '<f2@x.org>', subject: 'Lunch plans', from: 'Kim <kim@friends.example>', to: `${inbox}`, cc: 'Lee <lee@friends.example>' }, 2);
   const c = await seed(inbox, { messageId: '<f3@x.org>', subject: 'Über Straße', from: 'Öz <oz@vendor.example>' }, 3);
@@ -189,16 +186,16 @@ t.test('list filters: before, after, labels, senders, recipients, subject', asyn
 });
 
 t.test('hidden mail is left out of lists unless included; include_* needs the label permission', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   const clean = await seed(inbox, { messageId: '<h0@x.org>', subject: 'Clean' }, 1);
   const spam = await seed(inbox, { messageId: '<h1@x.org>', subject: 'Spammy' }, 2, ['spam']);
   const blocked = await seed(inbox, { messageId: '<h2@x.org>', subject: 'Blocked' }, 3, ['blocked']);
   const unauth = await seed(inbox, { messageId: '<h3@x.org>', subject: 'Unauth' }, 4, ['unauthenticated']);
   // A hidden reply inside a visible thread: the thread shows, without that message.
   await seed(inbox, { messageId: '<h4@x.org>', subject: 'Re: Clean', inReplyTo: '<h0@x.org>', from: 'Spammer <s@spam.example>' }, 5, ['spam']);
-  const reader = key(['message_read']);
-  const spamReader = key(['message_read', 'label_spam_read']);
-  const all = key(['message_read', 'label_spam_read', 'label_blocked_read', 'label_unauthenticated_read', 'label_trash_read']);
+  const reader = await key(['message_read']);
+  const spamReader = await key(['message_read', 'label_spam_read']);
+  const all = await key(['message_read', 'label_spam_read', 'label_blocked_read', 'label_unauthenticated_read', 'label_trash_read']);
   const ids = async (token: string, query = '') => {
     const res = await api<ThreadList>(svc.url, 'GET', `/v0/inboxes/${enc(inbox)}/threads${query}`, { token });
     return { status: res.status, body: res.body, ids: res.body.threads?.map((x) => x.thread_id) };
@@ -236,17 +233,17 @@ t.test('hidden mail is left out of lists unless included; include_* needs the la
   t.same((await ids(reader)).ids, [], 'trashed threads leave the default list');
   t.same((await ids(all, '?include_trash=true')).ids, [clean.threadId]);
   t.equal((await get(reader, clean.threadId)).status, 404, 'a trashed thread is invisible to a caller without label_trash_read');
-  const cannotUntrash = await api(svc.url, 'PATCH', `/v0/inboxes/${enc(inbox)}/threads/${clean.threadId}`, { token: key(['message_read', 'message_update']), body: { remove_labels: ['trash'] } });
+  const cannotUntrash = await api(svc.url, 'PATCH', `/v0/inboxes/${enc(inbox)}/threads/${clean.threadId}`, { token: await key(['message_read', 'message_update']), body: { remove_labels: ['trash'] } });
   t.equal(cannotUntrash.status, 403, 'taking mail out of trash needs label_trash_read');
 });
 
 t.test('scope: out-of-scope inboxes and threads are 404 before permissions are checked (403)', async (t) => {
-  const mine = newInbox();
-  const theirs = newInbox();
+  const mine = await newInbox();
+  const theirs = await newInbox();
   const own = await seed(mine, { messageId: '<sc1@x.org>', subject: 'Mine' }, 1);
   const other = await seed(theirs, { messageId: '<sc2@x.org>', subject: 'Theirs' }, 2);
-  const scoped = key(['message_read', 'message_update', 'message_delete'], [mine]);
-  const noPerms = key([], [mine]);
+  const scoped = await key(['message_read', 'message_update', 'message_delete'], [mine]);
+  const noPerms = await key([], [mine]);
   const paths = (inbox: string, thread: string) => [
     ['GET', `/v0/inboxes/${enc(inbox)}/threads`],
     ['GET', `/v0/inboxes/${enc(inbox)}/threads/search?q=x`],
@@ -284,15 +281,15 @@ t.test('scope: out-of-scope inboxes and threads are 404 before permissions are c
 });
 
 t.test('instance-wide /threads resolves within the caller\'s scope', async (t) => {
-  const one = newInbox();
-  const two = newInbox();
-  const three = newInbox();
+  const one = await newInbox();
+  const two = await newInbox();
+  const three = await newInbox();
   // Far-future timestamps keep these on the first page of the owner's instance-wide list.
   const late = (m: number) => new Date(Date.UTC(2030, 0, 1, 0, m)).toISOString();
   const a = await seedMail(db, simpleMail({ messageId: '<w1@x.org>', subject: 'One' }), { inboxId: one, receivedAt: late(1) });
   const b = await seedMail(db, simpleMail({ messageId: '<w2@x.org>', subject: 'Two' }), { inboxId: two, receivedAt: late(2) });
   const c = await seedMail(db, simpleMail({ messageId: '<w3@x.org>', subject: 'Three' }), { inboxId: three, receivedAt: late(3) });
-  const scoped = key(['message_read'], [one, two]);
+  const scoped = await key(['message_read'], [one, two]);
   const list = await api<ThreadList>(svc.url, 'GET', '/v0/threads', { token: scoped });
   t.equal(list.status, 200);
   t.same(
@@ -319,7 +316,7 @@ t.test('instance-wide /threads resolves within the caller\'s scope', async (t) =
 });
 
 t.test('GET thread returns its messages: a page holds the newest messages, oldest first within the page', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   const root = await seed(inbox, { messageId: '<t0@x.org>', subject: 'Long thread', body: 'first' }, 0);
   for (let i = 1; i < 5; i++) await seed(inbox, { messageId: `<t${i}@x.org>`, subject: 'Re: Long thread', inReplyTo: `<t${i - 1}@x.org>`, body: `reply ${i}\n\nOn Mon, someone wrote:\n> earlier` }, i);
   const full = await api<Thread>(svc.url, 'GET', `/v0/inboxes/${enc(inbox)}/threads/${root.threadId}`, { token: svc.ownerToken });
@@ -352,10 +349,10 @@ t.test('GET thread returns its messages: a page holds the newest messages, oldes
 });
 
 t.test('PATCH thread labels: add and remove on every message; system labels are a validation_error', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   const root = await seed(inbox, { messageId: '<l0@x.org>', subject: 'Labels' }, 0);
   await seed(inbox, { messageId: '<l1@x.org>', subject: 'Re: Labels', inReplyTo: '<l0@x.org>' }, 1);
-  const editor = key(['message_read', 'message_update']);
+  const editor = await key(['message_read', 'message_update']);
   const path = `/v0/inboxes/${enc(inbox)}/threads/${root.threadId}`;
   const res = await api<{ thread_id: string; labels: string[] }>(svc.url, 'PATCH', path, { token: editor, body: { add_labels: ['project-x', 'Waiting on reply'], remove_labels: ['unread'] } });
   t.equal(res.status, 200);
@@ -384,10 +381,10 @@ t.test('PATCH thread labels: add and remove on every message; system labels are 
 });
 
 t.test('DELETE thread removes the thread, its messages and search rows, and redacts their events', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   const root = await seedMail(db, fixture('multipart-attachment.eml'), { inboxId: inbox, receivedAt: at(0) });
   await seed(inbox, { messageId: '<d1@x.org>', subject: 'Re: Site photos and invoice', inReplyTo: '<multi-1@example.org>', body: 'zanzibar' }, 1);
-  const deleter = key(['message_read', 'message_delete']);
+  const deleter = await key(['message_read', 'message_delete']);
   const res = await api(svc.url, 'DELETE', `/v0/threads/${root.threadId}`, { token: deleter });
   t.equal(res.status, 200);
   t.equal(res.text, '', 'an empty 200');
@@ -404,11 +401,11 @@ t.test('DELETE thread removes the thread, its messages and search rows, and reda
 });
 
 t.test('GET thread attachment: metadata with a download URL', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   const root = await seedMail(db, fixture('multipart-attachment.eml'), { inboxId: inbox, receivedAt: at(0) });
   const thread = await api<Thread & { attachments: { attachment_id: string }[] }>(svc.url, 'GET', `/v0/threads/${root.threadId}`, { token: svc.ownerToken });
   const pdf = thread.body.attachments.find((a) => a.filename === 'invoice.pdf')!;
-  const reader = key(['message_read']);
+  const reader = await key(['message_read']);
   for (const path of [`/v0/threads/${root.threadId}/attachments/${pdf.attachment_id}`, `/v0/inboxes/${enc(inbox)}/threads/${root.threadId}/attachments/${pdf.attachment_id}`]) {
     const res = await api<Record<string, unknown>>(svc.url, 'GET', path, { token: reader });
     t.equal(res.status, 200, path);
@@ -431,12 +428,12 @@ t.test('GET thread attachment: metadata with a download URL', async (t) => {
 });
 
 t.test('GET /threads/search ranks by relevance, filters by time and never returns hidden mail', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   const weak = await seed(inbox, { messageId: '<q1@x.org>', subject: 'Weekly notes', body: 'Lots of unrelated words about gardening, cooking and travel. Also the word telescope appears once here among many many other words that dilute it.' }, 1);
   const strong = await seed(inbox, { messageId: '<q2@x.org>', subject: 'Telescope order', body: 'Your telescope ships tomorrow. Telescope accessories follow.' }, 2);
   await seed(inbox, { messageId: '<q3@x.org>', subject: 'Telescope deal', body: 'Cheap telescope telescope telescope' }, 3, ['spam']);
   await seed(inbox, { messageId: '<q4@x.org>', subject: 'Nothing', body: 'No match here' }, 4);
-  const reader = key(['message_read', 'label_spam_read']);
+  const reader = await key(['message_read', 'label_spam_read']);
   const search = (q: string, extra = '') => api<ThreadList>(svc.url, 'GET', `/v0/inboxes/${enc(inbox)}/threads/search?q=${enc(q)}${extra}`, { token: reader });
   const res = await search('telescope');
   t.equal(res.status, 200);
@@ -453,7 +450,7 @@ t.test('GET /threads/search ranks by relevance, filters by time and never return
   t.same((await search('"unbalanced (quote AND OR NEAR')).body.threads, [], 'FTS syntax in the query is taken literally, never an error');
   t.same((await search('!!!')).body.threads, [], 'nothing searchable: empty result');
   t.equal((await api(svc.url, 'GET', `/v0/inboxes/${enc(inbox)}/threads/search`, { token: reader })).status, 400, 'q is required');
-  const instance = await api<ThreadList>(svc.url, 'GET', `/v0/threads/search?q=telescope`, { token: key(['message_read'], [inbox]) });
+  const instance = await api<ThreadList>(svc.url, 'GET', `/v0/threads/search?q=telescope`, { token: await key(['message_read'], [inbox]) });
   t.same(
     instance.body.threads.map((x) => x.thread_id),
     [strong.threadId, weak.threadId],
@@ -462,7 +459,7 @@ t.test('GET /threads/search ranks by relevance, filters by time and never return
 });
 
 t.test('search page tokens go stale when a new message is committed', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   for (let i = 0; i < 3; i++) await seed(inbox, { messageId: `<g${i}@x.org>`, subject: `Quokka ${i}` }, i);
   const first = await api<ThreadList>(svc.url, 'GET', `/v0/inboxes/${enc(inbox)}/threads/search?q=quokka&limit=1`, { token: svc.ownerToken });
   const token = enc(first.body.next_page_token!);
@@ -471,7 +468,7 @@ t.test('search page tokens go stale when a new message is committed', async (t) 
   t.not(second.body.threads[0].thread_id, first.body.threads[0].thread_id);
   const otherQuery = await api(svc.url, 'GET', `/v0/inboxes/${enc(inbox)}/threads/search?q=wombat&limit=1&page_token=${token}`, { token: svc.ownerToken });
   t.equal(otherQuery.status, 409);
-  await seed(newInbox(), { messageId: '<g9@x.org>', subject: 'Elsewhere' }, 9);
+  await seed(await newInbox(), { messageId: '<g9@x.org>', subject: 'Elsewhere' }, 9);
   const stale = await api(svc.url, 'GET', `/v0/inboxes/${enc(inbox)}/threads/search?q=quokka&limit=1&page_token=${token}`, { token: svc.ownerToken });
   t.equal(stale.status, 409, 'any change to the index makes the token stale');
   t.match(stale.body, { code: 'page_token_stale' });

@@ -1,7 +1,8 @@
 /** Owner transport configuration (spec §4.13, ARCHITECTURE §6): secrets are write-only. */
 import t from 'tap';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
-import { insertApiKey, openHomeDb } from '../helpers/db.js';
+import { openHomeDb } from '../helpers/db.js';
+import { createApiKey } from '../helpers/seed.js';
 
 let svc: RunningSvc;
 t.before(async () => {
@@ -58,9 +59,7 @@ t.test('the stored secret lives only in the encrypted database', async (t) => {
 });
 
 t.test('agents cannot read or change the transport', async (t) => {
-  const db = openHomeDb(svc.home);
-  const key = insertApiKey(db, { permissions: ['inbox_read', 'message_read', 'message_send'] });
-  db.close();
+  const key = await createApiKey(svc, { permissions: ['inbox_read', 'message_read', 'message_send'] });
   for (const method of ['GET', 'PUT', 'DELETE']) {
     const res = await api(svc.url, method, '/v0/owner/transport', { token: key.secret, body: method === 'PUT' ? { smtp: null } : undefined });
     t.equal(res.status, 403, method);

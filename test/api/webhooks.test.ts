@@ -3,7 +3,8 @@ import t from 'tap';
 import { AgentMailClient } from 'agentmail';
 import type { Db } from '../../src/db/open.js';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
-import { insertApiKey, openHomeDb } from '../helpers/db.js';
+import { openHomeDb } from '../helpers/db.js';
+import { createApiKey } from '../helpers/seed.js';
 
 interface Webhook {
   webhook_id: string;
@@ -55,7 +56,7 @@ t.teardown(async () => {
 const owner = <T = Webhook>(method: string, path: string, body?: unknown) => api<T>(svc.url, method, path, { token: svc.ownerToken, body });
 const as = <T = Webhook>(token: string, method: string, path: string, body?: unknown) => api<T>(svc.url, method, path, { token, body });
 const sdk = (token: string) => new AgentMailClient({ apiKey: token, baseUrl: svc.url, maxRetries: 0 });
-const agentKey = (permissions: string[], inboxIds: string[] | null = null) => insertApiKey(db, { permissions, inboxIds }).secret;
+const agentKey = async (permissions: string[], inboxIds: string[] | null = null) => (await createApiKey(svc, { permissions, inboxIds })).secret;
 
 async function createInbox(username: string): Promise<string> {
   const res = await owner<{ inbox_id: string }>('POST', '/v0/inboxes', { username, domain: 'hooks.example.com' });
@@ -209,6 +210,7 @@ t.test('patch: event types, enabled with disabled_reason, inbox filter; re-enabl
   const off = await owner('PATCH', `/v0/webhooks/${hook.webhook_id}`, { enabled: false });
   t.equal(off.body.enabled, false);
   t.equal(off.body.disabled_reason, 'manual');
+  // SQL: real failures need deliveries to a failing receiver (test/e2e/webhooks.test.ts); here only the reset on re-enable matters.
   db.prepare("UPDATE webhooks SET failure_count = 7, last_error_code = 'http_500', first_failure_at = ? WHERE webhook_id = ?").run(new Date().toISOString(), hook.webhook_id);
   const on = await owner('PATCH', `/v0/webhooks/${hook.webhook_id}`, { enabled: true });
   t.equal(on.body.enabled, true);
@@ -259,7 +261,7 @@ t.test('lists page with limit and next_page_token; the inbox route lists that in
 
 t.test('permissions: webhook_read/create/update/delete each guard their route (403)', async (t) => {
   const hook = await created(await owner('POST', '/v0/webhooks', { url: PUBLIC_URL, event_types: ['message.received'] }));
-  const none = agentKey(['message_read']);
+  const none = await agentKey(['message_read']);
   const cases: [string, string, unknown, string][] = [
     ['GET', '/v0/webhooks', undefined, 'webhook_read'],
     ['POST', '/v0/webhooks', { url: PUBLIC_URL, event_types: ['message.received'] }, 'webhook_create'],
@@ -281,8 +283,8 @@ t.test('permissions: webhook_read/create/update/delete each guard their route (4
 });
 
 t.test('scope: out-of-scope inbox is 404 before permissions; restricted keys use instance-wide webhooks only within their scope', async (t) => {
-  const restricted = agentKey(WEBHOOK_ALL, [inboxA]);
-  const restrictedNoPerm = agentKey(['message_read'], [inboxA]);
+  const restricted = await agentKey(WEBHOOK_ALL, [inboxA]);
+  const restrictedNoPerm = await agentKey(['message_read'], [inboxA]);
   const other = await as<ErrorBody>(restrictedNoPerm, 'GET', `/v0/inboxes/${enc(inboxB)}/webhooks`);
   t.equal(other.status, 404, 'out of scope first, even without the permission');
   t.equal((await as<ErrorBody>(restricted, 'POST', `/v0/inboxes/${enc(inboxB)}/webhooks`, { url: PUBLIC_URL, event_types: ['message.received'] })).status, 404);
@@ -295,13 +297,13 @@ t.test('scope: out-of-scope inbox is 404 before permissions; restricted keys use
   t.equal((await as(restricted, 'GET', `/v0/inboxes/${enc(inboxA)}/webhooks/${mine.webhook_id}`)).status, 200);
   t.equal((await as(restricted, 'GET', `/v0/inboxes/${enc(inboxB)}/webhooks/${mine.webhook_id}`)).status, 404);
   // An unrestricted agent can list the instance-wide set but may only filter by inboxes in scope (all).
-  const unrestricted = agentKey(WEBHOOK_ALL);
+  const unrestricted = await agentKey(WEBHOOK_ALL);
   t.equal((await as(unrestricted, 'GET', '/v0/webhooks')).status, 200);
 });
 
 t.test('agents see only webhooks their own key created; the owner sees all', async (t) => {
-  const one = agentKey(WEBHOOK_ALL);
-  const two = agentKey(WEBHOOK_ALL);
+  const one = await agentKey(WEBHOOK_ALL);
+  const two = await agentKey(WEBHOOK_ALL);
   const hook = await created(await as(one, 'POST', '/v0/webhooks', { url: PUBLIC_URL, event_types: ['message.received'], headers: { 'X-A': '1' } }));
   t.same((await as<Page>(two, 'GET', '/v0/webhooks')).body.webhooks, [], 'the other key lists none');
   for (const [method, path, body] of [
@@ -322,7 +324,7 @@ t.test('agents see only webhooks their own key created; the owner sees all', asy
 });
 
 t.test('agent-created webhooks may not target loopback, link-local or private addresses; the owner may', async (t) => {
-  const agent = agentKey(WEBHOOK_ALL);
+  const agent = await agentKey(WEBHOOK_ALL);
   const refused = [
     'http://127.0.0.1:8080/hook',
     'http://127.1/hook',
@@ -352,7 +354,7 @@ t.test('agent-created webhooks may not target loopback, link-local or private ad
 });
 
 t.test('agents cannot subscribe to owner-only event types', async (t) => {
-  const agent = agentKey(WEBHOOK_ALL);
+  const agent = await agentKey(WEBHOOK_ALL);
   for (const type of ['domain.verified', 'inbound.quarantined', 'oauth.revoked']) {
     const res = await as<ErrorBody>(agent, 'POST', '/v0/webhooks', { url: PUBLIC_URL, event_types: ['message.received', type] });
     t.equal(res.status, 400, type);

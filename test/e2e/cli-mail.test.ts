@@ -11,6 +11,7 @@ import path from 'node:path';
 import { startSvc, tempDir, type RunningSvc } from '../helpers/svc.js';
 import { startLoopbackDns, type LoopbackDns } from '../helpers/dns.js';
 import { agentEnv, svcCli } from './cli-run.js';
+import { until } from '../helpers/until.js';
 
 let dns: LoopbackDns;
 let svc: RunningSvc;
@@ -28,16 +29,6 @@ t.teardown(async () => {
   await svc.stop();
   await dns.close();
 });
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
 
 interface Msg {
   message_id: string;

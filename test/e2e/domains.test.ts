@@ -10,6 +10,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
 import { startLoopbackDns, type LoopbackDns, type Zone } from '../helpers/dns.js';
 import { subscribe, type EventStream } from '../helpers/events.js';
+import { until } from '../helpers/until.js';
 
 interface DomainRecord { type: string; name: string; value: string; priority?: number; status: string; reason?: string }
 interface Domain { domain_id: string; domain: string; status: string; reason: string | null; records: DomainRecord[]; verified_at: string | null; selftest: { status: string } }
@@ -31,16 +32,6 @@ t.teardown(async () => {
 });
 
 const owner = <T = Record<string, unknown>>(method: string, path: string, body?: unknown) => api<T>(svc.url, method, path, { token: svc.ownerToken, body });
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 async function domainIn(id: string, statuses: string[]): Promise<Domain> {
   let last = '';

@@ -6,17 +6,17 @@
  */
 import t, { type Test } from 'tap';
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import readline from 'node:readline';
 import nodemailer from 'nodemailer';
 import { SMTPServer, type SMTPServerSession } from 'smtp-server';
-import { Edge, type EdgeOptions } from '../../src/edge/edge.js';
+import type { EdgeOptions } from '../../src/edge/edge.js';
 import { generateHomeKeyPair, openObject, rawMessage, type HomeKeyPair } from '../../src/edge/sealed.js';
 import { deriveEdgeKey, taggedReturnPath } from '../../src/edge/verp.js';
 import { startLoopbackDns, type LoopbackDns } from '../helpers/dns.js';
-import { api, repoRoot, tempDir, type ApiResponse } from '../helpers/svc.js';
+import { startTestEdge, type RunningEdge } from '../helpers/edge.js';
+import { api, repoRoot, tempDir } from '../helpers/svc.js';
 
 const HOME_DOMAIN = 'home.test';
 const BOB = `bob@${HOME_DOMAIN}`;
@@ -100,55 +100,16 @@ async function startSink(t: Test): Promise<Sink> {
 // ---------------------------------------------------------------------------------------------
 // The edge
 
-interface RunningEdge {
-  edge: Edge;
-  dataDir: string;
-  token: string;
-  smtpPort: number;
-  apiUrl: string;
-  home: HomeKeyPair;
-  call<T = Record<string, unknown>>(method: string, urlPath: string, body?: unknown): Promise<ApiResponse<T>>;
-  stop(): Promise<void>;
-}
-
-async function startEdge(t: Test, opts: Partial<EdgeOptions> & { home?: HomeKeyPair; route?: boolean } = {}): Promise<RunningEdge> {
-  const dataDir = opts.dataDir ?? path.join(tempDir('svc-edge-out-'), 'edge');
-  const token = opts.apiToken ?? `edge_${randomBytes(32).toString('base64url')}`;
-  const edge = new Edge({
-    dataDir,
-    smtp: { host: '127.0.0.1', port: 0 },
-    api: { host: '127.0.0.1', port: 0 },
-    apiToken: token,
+/** An edge routing HOME_DOMAIN with Bob (unless `route: false`), quick retries, DNS from the loopback server. */
+const startEdge = (t: Test, opts: Partial<EdgeOptions> & { home?: HomeKeyPair; route?: boolean } = {}): Promise<RunningEdge> =>
+  startTestEdge(t, {
+    dataDir: opts.dataDir ?? path.join(tempDir('svc-edge-out-'), 'edge'),
     hostname: EDGE_HOSTNAME,
     resolver: dns.resolver,
     retryScheduleMs: [100, 200],
     ...opts,
+    route: opts.route === false ? false : { domains: [HOME_DOMAIN], addresses: [BOB] },
   });
-  const bound = await edge.start();
-  let stopped = false;
-  const stop = async () => {
-    if (stopped) return;
-    stopped = true;
-    await edge.stop();
-  };
-  t.teardown(stop);
-  const home = opts.home ?? (await generateHomeKeyPair());
-  const running: RunningEdge = {
-    edge,
-    dataDir,
-    token,
-    smtpPort: bound.smtp.port,
-    apiUrl: bound.api.url,
-    home,
-    call: (method, urlPath, body) => api(bound.api.url, method, urlPath, { token, body }),
-    stop,
-  };
-  if (opts.route !== false) {
-    const res = await running.call('PUT', '/routing', { recipient_public_key: home.publicJwk, domains: [HOME_DOMAIN], addresses: [BOB] });
-    if (res.status !== 200) throw new Error(`routing push failed: ${res.status} ${res.text}`);
-  }
-  return running;
-}
 
 interface OutboundStatus {
   ref: string;

@@ -12,13 +12,12 @@
  * routing arrives.
  */
 import t from 'tap';
-import { spawn } from 'node:child_process';
 import dgram from 'node:dgram';
 import fs from 'node:fs';
 import path from 'node:path';
-import readline from 'node:readline';
 import nodemailer from 'nodemailer';
-import { api, startSvc, svcBin, tempDir, type RunningSvc } from '../helpers/svc.js';
+import { api, startSvc, tempDir, type RunningSvc } from '../helpers/svc.js';
+import { startEdgeProcess } from '../helpers/edge.js';
 import { startLoopbackDns } from '../helpers/dns.js';
 import { subscribe } from '../helpers/events.js';
 
@@ -130,16 +129,9 @@ t.test('standalone edge: mail for an address it does not route yet is held, not 
   const silent = await silentNameServer();
   t.teardown(() => silent.close());
   const dataDir = path.join(tempDir('svc-edge-hold-'), 'edge');
-  const edge = spawn(process.execPath, [svcBin, 'edge', '--data', dataDir, '--smtp-port', '0', '--api-port', '0', '--hostname', 'mx.race.example', '--dns', edgeDns.server], { stdio: ['ignore', 'pipe', 'pipe'] });
-  t.teardown(() => edge.kill('SIGKILL'));
-  type EdgeReady = { event: string; token_file: string; api: { url: string }; smtp: { host: string; port: number } };
-  const ready = await new Promise<EdgeReady>((resolve, reject) => {
-    readline.createInterface({ input: edge.stdout! }).on('line', (l) => {
-      const data = JSON.parse(l) as EdgeReady;
-      if (data.event === 'edge.ready') resolve(data);
-    });
-    edge.on('exit', () => reject(new Error('svc edge exited before it was ready')));
-  });
+  const edge = await startEdgeProcess(['--data', dataDir, '--smtp-port', '0', '--api-port', '0', '--hostname', 'mx.race.example', '--dns', edgeDns.server]);
+  t.teardown(() => edge.proc.kill('SIGKILL'));
+  const { ready } = edge;
   const svc = await startSvc({ args: ['--dns', silent.server] });
   t.teardown(() => svc.stop());
   const token = fs.readFileSync(ready.token_file, 'utf8').trim();

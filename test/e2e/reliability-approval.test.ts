@@ -9,7 +9,8 @@
 import t from 'tap';
 import { api, startSvc } from '../helpers/svc.js';
 import { insertApiKey, openHomeDb } from '../helpers/db.js';
-import { killAfter, sleep, startCrashRig, until, type CrashRig } from '../helpers/crash-rig.js';
+import { killAfter, sleep, startCrashRig, type CrashRig } from '../helpers/crash-rig.js';
+import { until } from '../helpers/until.js';
 import { Rng, fuzzSeed } from '../helpers/fuzz.js';
 
 const SEED = fuzzSeed(9);
@@ -20,7 +21,6 @@ let rig: CrashRig;
 t.before(async () => {
   rig = await startCrashRig(t);
 });
-
 
 t.test('kill -9 during draft approvals: each draft ends sent exactly once or stays approvable, never sent twice', async (t) => {
   const { svc, inbox } = await rig.pairedHome(t, 'approver');

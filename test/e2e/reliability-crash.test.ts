@@ -13,7 +13,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import nodemailer from 'nodemailer';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
-import { killAfter, sleep, startCrashRig, until, type CrashRig } from '../helpers/crash-rig.js';
+import { killAfter, sleep, startCrashRig, type CrashRig } from '../helpers/crash-rig.js';
+import { until } from '../helpers/until.js';
 import { Rng, fuzzSeed } from '../helpers/fuzz.js';
 
 const SEED = fuzzSeed(9);
@@ -38,7 +39,6 @@ async function listAll(svc: RunningSvc, inbox: string): Promise<Stored[]> {
   if (res.status !== 200) throw new Error(res.text);
   return res.body.messages;
 }
-
 
 async function sendSmtp(subject: string, messageId: string, to: string): Promise<void> {
   const deadline = Date.now() + 20_000;

@@ -8,13 +8,12 @@
  * Replay with SVC_FUZZ_SEED=<seed>; the kill moment comes from it.
  */
 import t from 'tap';
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
-import readline from 'node:readline';
 import nodemailer from 'nodemailer';
-import { api, startSvc, svcBin, tempDir } from '../helpers/svc.js';
+import { api, startSvc, tempDir } from '../helpers/svc.js';
+import { startEdgeProcess } from '../helpers/edge.js';
+import { freePort } from '../helpers/ports.js';
 import { startLoopbackDns } from '../helpers/dns.js';
 import { startSink } from '../helpers/sink.js';
 import { Rng, fuzzSeed } from '../helpers/fuzz.js';
@@ -24,30 +23,6 @@ const INBOUND = 24;
 const OUTBOUND = 10;
 const enc = encodeURIComponent;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-/** `svc edge` on fixed ports (the home keeps its URL across the restart); resolves at edge.ready. */
-async function startEdge(args: string[]): Promise<{ proc: ChildProcess; tokenFile: string; exited: Promise<unknown> }> {
-  const proc = spawn(process.execPath, [svcBin, 'edge', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stderr = '';
-  proc.stderr!.on('data', (d) => (stderr += d));
-  const exited = new Promise((resolve) => proc.on('exit', resolve));
-  const ready = await new Promise<{ token_file: string }>((resolve, reject) => {
-    readline.createInterface({ input: proc.stdout! }).on('line', (l) => {
-      const data = JSON.parse(l) as { event: string; token_file: string };
-      if (data.event === 'edge.ready') resolve(data);
-    });
-    void exited.then(() => reject(new Error(`svc edge exited: ${stderr}`)));
-  });
-  return { proc, tokenFile: ready.token_file, exited };
-}
 
 t.test('the edge killed and restarted mid-transfer: no inbound loss or duplicate, outbound delivered', async (t) => {
   const rng = new Rng(SEED);
@@ -64,12 +39,13 @@ t.test('the edge killed and restarted mid-transfer: no inbound loss or duplicate
   const [smtpPort, apiPort] = [await freePort(), await freePort()];
   const dataDir = path.join(tempDir('svc-edge-restart-'), 'edge');
   const edgeArgs = ['--data', dataDir, '--smtp-port', String(smtpPort), '--api-port', String(apiPort), '--hostname', 'mx.edge.test', '--dns', dns.server, '--relay-port', String(sink.port)];
-  let edge = await startEdge(edgeArgs);
+  // Fixed ports: the home keeps the edge's URL across the restart.
+  let edge = await startEdgeProcess(edgeArgs);
   t.teardown(() => edge.proc.kill('SIGKILL'));
 
   const svc = await startSvc({ env: { SVC_TEST_OUTBOX_RETRY_MS: '300' } });
   t.teardown(() => svc.stop());
-  const token = fs.readFileSync(edge.tokenFile, 'utf8').trim();
+  const token = fs.readFileSync(edge.ready.token_file, 'utf8').trim();
   t.equal((await api(svc.url, 'PUT', '/v0/owner/transport', { token: svc.ownerToken, body: { edge: { url: `http://127.0.0.1:${apiPort}`, token } } })).status, 200);
   const inbox = (await api<{ inbox_id: string }>(svc.url, 'POST', '/v0/inboxes', { token: svc.ownerToken, body: { username: 'flow', domain: 'edge.test' } })).body.inbox_id;
 
@@ -111,7 +87,7 @@ t.test('the edge killed and restarted mid-transfer: no inbound loss or duplicate
   await edge.exited;
   const killedAt = Date.now();
   await sleep(downFor);
-  edge = await startEdge(edgeArgs);
+  edge = await startEdgeProcess(edgeArgs);
   await inbound;
   const sentIds = await outbound;
 

@@ -10,6 +10,7 @@ import { startSvc, type RunningSvc } from '../helpers/svc.js';
 import { openHomeDb } from '../helpers/db.js';
 import type { Db } from '../../src/db/open.js';
 import { appendEvent } from '../../src/events/log.js';
+import { until } from '../helpers/until.js';
 
 const INBOX = 'a@ws.test';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -43,14 +44,6 @@ async function connect(svc: RunningSvc): Promise<Client> {
 function seed(db: Db, size: number): string {
   const message = { inbox_id: INBOX, thread_id: 'thr-1', message_id: `<${Math.random()}@ws.test>`, subject: 'Hello', text: 'x'.repeat(size), timestamp: new Date().toISOString() };
   return appendEvent(db, { eventType: 'message.received', inboxId: INBOX, payloadKey: 'message', payload: message, extra: { thread: { inbox_id: INBOX, thread_id: 'thr-1', subject: 'Hello' } } }).eventId;
-}
-
-async function until(what: string, condition: () => boolean, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!condition()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
 }
 
 t.test('a slow client is closed with 1013 while the others keep receiving every event live', async (t) => {

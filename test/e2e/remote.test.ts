@@ -14,6 +14,7 @@ import { tunnelProxyCommand } from '../helpers/tunnel.js';
 import { insertApiKey, insertInbox, openHomeDb } from '../helpers/db.js';
 import { seedMail, simpleMail } from '../helpers/mail.js';
 import type { Db } from '../../src/db/open.js';
+import { until } from '../helpers/until.js';
 
 const HOST = 'mail.example.test';
 const NEW_HOST = 'agents.example.test';
@@ -60,16 +61,6 @@ function groupMembers(pgid: number): number[] {
   return members;
 }
 
-async function until<T>(probe: () => Promise<T | null | undefined | false>, what: string, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(25);
-  }
-}
-
 let svc: RunningSvc;
 let db: Db;
 let proxyPort: number;
@@ -81,10 +72,10 @@ const command = () => tunnelProxyCommand(proxyPort);
 
 const remote = async () => (await api<RemoteView>(svc.url, 'GET', '/v0/owner/remote', { token: svc.ownerToken })).body;
 const runningConnector = (previousPid: number | null = null) =>
-  until(async () => {
+  until('a running connector that answers', async () => {
     const view = await remote();
     return view.connector.state === 'running' && view.connector.pid !== previousPid && (await answers(proxyPort)) ? view : null;
-  }, 'a running connector that answers');
+  });
 
 t.before(async () => {
   proxyPort = await freePort();
@@ -259,9 +250,9 @@ t.test('WebSocket /v0/ws works through the tunnel with an API key', async (t) =>
   });
   t.teardown(() => ws.terminate());
   ws.send(JSON.stringify({ type: 'subscribe', event_types: ['message.received'] }));
-  await until(async () => frames.some((f) => f.type === 'subscribed'), 'subscribed');
+  await until('subscribed', async () => frames.some((f) => f.type === 'subscribed'));
   await seedMail(db, simpleMail({ to: inbox, subject: 'Through the tunnel', messageId: '<tunnel-ws@example.org>' }), { inboxId: inbox });
-  const event = await until(async () => frames.find((f) => f.type === 'event'), 'an event through the tunnel');
+  const event = await until('an event through the tunnel', async () => frames.find((f) => f.type === 'event'));
   t.equal(event.event_type, 'message.received');
 });
 
@@ -285,10 +276,10 @@ t.test('repeated crashes show a growing backoff (doubling from the base)', async
   for (let crash = 0; crash < 3; crash++) {
     const pid = view.connector.pid!;
     process.kill(pid, 'SIGKILL');
-    const waiting = await until(async () => {
+    const waiting = await until('the crash recorded', async () => {
       const v = await remote();
       return v.connector.pid !== pid && v.connector.last_exited_at !== view.connector.last_exited_at ? v : null;
-    }, 'the crash recorded');
+    });
     if (waiting.connector.state === 'backoff') {
       t.equal(Date.parse(waiting.connector.next_restart_at!) - Date.parse(waiting.connector.last_exited_at!), waiting.connector.backoff_ms, 'next_restart_at = exit + backoff');
     }
@@ -338,10 +329,10 @@ t.test('disable stops the connector and the listener', async (t) => {
   t.equal(res.body.hostname, NEW_HOST, 'the settings are kept for a later enable');
   t.equal(res.body.listener.port, null);
   t.equal(await answers(before.listener.port!), false, 'the tunnel listener is closed');
-  const stopped = await until(async () => {
+  const stopped = await until('the connector stopped', async () => {
     const v = await remote();
     return v.connector.state === 'stopped' ? v : null;
-  }, 'the connector stopped');
+  });
   t.equal(stopped.connector.pid, null);
   t.same(groupMembers(before.connector.pid!), [], 'the connector process is gone');
   t.equal(await answers(proxyPort), false, 'the proxy port stops answering');

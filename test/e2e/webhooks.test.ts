@@ -12,6 +12,7 @@ import type { Db } from '../../src/db/open.js';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
 import { insertApiKey, openHomeDb } from '../helpers/db.js';
 import { seedMail, simpleMail } from '../helpers/mail.js';
+import { until } from '../helpers/until.js';
 
 const RETRY_MS = 150;
 const DISABLE_MS = 6_000;
@@ -122,16 +123,6 @@ const health = async (id: string) => (await owner<Health>('GET', `/v0/webhooks/$
 async function mail(inbox: string, subject = `Subject ${++n}`, hiddenLabels?: ('spam' | 'blocked' | 'unauthenticated')[]): Promise<string> {
   const result = await seedMail(db, simpleMail({ to: inbox, subject, messageId: `<m${++n}.${Date.now()}@sender.example>` }), { inboxId: inbox, hiddenLabels });
   return db.prepare('SELECT event_id FROM events WHERE seq = ?').pluck().get(result.seq) as string;
-}
-
-async function until<T>(what: string, probe: () => T | Promise<T>, ms = 15_000): Promise<NonNullable<T>> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value) return value as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
 }
 
 const ids = (list: Received[]) => list.map((r) => r.headers['webhook-id']);

@@ -13,6 +13,7 @@ import type { Db } from '../../src/db/open.js';
 import { appendEvent } from '../../src/events/log.js';
 import { pruneEvents } from '../../src/events/retention.js';
 import { SPEC_EVENT_STREAM_TIMING, eventStreamTiming } from '../../src/events/hub.js';
+import { until } from '../helpers/until.js';
 
 const A = 'a@x.test';
 const B = 'b@x.test';
@@ -22,14 +23,6 @@ const ALL_READ = ['message_read', 'draft_read', 'label_spam_read', 'label_blocke
 type Frame = { type: string; [key: string]: unknown };
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function until(condition: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
-}
 
 /** A connected client that records every frame (raw and parsed) and how the socket closed. */
 class StreamClient {
@@ -72,7 +65,7 @@ class StreamClient {
 
   async subscribe(fields: Record<string, unknown> = {}): Promise<Frame> {
     this.send({ type: 'subscribe', ...fields });
-    await until(() => this.frames.some((f) => f.type === 'subscribed') || this.closedWith !== null, 'subscribed');
+    await until('subscribed', () => this.frames.some((f) => f.type === 'subscribed') || this.closedWith !== null);
     const answer = this.frames.find((f) => f.type === 'subscribed');
     if (!answer) throw new Error(`closed instead of subscribed: ${JSON.stringify(this.closedWith)}`);
     return answer;
@@ -80,11 +73,11 @@ class StreamClient {
 
   /** Waits until the event arrived (or the socket closed). */
   async sawEvent(eventId: string, timeoutMs = 5_000): Promise<void> {
-    await until(() => this.eventIds().includes(eventId) || this.closedWith !== null, `event ${eventId}`, timeoutMs);
+    await until(`event ${eventId}`, () => this.eventIds().includes(eventId) || this.closedWith !== null, timeoutMs);
   }
 
   async closeCode(timeoutMs = 5_000): Promise<number> {
-    await until(() => this.closedWith !== null, 'close', timeoutMs);
+    await until('close', () => this.closedWith !== null, timeoutMs);
     return this.closedWith!.code;
   }
 
@@ -487,7 +480,7 @@ t.test('a client frame over 8,192 characters closes with 1009', async (t) => {
   const base = JSON.stringify({ type: 'subscribe' });
   const exact = await connect(main, { token: main.ownerToken });
   exact.send(base + ' '.repeat(8_192 - base.length));
-  await until(() => exact.frames.length > 0 || exact.closedWith !== null, 'an answer');
+  await until('an answer', () => exact.frames.length > 0 || exact.closedWith !== null);
   t.equal(exact.frames[0]?.type, 'subscribed', 'exactly 8,192 characters is accepted');
 
   const multibyte = await connect(main, { token: main.ownerToken });
@@ -495,7 +488,7 @@ t.test('a client frame over 8,192 characters closes with 1009', async (t) => {
   const frame = JSON.stringify({ type: 'subscribe', inbox_ids: inboxIds });
   t.ok(frame.length <= 8_192 && Buffer.byteLength(frame) > 8_192, 'under the limit in characters, over it in bytes');
   multibyte.send(frame);
-  await until(() => multibyte.frames.length > 0 || multibyte.closedWith !== null, 'an answer');
+  await until('an answer', () => multibyte.frames.length > 0 || multibyte.closedWith !== null);
   t.equal(multibyte.frames[0]?.type, 'subscribed', 'characters are counted, not bytes');
 
   const over = await connect(main, { token: main.ownerToken });

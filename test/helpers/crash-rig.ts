@@ -67,14 +67,3 @@ export async function killAfter(svc: RunningSvc, ms: number): Promise<void> {
   svc.proc.kill('SIGKILL');
   await svc.exited;
 }
-
-/** Polls `probe` until it returns a value, or throws after `ms`. */
-export async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 30_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(150);
-  }
-}

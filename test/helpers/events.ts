@@ -1,5 +1,6 @@
 /** A real WebSocket event-stream client (spec §6.4) that collects events for assertions. */
 import WebSocket from 'ws';
+import { until } from './until.js';
 
 export interface EventStream {
   events: Record<string, unknown>[];
@@ -29,15 +30,12 @@ export async function subscribe(url: string, token: string, frame: Record<string
   return {
     events,
     all: (type) => matching(type),
-    async next(type, where, ms = 15_000) {
-      const until = Date.now() + ms;
-      for (;;) {
-        const found = matching(type, where)[0];
-        if (found) return found;
-        if (Date.now() > until) throw new Error(`no ${type} event within ${ms} ms; saw ${events.map((e) => e.event_type).join(', ')}`);
-        await new Promise((r) => setTimeout(r, 25));
-      }
-    },
+    next: (type, where, ms) =>
+      until(
+        () => `a ${type} event; saw ${events.map((e) => e.event_type).join(', ')}`,
+        () => matching(type, where)[0],
+        ms,
+      ),
     close: () => ws.close(),
   };
 }

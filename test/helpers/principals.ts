@@ -5,7 +5,8 @@
  * credential kind maps to the headers a request carries.
  */
 import { PERMISSIONS } from '../../src/auth/permissions.js';
-import { api, setupOwner, type RunningSvc } from './svc.js';
+import { createApiKey, createInbox } from './seed.js';
+import { setupOwner, type RunningSvc } from './svc.js';
 
 /**
  * - `none`: no credential at all.
@@ -36,10 +37,10 @@ export interface Principals {
 
 export async function seedPrincipals(svc: RunningSvc, domain = 'sec.test'): Promise<Principals> {
   const session = await setupOwner(svc);
-  const inbox = await createInbox(svc, 'agent', domain);
-  const otherInbox = await createInbox(svc, 'other', domain);
-  const keyInScope = await createKey(svc, inbox);
-  const keyOtherInbox = await createKey(svc, otherInbox);
+  const inbox = await createInbox(svc, `agent@${domain}`);
+  const otherInbox = await createInbox(svc, `other@${domain}`);
+  const keyInScope = await allPermissionsKey(svc, inbox);
+  const keyOtherInbox = await allPermissionsKey(svc, otherInbox);
   const headers = (kind: CredentialKind): Record<string, string> => {
     switch (kind) {
       case 'none':
@@ -61,17 +62,6 @@ export async function seedPrincipals(svc: RunningSvc, domain = 'sec.test'): Prom
   return { session, inbox, otherInbox, keyInScope, keyOtherInbox, headers };
 }
 
-async function createInbox(svc: RunningSvc, username: string, domain: string): Promise<string> {
-  const res = await api<{ inbox_id: string }>(svc.url, 'POST', '/v0/inboxes', { token: svc.ownerToken, body: { username, domain } });
-  if (res.status !== 200) throw new Error(`create inbox: ${res.status} ${res.text}`);
-  return res.body.inbox_id;
-}
-
-async function createKey(svc: RunningSvc, inboxId: string): Promise<string> {
-  const res = await api<{ api_key: string }>(svc.url, 'POST', '/v0/api-keys', {
-    token: svc.ownerToken,
-    body: { name: `all permissions on ${inboxId}`, permissions: [...PERMISSIONS], send_policy: 'approval', inbox_ids: [inboxId] },
-  });
-  if (res.status !== 200) throw new Error(`create key: ${res.status} ${res.text}`);
-  return res.body.api_key;
+async function allPermissionsKey(svc: RunningSvc, inboxId: string): Promise<string> {
+  return (await createApiKey(svc, { name: `all permissions on ${inboxId}`, permissions: [...PERMISSIONS], sendPolicy: 'approval', inboxIds: [inboxId] })).secret;
 }

@@ -5,6 +5,7 @@
  */
 import { SMTPServer } from 'smtp-server';
 import type { AddressInfo } from 'node:net';
+import { until } from './until.js';
 
 export interface SunkMessage {
   from: string;
@@ -32,14 +33,7 @@ export async function startSink(mode: SinkMode = 'accept'): Promise<Sink> {
     messages,
     mode,
     attempts: 0,
-    async waitFor(count, ms = 15_000) {
-      const until = Date.now() + ms;
-      while (messages.length < count) {
-        if (Date.now() > until) throw new Error(`sink: ${messages.length} of ${count} messages after ${ms} ms`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      return messages;
-    },
+    waitFor: (count, ms) => until(() => `${count} messages at the sink; it has ${messages.length}`, () => messages.length >= count && messages, ms),
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
   const server = new SMTPServer({

@@ -1,13 +1,16 @@
 /** Which page draws which path. Patterns use `:name` segments (decoded before the page sees them). */
 import type { ComponentChildren } from 'preact';
 import { AccountPage } from './pages/account';
-import { ApiKeysPage, DomainsPage, ListsPage, WebhooksPage } from './pages/admin';
+import { ApiKeysPage } from './pages/api-keys';
 import { ComposePage } from './pages/compose';
 import { ConsentPage } from './pages/consent';
 import { ApprovalsPage, ScheduledPage, SendUnknownPage } from './pages/control';
+import { DomainsPage } from './pages/domains';
+import { ListsPage } from './pages/lists';
 import { InboxesPage, ThreadsPage } from './pages/mail';
 import { OAuthPage, QuarantinePage, RemotePage, TransportPage } from './pages/settings';
 import { ThreadPage } from './pages/thread';
+import { WebhooksPage } from './pages/webhooks';
 
 export interface RouteContext {
   signedOut: () => void;

@@ -2,7 +2,7 @@
 import { enc, get, post } from '../api';
 import { navigate } from '../router';
 import { ErrorBox, Page, bytes, formValues, useAction, useLoad } from '../ui';
-import type { Message } from './thread';
+import type { Message, SendBody } from '../api-types';
 import { useState } from 'preact/hooks';
 
 type Mode = 'new' | 'reply' | 'reply-all' | 'forward';
@@ -57,7 +57,8 @@ export function ComposePage({ search }: { search: URLSearchParams }) {
           e.preventDefault();
           const v = formValues(e.currentTarget);
           const from = inbox || v.inbox;
-          const body: Record<string, unknown> = { text: v.text };
+          // SendBody is the widest of the send, reply and forward bodies; each mode sets only its own fields.
+          const body: SendBody = { text: v.text };
           if (mode !== 'reply-all') {
             if (v.to) body.to = list(v.to);
             if (v.cc) body.cc = list(v.cc);

@@ -6,8 +6,8 @@
 import { useState } from 'preact/hooks';
 import { enc, get, post } from '../api';
 import { ErrorBox, Loading, Page, formValues, useAction, useLoad, when } from '../ui';
-import { checkedValues, InboxChecklist, PermissionChecklist, SEND_POLICIES } from './admin';
-import type { Inbox } from './mail';
+import { checkedValues, InboxChecklist, PermissionChecklist, SEND_POLICIES } from '../widgets';
+import type { Inbox } from '../api-types';
 
 interface ConsentRequest {
   request_id: string;

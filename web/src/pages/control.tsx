@@ -6,28 +6,7 @@ import { useState } from 'preact/hooks';
 import { ApiFailure, enc, get, patch, post, query } from '../api';
 import { useLiveEvents } from '../live';
 import { ErrorBox, Labels, Loading, Notice, Page, formValues, useAction, useLoad, when } from '../ui';
-
-export interface DraftItem {
-  inbox_id: string;
-  draft_id: string;
-  labels: string[];
-  to: string[] | null;
-  cc: string[] | null;
-  bcc: string[] | null;
-  subject: string | null;
-  attachments: { attachment_id: string; filename: string | null; size: number }[];
-  preview: string | null;
-  /** svc's full draft state; `send_status` is only the AgentMail SDK's subset. */
-  state: string;
-  send_reason: string | null;
-  send_at: string | null;
-  updated_at: string;
-}
-
-interface Draft extends DraftItem {
-  text: string | null;
-  html: string | null;
-}
+import type { Draft, DraftItem, MessageItem, UpdateDraftBody } from '../api-types';
 
 /**
  * The drafts in one state across every inbox, newest first (the `send_status` query filters on
@@ -112,7 +91,7 @@ function PendingDraft({ item, onDone, onDecided }: { item: DraftItem; onDone: ()
             e.preventDefault();
             const v = formValues(e.currentTarget);
             void action.run(async () => {
-              await patch(draftPath(item), { to: list(v.to), subject: v.subject, text: v.text });
+              await patch(draftPath(item), { to: list(v.to), subject: v.subject, text: v.text } satisfies UpdateDraftBody);
               full.reload();
               onDone();
             });
@@ -180,29 +159,19 @@ export function ApprovalsPage() {
   );
 }
 
-interface UnknownMessage {
-  inbox_id: string;
-  message_id: string;
-  thread_id: string;
-  subject: string | null;
-  to: string[];
-  timestamp: string;
-  labels: string[];
-}
-
-async function sendUnknownMessages(): Promise<UnknownMessage[]> {
+async function sendMessageItems(): Promise<MessageItem[]> {
   const inboxes = await get<{ inboxes: { inbox_id: string }[] }>('/v0/inboxes?limit=100');
   const pages = await Promise.all(
-    inboxes.inboxes.map((i) => get<{ messages: UnknownMessage[] }>(`/v0/inboxes/${enc(i.inbox_id)}/messages${query({ limit: 100, labels: ['send_unknown'] })}`)),
+    inboxes.inboxes.map((i) => get<{ messages: MessageItem[] }>(`/v0/inboxes/${enc(i.inbox_id)}/messages${query({ limit: 100, labels: ['send_unknown'] })}`)),
   );
   return pages.flatMap((p) => p.messages);
 }
 
 export function SendUnknownPage() {
-  const messages = useLoad(sendUnknownMessages, []);
+  const messages = useLoad(sendMessageItems, []);
   const action = useAction();
   useLiveEvents(['message.'], () => messages.reload());
-  const resolve = (m: UnknownMessage, decision: 'sent' | 'failed') =>
+  const resolve = (m: MessageItem, decision: 'sent' | 'failed') =>
     action.run(async () => {
       await post(`/v0/inboxes/${enc(m.inbox_id)}/messages/${enc(m.message_id)}/resolve`, { decision });
       messages.reload();
@@ -278,7 +247,7 @@ export function ScheduledPage() {
                 class="small danger"
                 onClick={() =>
                   void action.run(async () => {
-                    await patch(draftPath(d), { send_at: null });
+                    await patch(draftPath(d), { send_at: null } satisfies UpdateDraftBody);
                     drafts.reload();
                   })
                 }

@@ -4,27 +4,7 @@ import { del, enc, get, patch, post, query } from '../api';
 import { useLiveEvents } from '../live';
 import { navigate } from '../router';
 import { ErrorBox, Labels, Loading, Page, confirmed, formValues, onSubmitWith, useAction, useLoad, when } from '../ui';
-
-export interface Inbox {
-  inbox_id: string;
-  display_name: string | null;
-  status: 'active' | 'paused';
-  domain: string;
-  created_at: string;
-}
-
-export interface ThreadItem {
-  inbox_id: string;
-  thread_id: string;
-  labels: string[];
-  timestamp: string;
-  senders: string[];
-  recipients: string[];
-  subject: string | null;
-  preview: string | null;
-  message_count: number;
-  attachments: unknown[];
-}
+import type { CreateInboxBody, Inbox, ThreadItem, UpdateInboxBody } from '../api-types';
 
 interface Page<T> {
   count: number;
@@ -44,7 +24,7 @@ export function InboxesPage() {
       <form
         class="card row"
         onSubmit={onSubmitWith(create, async (v, form) => {
-          await post('/v0/inboxes', { username: v.username || undefined, domain: v.domain, display_name: v.display_name || undefined });
+          await post('/v0/inboxes', { username: v.username || undefined, domain: v.domain, display_name: v.display_name || undefined } satisfies CreateInboxBody);
           form.reset();
           inboxes.reload();
         })}
@@ -81,7 +61,7 @@ export function InboxesPage() {
                   class="small"
                   onClick={() =>
                     void action.run(async () => {
-                      await patch(`/v0/inboxes/${enc(i.inbox_id)}`, { status: i.status === 'active' ? 'paused' : 'active' });
+                      await patch(`/v0/inboxes/${enc(i.inbox_id)}`, { status: i.status === 'active' ? 'paused' : 'active' } satisfies UpdateInboxBody);
                       inboxes.reload();
                     })
                   }

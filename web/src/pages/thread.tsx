@@ -9,38 +9,7 @@ import { useLiveEvents } from '../live';
 import { navigate } from '../router';
 import { ErrorBox, Labels, Loading, Page, bytes, confirmed, useAction, useLoad, when } from '../ui';
 import { inboxPath } from './mail';
-
-interface Attachment {
-  attachment_id: string;
-  filename: string | null;
-  size: number;
-  content_type: string | null;
-}
-
-export interface Message {
-  inbox_id: string;
-  thread_id: string;
-  message_id: string;
-  labels: string[];
-  timestamp: string;
-  from: string;
-  to: string[];
-  cc: string[] | null;
-  subject: string | null;
-  text: string | null;
-  html: string | null;
-  extracted_html?: string | null;
-  attachments: Attachment[];
-  send_status: string | null;
-  send_reason: string | null;
-}
-
-interface Thread {
-  thread_id: string;
-  subject: string | null;
-  labels: string[];
-  messages: Message[];
-}
+import type { Message, Thread } from '../api-types';
 
 /** Labels the service manages; edits that touch them are refused (spec §2.3). */
 export const SYSTEM_LABELS = new Set(['received', 'queued', 'sent', 'send_unknown', 'failed', 'delivered', 'bounced', 'complained', 'rejected', 'deferred']);

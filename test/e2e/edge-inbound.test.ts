@@ -1,7 +1,7 @@
 /**
- * The built-in edge end to end: a real nodemailer SMTP client talks to the edge's smtp-server on
- * 127.0.0.1, SPF/DKIM/DMARC are evaluated against a loopback DNS server, the edge API is called
- * over real HTTP, and sealed objects are opened with the home's private key.
+ * The edge's inbound side end to end: a real nodemailer SMTP client talks to the edge's
+ * smtp-server on 127.0.0.1, SPF/DKIM/DMARC are evaluated against a loopback DNS server, the edge
+ * API is called over real HTTP, and sealed objects are opened with the home's private key.
  */
 import t, { type Test } from 'tap';
 import { execFileSync, spawn } from 'node:child_process';
@@ -14,10 +14,11 @@ import path from 'node:path';
 import readline from 'node:readline';
 import nodemailer from 'nodemailer';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
-import { Edge, type EdgeOptions } from '../../src/edge/edge.js';
-import { generateHomeKeyPair, openObject, publicKeyId, rawMessage, type HomeKeyPair, type InboundObject } from '../../src/edge/sealed.js';
+import type { EdgeOptions } from '../../src/edge/edge.js';
+import { openObject, publicKeyId, rawMessage, type HomeKeyPair, type InboundObject } from '../../src/edge/sealed.js';
 import { startLoopbackDns, type LoopbackDns } from '../helpers/dns.js';
-import { api, repoRoot, tempDir, type ApiResponse } from '../helpers/svc.js';
+import { startTestEdge, type RunningEdge } from '../helpers/edge.js';
+import { api, repoRoot, tempDir } from '../helpers/svc.js';
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures: DNS zone with SPF/DKIM/DMARC for a sending domain and a spoofed one.
@@ -47,54 +48,9 @@ const HELO = 'client.sender.test';
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-interface RunningEdge {
-  edge: Edge;
-  dataDir: string;
-  token: string;
-  smtpPort: number;
-  apiUrl: string;
-  home: HomeKeyPair;
-  call<T = Record<string, unknown>>(method: string, urlPath: string, body?: unknown): Promise<ApiResponse<T>>;
-  stop(): Promise<void>;
-}
-
-async function startEdge(t: Test, opts: Partial<EdgeOptions> & { route?: boolean; home?: HomeKeyPair } = {}): Promise<RunningEdge> {
-  const dataDir = opts.dataDir ?? path.join(tempDir('svc-edge-'), 'edge');
-  const token = opts.apiToken ?? `edge_${randomBytes(32).toString('base64url')}`;
-  const edge = new Edge({
-    dataDir,
-    smtp: { host: '127.0.0.1', port: 0 },
-    api: { host: '127.0.0.1', port: 0 },
-    apiToken: token,
-    hostname: 'mx.home.test',
-    resolver: dns.resolver,
-    ...opts,
-  });
-  const bound = await edge.start();
-  let stopped = false;
-  const stop = async () => {
-    if (stopped) return;
-    stopped = true;
-    await edge.stop();
-  };
-  t.teardown(stop);
-  const home = opts.home ?? (await generateHomeKeyPair());
-  const running: RunningEdge = {
-    edge,
-    dataDir,
-    token,
-    smtpPort: bound.smtp.port,
-    apiUrl: bound.api.url,
-    home,
-    call: (method, urlPath, body) => api(bound.api.url, method, urlPath, { token, body }),
-    stop,
-  };
-  if (opts.route !== false) {
-    const res = await running.call('PUT', '/routing', { recipient_public_key: home.publicJwk, domains: [HOME_DOMAIN], addresses: [BOB, CAROL] });
-    if (res.status !== 200) throw new Error(`routing push failed: ${res.status} ${res.text}`);
-  }
-  return running;
-}
+/** An edge routing HOME_DOMAIN with Bob and Carol (unless `route: false`), checking mail against the loopback DNS. */
+const startEdge = (t: Test, opts: Partial<EdgeOptions> & { route?: boolean; home?: HomeKeyPair } = {}): Promise<RunningEdge> =>
+  startTestEdge(t, { resolver: dns.resolver, ...opts, route: opts.route === false ? false : { domains: [HOME_DOMAIN], addresses: [BOB, CAROL] } });
 
 function transport(port: number, extra: Record<string, unknown> = {}) {
   return nodemailer.createTransport({ host: '127.0.0.1', port, secure: false, ignoreTLS: true, name: HELO, ...extra });

@@ -12,6 +12,7 @@ import { startLoopbackDns, type LoopbackDns } from '../helpers/dns.js';
 import { startSink, type Sink } from '../helpers/sink.js';
 import { subscribe, type EventStream } from '../helpers/events.js';
 import { arfReport, dsnReport } from '../helpers/mail.js';
+import { until } from '../helpers/until.js';
 
 const enc = encodeURIComponent;
 let dns: LoopbackDns;
@@ -42,16 +43,6 @@ async function send(svc: RunningSvc, inbox: string, body: Record<string, unknown
 
 async function messageOf(svc: RunningSvc, inbox: string, id: string) {
   return (await api<Record<string, unknown>>(svc.url, 'GET', `/v0/inboxes/${enc(inbox)}/messages/${enc(id)}`, { token: svc.ownerToken })).body;
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 t.test('through the local edge: delivered to the remote MX, bounced by a 5xx and by a DSN, delivered locally', async (t) => {

@@ -1,0 +1,13 @@
+/**
+ * The API's bodies as the service declares them: `Static<typeof X>` of its typebox schemas, so a
+ * field the service renames or drops breaks this build instead of a page. Type-only re-exports:
+ * vite drops them, so nothing server-side enters the bundle. Answers the service has no schema for
+ * yet (transport, remote, quarantine, OAuth clients, domains) keep their page's own interface.
+ */
+export type { ApiKeyResponse as ApiKey, CreateApiKeyBody, UpdateApiKeyBody } from '../../src/auth/api-keys';
+export type { CreateInboxBody, InboxResponse as Inbox, UpdateInboxBody } from '../../src/mail/inboxes';
+export type { Attachment, Message, MessageItem, Thread, ThreadItem } from '../../src/mail/serialize';
+export type { Draft, DraftItem, UpdateDraftBody } from '../../src/mail/drafts';
+export type { CreateWebhookBody, UpdateWebhookBody, WebhookResponse as Webhook } from '../../src/mail/webhooks';
+export type { ListEntry } from '../../src/mail/lists';
+export type { ReplyBody, SendBody } from '../../src/mail/compose';

@@ -1,0 +1,146 @@
+/** API keys page: create (the secret is shown once), change send policy, revoke. */
+import { useState } from 'preact/hooks';
+import { del, enc, get, patch, post } from '../api';
+import { ErrorBox, Loading, Page, confirmed, formValues, useAction, useLoad, when } from '../ui';
+import { checkedValues, InboxChecklist, PermissionChecklist, SEND_POLICIES } from '../widgets';
+import type { ApiKey, CreateApiKeyBody, Inbox, UpdateApiKeyBody } from '../api-types';
+
+export function ApiKeysPage() {
+  const keys = useLoad(() => get<{ api_keys: ApiKey[] }>('/v0/api-keys?limit=100'), []);
+  const inboxes = useLoad(() => get<{ inboxes: Inbox[] }>('/v0/inboxes?limit=100'), []);
+  const [secret, setSecret] = useState<string | null>(null);
+  const action = useAction();
+  return (
+    <Page title="API keys">
+      {secret && (
+        <div class="secret" data-testid="new-secret">
+          <strong>Copy the key now; it is not shown again.</strong>
+          <div>
+            <code>{secret}</code>
+          </div>
+          <div class="actions" style={{ marginTop: '0.4rem' }}>
+            <button class="small" onClick={() => void navigator.clipboard?.writeText(secret)}>
+              Copy
+            </button>
+            <button class="small" onClick={() => setSecret(null)}>
+              Done
+            </button>
+          </div>
+        </div>
+      )}
+      <details class="card">
+        <summary>
+          <strong>New API key</strong>
+        </summary>
+        <form
+          onSubmit={(e) => {
+            e.preventDefault();
+            const form = e.currentTarget;
+            const v = formValues(form);
+            const scope = checkedValues(form, 'inbox');
+            void action.run(async () => {
+              const created = await post<{ api_key: string }>('/v0/api-keys', {
+                name: v.name || undefined,
+                permissions: checkedValues(form, 'perm'),
+                // The select offers only SEND_POLICIES; the service validates it anyway.
+                send_policy: v.send_policy as CreateApiKeyBody['send_policy'],
+                ...(scope.length ? { inbox_ids: scope } : {}),
+              } satisfies CreateApiKeyBody);
+              setSecret(created.api_key);
+              form.reset();
+              keys.reload();
+            });
+          }}
+        >
+          <label>
+            Name
+            <input name="name" placeholder="e.g. support agent" />
+          </label>
+          <p class="small muted">Inbox scope: tick none for every inbox.</p>
+          <InboxChecklist inboxes={inboxes.data?.inboxes ?? []} />
+          <PermissionChecklist checked={new Set(['inbox_read', 'message_read', 'draft_read', 'draft_create'])} />
+          <label>
+            Send policy
+            <select name="send_policy" defaultValue="approval">
+              {SEND_POLICIES.map(([v, label]) => (
+                <option value={v} key={v}>
+                  {label}
+                </option>
+              ))}
+            </select>
+          </label>
+          <button class="primary" disabled={action.busy}>
+            Create key
+          </button>
+        </form>
+      </details>
+      <ErrorBox error={action.error} />
+      <Loading loaded={keys} />
+      <div class="table-wrap">
+        <table class="list" data-testid="api-keys">
+          <thead>
+            <tr>
+              <th>Name</th>
+              <th>Scope</th>
+              <th>Policy</th>
+              <th class="wide">Permissions</th>
+              <th class="wide">Last used</th>
+              <th />
+            </tr>
+          </thead>
+          <tbody>
+            {keys.data?.api_keys.map((k) => (
+              <tr key={k.api_key_id} data-key={k.api_key_id}>
+                <td>
+                  {k.name ?? '—'}
+                  <div class="small muted">
+                    <code>{k.prefix}…</code>
+                  </div>
+                </td>
+                <td>{k.inbox_ids ? k.inbox_ids.join(', ') : 'all inboxes'}</td>
+                <td>
+                  <select
+                    aria-label="Send policy"
+                    value={k.send_policy}
+                    onChange={(e) => {
+                      const send_policy = e.currentTarget.value as UpdateApiKeyBody['send_policy'];
+                      void action.run(async () => {
+                        await patch(`/v0/api-keys/${enc(k.api_key_id)}`, { send_policy } satisfies UpdateApiKeyBody);
+                        keys.reload();
+                      });
+                    }}
+                  >
+                    {SEND_POLICIES.map(([v]) => (
+                      <option key={v}>{v}</option>
+                    ))}
+                  </select>
+                </td>
+                <td class="wide small">
+                  {Object.entries(k.permissions)
+                    .filter(([, on]) => on)
+                    .map(([p]) => p)
+                    .join(', ')}
+                </td>
+                <td class="wide">{when(k.used_at)}</td>
+                <td>
+                  <button
+                    class="small danger"
+                    onClick={() =>
+                      confirmed(`Revoke ${k.name ?? k.prefix}? Agents using it stop working at once.`) &&
+                      void action.run(async () => {
+                        await del(`/v0/api-keys/${enc(k.api_key_id)}`);
+                        keys.reload();
+                      })
+                    }
+                  >
+                    Revoke
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+    </Page>
+  );
+}
