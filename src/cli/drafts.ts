@@ -7,7 +7,7 @@ import { enc, opt, PAGE_OPTIONS, pageQuery, type Ctx, type Group } from './comma
 import { resolveInbox } from './inboxes.js';
 import type { ServiceClient } from './owner-client.js';
 import { bodyText, fields, out, pageTable, printJson, type Column, WHOLE } from './output.js';
-import type { Draft, DraftItem } from '../mail/drafts.js';
+import type { Draft, DraftItem } from '../mail/drafts/schemas.js';
 
 const COLUMNS: Column<DraftItem>[] = [
   ['DRAFT', (d) => d.draft_id, WHOLE],

@@ -2,7 +2,7 @@
 import { CliError } from './exit-codes.js';
 import { enc, opt, PAGE_OPTIONS, pageQuery, type Ctx, type Group } from './commands.js';
 import { fields, out, pageTable, printJson, type Column, WHOLE } from './output.js';
-import type { WebhookResponse as Webhook } from '../mail/webhooks.js';
+import type { WebhookResponse as Webhook } from '../webhooks/webhooks.js';
 
 const COLUMNS: Column<Webhook>[] = [
   ['WEBHOOK', (w) => w.webhook_id, WHOLE],

@@ -7,7 +7,7 @@
 export type { ApiKeyResponse as ApiKey, CreateApiKeyBody, UpdateApiKeyBody } from '../../src/auth/api-keys';
 export type { CreateInboxBody, InboxResponse as Inbox, UpdateInboxBody } from '../../src/mail/inboxes';
 export type { Attachment, Message, MessageItem, Thread, ThreadItem } from '../../src/mail/serialize';
-export type { Draft, DraftItem, UpdateDraftBody } from '../../src/mail/drafts';
-export type { CreateWebhookBody, UpdateWebhookBody, WebhookResponse as Webhook } from '../../src/mail/webhooks';
+export type { Draft, DraftItem, UpdateDraftBody } from '../../src/mail/drafts/schemas';
+export type { CreateWebhookBody, UpdateWebhookBody, WebhookResponse as Webhook } from '../../src/webhooks/webhooks';
 export type { ListEntry } from '../../src/mail/lists';
 export type { ReplyBody, SendBody } from '../../src/mail/compose';
