@@ -37,23 +37,20 @@ const Name = Type.Union([Type.String({ maxLength: NAME_MAX }), Type.Null()]);
 const Address = Type.String({ minLength: 3, maxLength: 320 });
 
 /** Create under `/inboxes/{inbox_id}/api-keys`: the path is the scope, so the body carries none. */
-export const CreateInboxApiKeyBody = Type.Object(
-  {
-    permissions: Type.Optional(PermissionsInput),
-    send_policy: Type.Optional(SendPolicyField),
-    name: Type.Optional(Name),
-    expires_at: Type.Optional(Type.Union([Type.String({ format: 'date-time' }), Type.Null()])),
-  },
-  { additionalProperties: false },
-);
+/** What every new key may say about itself; the instance-wide form adds its inbox scope. */
+const NewKeyFields = {
+  permissions: Type.Optional(PermissionsInput),
+  send_policy: Type.Optional(SendPolicyField),
+  name: Type.Optional(Name),
+  expires_at: Type.Optional(Type.Union([Type.String({ format: 'date-time' }), Type.Null()])),
+};
+
+export const CreateInboxApiKeyBody = Type.Object(NewKeyFields, { additionalProperties: false });
 export type CreateInboxApiKeyBody = Static<typeof CreateInboxApiKeyBody>;
 
 export const CreateApiKeyBody = Type.Object(
   {
-    permissions: Type.Optional(PermissionsInput),
-    send_policy: Type.Optional(SendPolicyField),
-    name: Type.Optional(Name),
-    expires_at: Type.Optional(Type.Union([Type.String({ format: 'date-time' }), Type.Null()])),
+    ...NewKeyFields,
     inbox_id: Type.Optional(Type.Union([Address, Type.Null()])),
     inbox_ids: Type.Optional(Type.Union([Type.Array(Address, { minItems: 1, maxItems: SCOPE_MAX_INBOXES }), Type.Null()])),
   },
