@@ -73,7 +73,8 @@ t.test('inbound routes: an empty buffer lists nothing, and a missing object is n
   t.match(await client.listObjects(null, 10), { objects: [], has_more: false });
   t.match(await client.listQueue(null, 10), { entries: [], has_more: false });
   t.equal(await client.queueEntry('01890000-0000-7000-8000-000000000000'), null);
-  t.equal(await client.getObject('01890000-0000-7000-8000-000000000000'), null);
+  t.equal(await client.hasObject('01890000-0000-7000-8000-000000000000'), false);
+  t.equal(await client.getObjectBytes('01890000-0000-7000-8000-000000000000'), null);
 });
 
 t.test('a wrong token is EdgeUnavailable with the status the edge answered', async (t) => {
