@@ -14,7 +14,7 @@
  *   or was already deleted).
  * - an object without a queue entry: the home deleted only the entry (`DELETE /queue/{key}`) → kept.
  */
-import { isBinarySealed, SEALED_V2_MAGIC } from './sealed.js';
+import { BINARY_SEAL_MIN_BYTES, isBinarySealed, SEALED_V2_MAGIC } from './sealed.js';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
@@ -219,6 +219,22 @@ export class SealedBuffer {
     }
   }
 
+  /** Whether the stored object is a binary (v2) one, from its first bytes; false when it is gone. */
+  private async objectIsBinary(key: string): Promise<boolean> {
+    let handle: fsp.FileHandle;
+    try {
+      handle = await fsp.open(this.objectPath(key), 'r');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      throw err;
+    }
+    try {
+      return await startsBinary(handle);
+    } finally {
+      await handle.close();
+    }
+  }
+
   /**
    * The sealed object as a byte stream with its size, or null when there is none: the API sends a
    * large object from the file as it reads it instead of holding it (and a string of it) in memory
@@ -235,9 +251,7 @@ export class SealedBuffer {
     }
     try {
       const { size } = await handle.stat();
-      const lead = Buffer.alloc(SEALED_V2_MAGIC.length);
-      const { bytesRead } = await handle.read(lead, 0, lead.length, 0);
-      return { stream: handle.createReadStream({ autoClose: true, start: 0 }), size, binary: isBinarySealed(lead.subarray(0, bytesRead)) };
+      return { stream: handle.createReadStream({ autoClose: true, start: 0 }), size, binary: await startsBinary(handle) };
     } catch (err) {
       await handle.close();
       throw err;
@@ -265,11 +279,16 @@ export class SealedBuffer {
         bytes += size;
       }
     }
-    const read = await Promise.all(chosen.map(async (key) => ({ key, bytes: await this.readObject(key) })));
+    // Only an object over BINARY_SEAL_MIN_BYTES can be v2; its first bytes say so, and it is never read whole here.
+    const mayBeBinary = (key: string) => (this.objectSizes.get(key) ?? 0) > BINARY_SEAL_MIN_BYTES;
+    const read = await Promise.all(
+      chosen.map(async (key) => (mayBeBinary(key) && (await this.objectIsBinary(key)) ? { key, binary: true as const } : { key, binary: false as const, bytes: await this.readObject(key) })),
+    );
     const objects: { key: string; jwe: string }[] = [];
     for (const o of read) {
+      if (o.binary) separate.push(o.key);
       // Deleted between the index check and the read: as absent as if it had never been listed.
-      if (o.bytes === null) missing.push(o.key);
+      else if (o.bytes === null) missing.push(o.key);
       else if (isBinarySealed(o.bytes)) separate.push(o.key);
       else objects.push({ key: o.key, jwe: o.bytes.toString('utf8') });
     }
@@ -388,4 +407,11 @@ function insertSorted(keys: string[], key: string): void {
 function removeSorted(keys: string[], key: string): void {
   const i = firstAfter(keys, key) - 1;
   if (i >= 0 && keys[i] === key) keys.splice(i, 1);
+}
+
+/** Whether an open object file starts with the v2 magic (reads only those bytes). */
+async function startsBinary(handle: fsp.FileHandle): Promise<boolean> {
+  const lead = Buffer.alloc(SEALED_V2_MAGIC.length);
+  const { bytesRead } = await handle.read(lead, 0, lead.length, 0);
+  return isBinarySealed(lead.subarray(0, bytesRead));
 }

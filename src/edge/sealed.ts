@@ -42,7 +42,7 @@ export const SEALED_V2_MAGIC = Buffer.from('svc-sealed-2\n', 'ascii');
 /**
  * Messages larger than this are sealed as v2. Smaller ones stay v1, which the batch fetch
  * (`POST /objects/fetch`) carries as JSON text; above it the home fetches each object on its own
- * (src/inbound/ingest.ts LARGE_OBJECT_BYTES is the same size).
+ * (src/inbound/ingest.ts LARGE_OBJECT_BYTES is this constant).
  */
 export const BINARY_SEAL_MIN_BYTES = 256 * 1024;
 

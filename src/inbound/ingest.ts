@@ -4,6 +4,7 @@
  * on the object key: a crash between commit and delete neither loses nor duplicates mail,
  * because each recipient's commit is keyed `<object key>:<inbox>` and is skipped when present.
  */
+import { BINARY_SEAL_MIN_BYTES } from '../edge/sealed.js';
 import { isBusyError, type Db } from '../db/open.js';
 import { commitInbound } from '../mail/store.js';
 import { listVerdict } from '../mail/lists.js';
@@ -12,7 +13,8 @@ import type { OpenedInbound } from '../../workers/pool/tasks.js';
 import type { EdgeClient } from './edge-client.js';
 import { quarantine, quarantineByKey } from './quarantine.js';
 import { recordRejection } from './rejections.js';
-import { commitKey, inboxExists, isCommitHandled } from './commit-keys.js';
+import { commitKey, isCommitHandled } from './commit-keys.js';
+import { inboxExists } from '../auth/inbox-lookup.js';
 import { isSelftestRecipient, receiveSelftest } from '../domains/store.js';
 
 export interface IngestDeps {
@@ -165,9 +167,10 @@ async function quarantineOrphanEntry(deps: IngestDeps, key: string): Promise<voi
 
 /**
  * Objects larger than this are fetched alone, as bytes, instead of in the page's JSON batch: a
- * 25 MB message would otherwise be held as response text, parsed JSON and string at once.
+ * 25 MB message would otherwise be held as response text, parsed JSON and string at once. The
+ * size the edge starts sealing binary (v2) objects at, which the batch cannot carry anyway.
  */
-export const LARGE_OBJECT_BYTES = 256 * 1024;
+export const LARGE_OBJECT_BYTES = BINARY_SEAL_MIN_BYTES;
 
 /** A page of objects fetched and opened, not yet committed. */
 export interface PreparedBatch {
