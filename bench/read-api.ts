@@ -17,7 +17,7 @@ import { parseMime, type ParsedMail } from '../workers/pool/tasks.js';
 import { percentile, round, rssMiB, sampleMemory, startHelloWorld, startSvc, type Metric } from './util.js';
 import { randomBytes } from 'node:crypto';
 import { sha256Hex } from '../src/auth/secrets.js';
-import { API_KEY_PREFIX } from '../src/auth/credentials.js';
+import { API_KEY_PREFIX } from '../src/auth/api-keys.js';
 import { uuidv7 } from '../src/db/ids.js';
 
 const MESSAGES = Number(process.env.BENCH_MESSAGES ?? 100_000);

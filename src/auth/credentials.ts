@@ -12,7 +12,6 @@ import { dbStamp } from '../db/stamp.js';
 import { ACCESS_TOKEN_PREFIX } from '../oauth/limits.js';
 import { accessTokenPrincipal, currentGrantPrincipal } from '../oauth/grants.js';
 
-export { API_KEY_PREFIX };
 
 function apiKeyPrincipal(row: ApiKeyCredential | undefined): Principal | null {
   if (!row) return null;

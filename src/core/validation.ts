@@ -8,8 +8,6 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
 
-/** A request part as fastify names it; only `body` is JSON, the rest arrive as text. */
-export type HttpPart = 'body' | 'querystring' | 'params' | 'headers';
 
 /** A validator instance with svc's settings; `coerce` for parts that arrive as text. */
 export function makeAjv(coerce: boolean): Ajv {

@@ -27,7 +27,8 @@ export interface DomainTransition {
   event?: 'domain.verified';
 }
 
-const ROUTED: readonly DomainStatus[] = ['provisioning', 'verifying', 'verified', 'failed'];
+/** Statuses in which the edge routes the domain (svc-selftest@, VERP return paths, svc-feedback@). */
+export const ROUTED_STATUSES: readonly DomainStatus[] = ['provisioning', 'verifying', 'verified', 'failed'];
 
 /** The domain transitions, first matching row wins. docs/domains.md has the same rows; test/unit/domain-states.test.ts checks each. */
 export const DOMAIN_TRANSITIONS: readonly DomainTransition[] = [
@@ -37,9 +38,9 @@ export const DOMAIN_TRANSITIONS: readonly DomainTransition[] = [
   { from: ['verifying', 'verified', 'failed'], trigger: 'verify', to: 'verifying', resetsVerification: true },
   { from: ['pending', 'tearing_down', 'torn_down'], trigger: 'verify', to: { refused: 'conflict' } },
   { from: ['tearing_down', 'torn_down'], trigger: 'teardown', to: 'unchanged' },
-  { from: ['pending', ...ROUTED], trigger: 'teardown', to: 'tearing_down', resetsVerification: true },
+  { from: ['pending', ...ROUTED_STATUSES], trigger: 'teardown', to: 'tearing_down', resetsVerification: true },
   { from: ['pending', 'torn_down'], trigger: 'delete', to: 'gone' },
-  { from: [...ROUTED, 'tearing_down'], trigger: 'delete', to: { refused: 'conflict' } },
+  { from: [...ROUTED_STATUSES, 'tearing_down'], trigger: 'delete', to: { refused: 'conflict' } },
   { from: ['provisioning'], trigger: 'routed', to: 'verifying' },
   { from: ['tearing_down'], trigger: 'unrouted', to: 'torn_down' },
   { from: ['verifying'], trigger: 'dns_invalid', to: 'failed' },

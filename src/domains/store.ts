@@ -24,9 +24,7 @@ import { domainPlan, type PlannedRecord } from './plan.js';
 import type { RecordCheck } from './checks.js';
 import { domainTransition, loopTarget, type DomainStatus, type DomainTransition, type DomainTrigger } from './states.js';
 
-export { DOMAIN_STATUSES, type DomainStatus } from './states.js';
-/** Statuses in which the edge routes the domain (svc-selftest@, VERP return paths, svc-feedback@). */
-export const ROUTED_STATUSES: readonly DomainStatus[] = ['provisioning', 'verifying', 'verified', 'failed'];
+export { DOMAIN_STATUSES, ROUTED_STATUSES, type DomainStatus } from './states.js';
 /** Statuses in which the edge must not route the domain at all, not even its inboxes. */
 export const UNROUTED_STATUSES: readonly DomainStatus[] = ['tearing_down', 'torn_down'];
 

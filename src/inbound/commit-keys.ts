@@ -32,8 +32,3 @@ export function wasHandled(db: Db, objectKey: string): boolean {
     ).done,
   );
 }
-
-/** Whether the inbox exists (the edge may still route an address the home deleted a moment ago). */
-export function inboxExists(db: Db, inboxId: string): boolean {
-  return Boolean(prepared(db, 'SELECT 1 FROM inboxes WHERE inbox_id = ?').get(inboxId));
-}

@@ -7,15 +7,9 @@
  */
 import type { Db } from '../db/open.js';
 import { prepared } from '../db/statements.js';
-import type { InboxRow } from '../auth/access.js';
 import { NEXT_UPDATED_AT } from './drafts/repository.js';
 import type { DraftRow } from './drafts/schemas.js';
 import { draftTransition, nextDraftStatus } from './drafts/states.js';
-
-/** The inbox a due draft is sent from; undefined once it was deleted (its drafts go with it). */
-export function scheduledDraftInbox(db: Db, inboxId: string): InboxRow | undefined {
-  return prepared(db, 'SELECT * FROM inboxes WHERE inbox_id = ?').get(inboxId) as InboxRow | undefined;
-}
 
 /** Approved scheduled drafts whose time has come, oldest first (overdue ones included). */
 export function dueDrafts(db: Db, now: string, limit: number): Pick<DraftRow, 'draft_id' | 'inbox_id'>[] {

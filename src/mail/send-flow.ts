@@ -148,7 +148,7 @@ export async function performSend(ctx: SendContext, spec: SendSpec): Promise<Sen
   const facts = { actor: draftActor(principal), approved: source.type === 'draft' && (source.approve || source.draft.approved === 1), sendAtAhead: false };
   const decide = (from: DraftFrom) => draftTransition(from, trigger, facts);
   const step = decide(source.type === 'draft' ? source.draft.send_status : 'new');
-  if (source.type === 'draft') sendable(decide(source.draft.send_status), source.draft);
+  if (source.type === 'draft') sendable(step, source.draft);
 
   const derived = derive(db, inbox, source);
   const prepared = await prepareSend(inbox, derived.kind, derived.composition, derived.threading, ctx.compose, await domainDkimKey(db, inbox.domain));

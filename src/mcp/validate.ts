@@ -6,13 +6,14 @@
 import type { TSchema } from 'typebox';
 import { ApiError } from '../core/errors.js';
 import { jsonValidator } from '../core/validation.js';
+import { camelCase } from './arguments.js';
 
 /** `/reply_to/0` → `replyTo[0]`: the argument as the MCP caller named it. */
 function argumentPath(instancePath: string): string {
   return instancePath
     .split('/')
     .filter(Boolean)
-    .map((part, i) => (/^\d+$/.test(part) ? `[${part}]` : `${i ? '.' : ''}${part.replace(/_([a-z])/g, (_m, c: string) => c.toUpperCase())}`))
+    .map((part, i) => (/^\d+$/.test(part) ? `[${part}]` : `${i ? '.' : ''}${camelCase(part)}`))
     .join('');
 }
 

@@ -33,7 +33,6 @@ export interface Transport {
 
 // ---- edge relay ----
 
-export type { EdgeOutboundStatus };
 
 export class EdgeRelay implements Transport {
   readonly name = 'edge' as const;

@@ -59,10 +59,6 @@ function visibility(v: WebhookViewer): { sql: string; params: (string | null)[] 
 
 // ---- the store ----
 
-export function inboxExists(db: Db, inboxId: string): boolean {
-  return prepared(db, 'SELECT 1 FROM inboxes WHERE inbox_id = ?').get(inboxId) !== undefined;
-}
-
 /** The webhook if `viewer` may see it; `inbox` set limits it to that inbox's webhooks. */
 export function visibleWebhook(db: Db, viewer: WebhookViewer, webhookId: string, inbox: string | null): WebhookRow | undefined {
   const vis = visibility(viewer);

@@ -6,6 +6,7 @@
  * webhooks their own credential created. The rules live here; every statement is in
  * src/webhooks/repository.ts.
  */
+import { inboxExists } from '../auth/inbox-lookup.js';
 import { randomBytes } from 'node:crypto';
 import { Type, type Static } from 'typebox';
 import type { Db } from '../db/open.js';
@@ -21,7 +22,6 @@ import {
   deleteWebhookRow,
   disableWebhookManually,
   enableWebhook,
-  inboxExists,
   insertWebhook,
   removeWebhookHeader,
   setWebhookHeader,

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { unlockHome } from '../../src/keys/unlock.js';
 import { openDatabase, type Db } from '../../src/db/open.js';
 import { sha256Hex } from '../../src/auth/secrets.js';
-import { API_KEY_PREFIX } from '../../src/auth/credentials.js';
+import { API_KEY_PREFIX } from '../../src/auth/api-keys.js';
 import { uuidv7 } from '../../src/db/ids.js';
 
 export function openHomeDb(home: string): Db {

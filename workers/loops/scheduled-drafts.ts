@@ -6,12 +6,13 @@
  * marks it `sent` with `draft.sent`; no transport leaves it scheduled for a later pass; any other
  * refusal makes it `failed` with the error code as `send_reason`.
  */
+import { inboxById } from '../../src/auth/inbox-lookup.js';
 import { runLoop, type LoopContext } from './run-loop.js';
 import { LOOPS } from '../../src/supervisor/loop-table.js';
 import { ApiError } from '../../src/core/errors.js';
 import type { Principal } from '../../src/auth/principal.js';
 import { draftRow } from '../../src/mail/drafts/repository.js';
-import { claimDueDraft, dueDrafts, nextDraftDue, resetInterruptedDrafts, scheduledDraftInbox, settleUnsentDraft } from '../../src/mail/draft-schedule.js';
+import { claimDueDraft, dueDrafts, nextDraftDue, resetInterruptedDrafts, settleUnsentDraft } from '../../src/mail/draft-schedule.js';
 import { performSend, type SendContext } from '../../src/mail/send-flow.js';
 import { readTransport } from '../../src/mail/transport.js';
 import type { MimeSpec } from '../pool/compose.js';
@@ -39,7 +40,7 @@ type Outcome = 'sent' | 'deferred' | 'failed' | 'skipped';
 async function sendDue(ctx: LoopContext, draftId: string, inboxId: string, now: string): Promise<Outcome> {
   const { db } = ctx;
   if (!db.transaction(() => claimDueDraft(db, draftId, now)).immediate()) return 'skipped';
-  const inbox = scheduledDraftInbox(db, inboxId);
+  const inbox = inboxById(db, inboxId);
   const draft = draftRow(db, inboxId, draftId);
   if (!inbox || !draft) return 'skipped'; // deleted meanwhile (the inbox's deletion cascades)
   try {
