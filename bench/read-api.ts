@@ -13,7 +13,7 @@ import autocannon from 'autocannon';
 import { unlockHome } from '../src/keys/unlock.js';
 import { openDatabase } from '../src/db/open.js';
 import { commitInbound } from '../src/mail/store.js';
-import { parseMime, type ParsedMail } from '../workers/pool/tasks.js';
+import { parseMime, type ParsedMail } from '../workers/pool/parse.js';
 import { percentile, round, rssMiB, sampleMemory, startHelloWorld, startSvc, type Metric } from './util.js';
 import { randomBytes } from 'node:crypto';
 import { sha256Hex } from '../src/auth/secrets.js';

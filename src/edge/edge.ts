@@ -17,7 +17,8 @@ import { OutboundStore } from './outbound-store.js';
 import { OutboundRelay, type SmartHost } from './relay.js';
 import { ReportLog } from './reports.js';
 import { RoutingCorrupt, RoutingTable, type ReportAddressPolicy } from './routing.js';
-import { sealInbound, type InboundAuth, type InboundMeta, type SpamVerdict } from './sealed.js';
+import { collectGarbageSoon } from '../core/gc.js';
+import { BINARY_SEAL_MIN_BYTES, sealInbound, type InboundAuth, type InboundMeta, type SpamVerdict } from './sealed.js';
 import { createSmtpReceiver, SmtpReply, wholeMessage, type ReceivedMessage, type TlsFiles } from './smtp.js';
 import { checkSpam } from './spam.js';
 import { deriveEdgeKey } from './verp.js';
@@ -246,6 +247,9 @@ export class Edge {
     // Sealed from the bytes into bytes: no base64 or JSON string of the message; a large one as
     // binary v2, so the object is the message's size (issue 16, finding 9).
     const jwe = await sealInbound(meta, message.chunks, sealing);
+    // The message and its sealed copy are dead once the reply is written; V8 frees buffers
+    // this large only at a full collection, which an idle edge may not run for a long time.
+    if (message.size >= BINARY_SEAL_MIN_BYTES) collectGarbageSoon();
     try {
       return await this.buffer.commit(jwe, { receivedAt, recipients: message.recipients, keyId: sealing.keyId, key });
     } catch (err) {

@@ -465,12 +465,20 @@ for (const c of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-
  * base64 is decoded from it chunk by chunk, so no string of the whole message is ever made: the
  * peak is the sealed bytes + the JSON plaintext + the message (about 4× the message), and the
  * first two can go as soon as this returns (issue 16, finding 9).
+ *
+ * `inPlace` (v2 only): the body is decrypted over its own ciphertext and `raw` is a view into
+ * `sealed`, so opening a large message costs no second copy of it. `sealed` is then overwritten,
+ * also when opening fails; give it only bytes nothing else reads.
  */
-export async function openSealed(sealed: Uint8Array | string, privateKey: JWK | KeyObject | CryptoKey): Promise<{ meta: InboundMeta; raw: Buffer }> {
+export async function openSealed(
+  sealed: Uint8Array | string,
+  privateKey: JWK | KeyObject | CryptoKey,
+  opts: { inPlace?: boolean } = {},
+): Promise<{ meta: InboundMeta; raw: Buffer }> {
   const key = homeKey(privateKey);
   // UTF-8, not latin1: a non-ASCII character must stay outside the alphabet (malformed), not fold onto a letter.
   const bytes = typeof sealed === 'string' ? Buffer.from(sealed, 'utf8') : Buffer.from(sealed.buffer, sealed.byteOffset, sealed.byteLength);
-  if (isBinarySealed(bytes)) return openV2(bytes, key);
+  if (isBinarySealed(bytes)) return openV2(bytes, key, opts.inPlace === true);
   let start = 0;
   let end = bytes.length;
   while (start < end && isSpace(bytes[start])) start++;
@@ -523,8 +531,12 @@ function decryptCompact(jwe: string, key: KeyObject): Buffer {
   }
 }
 
-/** Opens a v2 object: the header JWE, then the body decrypted chunk by chunk into one buffer of the message's size. */
-function openV2(bytes: Buffer, key: KeyObject): { meta: InboundMeta; raw: Buffer } {
+/**
+ * Opens a v2 object: the header JWE, then the body decrypted chunk by chunk into one buffer of
+ * the message's size, or over the ciphertext itself (`inPlace`): GCM's output for a chunk is as
+ * long as its input, so each chunk is written back where it was just read, never ahead of it.
+ */
+function openV2(bytes: Buffer, key: KeyObject, inPlace: boolean): { meta: InboundMeta; raw: Buffer } {
   const headStart = SEALED_V2_MAGIC.length + 4;
   if (bytes.length < headStart + TAG_BYTES) throw malformed();
   const headLength = bytes.readUInt32BE(SEALED_V2_MAGIC.length);
@@ -543,7 +555,7 @@ function openV2(bytes: Buffer, key: KeyObject): { meta: InboundMeta; raw: Buffer
   if (!Value.Check(InboundHead, head)) throw new SealedObjectError('invalid_payload', 'The opened object does not have the inbound object shape.');
   const ciphertext = bytes.subarray(headEnd, bytes.length - TAG_BYTES);
   if (ciphertext.length !== head.body.size) throw malformed();
-  const raw = Buffer.allocUnsafe(head.body.size);
+  const raw = inPlace ? bytes.subarray(headEnd, headEnd + head.body.size) : Buffer.allocUnsafe(head.body.size);
   let written = 0;
   try {
     const decipher = createDecipheriv('aes-256-gcm', Buffer.from(head.body.key, 'base64url'), Buffer.from(head.body.iv, 'base64url'), { authTagLength: TAG_BYTES });

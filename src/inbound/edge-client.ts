@@ -5,6 +5,7 @@
  * timeout or an unexpected status is `EdgeUnavailable` (retry later; `status` says which) —
  * and one timeout policy (EDGE_TIMEOUT_MS). Nothing here logs: bodies hold sealed mail.
  */
+import { GarbageMeter } from '../core/gc.js';
 import type { RoutingUpdate } from '../edge/routing.js';
 import type { QueueEntry } from '../edge/buffer.js';
 import { BATCH_MAX_KEYS } from '../edge/limits.js';
@@ -226,7 +227,9 @@ async function readBody(res: Response): Promise<Uint8Array> {
   const out = new Uint8Array(announced);
   let filled = 0;
   const extra: Uint8Array[] = [];
+  const meter = new GarbageMeter();
   for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
+    meter.add(chunk.length);
     const fits = Math.min(chunk.length, announced - filled);
     out.set(chunk.subarray(0, fits), filled);
     filled += fits;

@@ -14,6 +14,7 @@ import type { EdgeClient } from './edge-client.js';
 import { quarantine, quarantineByKey } from './quarantine.js';
 import { recordRejection } from './rejections.js';
 import { commitKey, isCommitHandled } from './commit-keys.js';
+import { collectGarbage, collectGarbageSoon } from '../core/gc.js';
 import { inboxExists } from '../auth/inbox-lookup.js';
 import { isSelftestRecipient, receiveSelftest } from '../domains/store.js';
 
@@ -166,22 +167,32 @@ async function quarantineOrphanEntry(deps: IngestDeps, key: string): Promise<voi
 }
 
 /**
- * Objects larger than this are fetched alone, as bytes, instead of in the page's JSON batch: a
- * 25 MB message would otherwise be held as response text, parsed JSON and string at once. The
- * size the edge starts sealing binary (v2) objects at, which the batch cannot carry anyway.
+ * Objects larger than this are not prepared ahead: the committer fetches, opens and commits them
+ * one at a time when it reaches them, each alone as bytes (a 25 MB message in the page's JSON
+ * batch would be held as response text, parsed JSON and string at once). The size the edge
+ * starts sealing binary (v2) objects at, which the batch cannot carry anyway.
  */
 export const LARGE_OBJECT_BYTES = BINARY_SEAL_MIN_BYTES;
 
+/** An object of a page: opened (`mail`), or large and left for the committer (`mail` null). */
+export interface PreparedObject {
+  key: string;
+  size: number;
+  mail: OpenedInbound | null;
+}
+
 /** A page of objects fetched and opened, not yet committed. */
 export interface PreparedBatch {
-  ready: { key: string; size: number; mail: OpenedInbound }[];
+  ready: PreparedObject[];
   /** Objects looked at, not counting ones held in quarantine. */
   processed: number;
 }
 
 /**
- * Stage 1 of a page: skip objects held in quarantine, fetch the rest in one request, open and
- * parse them in the pool concurrently. Objects that cannot be opened are quarantined here.
+ * Stage 1 of a page: skip objects held in quarantine, fetch the small ones in one request and
+ * open and parse them concurrently. Objects that cannot be opened are quarantined here. Large
+ * ones are only listed (`mail` null): holding several of them opened ahead of the committer is
+ * what made four 20 MB messages cost gigabytes (issue 16, finding 9).
  */
 export async function prepareBatch(deps: IngestDeps, objects: { key: string; size: number }[]): Promise<PreparedBatch> {
   const { db, edge } = deps;
@@ -194,16 +205,9 @@ export async function prepareBatch(deps: IngestDeps, objects: { key: string; siz
   const { objects: fetched, missing } = small.length > 0 ? await edge.fetchObjects(small) : { objects: new Map<string, string | Uint8Array>(), missing: [] };
   for (const key of missing) await quarantineOrphanEntry(deps, key);
   const opened = await Promise.all(
-    pending.map(async ({ key, size }) => {
-      let sealed: string | Uint8Array | undefined = fetched.get(key);
-      if (size > LARGE_OBJECT_BYTES) {
-        const bytes = await edge.getObjectBytes(key);
-        if (bytes === null) {
-          await quarantineOrphanEntry(deps, key);
-          return null;
-        }
-        sealed = bytes;
-      }
+    pending.map(async ({ key, size }): Promise<PreparedObject | null> => {
+      if (size > LARGE_OBJECT_BYTES) return { key, size, mail: null };
+      const sealed = fetched.get(key);
       if (sealed === undefined) return null;
       fetched.delete(key);
       try {
@@ -214,21 +218,70 @@ export async function prepareBatch(deps: IngestDeps, objects: { key: string; siz
       }
     }),
   );
-  return { ready: opened.filter((o): o is PreparedBatch['ready'][number] => o !== null), processed: pending.length };
+  return { ready: opened.filter((o): o is PreparedObject => o !== null), processed: pending.length };
 }
 
 /**
- * Stage 2: commit every prepared object in ONE transaction (one WAL fsync for the page; each
- * message still gets its own event row in it). The transaction takes the write lock up front and
- * waits for a busy database (src/db/open.ts). A database that still cannot be written throws
- * CommitDeferred: nothing is quarantined, the objects stay at the edge and a later pass commits
- * them. Any other failure falls back to one transaction per object, so only a message that is
- * itself bad is quarantined (`commit_failed`). Returns the keys now durably committed.
- * Listeners only need "the log head moved", so one notice with the highest seq covers the page.
+ * Stage 2: commits a prepared page in key order. Opened objects go in as few transactions as
+ * possible (one per run between large ones); each large object is fetched, opened and committed
+ * alone, and let go before the next one is fetched, so at most one large message is in memory.
+ * Returns the keys now durably committed. Throws CommitDeferred when the database cannot take
+ * a commit now; what committed before that is published and, not deleted, is skipped next pass.
  */
-export function commitBatch(deps: IngestDeps, batch: PreparedBatch): string[] {
+export async function commitBatch(deps: IngestDeps, batch: PreparedBatch): Promise<string[]> {
+  const committed: string[] = [];
+  let run: Opened[] = [];
+  for (const o of batch.ready) {
+    if (o.mail !== null) {
+      run.push({ key: o.key, size: o.size, mail: o.mail });
+      continue;
+    }
+    committed.push(...commitOpened(deps, run));
+    run = [];
+    if (await commitLarge(deps, o)) committed.push(o.key);
+  }
+  committed.push(...commitOpened(deps, run));
+  return committed;
+}
+
+type Opened = { key: string; size: number; mail: OpenedInbound };
+
+/** Fetches, opens and commits one large object; false when it is gone or was quarantined. */
+async function commitLarge(deps: IngestDeps, { key, size }: { key: string; size: number }): Promise<boolean> {
+  // Whatever the last large message left dead is freed before this one arrives.
+  collectGarbage();
+  try {
+    const sealed = await deps.edge.getObjectBytes(key);
+    if (sealed === null) {
+      await quarantineOrphanEntry(deps, key);
+      return false;
+    }
+    let mail: OpenedInbound;
+    try {
+      mail = await deps.open(sealed);
+    } catch (err) {
+      fail(deps, key, size, null, (err as Error).message === 'parse_failed' ? 'parse_failed' : 'open_failed');
+      return false;
+    }
+    return commitOpened(deps, [{ key, size, mail }]).length === 1;
+  } finally {
+    // Dead once this returns; V8 frees buffers and strings this large only at a full collection,
+    // which this thread, idle afterwards, might not run for a long time.
+    collectGarbageSoon();
+  }
+}
+
+/**
+ * Commits opened objects in ONE transaction (one WAL fsync; each message still gets its own
+ * event row in it). The transaction takes the write lock up front and waits for a busy database
+ * (src/db/open.ts). A database that still cannot be written throws CommitDeferred: nothing is
+ * quarantined, the objects stay at the edge and a later pass commits them. Any other failure
+ * falls back to one transaction per object, so only a message that is itself bad is quarantined
+ * (`commit_failed`). Returns the keys committed. Listeners only need "the log head moved", so
+ * one notice with the highest seq covers them.
+ */
+function commitOpened(deps: IngestDeps, ready: Opened[]): string[] {
   const { db } = deps;
-  const ready = batch.ready;
   if (ready.length === 0) return [];
   let committed = ready;
   let seqs: number[] = [];
@@ -270,9 +323,3 @@ export async function deleteCommitted(deps: IngestDeps, keys: string[]): Promise
   await deps.edge.deleteObjects(keys);
 }
 
-/** The three stages for one page, one after the other. Returns how many objects were processed. */
-export async function ingestBatch(deps: IngestDeps, objects: { key: string; size: number }[]): Promise<number> {
-  const batch = await prepareBatch(deps, objects);
-  await deleteCommitted(deps, commitBatch(deps, batch));
-  return batch.processed;
-}

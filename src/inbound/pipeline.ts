@@ -5,8 +5,9 @@
  * starts fetching and opening each page at once (src/inbound/ingest.ts prepareBatch); when caught
  * up it long-polls the edge for the next object instead of listing again. The committer takes
  * the pages in key order and commits every page that is ready in one transaction, so it batches
- * more when it falls behind and waits for nothing when it does not; it deletes a page at the
- * edge only after its commit is durable, one delete request in flight at a time.
+ * more when it falls behind and waits for nothing when it does not; large objects (over 256 KiB)
+ * it fetches, opens and commits itself, one at a time, where they fall in that order. It deletes
+ * a page at the edge only after its commit is durable, one delete request in flight at a time.
  *
  * Invariant: an object is deleted at the edge only after its commit; objects committed but not
  * deleted (a failure, a crash) are listed again later and skipped as already committed.
@@ -115,7 +116,8 @@ export async function pullObjects(deps: IngestDeps, stopped: AbortSignal): Promi
         ready.processed += batch.processed;
       }
       wakeLister();
-      const committed = commitBatch(deps, ready);
+      const committed = await commitBatch(deps, ready);
+      ready.ready.length = 0; // let go of the messages before waiting on the edge
       await deleting; // one delete request in flight at a time
       deleting = quiet(deleteCommitted(deps, committed));
     }

@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Db } from '../db/open.js';
-import type { ParsedMail } from '../../workers/pool/tasks.js';
+import type { ParsedMail } from '../../workers/pool/parse.js';
 import { uuidv7 } from '../db/ids.js';
 import { appendEvent } from '../events/log.js';
 import { bumpSearchGeneration } from '../core/pagination.js';

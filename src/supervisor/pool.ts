@@ -2,7 +2,8 @@
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
-import type { ParsedMail, TaskName } from '../../workers/pool/tasks.js';
+import type { TaskName } from '../../workers/pool/tasks.js';
+import type { ParsedMail } from '../../workers/pool/parse.js';
 
 const TASK_FILE = fileURLToPath(new URL('../../workers/pool/tasks.js', import.meta.url));
 

@@ -219,6 +219,62 @@ t.test('mail sent while the home is stopped arrives after the next start; a corr
   t.equal(list.body.items.length, 0);
 });
 
+/** Opens an owner WebSocket subscribed to message.received (replaying after `lastEventId`) and collects its events. */
+async function receivedEvents(s: RunningSvc, lastEventId?: string): Promise<{ frames: { event_id: string; message: { subject: string; size: number } }[]; close(): void }> {
+  const ws = new WebSocket(s.url.replace('http', 'ws') + '/v0/ws', { headers: { authorization: `Bearer ${s.ownerToken}` } });
+  await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+  const frames: { event_type?: string; event_id: string; message: { subject: string; size: number } }[] = [];
+  ws.on('message', (d) => {
+    const frame = JSON.parse(String(d));
+    if (frame.event_type === 'message.received') frames.push(frame);
+  });
+  ws.send(JSON.stringify({ type: 'subscribe', event_types: ['message.received'], ...(lastEventId ? { last_event_id: lastEventId } : {}) }));
+  return { frames, close: () => ws.close() };
+}
+
+t.test('large and small mail waiting together is committed in the order it arrived, each large one whole', async (t) => {
+  const live = await receivedEvents(svc);
+  await new Promise((r) => setTimeout(r, 200));
+  await send({ from: 'alice@sender.test', to: INBOX, subject: 'Order marker', text: 'before the batch' });
+  const deadline = Date.now() + 20_000;
+  while (!live.frames.some((f) => f.message.subject === 'Order marker') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  const marker = live.frames.find((f) => f.message.subject === 'Order marker');
+  live.close();
+  t.ok(marker, 'the marker event arrived');
+
+  // Over 256 KiB sealed: taken by the committer itself, one at a time, between the small ones.
+  t.equal(await svc.stop(), 0);
+  const big = (seed: number) => Buffer.alloc(400_000, seed);
+  const plan = [
+    { subject: 'Order 1 small', attachment: null },
+    { subject: 'Order 2 large', attachment: big(1) },
+    { subject: 'Order 3 small', attachment: null },
+    { subject: 'Order 4 large', attachment: big(2) },
+    { subject: 'Order 5 large', attachment: big(3) },
+    { subject: 'Order 6 small', attachment: null },
+  ];
+  for (const p of plan) {
+    await send({ from: 'alice@sender.test', to: INBOX, subject: p.subject, text: `body of ${p.subject}`, attachments: p.attachment ? [{ filename: 'blob.bin', content: p.attachment }] : [] });
+  }
+  svc = await startSvc({ home, init: false });
+  await waitForMessage(svc, (x) => x.subject === 'Order 6 small');
+  for (const p of plan) {
+    const m = await waitForMessage(svc, (x) => x.subject === p.subject);
+    if (p.attachment) t.match(m.attachments, [{ filename: 'blob.bin', size: p.attachment.length }], `${p.subject}: its attachment whole`);
+  }
+  const replay = await receivedEvents(svc, marker!.event_id);
+  const until = Date.now() + 20_000;
+  while (replay.frames.length < plan.length && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+  replay.close();
+  t.same(
+    replay.frames.map((f) => f.message.subject),
+    plan.map((p) => p.subject),
+    'message.received events follow the order the edge received them',
+  );
+  const left = fs.readdirSync(path.join(edgeDir, 'objects'));
+  t.same(left, [], 'every object is deleted at the edge');
+});
+
 t.test('kill -9 between commit and edge delete loses and duplicates nothing', async (t) => {
   t.equal(await svc.stop(), 0);
   await send({ from: 'alice@sender.test', to: INBOX, subject: 'Crash window', text: 'exactly once' });

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Db } from '../../src/db/open.js';
 import { commitInbound, type CommitResult, type InboundMail } from '../../src/mail/store.js';
-import { parseMime } from '../../workers/pool/tasks.js';
+import { parseMime } from '../../workers/pool/parse.js';
 import { openHomeDb } from './db.js';
 
 export const fixturesDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'mail');

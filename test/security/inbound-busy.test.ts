@@ -17,7 +17,8 @@ import { Worker } from 'node:worker_threads';
 import { openDatabase } from '../../src/db/open.js';
 import { commitBatch, type IngestDeps } from '../../src/inbound/ingest.js';
 import { deriveText } from '../../src/mail/extract.js';
-import { parseMime, type OpenedInbound } from '../../workers/pool/tasks.js';
+import { parseMime } from '../../workers/pool/parse.js';
+import type { OpenedInbound } from '../../workers/pool/tasks.js';
 import { insertInbox } from '../helpers/db.js';
 import { tempDir } from '../helpers/svc.js';
 import { simpleMail } from '../helpers/mail.js';
@@ -84,7 +85,7 @@ t.test('a commit that meets a busy writer waits for it and stores the message; n
   let committed: string[] = [];
   let thrown: unknown = null;
   try {
-    committed = commitBatch(deps, { ready: [{ key: 'obj-busy-1', size: raw.length, mail }], processed: 1 });
+    committed = await commitBatch(deps, { ready: [{ key: 'obj-busy-1', size: raw.length, mail }], processed: 1 });
   } catch (err) {
     thrown = err;
   }

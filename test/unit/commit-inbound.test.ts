@@ -13,7 +13,7 @@ import { extractHtml, extractText } from '../../src/mail/extract.js';
 import { readVisibility } from '../../src/mail/labels.js';
 import { searchGeneration } from '../../src/core/pagination.js';
 import type { Principal } from '../../src/auth/principal.js';
-import { parseMime } from '../../workers/pool/tasks.js';
+import { parseMime } from '../../workers/pool/parse.js';
 import { insertInbox } from '../helpers/db.js';
 import { tempDir } from '../helpers/svc.js';
 import { fixture, seedMail, simpleMail } from '../helpers/mail.js';

@@ -355,3 +355,21 @@ t.test('v2 from the chunks a message arrived in is the same message as from one 
   const small = await sealInbound(metaOf(payload()), [RAW.subarray(0, 10), RAW.subarray(10)], home.publicJwk);
   t.ok((await openSealed(small, home.privateJwk)).raw.equals(RAW), 'v1 from chunks');
 });
+
+t.test('v2 opened in place: the message is a view into the sealed bytes, equal to what was sealed, and a bad tag still fails', async (t) => {
+  const home = await generateHomeKeyPair();
+  const raw = bytesOfSize(BINARY_SEAL_MIN_BYTES * 3 + 7);
+  const sealed = await sealInbound(metaOf(payload()), raw, home.publicJwk);
+  const copy = Buffer.from(sealed);
+  const opened = await openSealed(copy, home.privateJwk, { inPlace: true });
+  t.ok(opened.raw.equals(raw), 'the same message');
+  t.equal(opened.raw.buffer, copy.buffer, 'no second buffer of the message');
+  t.same(opened.meta, { ...metaOf(payload()), version: 2 });
+  const tampered = Buffer.from(sealed);
+  tampered[tampered.length - 20] ^= 1;
+  t.match(await failureOf(openSealed(tampered, home.privateJwk, { inPlace: true })), { reason: 'decrypt_failed' }, 'a changed body byte');
+  // v1 has no in-place form: the option is ignored and a fresh buffer comes back.
+  const small = await sealInbound(metaOf(payload()), RAW, home.publicJwk);
+  const v1 = await openSealed(small, home.privateJwk, { inPlace: true });
+  t.ok(v1.raw.equals(RAW));
+});

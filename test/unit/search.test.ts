@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { openDatabase, type Db } from '../../src/db/open.js';
 import { commitInbound } from '../../src/mail/store.js';
 import { ftsQuery, searchMessages, searchThreads } from '../../src/mail/search.js';
-import { parseMime, type ParsedMail } from '../../workers/pool/tasks.js';
+import { parseMime, type ParsedMail } from '../../workers/pool/parse.js';
 import { insertInbox } from '../helpers/db.js';
 import { tempDir } from '../helpers/svc.js';
 import { simpleMail } from '../helpers/mail.js';

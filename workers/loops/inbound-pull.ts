@@ -7,7 +7,7 @@
  *   deleting behind (src/inbound/pipeline.ts) → schedule the next pass from how it ended.
  *
  * What stays here is what belongs to this worker thread: opening sealed objects (small ones in
- * this thread, large ones in a worker of their own) and the long-poll that wakes the loop.
+ * this thread, large ones parsed in a worker of their own) and the long-poll that wakes the loop.
  */
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
@@ -21,7 +21,11 @@ import type { IngestDeps } from '../../src/inbound/ingest.js';
 import { MAX_PER_PASS, pullObjects } from '../../src/inbound/pipeline.js';
 import { retryDueQuarantine } from '../../src/inbound/quarantine-actions.js';
 import { openInbound, type OpenedInbound } from '../pool/tasks.js';
-import type { OpenLargeReply, OpenLargeRequest } from '../pool/open-large.js';
+import type { ParseLargeReply, ParseLargeRequest } from '../pool/parse-large.js';
+import type { ParsedMail } from '../pool/parse.js';
+import type { DerivedText } from '../../src/mail/extract.js';
+import { collectGarbage } from '../../src/core/gc.js';
+import { openSealed, type InboundMeta } from '../../src/edge/sealed.js';
 
 /**
  * Sealed objects up to this size are opened and parsed in this loop's own thread: that skips
@@ -29,54 +33,69 @@ import type { OpenLargeReply, OpenLargeRequest } from '../pool/open-large.js';
  */
 const OPEN_IN_LOOP_MAX_CHARS = 256 * 1024;
 /**
- * Larger ones are opened one at a time, each in a worker of its own (workers/pool/open-large.ts)
- * that gets the sealed bytes and returns the message bytes by transfer and then exits, so the
+ * Larger ones are opened here in place (no second copy of the message, src/edge/sealed.ts) and
+ * parsed one at a time, each in a worker of its own (workers/pool/parse-large.ts) that gets the
+ * message's buffer moved to it, moves it back with the attachment bytes and then exits, so the
  * parser's transient copies (several times the message) never pile up across messages and are
  * released when it ends (issue 16, finding 9: four 20 MB messages at once held 2.3 GB before).
+ * The parser's heap is many times what a 25 MB message needs; a message that needs more fails
+ * alone (`parse_failed`). Its young generation is small, so its garbage is freed as it goes.
  */
-const LARGE_OPENS_AT_ONCE = 1;
-/** The opener's heap: many times what a 25 MB message needs; a message that needs more fails alone (`parse_failed`). */
-const LARGE_OPEN_HEAP_MB = 1_024;
-const OPEN_LARGE_FILE = fileURLToPath(new URL('../pool/open-large.js', import.meta.url));
+const LARGE_PARSE_HEAP_MB = 1_024;
+const LARGE_PARSE_YOUNG_MB = 4;
+const PARSE_LARGE_FILE = fileURLToPath(new URL('../pool/parse-large.js', import.meta.url));
 const LONG_POLL_MS = 25_000;
 const RETRY_POLL_MS = 2_000;
 
 let polling = false;
 
-function openInWorker(sealed: Uint8Array, privateJwk: JWK): Promise<OpenedInbound> {
+/**
+ * Parses `raw` in a worker of its own. `raw`'s buffer is moved there and back: `raw` itself reads
+ * as empty afterwards, use the `raw` returned (the same bytes, not copied).
+ */
+function parseInWorker(raw: Buffer): Promise<{ parsed: ParsedMail; derived: DerivedText; raw: Buffer }> {
+  // `raw` is a view into the sealed object's buffer, which nothing else reads (it is far larger
+  // than what Node pools), so the whole buffer moves; a SharedArrayBuffer cannot, and is copied.
+  const own = raw.buffer instanceof ArrayBuffer ? raw : Buffer.from(raw);
+  const request: ParseLargeRequest = { buffer: own.buffer as ArrayBuffer, offset: own.byteOffset, length: own.byteLength };
   return new Promise((resolve, reject) => {
-    const worker = new Worker(OPEN_LARGE_FILE, { name: 'inbound-open-large', resourceLimits: { maxOldGenerationSizeMb: LARGE_OPEN_HEAP_MB } });
-    // The answer is given only once the worker has exited, so its heap (the parser's transient
+    const worker = new Worker(PARSE_LARGE_FILE, {
+      name: 'inbound-parse-large',
+      resourceLimits: { maxOldGenerationSizeMb: LARGE_PARSE_HEAP_MB, maxYoungGenerationSizeMb: LARGE_PARSE_YOUNG_MB },
+    });
+    // The answer is taken only once the worker has exited, so its heap (the parser's transient
     // copies, several times the message) is gone before the commit allocates its own.
-    let reply: OpenLargeReply | null = null;
-    worker.once('message', (answer: OpenLargeReply) => {
+    let reply: ParseLargeReply | null = null;
+    worker.once('message', (answer: ParseLargeReply) => {
       reply = answer;
       void worker.terminate();
     });
     // Out of memory or any other death before an answer: the message could not be parsed within the bounds.
     worker.once('error', () => void worker.terminate());
     worker.once('exit', () => {
-      const answer = reply as OpenLargeReply | null;
-      if (answer?.ok) resolve(answer.opened);
-      else reject(new Error(answer?.reason ?? 'parse_failed'));
+      const answer = reply as ParseLargeReply | null;
+      if (answer?.ok) resolve({ parsed: answer.parsed, derived: answer.derived, raw: Buffer.from(answer.buffer, request.offset, request.length) });
+      else reject(new Error('parse_failed'));
     });
-    const bytes = sealed.byteOffset === 0 && sealed.byteLength === sealed.buffer.byteLength ? sealed : sealed.slice();
-    worker.postMessage({ sealed: bytes, privateJwk } satisfies OpenLargeRequest, [bytes.buffer as ArrayBuffer]);
+    worker.postMessage(request, [request.buffer]);
   });
 }
 
-/** Runs large opens LARGE_OPENS_AT_ONCE at a time, in arrival order. */
-const largeOpens: Promise<unknown>[] = [];
+/**
+ * Opens a large object in place and parses it in a worker. The pipeline's committer asks for one
+ * at a time (src/inbound/ingest.ts commitBatch), so no queue is needed here.
+ */
 async function openLarge(sealed: string | Uint8Array, privateJwk: JWK): Promise<OpenedInbound> {
-  const before = largeOpens.length >= LARGE_OPENS_AT_ONCE ? largeOpens[largeOpens.length - LARGE_OPENS_AT_ONCE] : undefined;
-  const run = (async () => {
-    await before?.catch(() => undefined);
-    return openInWorker(typeof sealed === 'string' ? Buffer.from(sealed, 'latin1') : sealed, privateJwk);
-  })();
-  largeOpens.push(run);
-  const forget = () => largeOpens.splice(largeOpens.indexOf(run), 1);
-  run.then(forget, forget);
-  return run;
+  let opened: { meta: InboundMeta; raw: Buffer };
+  try {
+    opened = await openSealed(typeof sealed === 'string' ? Buffer.from(sealed, 'latin1') : sealed, privateJwk, { inPlace: true });
+  } catch {
+    throw new Error('open_failed');
+  }
+  const { envelope, auth, spam } = opened.meta;
+  collectGarbage(); // the fetch's dead chunks, before the parser adds its own
+  const { parsed, derived, raw } = await parseInWorker(opened.raw);
+  return { envelope, auth, spam, raw, parsed, derived };
 }
 
 function pause(ms: number, signal: AbortSignal): Promise<void> {

@@ -1,0 +1,70 @@
+/**
+ * MIME parsing for received mail: raw bytes → the fields the mail store keeps. Kept apart from
+ * the other pool tasks so the large-message parser (workers/pool/parse-large.ts) loads mailparser
+ * and nothing else it does not use: every module a new worker loads costs resident memory.
+ */
+import { simpleParser } from 'mailparser';
+
+export interface ParsedAttachment {
+  filename: string | null;
+  contentType: string;
+  contentDisposition: string | null;
+  contentId: string | null;
+  content: Uint8Array;
+}
+
+export interface ParsedMail {
+  messageId: string | null;
+  inReplyTo: string | null;
+  references: string[];
+  subject: string | null;
+  from: { address: string; name: string }[];
+  to: { address: string; name: string }[];
+  cc: { address: string; name: string }[];
+  replyTo: { address: string; name: string }[];
+  date: string | null;
+  text: string | null;
+  html: string | null;
+  headers: [string, string][];
+  attachments: ParsedAttachment[];
+}
+
+type AddressField = import('mailparser').AddressObject | import('mailparser').AddressObject[] | undefined;
+
+function addresses(field: AddressField): { address: string; name: string }[] {
+  const list = field === undefined ? [] : Array.isArray(field) ? field : [field];
+  return list.flatMap((a) => a.value).flatMap(function flat(v): { address: string; name: string }[] {
+    if (v.group) return v.group.flatMap(flat);
+    return v.address ? [{ address: v.address.toLowerCase(), name: v.name ?? '' }] : [];
+  });
+}
+
+/** A Buffer over the same memory (Buffer.from(Uint8Array) would copy the whole message). */
+const bufferView = (bytes: Uint8Array): Buffer => (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+
+/** Parses raw MIME into the fields the mail store keeps. */
+export async function parseMime(raw: Uint8Array): Promise<ParsedMail> {
+  const mail = await simpleParser(bufferView(raw), { skipImageLinks: true, skipTextToHtml: true, skipTextLinks: true });
+  const refs = mail.references === undefined ? [] : Array.isArray(mail.references) ? mail.references : [mail.references];
+  return {
+    messageId: mail.messageId ?? null,
+    inReplyTo: mail.inReplyTo ?? null,
+    references: refs.flatMap((r) => r.split(/\s+/)).filter(Boolean),
+    subject: mail.subject ?? null,
+    from: addresses(mail.from),
+    to: addresses(mail.to),
+    cc: addresses(mail.cc),
+    replyTo: addresses(mail.replyTo),
+    date: mail.date ? mail.date.toISOString() : null,
+    text: mail.text ?? null,
+    html: typeof mail.html === 'string' ? mail.html : null,
+    headers: mail.headerLines.map((h) => [h.key, h.line]),
+    attachments: mail.attachments.map((a) => ({
+      filename: a.filename ?? null,
+      contentType: a.contentType,
+      contentDisposition: a.contentDisposition ?? null,
+      contentId: a.contentId ?? null,
+      content: a.content,
+    })),
+  };
+}
