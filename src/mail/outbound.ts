@@ -11,10 +11,9 @@ import { appendEvent } from '../events/log.js';
 import type { InboxRow } from '../auth/access.js';
 import { ApiError } from '../core/errors.js';
 import { bumpSearchGeneration } from '../core/pagination.js';
-import type { MimeSpec } from '../../workers/pool/compose.js';
+import type { ComposedMime, MimeSpec } from '../../workers/pool/compose.js';
 import { checkAttachmentCount, checkComplete, checkSubject, dedupeRecipients, outgoingAttachment, parseRecipients, tooLarge, type Composition, type OutgoingAttachment, type Recipient, type StoredAttachmentRow } from './compose.js';
 import type { DkimKey } from './dkim-keys.js';
-import { extractHtml, extractText } from './extract.js';
 import { markSendFinal } from './idempotency.js';
 import { visibleSql, type Visibility } from './labels.js';
 import { listVerdict } from './lists.js';
@@ -155,11 +154,12 @@ export interface PreparedSend {
   messageId: string;
   timestamp: string;
   raw: Uint8Array;
-  /** Reply-free text and HTML for search and preview, derived before any transaction. */
+  /** Reply-free text and HTML for search and preview, derived in the pool with the MIME, before any transaction. */
   extracted: { text: string | null; html: string | null };
 }
 
-export type ComposeMime = (spec: MimeSpec) => Promise<Uint8Array>;
+/** Builds the message and derives its extracted text and HTML (the pool's `composeOutbound`). */
+export type ComposeMime = (spec: MimeSpec) => Promise<ComposedMime>;
 
 export const fromHeader = (inbox: Pick<InboxRow, 'inbox_id' | 'display_name'>) =>
   inbox.display_name ? `${/[()<>[\]:;@\\,."]/.test(inbox.display_name) ? JSON.stringify(inbox.display_name) : inbox.display_name} <${inbox.inbox_id}>` : inbox.inbox_id;
@@ -172,7 +172,7 @@ export async function prepareSend(inbox: InboxRow, kind: OutboundKind, compositi
   const messageId = `<${uuidv7()}@${inbox.domain}>`;
   const timestamp = new Date().toISOString();
   const c = composition;
-  const raw = await compose({
+  const { raw, extracted } = await compose({
     from: fromHeader(inbox),
     to: c.to.map((r) => r.display),
     cc: c.cc.map((r) => r.display),
@@ -189,8 +189,6 @@ export async function prepareSend(inbox: InboxRow, kind: OutboundKind, compositi
     attachments: c.attachments.map((a) => ({ ...a, content: new Uint8Array(a.content.buffer, a.content.byteOffset, a.content.byteLength) })),
   });
   if (raw.byteLength >= MAX_MESSAGE_BYTES) throw tooLarge(raw.byteLength);
-  // Derived here, not in queueOutbound: the write transaction holds the lock for SQL only.
-  const extracted = { text: extractText(c.text), html: extractHtml(c.html) };
   return { inbox, kind, composition, threading, messageId, timestamp, raw, extracted };
 }
 

@@ -11,7 +11,7 @@ import type { AppContext } from '../context.js';
 import { inboxFor } from '../auth/access.js';
 import { ApiError, notFound } from '../core/errors.js';
 import type { Principal } from '../auth/principal.js';
-import type { MimeSpec } from '../../workers/pool/compose.js';
+import type { ComposedMime, MimeSpec } from '../../workers/pool/compose.js';
 import { composition, type ComposeInput } from '../mail/compose.js';
 import { idempotencyKey, requestHash } from '../mail/idempotency.js';
 import { readVisibility } from '../mail/labels.js';
@@ -28,7 +28,7 @@ export function sendContext(svc: SendServices, principal: Principal): SendContex
   return {
     db,
     principal,
-    compose: (spec: MimeSpec) => pool.run('composeMime', spec) as Promise<Uint8Array>,
+    compose: (spec: MimeSpec) => pool.run('composeOutbound', spec) as Promise<ComposedMime>,
     publish: (seq) => bus.publish({ kind: 'event', seq }),
     wakeOutbox: () => bus.publish({ kind: 'wake', loop: 'outbox' }),
     commit: (fn) => groupCommit(db, fn),

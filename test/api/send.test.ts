@@ -123,6 +123,20 @@ t.test('send with the SDK: queued with {message_id, thread_id}, then sent throug
   t.equal(Buffer.compare(Buffer.from(await download.arrayBuffer()), delivered.raw), 0, 'the stored raw MIME is exactly what was sent');
 });
 
+t.test('a sent message keeps its reply-free text and HTML, derived with the MIME off the request thread', async (t) => {
+  const inbox = await newInbox();
+  const sent = await sdk(await keyFor(inbox)).inboxes.messages.send(inbox, {
+    to: ['bob@remote.example'],
+    subject: 'Re: plans',
+    text: 'Friday works.\n\nOn Mon, 2 Mar 2026 at 09:00, Bob <bob@remote.example> wrote:\n> Which day suits you?\n',
+    html: '<div>Friday works.</div><blockquote class="gmail_quote">Which day suits you?</blockquote>',
+  });
+  const m = await message(inbox, sent.messageId);
+  t.equal(m.extracted_text, 'Friday works.', 'the quoted history is not in extracted_text');
+  t.notMatch(String(m.extracted_html), /Which day suits you/, 'nor in extracted_html');
+  t.match(m.text, /Which day suits you/, 'the whole text is kept');
+});
+
 t.test('reply, reply-all and forward derive recipients, subject, threading and attachments', async (t) => {
   const inbox = await newInbox();
   const original = await seedMail(

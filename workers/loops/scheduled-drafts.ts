@@ -15,7 +15,7 @@ import { draftRow } from '../../src/mail/drafts/repository.js';
 import { claimDueDraft, dueDrafts, nextDraftDue, resetInterruptedDrafts, settleUnsentDraft } from '../../src/mail/draft-schedule.js';
 import { performSend, type SendContext } from '../../src/mail/send-flow.js';
 import { readTransport } from '../../src/mail/transport.js';
-import type { MimeSpec } from '../pool/compose.js';
+import type { ComposedMime, MimeSpec } from '../pool/compose.js';
 
 const BATCH = 20;
 const { busyMs, idleMs } = LOOPS['scheduled-drafts'];
@@ -29,7 +29,7 @@ function sendContext(ctx: LoopContext): SendContext {
   return {
     db: ctx.db,
     principal: SCHEDULER,
-    compose: (spec: MimeSpec) => ctx.runTask('composeMime', spec) as Promise<Uint8Array>,
+    compose: (spec: MimeSpec) => ctx.runTask('composeOutbound', spec) as Promise<ComposedMime>,
     publish: (seq) => ctx.publish({ kind: 'event', seq }),
     wakeOutbox: () => ctx.publish({ kind: 'wake', loop: 'outbox' }),
   };

@@ -1,10 +1,13 @@
 /**
  * Pool task: builds the RFC 5322 message for an outbound send with nodemailer's MailComposer.
  * Bcc recipients travel in the envelope only, never in the headers. With a key it is DKIM-signed
- * (relaxed/relaxed, rsa-sha256) for the inbox's domain.
+ * (relaxed/relaxed, rsa-sha256) for the inbox's domain. `composeOutbound` also derives the
+ * reply-free text and HTML the store keeps for search and preview, so a send does no text work
+ * on the request thread.
  */
 import MailComposer from 'nodemailer/lib/mail-composer';
 import DKIM from 'nodemailer/lib/dkim';
+import { extractHtml, extractText } from '../../src/mail/extract.js';
 
 export interface MimeSpec {
   from: string;
@@ -23,6 +26,19 @@ export interface MimeSpec {
   /** Signs the built message when given. */
   dkim: { domainName: string; keySelector: string; privateKey: string } | null;
   attachments: { filename: string | null; contentType: string | null; contentDisposition: 'inline' | 'attachment' | null; contentId: string | null; content: Uint8Array }[];
+}
+
+/** A built outbound message and what the store derives from its body. */
+export interface ComposedMime {
+  raw: Uint8Array;
+  /** Reply-free text and HTML (src/mail/extract.ts), for search and preview. */
+  extracted: { text: string | null; html: string | null };
+}
+
+/** The message for a send (`composeMime`) and its extracted text and HTML, in one pool task. */
+export async function composeOutbound(spec: MimeSpec): Promise<ComposedMime> {
+  const raw = await composeMime(spec);
+  return { raw, extracted: { text: extractText(spec.text), html: extractHtml(spec.html) } };
 }
 
 export function composeMime(spec: MimeSpec): Promise<Uint8Array> {

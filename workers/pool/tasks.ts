@@ -4,7 +4,7 @@
  */
 import type { JWK } from 'jose';
 import { openSealed, type InboundMeta, type InboundObject } from '../../src/edge/sealed.js';
-import { composeMime } from './compose.js';
+import { composeMime, composeOutbound } from './compose.js';
 import { deriveText, type DerivedText } from '../../src/mail/extract.js';
 import { parseMime, type ParsedMail } from './parse.js';
 
@@ -44,7 +44,7 @@ async function parseOpened({ meta, raw }: { meta: InboundMeta; raw: Buffer }): P
   }
 }
 
-const TASKS = { parseMime, openInbound, composeMime } as const;
+const TASKS = { parseMime, openInbound, composeMime, composeOutbound } as const;
 export type TaskName = keyof typeof TASKS;
 
 export default async function run({ task, input }: { task: TaskName; input: never }): Promise<unknown> {
