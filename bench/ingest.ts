@@ -129,6 +129,7 @@ export async function benchIngest(): Promise<Record<string, number | string | nu
   ws.close();
   await svc.stop();
   await dns.close();
+  fs.rmSync(path.dirname(home), { recursive: true, force: true }); // the bench's temporary home
   const figures = {
     bench: 'ingest',
     messages: MESSAGES,

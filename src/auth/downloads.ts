@@ -36,8 +36,9 @@ function mac(body: string): string {
   return createHmac('sha256', processKey).update(body).digest('base64url');
 }
 
-/** An OAuth issuer's URL keeps the issuing token's audience (`/v0` or `/mcp`) unless one is given. */
-export function issueDownloadUrl(principal: Principal, origin: string, target: DownloadTarget, audience: string | null = principal.audience ?? null): { download_url: string; expires_at: string } {
+/** An OAuth issuer's URL keeps the issuing token's audience (`/v0` or `/mcp`); other issuers have none. */
+export function issueDownloadUrl(principal: Principal, origin: string, target: DownloadTarget): { download_url: string; expires_at: string } {
+  const audience = principal.audience ?? null;
   const exp = Date.now() + DOWNLOAD_TTL_MS;
   const issuer = { kind: principal.kind, id: principal.id, ...(principal.tokenId !== undefined ? { tokenId: principal.tokenId } : {}) };
   const claims: DownloadClaims = { issuer, audience, origin, target, exp };

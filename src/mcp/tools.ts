@@ -14,7 +14,7 @@ import type { AppContext } from '../context.js';
 import { ApiError } from '../core/errors.js';
 import { PageQuery } from '../core/pagination.js';
 import { ATTACHMENT_ID_MAX, DraftParams, INBOX_ID_MAX, InboxDraftParams, InboxParams, MESSAGE_ID_MAX, MessageParams, RESOURCE_ID_MAX, ScopeParams, ThreadParams } from '../core/schemas.js';
-import type { Audience, Principal } from '../auth/principal.js';
+import type { Principal } from '../auth/principal.js';
 import { ReplyAllBody, ReplyBody, SendBody } from '../mail/compose.js';
 import { CreateDraftBody, UpdateDraftBody } from '../mail/drafts/schemas.js';
 import { CreateInboxBody, UpdateInboxBody } from '../mail/inboxes.js';
@@ -132,9 +132,6 @@ type ListChoice = { direction: (typeof DIRECTIONS)[number]; listType: (typeof LI
 /** A bare page query (inboxes, list entries). */
 const StrictPage = Type.Object(PageQuery, { additionalProperties: false });
 const InboxSearch = Type.Object(InboxSearchQuery.properties, { additionalProperties: false });
-
-/** The download URL keeps an OAuth token's audience (spec §4.7); other issuers have none. */
-const downloadAudience = (p: Principal): Audience | null => (p.kind === 'oauth' ? '/mcp' : null);
 
 function send(ctx: ToolContext, operation: SendOperation, inbox: string, message: string | undefined, schema: TSchema, args: Record<string, unknown> & IdempotencyKey) {
   return sendRequest(ctx.svc, ctx.principal, { operation, inboxId: inbox, messageId: message, body: checked(schema, restBody(schema, args)), idempotencyKey: args.idempotencyKey });
@@ -313,15 +310,14 @@ export const TOOLS: McpTool[] = [
     },
     annotations: withTitle(READ, 'Get Attachment'),
     run: ({ svc, principal }, a) => {
-      const audience = downloadAudience(principal);
       if (a.messageId !== undefined && a.threadId === undefined) {
         if (a.inboxId === undefined) throw new ApiError('validation_error', '`inboxId` is required with `messageId`.', { fix: 'Pass the inbox the message is in, or the threadId instead.' });
-        return messageAttachmentDownload(svc.db, principal, a.inboxId, a.messageId, a.attachmentId, svc.origin(), audience);
+        return messageAttachmentDownload(svc.db, principal, a.inboxId, a.messageId, a.attachmentId, svc.origin());
       }
       if (a.threadId === undefined || a.messageId !== undefined) {
         throw new ApiError('validation_error', 'Give exactly one of `threadId` and `messageId`.', { fix: 'Name the thread or the message that holds the attachment.' });
       }
-      return threadAttachmentDownload(svc.db, principal, { inbox_id: a.inboxId, thread_id: a.threadId }, a.attachmentId, svc.origin(), audience);
+      return threadAttachmentDownload(svc.db, principal, { inbox_id: a.inboxId, thread_id: a.threadId }, a.attachmentId, svc.origin());
     },
   }),
 

@@ -11,7 +11,7 @@ import type { Permission } from '../auth/permissions.js';
 import { issueDownloadUrl } from '../auth/downloads.js';
 import { notFound } from '../core/errors.js';
 import { PageQuery } from '../core/pagination.js';
-import { inScope, type Audience, type Principal } from '../auth/principal.js';
+import { inScope, type Principal } from '../auth/principal.js';
 import type { Bus } from '../supervisor/bus.js';
 import { approveScheduled, checkDraftVersion, createDraft, rejectDraft, updateDraft } from '../mail/drafts/policy.js';
 import { deleteDraft, draftAttachment, draftAttachments, draftById, draftRow, listDrafts, readDraft } from '../mail/drafts/repository.js';
@@ -102,11 +102,11 @@ export function readDraftFor(db: Db, p: Principal, target: DraftTarget): Draft {
 }
 
 /** A draft's attachment with a signed download URL on `origin` (see messageAttachmentDownload). */
-export function draftAttachmentDownload(db: Db, p: Principal, target: DraftTarget, attachmentId: string, origin: string, audience?: Audience | null) {
+export function draftAttachmentDownload(db: Db, p: Principal, target: DraftTarget, attachmentId: string, origin: string) {
   const row = draftScope(db, p, target, 'draft_read');
   const attachment = draftAttachment(db, row.draft_id, attachmentId);
   if (!attachment) throw notFound('attachment');
-  const link = issueDownloadUrl(p, origin, { kind: 'draft_attachment', inboxId: row.inbox_id, draftId: row.draft_id, attachmentId: attachment.attachment_id }, audience);
+  const link = issueDownloadUrl(p, origin, { kind: 'draft_attachment', inboxId: row.inbox_id, draftId: row.draft_id, attachmentId: attachment.attachment_id });
   return { ...attachment, ...link };
 }
 

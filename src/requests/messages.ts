@@ -8,7 +8,7 @@ import { inboxFor } from '../auth/access.js';
 import { issueDownloadUrl } from '../auth/downloads.js';
 import { notFound } from '../core/errors.js';
 import { searchGeneration } from '../core/pagination.js';
-import type { Audience, Principal } from '../auth/principal.js';
+import type { Principal } from '../auth/principal.js';
 import { labelEdit, listVisibility, readVisibility } from '../mail/labels.js';
 import { batchGetMessages, deleteMessage, getMessage, listMessages, messageAttachment, updateMessageLabels, visibleMessage } from '../mail/messages.js';
 import { keysetPage, queryList, timeBounds, type MessageListQuery, type SearchQuery } from '../mail/query.js';
@@ -93,13 +93,13 @@ export function rawMessageDownload(db: Db, p: Principal, inboxId: string, messag
 }
 
 /**
- * An attachment of one message with a signed download URL on `origin`; `audience` is the OAuth
- * resource the URL keeps (spec §4.7); omitted, it is the issuing token's own (none for other issuers).
+ * An attachment of one message with a signed download URL on `origin`; an OAuth token's URL keeps
+ * its audience (spec §4.7, src/auth/downloads.ts).
  */
-export function messageAttachmentDownload(db: Db, p: Principal, inboxId: string, messageId: string, attachmentId: string, origin: string, audience?: Audience | null) {
+export function messageAttachmentDownload(db: Db, p: Principal, inboxId: string, messageId: string, attachmentId: string, origin: string) {
   const inbox = inboxFor(db, p, inboxId, 'message_read');
   const found = messageAttachment(db, inbox.inbox_id, messageId, attachmentId, readVisibility(p));
   if (!found) throw notFound('attachment');
-  const link = issueDownloadUrl(p, origin, { kind: 'attachment', inboxId: inbox.inbox_id, messageId: found.messageId, attachmentId: found.attachment.attachment_id }, audience);
+  const link = issueDownloadUrl(p, origin, { kind: 'attachment', inboxId: inbox.inbox_id, messageId: found.messageId, attachmentId: found.attachment.attachment_id });
   return { ...attachmentShape(found.attachment), ...link };
 }

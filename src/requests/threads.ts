@@ -9,7 +9,7 @@ import { inboxFor, requirePermission } from '../auth/access.js';
 import type { Permission } from '../auth/permissions.js';
 import { notFound } from '../core/errors.js';
 import { searchGeneration } from '../core/pagination.js';
-import { inScope, type Audience, type Principal } from '../auth/principal.js';
+import { inScope, type Principal } from '../auth/principal.js';
 import { issueDownloadUrl } from '../auth/downloads.js';
 import { labelEdit, listVisibility, readVisibility } from '../mail/labels.js';
 import { keysetPage, queryList, scopeInboxes, timeBounds, type SearchQuery, type ThreadListQuery, type ThreadPageQuery } from '../mail/query.js';
@@ -98,13 +98,13 @@ export function removeThread(db: Db, p: Principal, target: ThreadTarget): void {
 }
 
 /**
- * An attachment of a message in the thread with a signed download URL on `origin`; `audience` is the OAuth
- * resource the URL keeps (spec §4.7); omitted, it is the issuing token's own (none for other issuers).
+ * An attachment of a message in the thread with a signed download URL on `origin`; an OAuth
+ * token's URL keeps its audience (spec §4.7, src/auth/downloads.ts).
  */
-export function threadAttachmentDownload(db: Db, p: Principal, target: ThreadTarget, attachmentId: string, origin: string, audience?: Audience | null) {
+export function threadAttachmentDownload(db: Db, p: Principal, target: ThreadTarget, attachmentId: string, origin: string) {
   const inboxId = threadScope(db, p, target, 'message_read');
   const found = threadAttachment(db, inboxId, target.thread_id, attachmentId, readVisibility(p));
   if (!found) throw notFound('attachment');
-  const link = issueDownloadUrl(p, origin, { kind: 'attachment', inboxId, messageId: found.messageId, attachmentId: found.attachment.attachment_id }, audience);
+  const link = issueDownloadUrl(p, origin, { kind: 'attachment', inboxId, messageId: found.messageId, attachmentId: found.attachment.attachment_id });
   return { ...attachmentShape(found.attachment), ...link };
 }
