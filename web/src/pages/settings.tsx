@@ -3,6 +3,7 @@ import { del, enc, get, post, put } from '../api';
 import { useLiveEvents } from '../live';
 import { ErrorBox, Loading, Notice, Page, bytes, confirmed, formValues, useAction, useLoad, when } from '../ui';
 import { useState } from 'preact/hooks';
+import { QUARANTINE_RETRY_BACKOFF_MS } from '../../../src/supervisor/loop-table';
 
 interface TransportView {
   configured: boolean;
@@ -181,17 +182,22 @@ interface QuarantineItem {
   status: string;
 }
 
+/** A delay as the owner reads it: `1 min`, `2 h`. */
+const duration = (ms: number) => (ms >= 3_600_000 && ms % 3_600_000 === 0 ? `${ms / 3_600_000} h` : `${Math.round(ms / 60_000)} min`);
+/** The service's own automatic retry schedule (src/supervisor/loop-table.ts), as a sentence: `1 min, 5 min, 30 min and 2 h`. */
+const RETRY_SCHEDULE = ((d) => `${d.slice(0, -1).join(', ')} and ${d.at(-1)}`)(QUARANTINE_RETRY_BACKOFF_MS.map(duration));
+
 /** What each reason code means for the owner: what happened, and what to do (docs/inbound.md). */
 const REASONS: Record<string, { title: string; happened: string; todo: string }> = {
   parse_failed: {
     title: 'Could not be read',
     happened: 'The message opened but could not be read as email: it is malformed, or reading it ran out of memory while svc was busy.',
-    todo: 'svc retries it on its own after 1 min, 5 min, 30 min and 2 h. If it still fails after that, Retry once more, or Delete it and ask the sender to send it again.',
+    todo: `svc retries it on its own after ${RETRY_SCHEDULE}. If it still fails after that, Retry once more, or Delete it and ask the sender to send it again.`,
   },
   commit_failed: {
     title: 'Could not be stored',
     happened: 'The message was read but could not be saved into the inbox.',
-    todo: 'svc retries it on its own after 1 min, 5 min, 30 min and 2 h. If it keeps failing, check free disk space and Retry, or Delete it.',
+    todo: `svc retries it on its own after ${RETRY_SCHEDULE}. If it keeps failing, check free disk space and Retry, or Delete it.`,
   },
   open_failed: {
     title: 'Could not be decrypted',
