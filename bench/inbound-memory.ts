@@ -24,7 +24,7 @@ import { emptyDns, serveLocalEdge } from './ingest.js';
 import { SERVE_ENVIRONMENT } from '../src/service/service-spec.js';
 
 const INBOX = 'mem@local.test';
-const SETTLE_MS = 15_000;
+const SETTLE_MS = Number(process.env.BENCH_SETTLE_MS ?? 15_000);
 const DEADLINE_MS = 600_000;
 const MIB = 1024 * 1024;
 

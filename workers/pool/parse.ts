@@ -3,6 +3,7 @@
  * the other pool tasks so the large-message parser (workers/pool/parse-large.ts) loads mailparser
  * and nothing else it does not use: every module a new worker loads costs resident memory.
  */
+import { Readable } from 'node:stream';
 import { simpleParser } from 'mailparser';
 
 export interface ParsedAttachment {
@@ -42,9 +43,22 @@ function addresses(field: AddressField): { address: string; name: string }[] {
 /** A Buffer over the same memory (Buffer.from(Uint8Array) would copy the whole message). */
 const bufferView = (bytes: Uint8Array): Buffer => (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
 
+/**
+ * The parser reads the message this many bytes at a time. Given one buffer, mailparser splits it
+ * as one chunk and its slices of the whole stay alive together: a 20 MiB message cost about 30 MiB
+ * more at the peak than when fed in chunks (issue 16, finding 9).
+ */
+const PARSE_CHUNK_BYTES = 64 * 1024;
+
+/** Views of `bytes`, PARSE_CHUNK_BYTES at a time (no copies). */
+function* chunksOf(bytes: Buffer): Generator<Buffer> {
+  for (let at = 0; at < bytes.length; at += PARSE_CHUNK_BYTES) yield bytes.subarray(at, at + PARSE_CHUNK_BYTES);
+}
+
 /** Parses raw MIME into the fields the mail store keeps. */
 export async function parseMime(raw: Uint8Array): Promise<ParsedMail> {
-  const mail = await simpleParser(bufferView(raw), { skipImageLinks: true, skipTextToHtml: true, skipTextLinks: true });
+  const input = raw.byteLength <= PARSE_CHUNK_BYTES ? bufferView(raw) : Readable.from(chunksOf(bufferView(raw)), { objectMode: false });
+  const mail = await simpleParser(input, { skipImageLinks: true, skipTextToHtml: true, skipTextLinks: true });
   const refs = mail.references === undefined ? [] : Array.isArray(mail.references) ? mail.references : [mail.references];
   return {
     messageId: mail.messageId ?? null,
