@@ -2,7 +2,8 @@
  * Authorization requests waiting for the owner's consent (spec §5.3 steps 3–4). `/oauth/authorize`
  * stores a request for ten minutes; the web app's consent page reads it, and the owner approves
  * (choosing inboxes, permissions and send policy) or denies. Either way the answer is the URL to
- * send the browser back to the client.
+ * send the browser back to the client. At most MAX_PENDING_REQUESTS wait at once
+ * (MAX_PENDING_REQUESTS_PER_CLIENT for one client); more are refused, not queued.
  */
 import type { Db } from '../db/open.js';
 import { uuidv7 } from '../db/ids.js';
@@ -15,7 +16,8 @@ import { permissionObject, permissionSet, PERMISSIONS, storedPermissions, type P
 import { sweepOAuth } from './clients.js';
 import { appendOAuthEvent, createGrant } from './grants.js';
 import { redirectHost, withResponseParams } from './redirect-uris.js';
-import { REQUEST_TTL_MS } from './limits.js';
+import { MAX_PENDING_REQUESTS, MAX_PENDING_REQUESTS_PER_CLIENT, REQUEST_TTL_MS } from './limits.js';
+import { OAuthError } from './errors.js';
 import type { Resource } from './resources.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -43,6 +45,17 @@ export function storeRequest(db: Db, r: PendingRequest, now = Date.now()): strin
   const requestId = uuidv7(now);
   db.transaction(() => {
     sweepOAuth(db, now);
+    const { total, forClient } = prepared(db, 'SELECT count(*) AS total, count(*) FILTER (WHERE client_id = ?) AS forClient FROM oauth_requests').get(r.clientId) as {
+      total: number;
+      forClient: number;
+    };
+    if (total >= MAX_PENDING_REQUESTS || forClient >= MAX_PENDING_REQUESTS_PER_CLIENT) {
+      throw new OAuthError(
+        'temporarily_unavailable',
+        `Too many sign-ins are waiting for consent (at most ${MAX_PENDING_REQUESTS_PER_CLIENT} per app and ${MAX_PENDING_REQUESTS} in all); each waits ${REQUEST_TTL_MS / 60_000} minutes. Answer or close the open consent screens, or try again later.`,
+        503,
+      );
+    }
     prepared(db, 'INSERT INTO oauth_requests (request_id, client_id, redirect_uri, state, code_challenge, resource, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run(
       requestId,
       r.clientId,

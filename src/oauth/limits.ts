@@ -16,6 +16,12 @@ export const ACCESS_TOKEN_TTL_MS = 5 * 60 * 1000;
 export const FAMILY_TTL_MS = 30 * 24 * 3600 * 1000;
 /** How long a consent screen may stay open before the request must start again. */
 export const REQUEST_TTL_MS = 10 * 60 * 1000;
+/**
+ * Sign-ins waiting for consent at once, in all and per client: each one stays REQUEST_TTL_MS, so
+ * a page that keeps sending the owner's browser to /oauth/authorize cannot grow the table.
+ */
+export const MAX_PENDING_REQUESTS = 200;
+export const MAX_PENDING_REQUESTS_PER_CLIENT = 20;
 /** A registration that never got a grant is forgotten after this long. */
 export const UNUSED_CLIENT_TTL_MS = 24 * 3600 * 1000;
 

@@ -1,10 +1,11 @@
 /**
  * OAuth limits (spec §8, §7.2, §5.3): token and revoke 120 per minute each, registration 20 per
- * hour, at most 1,000 registrations kept, 16 KiB token bodies, and `not_supported` without the
+ * hour, at most 1,000 registrations kept, at most 20 sign-ins per app waiting for consent, 16 KiB
+ * token bodies, and `not_supported` without the
  * web app (SVC_TEST_NO_WEB_APP=1, docs/testing.md).
  */
 import t from 'tap';
-import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
+import { api, setupOwner, startSvc, type RunningSvc } from '../helpers/svc.js';
 import { openHomeDb } from '../helpers/db.js';
 import { authorizePath, ensureWebApp, form, pkce, REDIRECT, register, visit } from '../helpers/oauth.js';
 import { uuidv7 } from '../../src/db/ids.js';
@@ -19,6 +20,35 @@ t.test('registration and body limits', async (t) => {
     await svc.stop();
   });
   const count = () => (db.prepare('SELECT count(*) AS n FROM oauth_clients').get() as { n: number }).n;
+
+  // First: the registration tests below use up this hour's registrations.
+  t.test('at most 20 sign-ins of one app wait for consent; more get 503 temporarily_unavailable, never a stored request', async (t) => {
+    const session = await setupOwner(svc);
+    const client = (await register(svc.url)).body.client_id;
+    const other = (await register(svc.url)).body.client_id;
+    const pending = () => (db.prepare('SELECT count(*) AS n FROM oauth_requests WHERE client_id = ?').get(client) as { n: number }).n;
+    const authorize = (clientId: string) =>
+      visit(
+        svc.url,
+        authorizePath({ response_type: 'code', client_id: clientId, redirect_uri: REDIRECT, code_challenge: pkce().challenge, code_challenge_method: 'S256', resource: `${svc.url}/mcp` }),
+        session.cookie,
+      );
+    for (let i = 0; i < 20; i++) {
+      const res = await authorize(client);
+      t.equal(res.status, 302, `sign-in ${i + 1} goes to the consent screen`);
+      t.match(res.location, /^\/consent\?request=/);
+    }
+    const over = await authorize(client);
+    t.equal(over.status, 503);
+    t.equal(over.location, null, 'no redirect');
+    t.equal(over.body?.error, 'temporarily_unavailable');
+    t.match(over.body?.error_description, /waiting for consent/);
+    t.equal(pending(), 20, 'nothing more was stored');
+    t.equal((await authorize(other)).status, 302, 'another app still gets its consent screen');
+    // SQL: no route removes a registration, and the cap tests below count every one kept.
+    db.prepare('DELETE FROM oauth_requests WHERE client_id IN (?, ?)').run(client, other);
+    db.prepare('DELETE FROM oauth_clients WHERE client_id IN (?, ?)').run(client, other);
+  });
 
   t.test('at 1,000 registrations the oldest one without a grant makes room', async (t) => {
     // SQL: the hourly registration limit keeps the route from making 1,000 in a test.
