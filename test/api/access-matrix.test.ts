@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
-import { insertApiKey, openHomeDb } from '../helpers/db.js';
+import { expireApiKey, openHomeDb } from '../helpers/db.js';
 import { createApiKey, createInbox } from '../helpers/seed.js';
 import { seedMail } from '../helpers/mail.js';
 
@@ -182,9 +182,10 @@ t.test('owner-only routes reject every API key', async (t) => {
 });
 
 t.test('an expired key is 401 everywhere', async (t) => {
+  const key = await createApiKey(svc, { permissions: ALL });
   // SQL: no route makes a key that has already expired (`expires_at` must lie ahead).
   const db = openHomeDb(svc.home);
-  const key = insertApiKey(db, { permissions: ALL, expiresAt: new Date(Date.now() - 1000).toISOString() });
+  expireApiKey(db, key.id);
   db.close();
   const res = await api(svc.url, 'GET', '/v0/inboxes', { token: key.secret });
   t.equal(res.status, 401);

@@ -2,7 +2,7 @@
 import t from 'tap';
 import { createHash } from 'node:crypto';
 import { api, setupOwner, startSvc, type RunningSvc } from '../helpers/svc.js';
-import { insertApiKey, openHomeDb } from '../helpers/db.js';
+import { expireApiKey, openHomeDb } from '../helpers/db.js';
 
 interface ApiKey {
   type: string;
@@ -174,12 +174,13 @@ t.test('create: expires_at must be an RFC 3339 time in the future', async (t) =>
 });
 
 t.test('an expired key → 401', async (t) => {
+  const expired = await createKey({ permissions: ['inbox_read'], send_policy: 'direct' });
   // SQL: no route makes a key that has already expired (`expires_at` must lie ahead), and waiting
   // for one to expire would make the test depend on the clock.
   const db = openHomeDb(svc.home);
   t.teardown(() => db.close());
-  const expired = insertApiKey(db, { permissions: ['inbox_read'], expiresAt: new Date(Date.now() - 1000).toISOString() });
-  const res = await as(expired.secret, 'GET', '/v0/inboxes');
+  expireApiKey(db, expired.api_key_id);
+  const res = await as(expired.api_key, 'GET', '/v0/inboxes');
   t.equal(res.status, 401);
   t.equal((res.body as { code: string }).code, 'unauthorized');
 });

@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import { api, setupOwner, startSvc, type RunningSvc } from '../helpers/svc.js';
-import { openHomeDb } from '../helpers/db.js';
+import { expireApiKey, narrowApiKeyScope, openHomeDb } from '../helpers/db.js';
 import { createApiKey, createInbox } from '../helpers/seed.js';
 import { fixture, seedMail } from '../helpers/mail.js';
 import { freePort } from '../helpers/ports.js';
@@ -128,7 +128,7 @@ t.test('revoking or expiring the issuing API key makes its URLs 401', async (t) 
   const url2 = await urlFor(inbox, { token: expiring.secret });
   t.equal((await fetchUrl(url2)).status, 200);
   // SQL: a key's expires_at can only be set ahead of now, and waiting for it would time the test.
-  db.prepare('UPDATE api_keys SET expires_at = ? WHERE api_key_id = ?').run(new Date(Date.now() - 1000).toISOString(), expiring.id);
+  expireApiKey(db, expiring.id);
   t.equal((await fetchUrl(url2)).status, 401, 'the key passed its expires_at');
 });
 
@@ -161,8 +161,8 @@ t.test('an inbox that left the issuer\'s scope is 404', async (t) => {
   const inbox = await seededInbox();
   const reader = await createApiKey(svc, { permissions: ['message_read'], inboxIds: [inbox] });
   const url = await urlFor(inbox, { token: reader.secret });
-  // The scope cannot change through a route (spec §2.9), but it is rechecked as stored.
-  db.prepare('UPDATE api_keys SET inbox_ids = ? WHERE api_key_id = ?').run(JSON.stringify(['elsewhere@example.com']), reader.id);
+  // SQL: the scope cannot change through a route (spec §2.9), but it is rechecked as stored.
+  narrowApiKeyScope(db, reader.id, ['elsewhere@example.com']);
   const res = await fetchUrl(url);
   t.equal(res.status, 404);
   t.equal(res.code, 'not_found');

@@ -72,12 +72,14 @@ t.test('registration and body limits', async (t) => {
   });
 
   t.test('when every kept registration has a grant, registering fails', async (t) => {
+    // SQL: a grant takes the owner's consent per client; 1,000 consents through the route are not a test.
     db.prepare('UPDATE oauth_clients SET granted = 1').run();
     const res = await register(svc.url);
     t.equal(res.status, 503);
     t.equal(res.body.error, 'temporarily_unavailable');
     t.match(res.body.error_description, /1000 client registrations/);
     t.equal(count(), 1000);
+    // SQL: no route removes a registration that has a grant (the purge keeps them); the seeded rows go as they came.
     db.prepare("DELETE FROM oauth_clients WHERE client_name = 'seeded'").run();
   });
 

@@ -551,6 +551,7 @@ t.test('a registration without a grant expires after 24 hours', async (t) => {
   t.equal(authorize.body?.error, 'invalid_client');
   const list = await api<{ clients: { client_id: string }[] }>(svc.url, 'GET', '/v0/owner/oauth/clients?limit=100', { token: svc.ownerToken });
   t.notOk(list.body.clients.some((c) => c.client_id === stale));
+  // SQL: two days cannot pass in a test; the granted client's stored creation time is moved back instead.
   db.prepare("UPDATE oauth_clients SET created_at = ? WHERE client_id = ?").run(new Date(Date.now() - 48 * 3600 * 1000).toISOString(), clientId);
   t.ok((await tokensFor(V0)).access_token, 'a client that has had a grant does not expire');
 });

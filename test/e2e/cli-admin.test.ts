@@ -131,6 +131,7 @@ t.test('quarantine: list; retry of a queue-message item is not_supported (9); re
   t.match((await svcCli(['quarantine', 'list', ...owner])).stdout, /^Nothing is quarantined\.\n$/);
   const queued = uuidv7();
   const deleting = uuidv7();
+  // SQL: quarantine items come only from inbound failures; no route makes one, least of all one mid-deletion.
   const db = openHomeDb(svc.home);
   const insert = db.prepare('INSERT INTO inbound_quarantine (quarantine_id, source_kind, source_key, reason_code, first_seen, size, inbox_id, status) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
   insert.run(queued, 'queue_message', `q-${queued}`, 'object_missing', new Date().toISOString(), 100, 'ops@admin.test', 'quarantined');

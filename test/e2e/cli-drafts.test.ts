@@ -5,7 +5,7 @@
  */
 import t from 'tap';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
-import { insertApiKey, insertInbox, openHomeDb } from '../helpers/db.js';
+import { createApiKey, createInbox } from '../helpers/seed.js';
 import { agentEnv, svcCli } from './cli-run.js';
 
 let svc: RunningSvc;
@@ -19,10 +19,8 @@ const PAGE = 2;
 t.before(async () => {
   svc = await startSvc({ args: ['--local-edge'] });
   owner = ['--home', svc.home];
-  const db = openHomeDb(svc.home);
-  insertInbox(db, INBOX);
-  const { secret } = insertApiKey(db, { permissions: ['message_send', 'draft_read'], inboxIds: [INBOX], sendPolicy: 'approval' });
-  db.close();
+  await createInbox(svc, INBOX);
+  const { secret } = await createApiKey(svc, { permissions: ['message_send', 'draft_read'], inboxIds: [INBOX], sendPolicy: 'approval' });
   for (let i = 0; i < PENDING; i++) {
     const run = await svcCli(['send', '--inbox', INBOX, '--to', 'someone@example.org', '--subject', `Pending ${i}`, '--text', 'Needs approval'], { env: agentEnv(svc.url, secret) });
     if (run.code !== 1) throw new Error(`send for approval: ${run.code} ${run.stderr}`);

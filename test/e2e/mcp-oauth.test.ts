@@ -92,6 +92,7 @@ t.test('the SDK client discovers, registers, authorizes with PKCE, exchanges, li
   t.same(await listInboxes(client), [INBOX], 'only the inbox the owner chose, through /mcp');
 
   // The access token runs out: the next call gets 401, the transport refreshes and retries.
+  // SQL: no route ends an access token early, and waiting out its lifetime would time the test.
   db.prepare("UPDATE oauth_tokens SET expires_at = ? WHERE kind = 'access'").run(new Date(Date.now() - 1000).toISOString());
   t.same(await listInboxes(client), [INBOX], 'still works after the refresh');
   t.not(provider.saved!.refresh_token, firstRefresh, 'the refresh token rotated');

@@ -9,7 +9,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Db } from '../../src/db/open.js';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
-import { insertApiKey, insertInbox, openHomeDb } from '../helpers/db.js';
+import { openHomeDb } from '../helpers/db.js';
+import { createApiKey, createInbox } from '../helpers/seed.js';
 import { fixture, seedMail, simpleMail } from '../helpers/mail.js';
 import { startSink, type Sink } from '../helpers/sink.js';
 
@@ -21,9 +22,9 @@ const clients: Client[] = [];
 
 const ALL = ['inbox_read', 'message_read', 'message_send', 'message_reply', 'message_update', 'draft_read', 'draft_create', 'draft_send', 'list_entry_read'];
 const enc = encodeURIComponent;
-const newInbox = () => insertInbox(db, `mcp${++n}@home.example`);
-const keyFor = (inboxes: string[] | null, permissions = ALL, sendPolicy: 'direct' | 'approval' | 'read_only' = 'direct') =>
-  insertApiKey(db, { permissions, inboxIds: inboxes, sendPolicy }).secret;
+const newInbox = () => createInbox(svc, `mcp${++n}@home.example`);
+const keyFor = async (inboxes: string[] | null, permissions = ALL, sendPolicy: 'direct' | 'approval' | 'read_only' = 'direct') =>
+  (await createApiKey(svc, { permissions, inboxIds: inboxes, sendPolicy })).secret;
 
 async function connect(token: string): Promise<Client> {
   const client = new Client({ name: 'svc-test', version: '1.0.0' });
@@ -84,7 +85,7 @@ t.test('without a credential /mcp is 401 with the exact WWW-Authenticate challen
 });
 
 t.test('a request whose Origin is not the listener’s own is refused with 403', async (t) => {
-  const token = keyFor(null);
+  const token = await keyFor(null);
   const foreign = await api(svc.url, 'POST', '/mcp', { token, body: initialize, headers: { ...rpcHeaders, origin: 'http://evil.example' } });
   t.equal(foreign.status, 403);
   t.equal(foreign.body.code, 'forbidden');
@@ -93,13 +94,13 @@ t.test('a request whose Origin is not the listener’s own is refused with 403',
 });
 
 t.test('the endpoint is stateless: GET and DELETE answer 405 after authentication', async (t) => {
-  const res = await api(svc.url, 'GET', '/mcp', { token: keyFor(null), headers: { accept: 'text/event-stream' } });
+  const res = await api(svc.url, 'GET', '/mcp', { token: await keyFor(null), headers: { accept: 'text/event-stream' } });
   t.equal(res.status, 405);
   t.equal(res.headers.get('allow'), 'POST');
 });
 
 t.test('tools/list has every tool, with read-only and destructive annotations', async (t) => {
-  const client = await connect(keyFor(null));
+  const client = await connect(await keyFor(null));
   const { tools } = await client.listTools();
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
   const reads = ['list_inboxes', 'search_inboxes', 'get_inbox', 'list_threads', 'search_threads', 'get_thread', 'list_messages', 'search_messages', 'get_message', 'get_attachment', 'list_drafts', 'get_draft', 'list_list_entries', 'get_list_entry'];
@@ -115,9 +116,9 @@ t.test('tools/list has every tool, with read-only and destructive annotations', 
 });
 
 t.test('list_inboxes returns only the inboxes in the credential’s scope', async (t) => {
-  const mine = newInbox();
-  newInbox();
-  const client = await connect(keyFor([mine]));
+  const mine = await newInbox();
+  await newInbox();
+  const client = await connect(await keyFor([mine]));
   const { isError, body } = await call(client, 'list_inboxes', {});
   t.notOk(isError);
   t.same((body.inboxes as { inbox_id: string }[]).map((i) => i.inbox_id), [mine]);
@@ -125,9 +126,9 @@ t.test('list_inboxes returns only the inboxes in the credential’s scope', asyn
 });
 
 t.test('out of scope is not_found before permissions; in scope without the permission is missing_permission', async (t) => {
-  const mine = newInbox();
-  const other = newInbox();
-  const client = await connect(keyFor([mine], ['message_read']));
+  const mine = await newInbox();
+  const other = await newInbox();
+  const client = await connect(await keyFor([mine], ['message_read']));
   const outside = await call(client, 'get_inbox', { inboxId: other });
   t.ok(outside.isError);
   t.match(outside.body, { name: 'NotFoundError', code: 'not_found' });
@@ -139,9 +140,9 @@ t.test('out of scope is not_found before permissions; in scope without the permi
 });
 
 t.test('arguments are checked like REST bodies: system labels and unknown arguments are validation_error', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   const seeded = await seedMail(db, simpleMail({ from: 'alice@remote.example', to: inbox, subject: 'Labels' }), { inboxId: inbox });
-  const client = await connect(keyFor([inbox]));
+  const client = await connect(await keyFor([inbox]));
   const system = await call(client, 'update_message', { inboxId: inbox, messageId: seeded.messageId, addLabels: ['sent'] });
   t.ok(system.isError);
   t.equal(system.body.code, 'validation_error');
@@ -154,8 +155,8 @@ t.test('arguments are checked like REST bodies: system labels and unknown argume
 });
 
 t.test('send and reply through MCP; a reply idempotencyKey reused over REST returns the same ids', async (t) => {
-  const inbox = newInbox();
-  const token = keyFor([inbox]);
+  const inbox = await newInbox();
+  const token = await keyFor([inbox]);
   const client = await connect(token);
   const before = sink.messages.length;
 
@@ -185,8 +186,8 @@ t.test('send and reply through MCP; a reply idempotencyKey reused over REST retu
 });
 
 t.test('the approval send policy turns a send into a draft: approval_required with the draft id', async (t) => {
-  const inbox = newInbox();
-  const client = await connect(keyFor([inbox], ALL, 'approval'));
+  const inbox = await newInbox();
+  const client = await connect(await keyFor([inbox], ALL, 'approval'));
   const res = await call(client, 'send_message', { inboxId: inbox, to: 'bob@remote.example', subject: 'Needs approval', text: 'Please approve' });
   t.ok(res.isError);
   t.match(res.body, { name: 'ApprovalRequiredError', code: 'approval_required', draft_id: String });
@@ -196,8 +197,8 @@ t.test('the approval send policy turns a send into a draft: approval_required wi
 });
 
 t.test('the read_only send policy cannot send: missing_permission', async (t) => {
-  const inbox = newInbox();
-  const client = await connect(keyFor([inbox], ALL, 'read_only'));
+  const inbox = await newInbox();
+  const client = await connect(await keyFor([inbox], ALL, 'read_only'));
   const res = await call(client, 'send_message', { inboxId: inbox, to: 'bob@remote.example', subject: 'No', text: 'No' });
   t.ok(res.isError);
   t.equal(res.body.code, 'missing_permission');
@@ -206,8 +207,8 @@ t.test('the read_only send policy cannot send: missing_permission', async (t) =>
 });
 
 t.test('a paused inbox cannot send: inbox_paused, as over REST', async (t) => {
-  const inbox = newInbox();
-  const client = await connect(keyFor([inbox], [...ALL, 'inbox_update']));
+  const inbox = await newInbox();
+  const client = await connect(await keyFor([inbox], [...ALL, 'inbox_update']));
   const paused = await call(client, 'update_inbox', { inboxId: inbox, status: 'paused' });
   t.equal(paused.body.status, 'paused');
   const res = await call(client, 'send_message', { inboxId: inbox, to: 'bob@remote.example', subject: 'Paused', text: 'x' });
@@ -215,12 +216,12 @@ t.test('a paused inbox cannot send: inbox_paused, as over REST', async (t) => {
 });
 
 t.test('get_attachment returns a download URL on the listener origin that serves the bytes without a bearer', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   const seeded = await seedMail(db, fixture('multipart-attachment.eml'), { inboxId: inbox });
   const row = db
     .prepare("SELECT a.attachment_id, a.content FROM attachments a JOIN messages m ON m.id = a.message_rowid WHERE m.inbox_id = ? AND a.filename = 'photo.png'")
     .get(inbox) as { attachment_id: string; content: Buffer };
-  const client = await connect(keyFor([inbox]));
+  const client = await connect(await keyFor([inbox]));
 
   const byMessage = await call(client, 'get_attachment', { inboxId: inbox, messageId: seeded.messageId, attachmentId: row.attachment_id });
   t.notOk(byMessage.isError, JSON.stringify(byMessage.body));
@@ -239,7 +240,7 @@ t.test('get_attachment returns a download URL on the listener origin that serves
 });
 
 t.test('the owner bearer works on /mcp on the loopback listener', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   const client = await connect(svc.ownerToken);
   const res = await call(client, 'get_inbox', { inboxId: inbox });
   t.notOk(res.isError);
@@ -247,9 +248,9 @@ t.test('the owner bearer works on /mcp on the loopback listener', async (t) => {
 });
 
 t.test('tool results are the REST bodies: get_message, get_thread and list_threads answer what REST answers', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   const seeded = await seedMail(db, fixture('multipart-attachment.eml'), { inboxId: inbox });
-  const token = keyFor([inbox]);
+  const token = await keyFor([inbox]);
   const client = await connect(token);
   const rest = async (path: string) => (await api(svc.url, 'GET', path, { token })).body;
 
@@ -260,8 +261,8 @@ t.test('tool results are the REST bodies: get_message, get_thread and list_threa
 });
 
 t.test('drafts through MCP: create, update, then send_draft delivers it', async (t) => {
-  const inbox = newInbox();
-  const client = await connect(keyFor([inbox], [...ALL, 'draft_update']));
+  const inbox = await newInbox();
+  const client = await connect(await keyFor([inbox], [...ALL, 'draft_update']));
   const before = sink.messages.length;
   const created = await call(client, 'create_draft', { inboxId: inbox, to: ['dora@remote.example'], subject: 'Draft', text: 'First' });
   t.notOk(created.isError, JSON.stringify(created.body));
@@ -280,10 +281,10 @@ t.test('drafts through MCP: create, update, then send_draft delivers it', async 
 });
 
 t.test('list_list_entries: instance-wide lists need a credential without an inbox restriction', async (t) => {
-  const inbox = newInbox();
+  const inbox = await newInbox();
   const res = await api(svc.url, 'POST', `/v0/inboxes/${enc(inbox)}/lists/send/block`, { token: svc.ownerToken, body: { entry: 'spam.example' } });
   t.equal(res.status, 200);
-  const client = await connect(keyFor([inbox]));
+  const client = await connect(await keyFor([inbox]));
   const entries = await call(client, 'list_list_entries', { inboxId: inbox, direction: 'send', listType: 'block' });
   t.notOk(entries.isError);
   t.same((entries.body.entries as { entry: string }[]).map((e) => e.entry), ['spam.example']);

@@ -6,7 +6,7 @@
  */
 import t from 'tap';
 import { api, startSvc } from '../helpers/svc.js';
-import { insertApiKey, insertInbox, openHomeDb } from '../helpers/db.js';
+import { createApiKey, createInbox } from '../helpers/seed.js';
 import { startSink } from '../helpers/sink.js';
 
 const enc = encodeURIComponent;
@@ -15,10 +15,8 @@ t.test('SMTP smart host: killed after the handover → send_unknown after restar
   const sink = await startSink();
   t.teardown(() => sink.close());
   const first = await startSvc({ env: { SVC_TEST_FAULT: 'outbox-kill-after-handover' } });
-  const db = openHomeDb(first.home);
-  const inbox = insertInbox(db, 'crash@home.example');
-  const token = insertApiKey(db, { permissions: ['message_send', 'message_read'], inboxIds: [inbox] }).secret;
-  db.close();
+  const inbox = await createInbox(first, 'crash@home.example');
+  const token = (await createApiKey(first, { permissions: ['message_send', 'message_read'], inboxIds: [inbox] })).secret;
   await api(first.url, 'PUT', '/v0/owner/transport', { token: first.ownerToken, body: { smtp: { host: '127.0.0.1', port: sink.port } } });
   const sent = await api<{ message_id: string }>(first.url, 'POST', `/v0/inboxes/${enc(inbox)}/messages/send`, { token, body: { to: 'bob@remote.example', subject: 'Crash', text: 'x' } });
   t.equal(sent.status, 200);
@@ -46,9 +44,7 @@ t.test('a scheduled draft that fell due while the service was stopped is sent af
   const sink = await startSink();
   t.teardown(() => sink.close());
   const first = await startSvc();
-  const db = openHomeDb(first.home);
-  const inbox = insertInbox(db, 'scheduler@home.example');
-  db.close();
+  const inbox = await createInbox(first, 'scheduler@home.example');
   await api(first.url, 'PUT', '/v0/owner/transport', { token: first.ownerToken, body: { smtp: { host: '127.0.0.1', port: sink.port } } });
   const sendAt = new Date(Date.now() + 2_000).toISOString();
   const draft = await api<{ draft_id: string; state: string }>(first.url, 'POST', `/v0/inboxes/${enc(inbox)}/drafts`, {

@@ -74,6 +74,7 @@ t.test('the pull loop retries due transient items and releases them', async (t) 
     ['commit_failed', 5, longAgo],
     ['parse_failed', 1, now],
   ];
+  // SQL: quarantine items come only from inbound failures; no route makes one with a given attempt count and time.
   const db = openHomeDb(svc.home);
   // Same first_seen for all: the list orders them by id, so the ids are made in row order.
   rows.forEach(([reason, attempts, last], i) =>

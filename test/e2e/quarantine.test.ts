@@ -11,7 +11,7 @@ import nodemailer from 'nodemailer';
 import { Edge } from '../../src/edge/edge.js';
 import { uuidv7 } from '../../src/db/ids.js';
 import { api, startSvc, tempDir, type RunningSvc } from '../helpers/svc.js';
-import { insertApiKey, openHomeDb } from '../helpers/db.js';
+import { createApiKey } from '../helpers/seed.js';
 import { startLoopbackDns, type LoopbackDns } from '../helpers/dns.js';
 
 const TOKEN = 'edge-test-token-0123456789abcdef';
@@ -89,9 +89,7 @@ t.test('a queue entry whose object is lost becomes a queue_message item', async 
 });
 
 t.test('agents get 403 on every quarantine route', async (t) => {
-  const db = openHomeDb(svc.home);
-  const key = insertApiKey(db, { permissions: ['inbox_read', 'message_read', 'message_update', 'message_delete'] });
-  db.close();
+  const key = await createApiKey(svc, { permissions: ['inbox_read', 'message_read', 'message_update', 'message_delete'] });
   const [item] = await items(svc);
   for (const [method, url] of [
     ['GET', '/v0/owner/quarantine'],

@@ -8,7 +8,7 @@
  */
 import t from 'tap';
 import { api, startSvc } from '../helpers/svc.js';
-import { insertApiKey, openHomeDb } from '../helpers/db.js';
+import { createApiKey } from '../helpers/seed.js';
 import { killAfter, sleep, startCrashRig, type CrashRig } from '../helpers/crash-rig.js';
 import { until } from '../helpers/until.js';
 import { Rng, fuzzSeed } from '../helpers/fuzz.js';
@@ -24,9 +24,7 @@ t.before(async () => {
 
 t.test('kill -9 during draft approvals: each draft ends sent exactly once or stays approvable, never sent twice', async (t) => {
   const { svc, inbox } = await rig.pairedHome(t, 'approver');
-  const db = openHomeDb(svc.home);
-  const agent = insertApiKey(db, { permissions: ['message_send', 'message_read', 'draft_read'], inboxIds: [inbox], sendPolicy: 'approval' }).secret;
-  db.close();
+  const agent = (await createApiKey(svc, { permissions: ['message_send', 'message_read', 'draft_read'], inboxIds: [inbox], sendPolicy: 'approval' })).secret;
   const drafts: string[] = [];
   for (let i = 0; i < 8; i++) {
     const res = await api<{ draft_id: string; code: string }>(svc.url, 'POST', `/v0/inboxes/${enc(inbox)}/messages/send`, { token: agent, body: { to: `approve${i}@remote.test`, subject: `approval ${i}`, text: 'x' } });

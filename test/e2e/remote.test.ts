@@ -11,7 +11,8 @@ import WebSocket from 'ws';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
 import { answers, freePort } from '../helpers/ports.js';
 import { tunnelProxyCommand } from '../helpers/tunnel.js';
-import { insertApiKey, insertInbox, openHomeDb } from '../helpers/db.js';
+import { openHomeDb } from '../helpers/db.js';
+import { createApiKey, createInbox } from '../helpers/seed.js';
 import { seedMail, simpleMail } from '../helpers/mail.js';
 import type { Db } from '../../src/db/open.js';
 import { until } from '../helpers/until.js';
@@ -81,10 +82,11 @@ t.before(async () => {
   proxyPort = await freePort();
   proxy = `http://127.0.0.1:${proxyPort}`;
   svc = await startSvc({ env: { SVC_TEST_REMOTE_BACKOFF_MS: String(BACKOFF_BASE_MS) } });
+  inbox = await createInbox(svc, 'agent@remote.test');
+  other = await createInbox(svc, 'other@remote.test');
+  agentKey = (await createApiKey(svc, { permissions: ['inbox_read', 'message_read', 'draft_read'], inboxIds: [inbox] })).secret;
+  // Received mail has no route: it is committed the way the inbound pipeline commits it.
   db = openHomeDb(svc.home);
-  inbox = insertInbox(db, 'agent@remote.test');
-  other = insertInbox(db, 'other@remote.test');
-  agentKey = insertApiKey(db, { permissions: ['inbox_read', 'message_read', 'draft_read'], inboxIds: [inbox] }).secret;
   await seedMail(db, 'multipart-attachment.eml', { inboxId: inbox });
 });
 t.teardown(async () => {

@@ -1,14 +1,16 @@
 /**
  * The event WebSocket, `GET /v0/ws` (spec §6.4, §5.1, §5.2, §8), against real services with a
  * real `ws` client. Events are appended to the running service's log from this process, as a
- * writer the service does not hear on its bus, so delivery also proves the hub's log poll.
+ * writer the service does not hear on its bus, so delivery also proves the hub's log poll; the
+ * inboxes and API keys are created through the API, as the owner would.
  * One service runs the spec's timings; a second one shortens ping and pong through the test-only
  * variables (docs/websocket.md) for the timing rules.
  */
 import t from 'tap';
 import WebSocket from 'ws';
 import { OWNER_PASSWORD, api, setupOwner, startSvc, type RunningSvc } from '../helpers/svc.js';
-import { insertApiKey, openHomeDb } from '../helpers/db.js';
+import { expireApiKey, narrowApiKeyScope, openHomeDb } from '../helpers/db.js';
+import { createApiKey, createInbox, deleteApiKey, updateApiKey } from '../helpers/seed.js';
 import type { Db } from '../../src/db/open.js';
 import { appendEvent } from '../../src/events/log.js';
 import { pruneEvents } from '../../src/events/retention.js';
@@ -163,7 +165,6 @@ const storedPayload = (db: Db, eventId: string) => (db.prepare('SELECT payload F
 let main: RunningSvc;
 let fast: RunningSvc;
 let mainDb: Db;
-let fastDb: Db;
 let session: { cookie: string; csrf: string };
 
 t.before(async () => {
@@ -171,8 +172,10 @@ t.before(async () => {
     startSvc(),
     startSvc({ env: { SVC_TEST_WS_PING_MS: String(FAST.pingMs), SVC_TEST_WS_PONG_TIMEOUT_MS: String(FAST.pongTimeoutMs) } }),
   ]);
+  // Keys come from the API, and a key's scope may only name inboxes that exist.
+  await createInbox(main, A);
+  await createInbox(main, B);
   mainDb = openHomeDb(main.home);
-  fastDb = openHomeDb(fast.home);
   session = await setupOwner(main);
 });
 
@@ -182,14 +185,13 @@ t.afterEach(() => {
 
 t.teardown(async () => {
   mainDb?.close();
-  fastDb?.close();
   await Promise.all([main?.stop(), fast?.stop()]);
 });
 
 t.test('authenticate with Authorization: Bearer — the owner token or an API key', async (t) => {
   const owner = await connect(main, { token: main.ownerToken });
   t.same(await owner.subscribe(), { type: 'subscribed' });
-  const key = insertApiKey(mainDb, { permissions: ['message_read'] });
+  const key = await createApiKey(main, { permissions: ['message_read'] });
   const agent = await connect(main, { token: key.secret });
   t.same(await agent.subscribe(), { type: 'subscribed' });
 });
@@ -201,10 +203,12 @@ t.test('no credential, or one that is unknown, gets 401 before the upgrade', asy
   const unknown = await refused(main, { token: 'svc_key_not-a-real-key' });
   t.equal(unknown.status, 401);
   t.equal(unknown.body.code, 'unauthorized');
-  const revokedKey = insertApiKey(mainDb, { permissions: ['message_read'] });
-  mainDb.prepare('DELETE FROM api_keys WHERE api_key_id = ?').run(revokedKey.id);
+  const revokedKey = await createApiKey(main, { permissions: ['message_read'] });
+  await deleteApiKey(main, revokedKey.id);
   t.equal((await refused(main, { token: revokedKey.secret })).status, 401, 'a revoked key');
-  const expiredKey = insertApiKey(mainDb, { permissions: ['message_read'], expiresAt: new Date(Date.now() - 1_000).toISOString() });
+  const expiredKey = await createApiKey(main, { permissions: ['message_read'] });
+  // SQL: no route makes a key that has already expired (`expires_at` must lie ahead).
+  expireApiKey(mainDb, expiredKey.id);
   t.equal((await refused(main, { token: expiredKey.secret })).status, 401, 'an expired key');
 });
 
@@ -217,13 +221,13 @@ t.test('credentials in the URL are not accepted', async (t) => {
 });
 
 t.test('the credential needs message_read or draft_read; webhook permissions alone are not enough', async (t) => {
-  const webhookOnly = insertApiKey(mainDb, { permissions: ['webhook_read', 'webhook_create', 'webhook_update', 'webhook_delete'] });
+  const webhookOnly = await createApiKey(main, { permissions: ['webhook_read', 'webhook_create', 'webhook_update', 'webhook_delete'] });
   const res = await refused(main, { token: webhookOnly.secret });
   t.equal(res.status, 403);
   t.match(res.body, { name: 'MissingPermissionError', code: 'missing_permission', message: /message_read.*draft_read/, fix: String });
-  const labelsOnly = insertApiKey(mainDb, { permissions: ['label_spam_read', 'inbox_read'] });
+  const labelsOnly = await createApiKey(main, { permissions: ['label_spam_read', 'inbox_read'] });
   t.equal((await refused(main, { token: labelsOnly.secret })).status, 403);
-  const draftOnly = insertApiKey(mainDb, { permissions: ['draft_read'] });
+  const draftOnly = await createApiKey(main, { permissions: ['draft_read'] });
   const client = await connect(main, { token: draftOnly.secret });
   t.equal((await client.subscribe()).type, 'subscribed', 'draft_read alone is enough');
 });
@@ -350,10 +354,10 @@ t.test('an empty array matches nothing', async (t) => {
 });
 
 t.test('agents see only their inbox scope and the types their permissions allow (§6.2 "Visible to")', async (t) => {
-  const messages = insertApiKey(mainDb, { permissions: ['message_read'], inboxIds: [A] });
-  const drafts = insertApiKey(mainDb, { permissions: ['draft_read'] });
-  const spam = insertApiKey(mainDb, { permissions: ['message_read', 'label_spam_read'] });
-  const everything = insertApiKey(mainDb, { permissions: ALL_READ });
+  const messages = await createApiKey(main, { permissions: ['message_read'], inboxIds: [A] });
+  const drafts = await createApiKey(main, { permissions: ['draft_read'] });
+  const spam = await createApiKey(main, { permissions: ['message_read', 'label_spam_read'] });
+  const everything = await createApiKey(main, { permissions: ALL_READ });
   const c = {
     messages: await connect(main, { token: messages.secret }),
     drafts: await connect(main, { token: drafts.secret }),
@@ -416,10 +420,12 @@ t.test('to resume, pass ?last_event_id= in the URL', async (t) => {
 });
 
 t.test('the replay uses current permissions and filters', async (t) => {
-  const key = insertApiKey(mainDb, { permissions: ['message_read', 'draft_read'], inboxIds: [A, B] });
+  const key = await createApiKey(main, { permissions: ['message_read', 'draft_read'], inboxIds: [A, B] });
   const from = seed(mainDb, 'message.received', A);
   const ids = [seed(mainDb, 'message.received', A), seed(mainDb, 'message.received', B), seed(mainDb, 'draft.created', A), seed(mainDb, 'message.received.spam', A), seed(mainDb, 'message.sent', A)];
-  mainDb.prepare('UPDATE api_keys SET permissions = ?, inbox_ids = ? WHERE api_key_id = ?').run(JSON.stringify(['message_read']), JSON.stringify([A]), key.id);
+  await updateApiKey(main, key.id, { permissions: ['message_read'] });
+  // SQL: no route narrows a key's scope (PATCH changes only name, permissions and send policy).
+  narrowApiKeyScope(mainDb, key.id, [A]);
   const client = await connect(main, { token: key.secret });
   await client.subscribe({ last_event_id: from, event_types: ['message.received', 'message.received.spam', 'draft.created'] });
   const sentinel = seed(mainDb, 'message.received', A);
@@ -432,6 +438,7 @@ t.test('an unknown or expired ID in the URL returns 400 validation_error', async
   t.equal(unknown.status, 400);
   t.match(unknown.body, { name: 'ValidationError', code: 'validation_error', message: /last_event_id/, fix: String });
   const old = seed(mainDb, 'message.received', A);
+  // SQL: time travel, no route ages an event; waiting 31 days is not a test.
   mainDb.prepare('UPDATE events SET created_at = ? WHERE event_id = ?').run(new Date(Date.now() - 31 * 24 * 3600 * 1000).toISOString(), old);
   t.ok(pruneEvents(mainDb) >= 1, 'retention removed the 31-day-old event');
   const expired = await refused(main, { token: main.ownerToken, query: `?last_event_id=${old}` });
@@ -529,34 +536,36 @@ t.test('more than 1 MiB waiting for a slow client closes with 1013', async (t) =
 });
 
 t.test('a revoked credential closes with 1008 at the next delivery', async (t) => {
-  const key = insertApiKey(mainDb, { permissions: ['message_read'] });
+  const key = await createApiKey(main, { permissions: ['message_read'] });
   const client = await connect(main, { token: key.secret });
   await client.subscribe();
   const before = seed(mainDb, 'message.received', A);
   await client.sawEvent(before);
-  mainDb.prepare('DELETE FROM api_keys WHERE api_key_id = ?').run(key.id);
+  await deleteApiKey(main, key.id);
   const after = seed(mainDb, 'message.received', A);
   t.equal(await client.closeCode(), 1008);
   t.same(client.eventIds(), [before], `${after} was not delivered`);
 });
 
 t.test('lost read permission closes with 1008 at the next delivery', async (t) => {
-  const key = insertApiKey(mainDb, { permissions: ['message_read', 'webhook_read'] });
+  const key = await createApiKey(main, { permissions: ['message_read', 'webhook_read'] });
   const client = await connect(main, { token: key.secret });
   await client.subscribe();
-  mainDb.prepare('UPDATE api_keys SET permissions = ? WHERE api_key_id = ?').run(JSON.stringify(['webhook_read']), key.id);
+  await updateApiKey(main, key.id, { permissions: ['webhook_read'] });
   seed(mainDb, 'message.received', A);
   t.equal(await client.closeCode(), 1008);
   t.same(client.events(), []);
 });
 
 t.test('every event is filtered by the current scope and permissions at delivery time', async (t) => {
-  const key = insertApiKey(mainDb, { permissions: ['message_read', 'draft_read'], inboxIds: [A, B] });
+  const key = await createApiKey(main, { permissions: ['message_read', 'draft_read'], inboxIds: [A, B] });
   const client = await connect(main, { token: key.secret });
   await client.subscribe();
   const early = seed(mainDb, 'message.received', B);
   await client.sawEvent(early);
-  mainDb.prepare('UPDATE api_keys SET permissions = ?, inbox_ids = ? WHERE api_key_id = ?').run(JSON.stringify(['draft_read']), JSON.stringify([A]), key.id);
+  await updateApiKey(main, key.id, { permissions: ['draft_read'] });
+  // SQL: no route narrows a key's scope (PATCH changes only name, permissions and send policy).
+  narrowApiKeyScope(mainDb, key.id, [A]);
   const ids = [seed(mainDb, 'message.received', A), seed(mainDb, 'draft.created', B), seed(mainDb, 'draft.created', A)];
   await client.sawEvent(ids[2]);
   t.same(client.eventIds(), [early, ids[2]], 'message_read and inbox B were taken away; the stream stays open for drafts in A');
@@ -616,15 +625,15 @@ t.test('no pong closes with 1001', async (t) => {
 });
 
 t.test('a revoked credential closes with 1008 on the ping tick, with no event needed', async (t) => {
-  const key = insertApiKey(fastDb, { permissions: ['draft_read'] });
+  const key = await createApiKey(fast, { permissions: ['draft_read'] });
   const client = await connect(fast, { token: key.secret });
   await client.subscribe();
-  fastDb.prepare('DELETE FROM api_keys WHERE api_key_id = ?').run(key.id);
+  await deleteApiKey(fast, key.id);
   t.equal(await client.closeCode(FAST.pingMs * 4), 1008);
 });
 
 t.test('an expired credential closes with 1008', async (t) => {
-  const key = insertApiKey(fastDb, { permissions: ['message_read'], expiresAt: new Date(Date.now() + 1_000).toISOString() });
+  const key = await createApiKey(fast, { permissions: ['message_read'], expiresAt: new Date(Date.now() + 1_000).toISOString() });
   const client = await connect(fast, { token: key.secret });
   await client.subscribe();
   t.equal(await client.closeCode(3_000), 1008);

@@ -1,7 +1,10 @@
 /**
- * Direct access to a running service's encrypted database from a test, through the same unlock
- * path svc uses (the test runs in the same keyring session). For seeding state that has no
- * public route yet and for asserting stored state; never for anything a route can do.
+ * Direct access to a service home's encrypted database from a test, through the same unlock path
+ * svc uses (the test runs in the same keyring session). Against a running service this is for
+ * asserting stored state and for the states no route can make (`expireApiKey`, `narrowApiKeyScope`),
+ * each caller saying which; everything a route can do is seeded through test/helpers/seed.ts.
+ * `insertInbox` and `insertApiKey` write rows with SQL and are for tests without a running
+ * service (test/unit), which have no routes to call.
  */
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
@@ -20,6 +23,7 @@ export function openHomeDb(home: string): Db {
   }
 }
 
+/** For tests without a running service: inserts an active inbox row; returns its id. */
 export function insertInbox(db: Db, address: string): string {
   const id = address.toLowerCase();
   const [username, domain] = id.split('@');
@@ -28,7 +32,7 @@ export function insertInbox(db: Db, address: string): string {
   return id;
 }
 
-/** Inserts an API key row the way the api-keys route stores it and returns the secret. */
+/** For tests without a running service: inserts an API key row the way the api-keys route stores it; returns the secret. */
 export function insertApiKey(db: Db, opts: { permissions: string[]; inboxIds?: string[] | null; sendPolicy?: 'direct' | 'approval' | 'read_only'; expiresAt?: string | null }): { id: string; secret: string } {
   const secret = API_KEY_PREFIX + randomBytes(32).toString('base64url');
   const id = uuidv7();
@@ -37,4 +41,21 @@ export function insertApiKey(db: Db, opts: { permissions: string[]; inboxIds?: s
     'INSERT INTO api_keys (api_key_id, name, prefix, key_hash, permissions, send_policy, inbox_ids, expires_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
   ).run(id, 'test key', secret.slice(0, 12), sha256Hex(secret), JSON.stringify(opts.permissions), opts.sendPolicy ?? 'direct', opts.inboxIds ? JSON.stringify(opts.inboxIds) : null, opts.expiresAt ?? null, now, now);
   return { id, secret };
+}
+
+/**
+ * Moves a key's expiry into the past. No route can: `expires_at` is set only at creation and must
+ * lie ahead, and waiting for a key to expire would make the test depend on the clock.
+ */
+export function expireApiKey(db: Db, apiKeyId: string): void {
+  db.prepare('UPDATE api_keys SET expires_at = ? WHERE api_key_id = ?').run(new Date(Date.now() - 1000).toISOString(), apiKeyId);
+}
+
+/**
+ * Replaces a key's inbox scope. No route can: the scope is fixed at creation (PATCH changes only
+ * name, permissions and send policy), so a scope that narrows later, or names an inbox that does
+ * not exist, is written here.
+ */
+export function narrowApiKeyScope(db: Db, apiKeyId: string, inboxIds: string[]): void {
+  db.prepare('UPDATE api_keys SET inbox_ids = ? WHERE api_key_id = ?').run(JSON.stringify(inboxIds), apiKeyId);
 }

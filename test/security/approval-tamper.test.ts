@@ -9,7 +9,8 @@
 import t from 'tap';
 import type { Db } from '../../src/db/open.js';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
-import { insertApiKey, insertInbox, openHomeDb } from '../helpers/db.js';
+import { openHomeDb } from '../helpers/db.js';
+import { createApiKey, createInbox } from '../helpers/seed.js';
 import { subscribe, type EventStream } from '../helpers/events.js';
 import { startSink, type Sink } from '../helpers/sink.js';
 
@@ -49,10 +50,10 @@ t.before(async () => {
   sink = await startSink();
   const transport = await api(svc.url, 'PUT', '/v0/owner/transport', { token: svc.ownerToken, body: { smtp: { host: '127.0.0.1', port: sink.port } } });
   if (transport.status !== 200) throw new Error(`transport: ${transport.status} ${transport.text}`);
-  inbox = insertInbox(db, 'careful@tamper.test');
+  inbox = await createInbox(svc, 'careful@tamper.test');
   const everything = ['message_send', 'message_read', 'draft_read', 'draft_create', 'draft_update', 'draft_delete', 'draft_send'];
-  agent = insertApiKey(db, { permissions: everything, sendPolicy: 'approval' }).secret;
-  direct = insertApiKey(db, { permissions: everything, sendPolicy: 'direct' }).secret;
+  agent = (await createApiKey(svc, { permissions: everything, sendPolicy: 'approval' })).secret;
+  direct = (await createApiKey(svc, { permissions: everything, sendPolicy: 'direct' })).secret;
   events = await subscribe(svc.url, svc.ownerToken);
 });
 t.teardown(async () => {

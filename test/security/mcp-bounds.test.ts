@@ -7,7 +7,7 @@ import t from 'tap';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startSvc, type RunningSvc } from '../helpers/svc.js';
-import { insertApiKey, insertInbox, openHomeDb } from '../helpers/db.js';
+import { createApiKey, createInbox } from '../helpers/seed.js';
 
 let svc: RunningSvc;
 let client: Client;
@@ -15,10 +15,8 @@ const INBOX = 'bounds@home.example';
 
 t.before(async () => {
   svc = await startSvc();
-  const db = openHomeDb(svc.home);
-  insertInbox(db, INBOX);
-  const { secret } = insertApiKey(db, { permissions: ['inbox_read', 'message_read', 'list_entry_read'], inboxIds: [INBOX], sendPolicy: 'direct' });
-  db.close();
+  await createInbox(svc, INBOX);
+  const { secret } = await createApiKey(svc, { permissions: ['inbox_read', 'message_read', 'list_entry_read'], inboxIds: [INBOX], sendPolicy: 'direct' });
   client = new Client({ name: 'svc-security', version: '1.0.0' });
   await client.connect(new StreamableHTTPClientTransport(new URL(`${svc.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${secret}` } } }));
 });
