@@ -2,8 +2,9 @@
  * A caller's requests on webhooks (spec §4.9), checked and answered in one place for the
  * instance-wide routes (`/webhooks...`, `inboxId` undefined) and the inbox routes
  * (`/inboxes/{inbox_id}/webhooks...`). Order of checks (ARCHITECTURE §7): the inbox route's inbox
- * in scope (else 404) → permission (403) → the caller's input → the webhook visible to the caller
- * (else 404). An inbox-restricted agent may use the instance-wide routes too (the AgentMail SDK's
+ * in scope (else 404) → permission (403) → the webhook visible to the caller (else 404); what a
+ * stranger sends that needs no lookup (a create's URL, a header edit) is checked before the
+ * transaction. An inbox-restricted agent may use the instance-wide routes too (the AgentMail SDK's
  * `webhooks.*`): every inbox it names must be in its scope (else 404, src/webhooks/webhooks.ts),
  * it sees only its own webhooks, and delivery filters every event by its scope as it stands then
  * (workers/loops/webhooks.ts). Every write is one transaction opened here; webhook changes emit no
