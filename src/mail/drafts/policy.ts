@@ -1,7 +1,9 @@
 /**
  * What a caller may do to a draft (spec §2.5, §4.6; docs/drafts.md): create, patch, approve a
  * schedule, reject; who keeps or withdraws the owner's approval, which states are frozen, and
- * the payload limits a draft shares with a message. Storage is drafts/repository.ts.
+ * the payload limits a draft shares with a message. Storage is drafts/repository.ts. Each write
+ * is a check (before any transaction: the caller's input, parsed and decoded) and a write that
+ * runs inside the transaction src/requests/drafts.ts opens, deciding on the row as it is then.
  */
 import type { Db } from '../../db/open.js';
 import { type InboxRow, requirePermission } from '../../auth/access.js';
