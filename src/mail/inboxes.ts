@@ -1,14 +1,15 @@
 /**
  * The inbox store (spec §2.1, §4.3): address rules, create with `client_id` idempotency, paged
  * list and search within the caller's scope, patch with metadata merge, and permanent delete of
- * an inbox with everything in it.
+ * an inbox with everything in it. Access checks and transactions are the caller's
+ * (src/requests/inboxes.ts): the writes here run inside its transaction.
  */
 import { randomBytes } from 'node:crypto';
 import { Type, type Static } from 'typebox';
 import type { Db } from '../db/open.js';
 import { ApiError } from '../core/errors.js';
-import { requirePermission, scopeFilter, type InboxRow } from '../auth/access.js';
-import { inScope, type Principal } from '../auth/principal.js';
+import { scopeFilter, type InboxRow } from '../auth/access.js';
+import type { Principal } from '../auth/principal.js';
 import { bumpSearchGeneration, DEFAULT_LIMIT, pageFromRows, readCursor, type PageBinding } from '../core/pagination.js';
 import { redactMessageEvents } from '../events/log.js';
 
@@ -146,48 +147,50 @@ export function defaultInboxDomain(db: Db): string {
 
 const getInbox = (db: Db, inboxId: string) => db.prepare('SELECT * FROM inboxes WHERE inbox_id = ?').get(inboxId) as InboxRow | undefined;
 
-const outOfScope = (address: string) =>
+/** Who may create at `address` is the caller's scope: outside it, the address is not found. */
+export const addressOutOfScope = (address: string) =>
   new ApiError('not_found', `The address \`${address}\` is not inside this credential's inbox scope.`, {
     fix: 'Create the inbox with the owner credential, or ask the owner to add the address to this key\'s inbox scope.',
   });
 
 /**
- * Creates an inbox for `p`, or returns the inbox already created with the same `client_id`.
- * The address must be in the caller's scope (404) before `inbox_create` is checked (403).
+ * What a create asks for, read before any access check or transaction: the inbox already created
+ * with the same `client_id`, or the new address (normalized; a bad domain or username is 400).
  */
-export function createInbox(db: Db, p: Principal, body: CreateInboxBody): InboxRow {
+export type InboxCreate = { earlier: InboxRow; address: string } | { earlier: null; address: string; username: string; domain: string };
+
+export function planInboxCreate(db: Db, body: CreateInboxBody): InboxCreate {
   const clientId = body.client_id ?? null;
   const earlier = clientId === null ? undefined : (db.prepare('SELECT * FROM inboxes WHERE client_id = ?').get(clientId) as InboxRow | undefined);
-  if (earlier) {
-    if (!inScope(p, earlier.inbox_id)) throw outOfScope(earlier.inbox_id);
-    requirePermission(p, 'inbox_create');
-    return earlier;
-  }
+  if (earlier) return { earlier, address: earlier.inbox_id };
   const domain = body.domain == null ? defaultInboxDomain(db) : normalizeDomain(body.domain);
   const username = body.username == null ? randomBytes(8).toString('hex') : normalizeUsername(body.username);
-  const inboxId = `${username}@${domain}`;
-  if (!inScope(p, inboxId)) throw outOfScope(inboxId);
-  requirePermission(p, 'inbox_create');
-  if (body.metadata) checkMetadataSize(body.metadata);
+  return { earlier: null, address: `${username}@${domain}`, username, domain };
+}
 
+/**
+ * Creates the planned inbox; runs inside the caller's transaction, after its scope (the address)
+ * and `inbox_create` checks. An address already taken is `409 already_exists`.
+ */
+export function createInbox(db: Db, plan: Extract<InboxCreate, { earlier: null }>, body: CreateInboxBody): InboxRow {
+  if (body.metadata) checkMetadataSize(body.metadata);
+  const inboxId = plan.address;
+  if (getInbox(db, inboxId)) {
+    throw new ApiError('already_exists', `The inbox \`${inboxId}\` already exists.`, { fix: 'Choose another username, or use the existing inbox.' });
+  }
   const now = new Date().toISOString();
-  return db.transaction(() => {
-    if (getInbox(db, inboxId)) {
-      throw new ApiError('already_exists', `The inbox \`${inboxId}\` already exists.`, { fix: 'Choose another username, or use the existing inbox.' });
-    }
-    db.prepare('INSERT INTO inboxes (inbox_id, username, domain, display_name, status, metadata, client_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)').run(
-      inboxId,
-      username,
-      domain,
-      body.display_name ?? null,
-      body.status ?? 'active',
-      storedMetadata(body.metadata),
-      clientId,
-      now,
-      now,
-    );
-    return getInbox(db, inboxId)!;
-  }).immediate();
+  db.prepare('INSERT INTO inboxes (inbox_id, username, domain, display_name, status, metadata, client_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)').run(
+    inboxId,
+    plan.username,
+    plan.domain,
+    body.display_name ?? null,
+    body.status ?? 'active',
+    storedMetadata(body.metadata),
+    body.client_id ?? null,
+    now,
+    now,
+  );
+  return getInbox(db, inboxId)!;
 }
 
 /** Applies a patch: `display_name: null` clears it; metadata merges, null values remove keys, `metadata: null` clears all. */
@@ -210,30 +213,28 @@ export function updateInbox(db: Db, row: InboxRow, patch: UpdateInboxBody): Inbo
 }
 
 /**
- * Deletes the inbox and everything in it in one transaction (spec §1.9, §8 retention): search
- * rows, redacted events, list entries, then the inbox row, whose foreign keys cascade to threads,
+ * Deletes the inbox and everything in it (spec §1.9, §8 retention); runs inside the caller's
+ * transaction, so all of it commits or none does: search rows, redacted events, list entries, then the inbox row, whose foreign keys cascade to threads,
  * messages, labels, attachments and raw MIME. Keys scoped to it lose it from their scope, so a
  * later inbox with the same address is not silently shared with them; a key left with no inbox
  * is revoked, since it could reach nothing.
  */
 export function deleteInbox(db: Db, inboxId: string): void {
-  db.transaction(() => {
-    const messageRows = db.prepare('SELECT id FROM messages WHERE inbox_id = ?').pluck().all(inboxId) as number[];
-    for (const rowid of messageRows) redactMessageEvents(db, rowid);
-    db.prepare('DELETE FROM messages_fts WHERE rowid IN (SELECT id FROM messages WHERE inbox_id = ?)').run(inboxId);
-    db.prepare('DELETE FROM list_entries WHERE inbox_id = ?').run(inboxId);
-    const scoped = db
-      .prepare('SELECT api_key_id, inbox_ids FROM api_keys WHERE inbox_ids IS NOT NULL AND EXISTS (SELECT 1 FROM json_each(api_keys.inbox_ids) WHERE value = ?)')
-      .all(inboxId) as { api_key_id: string; inbox_ids: string }[];
-    const now = new Date().toISOString();
-    for (const key of scoped) {
-      const remaining = (JSON.parse(key.inbox_ids) as string[]).filter((id) => id !== inboxId);
-      if (remaining.length === 0) db.prepare('DELETE FROM api_keys WHERE api_key_id = ?').run(key.api_key_id);
-      else db.prepare('UPDATE api_keys SET inbox_ids = ?, updated_at = ? WHERE api_key_id = ?').run(JSON.stringify(remaining), now, key.api_key_id);
-    }
-    db.prepare('DELETE FROM inboxes WHERE inbox_id = ?').run(inboxId);
-    bumpSearchGeneration(db);
-  }).immediate();
+  const messageRows = db.prepare('SELECT id FROM messages WHERE inbox_id = ?').pluck().all(inboxId) as number[];
+  for (const rowid of messageRows) redactMessageEvents(db, rowid);
+  db.prepare('DELETE FROM messages_fts WHERE rowid IN (SELECT id FROM messages WHERE inbox_id = ?)').run(inboxId);
+  db.prepare('DELETE FROM list_entries WHERE inbox_id = ?').run(inboxId);
+  const scoped = db
+    .prepare('SELECT api_key_id, inbox_ids FROM api_keys WHERE inbox_ids IS NOT NULL AND EXISTS (SELECT 1 FROM json_each(api_keys.inbox_ids) WHERE value = ?)')
+    .all(inboxId) as { api_key_id: string; inbox_ids: string }[];
+  const now = new Date().toISOString();
+  for (const key of scoped) {
+    const remaining = (JSON.parse(key.inbox_ids) as string[]).filter((id) => id !== inboxId);
+    if (remaining.length === 0) db.prepare('DELETE FROM api_keys WHERE api_key_id = ?').run(key.api_key_id);
+    else db.prepare('UPDATE api_keys SET inbox_ids = ?, updated_at = ? WHERE api_key_id = ?').run(JSON.stringify(remaining), now, key.api_key_id);
+  }
+  db.prepare('DELETE FROM inboxes WHERE inbox_id = ?').run(inboxId);
+  bumpSearchGeneration(db);
 }
 
 export interface InboxPageQuery {

@@ -168,32 +168,31 @@ export function visibleMessage(db: Db, inboxId: string, messageId: string, v: Vi
 
 /**
  * Applies one label edit to the visible messages among `messageIds`, atomically, and returns
- * each one's new labels in request order. Missing and hidden messages are left out.
+ * each one's new labels in request order. Missing and hidden messages are left out. Runs inside
+ * the caller's transaction, so every message gets the edit or none does.
  */
 export function updateMessageLabels(db: Db, inboxId: string, messageIds: string[], v: Visibility, edit: LabelEdit): { message_id: string; labels: string[] }[] {
   const ids = [...new Set(messageIds.map(normalizeMessageId))];
-  return db.transaction(() => {
-    const rows = prepared(db, `SELECT m.id, m.message_id FROM messages m WHERE m.inbox_id = ? AND m.message_id IN (SELECT value FROM json_each(?)) AND ${visibleSql('m', v)}`).all(
-      inboxId,
-      JSON.stringify(ids),
-    ) as { id: number; message_id: string }[];
-    applyLabelEdit(
-      db,
-      rows.map((r) => r.id),
-      edit,
-    );
-    // Hidden labels change what search may return, so search page tokens must go stale.
-    if (rows.length > 0 && touchesHidden(edit)) bumpSearchGeneration(db);
-    const labels = labelsOf(
-      db,
-      rows.map((r) => r.id),
-    );
-    const byId = new Map(rows.map((r) => [r.message_id, r.id]));
-    return ids.flatMap((id) => {
-      const rowid = byId.get(id);
-      return rowid === undefined ? [] : [{ message_id: id, labels: labels.get(rowid) ?? [] }];
-    });
-  }).immediate();
+  const rows = prepared(db, `SELECT m.id, m.message_id FROM messages m WHERE m.inbox_id = ? AND m.message_id IN (SELECT value FROM json_each(?)) AND ${visibleSql('m', v)}`).all(
+    inboxId,
+    JSON.stringify(ids),
+  ) as { id: number; message_id: string }[];
+  applyLabelEdit(
+    db,
+    rows.map((r) => r.id),
+    edit,
+  );
+  // Hidden labels change what search may return, so search page tokens must go stale.
+  if (rows.length > 0 && touchesHidden(edit)) bumpSearchGeneration(db);
+  const labels = labelsOf(
+    db,
+    rows.map((r) => r.id),
+  );
+  const byId = new Map(rows.map((r) => [r.message_id, r.id]));
+  return ids.flatMap((id) => {
+    const rowid = byId.get(id);
+    return rowid === undefined ? [] : [{ message_id: id, labels: labels.get(rowid) ?? [] }];
+  });
 }
 
 // ---- delete ----
@@ -241,22 +240,21 @@ function redactSiblingSummaries(db: Db, deleted: { id: number; thread_id: string
 /**
  * Deletes one visible message for good: its events are redacted, its search row removed, and
  * its thread goes too when it was the last message. Returns false when there is no such message.
+ * Runs inside the caller's transaction.
  */
 export function deleteMessage(db: Db, inboxId: string, messageId: string, v: Visibility): boolean {
-  return db.transaction(() => {
-    const row = prepared(db, `SELECT m.id, m.thread_id, m.subject, m.preview FROM messages m WHERE m.inbox_id = ? AND m.message_id = ? AND ${visibleSql('m', v)}`).get(
-      inboxId,
-      normalizeMessageId(messageId),
-    ) as { id: number; thread_id: string; subject: string | null; preview: string | null } | undefined;
-    if (!row) return false;
-    redactMessageEvents(db, row.id);
-    redactSiblingSummaries(db, row);
-    prepared(db, 'DELETE FROM messages_fts WHERE rowid = ?').run(row.id);
-    prepared(db, 'DELETE FROM messages WHERE id = ?').run(row.id);
-    const rest = prepared(db, 'SELECT max(timestamp) AS latest FROM messages WHERE thread_id = ?').get(row.thread_id) as { latest: string | null };
-    if (rest.latest === null) prepared(db, 'DELETE FROM threads WHERE thread_id = ?').run(row.thread_id);
-    else prepared(db, 'UPDATE threads SET updated_at = ? WHERE thread_id = ?').run(rest.latest, row.thread_id);
-    bumpSearchGeneration(db);
-    return true;
-  }).immediate();
+  const row = prepared(db, `SELECT m.id, m.thread_id, m.subject, m.preview FROM messages m WHERE m.inbox_id = ? AND m.message_id = ? AND ${visibleSql('m', v)}`).get(
+    inboxId,
+    normalizeMessageId(messageId),
+  ) as { id: number; thread_id: string; subject: string | null; preview: string | null } | undefined;
+  if (!row) return false;
+  redactMessageEvents(db, row.id);
+  redactSiblingSummaries(db, row);
+  prepared(db, 'DELETE FROM messages_fts WHERE rowid = ?').run(row.id);
+  prepared(db, 'DELETE FROM messages WHERE id = ?').run(row.id);
+  const rest = prepared(db, 'SELECT max(timestamp) AS latest FROM messages WHERE thread_id = ?').get(row.thread_id) as { latest: string | null };
+  if (rest.latest === null) prepared(db, 'DELETE FROM threads WHERE thread_id = ?').run(row.thread_id);
+  else prepared(db, 'UPDATE threads SET updated_at = ? WHERE thread_id = ?').run(rest.latest, row.thread_id);
+  bumpSearchGeneration(db);
+  return true;
 }

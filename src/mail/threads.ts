@@ -143,31 +143,27 @@ export function getThread(db: Db, inboxId: string, threadId: string, v: Visibili
   return { thread: { ...summary, count: messages.length, limit: page.limit, messages }, next: more ? [oldest.timestamp, oldest.id] : null };
 }
 
-/** Applies a label edit to every visible message of the thread; null when there is none. */
+/** Applies a label edit to every visible message of the thread; null when there is none. Runs inside the caller's transaction. */
 export function updateThreadLabels(db: Db, inboxId: string, threadId: string, v: Visibility, edit: LabelEdit): { thread_id: string; labels: string[] } | null {
-  return db.transaction(() => {
-    if (!visibleThread(db, inboxId, threadId, v)) return null;
-    const ids = (prepared(db, `SELECT m.id FROM messages m WHERE m.thread_id = ? AND ${visibleSql('m', v)}`).all(threadId) as { id: number }[]).map((r) => r.id);
-    applyLabelEdit(db, ids, edit);
-    if (touchesHidden(edit)) bumpSearchGeneration(db);
-    // Labels that hide messages may have hidden some of them now; report what stays visible.
-    const visible = (prepared(db, `SELECT m.id FROM messages m WHERE m.thread_id = ? AND ${visibleSql('m', v)}`).all(threadId) as { id: number }[]).map((r) => r.id);
-    const union = new Set([...labelsOf(db, visible).values()].flat());
-    return { thread_id: threadId, labels: [...union].sort() };
-  }).immediate();
+  if (!visibleThread(db, inboxId, threadId, v)) return null;
+  const ids = (prepared(db, `SELECT m.id FROM messages m WHERE m.thread_id = ? AND ${visibleSql('m', v)}`).all(threadId) as { id: number }[]).map((r) => r.id);
+  applyLabelEdit(db, ids, edit);
+  if (touchesHidden(edit)) bumpSearchGeneration(db);
+  // Labels that hide messages may have hidden some of them now; report what stays visible.
+  const visible = (prepared(db, `SELECT m.id FROM messages m WHERE m.thread_id = ? AND ${visibleSql('m', v)}`).all(threadId) as { id: number }[]).map((r) => r.id);
+  const union = new Set([...labelsOf(db, visible).values()].flat());
+  return { thread_id: threadId, labels: [...union].sort() };
 }
 
-/** Deletes the whole thread: every message's events are redacted and its search rows removed. */
+/** Deletes the whole thread: every message's events are redacted and its search rows removed. Runs inside the caller's transaction. */
 export function deleteThread(db: Db, inboxId: string, threadId: string, v: Visibility): boolean {
-  return db.transaction(() => {
-    if (!visibleThread(db, inboxId, threadId, v)) return false;
-    const ids = (prepared(db, 'SELECT id FROM messages WHERE thread_id = ?').all(threadId) as { id: number }[]).map((r) => r.id);
-    for (const id of ids) redactMessageEvents(db, id);
-    prepared(db, 'DELETE FROM messages_fts WHERE rowid IN (SELECT value FROM json_each(?))').run(JSON.stringify(ids));
-    prepared(db, 'DELETE FROM threads WHERE thread_id = ?').run(threadId);
-    bumpSearchGeneration(db);
-    return true;
-  }).immediate();
+  if (!visibleThread(db, inboxId, threadId, v)) return false;
+  const ids = (prepared(db, 'SELECT id FROM messages WHERE thread_id = ?').all(threadId) as { id: number }[]).map((r) => r.id);
+  for (const id of ids) redactMessageEvents(db, id);
+  prepared(db, 'DELETE FROM messages_fts WHERE rowid IN (SELECT value FROM json_each(?))').run(JSON.stringify(ids));
+  prepared(db, 'DELETE FROM threads WHERE thread_id = ?').run(threadId);
+  bumpSearchGeneration(db);
+  return true;
 }
 
 /** An attachment of a visible message of the thread, with that message's id. */

@@ -1,8 +1,9 @@
 /**
  * A caller's requests on drafts (spec §2.5, §4.6), checked and answered in one place so REST
  * (src/routes/drafts.ts) and MCP behave the same. Checks everywhere: inbox in scope (404) →
- * permission (403) → draft exists (404) → the rest. Writes publish their events after the
- * commit and wake the scheduled-drafts loop when it may have work.
+ * permission (403) → draft exists (404) → the rest. Each write is one transaction opened here
+ * (the caller's input is checked before it, the state decided inside it); writes publish their
+ * events after the commit and wake the scheduled-drafts loop when it may have work.
  */
 import { Type, type Static } from 'typebox';
 import type { Db } from '../db/open.js';
@@ -13,7 +14,7 @@ import { notFound } from '../core/errors.js';
 import { PageQuery } from '../core/pagination.js';
 import { inScope, type Principal } from '../auth/principal.js';
 import type { Bus } from '../supervisor/bus.js';
-import { approveScheduled, checkDraftVersion, createDraft, rejectDraft, updateDraft } from '../mail/drafts/policy.js';
+import { approveScheduled, checkDraftCreate, checkDraftUpdate, checkDraftVersion, createDraft, rejectDraft, updateDraft } from '../mail/drafts/policy.js';
 import { deleteDraft, draftAttachment, draftAttachments, draftById, draftRow, listDrafts, readDraft } from '../mail/drafts/repository.js';
 import { draftShape, type CreateDraftBody, type Draft, type DraftRow, type UpdateDraftBody } from '../mail/drafts/schemas.js';
 import { DRAFT_STATUSES } from '../mail/drafts/states.js';
@@ -110,16 +111,20 @@ export function draftAttachmentDownload(db: Db, p: Principal, target: DraftTarge
   return { ...attachment, ...link };
 }
 
+/** Creates a draft (or answers the one with the same `client_id`): checked first, then one transaction with its events. */
 export function createDraftFor(db: Db, bus: Bus, p: Principal, inboxId: string, body: CreateDraftBody): Draft {
   const inbox = inboxFor(db, p, inboxId, 'draft_create');
-  const write = createDraft(db, p, inbox, body);
+  const create = checkDraftCreate(db, p, inbox, body);
+  const write = create.earlier ?? db.transaction(() => createDraft(db, create))();
   publishDraftWrite(bus, write);
   return write.draft;
 }
 
+/** Patches a draft: the input checked first, then one transaction that decides on the draft as it is then. */
 export function updateDraftFor(db: Db, bus: Bus, p: Principal, inboxId: string, draftId: string, body: UpdateDraftBody): Draft {
   const inbox = inboxFor(db, p, inboxId, 'draft_update');
-  const write = updateDraft(db, p, inbox, draftId, body);
+  const update = checkDraftUpdate(db, p, inbox, draftId, body);
+  const write = db.transaction(() => updateDraft(db, update))();
   publishDraftWrite(bus, write);
   return write.draft;
 }
@@ -201,7 +206,7 @@ export async function approveDraftFor(
 /** The owner's rejection of a draft awaiting approval, with an optional reason for the agent. */
 export function rejectDraftFor(db: Db, bus: Bus, p: Principal, inboxId: string, draftId: string, body: RejectBody): Draft {
   const inbox = inboxFor(db, p, inboxId);
-  const { row, seqs } = rejectDraft(db, inbox.inbox_id, draftId, body.reason ?? null);
+  const { row, seqs } = db.transaction(() => rejectDraft(db, inbox.inbox_id, draftId, body.reason ?? null))();
   publishDraftWrite(bus, { seqs });
   return draftShape(row, draftAttachments(db, row.draft_id));
 }

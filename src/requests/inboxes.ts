@@ -1,8 +1,8 @@
 /**
  * A caller's requests on inboxes (spec §4.3), checked and answered in one place so REST
  * (src/routes/inboxes.ts) and MCP (src/mcp/tools.ts) behave the same. Checks: inbox in scope
- * (404) → permission (403); creation checks the new address's scope before `inbox_create`
- * (createInbox). A read-modify-write (update) holds the write lock from the scope check to the
+ * (404) → permission (403); creation checks the new address's scope before `inbox_create`.
+ * Every write is one transaction opened here. A read-modify-write (update) holds the write lock from the scope check to the
  * write, so two metadata merges cannot lose each other's keys. Every successful write wakes the
  * provisioning loop: inbox changes alter what the edge must accept.
  */
@@ -11,13 +11,15 @@ import type { AppContext } from '../context.js';
 import { PageQuery } from '../core/pagination.js';
 import type { Db } from '../db/open.js';
 import { inboxFor, requirePermission } from '../auth/access.js';
-import type { Principal } from '../auth/principal.js';
+import { inScope, type Principal } from '../auth/principal.js';
 import { routeToLocalEdge } from '../mail/inbox-routing.js';
 import {
+  addressOutOfScope,
   createInbox,
   deleteInbox,
   inboxResponse,
   listInboxes,
+  planInboxCreate,
   updateInbox,
   type CreateInboxBody,
   type InboxPageQuery,
@@ -56,10 +58,16 @@ export function readInbox(db: Db, p: Principal, inboxId: string): InboxResponse 
 /**
  * Creates an inbox (or returns the one with the same `client_id`) and waits until the local
  * edge routes it: mail sent right after this answer must find the inbox routed (issue 17 §1).
+ * The address must be in the caller's scope (404) before `inbox_create` is checked (403); the
+ * address is known only once the body is read, so the scope check follows planInboxCreate.
  */
 export async function createInboxFor(svc: InboxServices, p: Principal, body: CreateInboxBody): Promise<InboxResponse> {
-  const created = inboxResponse(createInbox(svc.db, p, body));
-  await routeToLocalEdge(svc.db);
+  const { db } = svc;
+  const plan = planInboxCreate(db, body);
+  if (!inScope(p, plan.address)) throw addressOutOfScope(plan.address);
+  requirePermission(p, 'inbox_create');
+  const created = inboxResponse(plan.earlier ?? db.transaction(() => createInbox(db, plan, body))());
+  await routeToLocalEdge(db);
   wakeProvisioning(svc);
   return created;
 }

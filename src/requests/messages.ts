@@ -1,7 +1,8 @@
 /**
  * A caller's requests on the messages of one inbox (spec §4.5, read side and label edits),
  * checked and answered in one place so REST (src/routes/messages.ts) and MCP behave the same.
- * Checks: inbox in scope (404) → permission (403) → hidden labels.
+ * Checks: inbox in scope (404) → permission (403) → hidden labels; each write is one transaction
+ * opened here.
  */
 import type { Db } from '../db/open.js';
 import { inboxFor } from '../auth/access.js';
@@ -57,7 +58,7 @@ export function readMessage(db: Db, p: Principal, inboxId: string, messageId: st
 export function editMessageLabels(db: Db, p: Principal, inboxId: string, messageId: string, add: LabelArgument, remove: LabelArgument) {
   const inbox = inboxFor(db, p, inboxId, 'message_update');
   const edit = labelEdit(p, add, remove);
-  const [updated] = updateMessageLabels(db, inbox.inbox_id, [messageId], readVisibility(p), edit);
+  const [updated] = db.transaction(() => updateMessageLabels(db, inbox.inbox_id, [messageId], readVisibility(p), edit))();
   if (!updated) throw notFound('message');
   return updated;
 }
@@ -73,14 +74,14 @@ export function batchGetMessagesFor(db: Db, p: Principal, inboxId: string, messa
 export function batchEditMessageLabels(db: Db, p: Principal, inboxId: string, messageIds: string[], add: LabelArgument, remove: LabelArgument) {
   const inbox = inboxFor(db, p, inboxId, 'message_update');
   const edit = labelEdit(p, add, remove);
-  const updates = updateMessageLabels(db, inbox.inbox_id, messageIds, readVisibility(p), edit);
+  const updates = db.transaction(() => updateMessageLabels(db, inbox.inbox_id, messageIds, readVisibility(p), edit))();
   return { count: updates.length, limit: MAX_BATCH_UPDATE, updates };
 }
 
 /** Deletes one message permanently; hidden mail is not found without its `label_*_read`. */
 export function removeMessage(db: Db, p: Principal, inboxId: string, messageId: string): void {
   const inbox = inboxFor(db, p, inboxId, 'message_delete');
-  if (!deleteMessage(db, inbox.inbox_id, messageId, readVisibility(p))) throw notFound('message');
+  if (!db.transaction(() => deleteMessage(db, inbox.inbox_id, messageId, readVisibility(p)))()) throw notFound('message');
 }
 
 /** A signed download URL on `origin` for a message's raw MIME, with its size. */

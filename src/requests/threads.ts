@@ -3,6 +3,7 @@
  * (src/routes/threads.ts) and MCP (src/mcp/tools.ts) behave the same. Each thread request has
  * an inbox-scoped form (inbox id given) and an instance-wide one (resolved within the caller's
  * scope). Order of checks: resource in scope (else 404) → permission (403) → hidden labels.
+ * Each write is one transaction opened here.
  */
 import type { Db } from '../db/open.js';
 import { inboxFor, requirePermission } from '../auth/access.js';
@@ -86,7 +87,7 @@ export function readThread(db: Db, p: Principal, target: ThreadTarget, q: Thread
 export function editThreadLabels(db: Db, p: Principal, target: ThreadTarget, add: string | string[] | null | undefined, remove: string | string[] | null | undefined) {
   const inboxId = threadScope(db, p, target, 'message_update');
   const edit = labelEdit(p, add, remove);
-  const result = updateThreadLabels(db, inboxId, target.thread_id, readVisibility(p), edit);
+  const result = db.transaction(() => updateThreadLabels(db, inboxId, target.thread_id, readVisibility(p), edit))();
   if (!result) throw notFound('thread');
   return result;
 }
@@ -94,7 +95,7 @@ export function editThreadLabels(db: Db, p: Principal, target: ThreadTarget, add
 /** Deletes a thread and everything in it, permanently. */
 export function removeThread(db: Db, p: Principal, target: ThreadTarget): void {
   const inboxId = threadScope(db, p, target, 'message_delete');
-  if (!deleteThread(db, inboxId, target.thread_id, readVisibility(p))) throw notFound('thread');
+  if (!db.transaction(() => deleteThread(db, inboxId, target.thread_id, readVisibility(p)))()) throw notFound('thread');
 }
 
 /**

@@ -6,6 +6,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { PageQuery } from '../core/pagination.js';
+import { InboxId, InboxParams } from '../core/schemas.js';
 import { ListOf } from '../mail/serialize.js';
 import {
   ApiKeyResponse,
@@ -20,16 +21,13 @@ import {
   UpdateApiKeyBody,
 } from '../auth/api-keys.js';
 
-const InboxId = Type.String({ minLength: 1, maxLength: 320 });
 const ApiKeyId = Type.String({ minLength: 1, maxLength: 64 });
 const KeyParams = Type.Object({ api_key_id: ApiKeyId });
-const InboxParams = Type.Object({ inbox_id: InboxId });
 const InboxKeyParams = Type.Object({ inbox_id: InboxId, api_key_id: ApiKeyId });
 const ListQuery = Type.Object(PageQuery);
 
 type ListQuery = Static<typeof ListQuery>;
 type KeyParams = Static<typeof KeyParams>;
-type InboxParams = Static<typeof InboxParams>;
 type InboxKeyParams = Static<typeof InboxKeyParams>;
 
 const owner = { auth: 'owner' } as const;

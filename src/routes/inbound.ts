@@ -7,13 +7,15 @@ import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { notFound } from '../core/errors.js';
 import { pageFromRows, PageQuery, DEFAULT_LIMIT, readCursor } from '../core/pagination.js';
+import { INBOX_ID_MAX } from '../core/schemas.js';
 import { countQuarantine, listQuarantine, quarantineView } from '../inbound/quarantine.js';
 import { deleteQuarantineItem, retryQuarantineItem } from '../inbound/quarantine-actions.js';
 import { deleteRejection, listRejections } from '../inbound/rejections.js';
 import type { OpenedInbound } from '../../workers/pool/tasks.js';
 
 const QuarantineQuery = Type.Object({ limit: PageQuery.limit, page_token: PageQuery.page_token }, { additionalProperties: false });
-const RejectionQuery = Type.Object({ limit: PageQuery.limit, page_token: PageQuery.page_token, inbox_id: Type.Optional(Type.String({ maxLength: 320 })) }, { additionalProperties: false });
+/** `inbox_id` filters by one inbox (the shared id bound); an empty filter matches none, as it always has. */
+const RejectionQuery = Type.Object({ limit: PageQuery.limit, page_token: PageQuery.page_token, inbox_id: Type.Optional(Type.String({ maxLength: INBOX_ID_MAX })) }, { additionalProperties: false });
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const Empty = Type.Object({}, { additionalProperties: false });
 

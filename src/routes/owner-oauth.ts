@@ -8,6 +8,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { notFound } from '../core/errors.js';
 import { PageQuery } from '../core/pagination.js';
+import { InboxId } from '../core/schemas.js';
 import { SCOPE_MAX_INBOXES } from '../auth/api-keys.js';
 import { PermissionsInput } from '../auth/permissions.js';
 import { listClients, purgeClients } from '../oauth/clients.js';
@@ -22,7 +23,7 @@ const ListQuery = Type.Object(PageQuery, { additionalProperties: false });
 const Empty = Type.Object({}, { additionalProperties: false });
 const Approve = Type.Object(
   {
-    inbox_ids: Type.Array(Type.String({ minLength: 1, maxLength: 320 }), { minItems: 1, maxItems: SCOPE_MAX_INBOXES }),
+    inbox_ids: Type.Array(InboxId, { minItems: 1, maxItems: SCOPE_MAX_INBOXES }),
     permissions: PermissionsInput,
     send_policy: Type.Union([Type.Literal('direct'), Type.Literal('approval'), Type.Literal('read_only')]),
   },

@@ -1,115 +1,88 @@
 /**
  * Webhooks (spec §4.9): instance-wide `/webhooks...` and per inbox `/inboxes/{inbox_id}/webhooks...`.
- * Order of checks (ARCHITECTURE §7): the inbox route's inbox in scope (else 404) → permission
- * (403) → the webhook visible to the caller (else 404). An inbox-restricted agent may use the
- * instance-wide routes too (the AgentMail SDK's `webhooks.*`): every inbox it names must be in
- * its scope (else 404), it sees only its own webhooks, and delivery filters every event by its
- * scope as it stands then (workers/loops/webhooks.ts).
+ * Each route is schema, declared access and one call into src/requests/webhooks.ts, which owns the
+ * order of checks (inbox in scope → permission → the webhook visible to the caller) and the
+ * transaction; the instance-wide routes pass no inbox.
  */
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { inboxFor, requirePermission } from '../auth/access.js';
-import type { Permission } from '../auth/permissions.js';
 import { PageQuery } from '../core/pagination.js';
-import type { Principal } from '../auth/principal.js';
+import { InboxId, InboxParams, RESOURCE_ID_MAX } from '../core/schemas.js';
 import {
-  createWebhook,
-  CreateInboxWebhookBody,
-  CreateWebhookBody,
-  deleteWebhook,
-  getWebhook,
-  listWebhooks,
-  updateWebhook,
-  UpdateInboxWebhookBody,
-  UpdateWebhookBody,
-  updateWebhookHeaders,
-  UpdateHeadersBody,
-  webhookHeaderNames,
-} from '../webhooks/webhooks.js';
+  createWebhookFor,
+  deleteWebhookFor,
+  readWebhook,
+  readWebhookHeaderNames,
+  updateWebhookFor,
+  updateWebhookHeadersFor,
+  webhookListPage,
+} from '../requests/webhooks.js';
+import { CreateInboxWebhookBody, CreateWebhookBody, UpdateHeadersBody, UpdateInboxWebhookBody, UpdateWebhookBody } from '../webhooks/webhooks.js';
 
-const InboxId = Type.String({ minLength: 1, maxLength: 320 });
-const WebhookId = Type.String({ minLength: 1, maxLength: 64 });
+const WebhookId = Type.String({ minLength: 1, maxLength: RESOURCE_ID_MAX });
 const HookParams = Type.Object({ webhook_id: WebhookId });
-const InboxParams = Type.Object({ inbox_id: InboxId });
 const InboxHookParams = Type.Object({ inbox_id: InboxId, webhook_id: WebhookId });
 const ListQuery = Type.Object(PageQuery);
 
 type ListQuery = Static<typeof ListQuery>;
 type HookParams = Static<typeof HookParams>;
-type InboxParams = Static<typeof InboxParams>;
 type InboxHookParams = Static<typeof InboxHookParams>;
 
 const agent = { auth: 'agent' } as const;
 
-/** The caller of an instance-wide route, holding `permission`; scope is enforced per inbox in src/webhooks/webhooks.ts. */
-function instanceWide(request: FastifyRequest, permission: Permission): Principal {
-  const p = request.principal!;
-  requirePermission(p, permission);
-  return p;
-}
-
 export const webhookRoutes: FastifyPluginAsync = async (app) => {
   const { db } = app.svc;
-  /** The inbox route's inbox (scope 404 before the permission 403). */
-  const inboxOf = (request: FastifyRequest<{ Params: InboxParams }>, permission: Permission) => inboxFor(db, request.principal!, request.params.inbox_id, permission).inbox_id;
 
   app.get<{ Querystring: ListQuery }>('/webhooks', { config: agent, schema: { querystring: ListQuery } }, async (request) =>
-    listWebhooks(db, instanceWide(request, 'webhook_read'), request.query, null),
+    webhookListPage(db, request.principal!, undefined, request.query),
   );
   app.post<{ Body: CreateWebhookBody }>('/webhooks', { config: agent, schema: { body: CreateWebhookBody } }, async (request) =>
-    createWebhook(db, instanceWide(request, 'webhook_create'), request.body, null),
+    createWebhookFor(db, request.principal!, undefined, request.body),
   );
   app.get<{ Params: HookParams }>('/webhooks/:webhook_id', { config: agent, schema: { params: HookParams } }, async (request) =>
-    getWebhook(db, instanceWide(request, 'webhook_read'), request.params.webhook_id, null),
+    readWebhook(db, request.principal!, undefined, request.params.webhook_id),
   );
   app.patch<{ Params: HookParams; Body: UpdateWebhookBody }>('/webhooks/:webhook_id', { config: agent, schema: { params: HookParams, body: UpdateWebhookBody } }, async (request) =>
-    updateWebhook(db, instanceWide(request, 'webhook_update'), request.params.webhook_id, null, request.body),
+    updateWebhookFor(db, request.principal!, undefined, request.params.webhook_id, request.body),
   );
   app.delete<{ Params: HookParams }>('/webhooks/:webhook_id', { config: agent, schema: { params: HookParams } }, async (request, reply) => {
-    deleteWebhook(db, instanceWide(request, 'webhook_delete'), request.params.webhook_id, null);
+    deleteWebhookFor(db, request.principal!, undefined, request.params.webhook_id);
     return reply.send();
   });
   app.get<{ Params: HookParams }>('/webhooks/:webhook_id/headers', { config: agent, schema: { params: HookParams } }, async (request) =>
-    webhookHeaderNames(db, instanceWide(request, 'webhook_read'), request.params.webhook_id, null),
+    readWebhookHeaderNames(db, request.principal!, undefined, request.params.webhook_id),
   );
   app.patch<{ Params: HookParams; Body: UpdateHeadersBody }>('/webhooks/:webhook_id/headers', { config: agent, schema: { params: HookParams, body: UpdateHeadersBody } }, async (request, reply) => {
-    updateWebhookHeaders(db, instanceWide(request, 'webhook_update'), request.params.webhook_id, null, request.body);
+    updateWebhookHeadersFor(db, request.principal!, undefined, request.params.webhook_id, request.body);
     return reply.code(204).send();
   });
 
-  app.get<{ Params: InboxParams; Querystring: ListQuery }>('/inboxes/:inbox_id/webhooks', { config: agent, schema: { params: InboxParams, querystring: ListQuery } }, async (request) => {
-    const inbox = inboxOf(request, 'webhook_read');
-    return listWebhooks(db, request.principal!, request.query, inbox);
-  });
-  app.post<{ Params: InboxParams; Body: CreateInboxWebhookBody }>('/inboxes/:inbox_id/webhooks', { config: agent, schema: { params: InboxParams, body: CreateInboxWebhookBody } }, async (request) => {
-    const inbox = inboxOf(request, 'webhook_create');
-    return createWebhook(db, request.principal!, request.body, inbox);
-  });
-  app.get<{ Params: InboxHookParams }>('/inboxes/:inbox_id/webhooks/:webhook_id', { config: agent, schema: { params: InboxHookParams } }, async (request) => {
-    const inbox = inboxOf(request, 'webhook_read');
-    return getWebhook(db, request.principal!, request.params.webhook_id, inbox);
-  });
+  app.get<{ Params: InboxParams; Querystring: ListQuery }>('/inboxes/:inbox_id/webhooks', { config: agent, schema: { params: InboxParams, querystring: ListQuery } }, async (request) =>
+    webhookListPage(db, request.principal!, request.params.inbox_id, request.query),
+  );
+  app.post<{ Params: InboxParams; Body: CreateInboxWebhookBody }>('/inboxes/:inbox_id/webhooks', { config: agent, schema: { params: InboxParams, body: CreateInboxWebhookBody } }, async (request) =>
+    createWebhookFor(db, request.principal!, request.params.inbox_id, request.body),
+  );
+  app.get<{ Params: InboxHookParams }>('/inboxes/:inbox_id/webhooks/:webhook_id', { config: agent, schema: { params: InboxHookParams } }, async (request) =>
+    readWebhook(db, request.principal!, request.params.inbox_id, request.params.webhook_id),
+  );
   app.patch<{ Params: InboxHookParams; Body: UpdateInboxWebhookBody }>(
     '/inboxes/:inbox_id/webhooks/:webhook_id',
     { config: agent, schema: { params: InboxHookParams, body: UpdateInboxWebhookBody } },
-    async (request) => {
-      const inbox = inboxOf(request, 'webhook_update');
-      return updateWebhook(db, request.principal!, request.params.webhook_id, inbox, request.body);
-    },
+    async (request) => updateWebhookFor(db, request.principal!, request.params.inbox_id, request.params.webhook_id, request.body),
   );
   app.delete<{ Params: InboxHookParams }>('/inboxes/:inbox_id/webhooks/:webhook_id', { config: agent, schema: { params: InboxHookParams } }, async (request, reply) => {
-    deleteWebhook(db, request.principal!, request.params.webhook_id, inboxOf(request, 'webhook_delete'));
+    deleteWebhookFor(db, request.principal!, request.params.inbox_id, request.params.webhook_id);
     return reply.send();
   });
-  app.get<{ Params: InboxHookParams }>('/inboxes/:inbox_id/webhooks/:webhook_id/headers', { config: agent, schema: { params: InboxHookParams } }, async (request) => {
-    const inbox = inboxOf(request, 'webhook_read');
-    return webhookHeaderNames(db, request.principal!, request.params.webhook_id, inbox);
-  });
+  app.get<{ Params: InboxHookParams }>('/inboxes/:inbox_id/webhooks/:webhook_id/headers', { config: agent, schema: { params: InboxHookParams } }, async (request) =>
+    readWebhookHeaderNames(db, request.principal!, request.params.inbox_id, request.params.webhook_id),
+  );
   app.patch<{ Params: InboxHookParams; Body: UpdateHeadersBody }>(
     '/inboxes/:inbox_id/webhooks/:webhook_id/headers',
     { config: agent, schema: { params: InboxHookParams, body: UpdateHeadersBody } },
     async (request, reply) => {
-      updateWebhookHeaders(db, request.principal!, request.params.webhook_id, inboxOf(request, 'webhook_update'), request.body);
+      updateWebhookHeadersFor(db, request.principal!, request.params.inbox_id, request.params.webhook_id, request.body);
       return reply.code(204).send();
     },
   );

@@ -4,7 +4,9 @@
  * or the API key / OAuth grant of an agent — because delivery filters every event by that
  * creator's current scope and permissions (workers/loops/webhooks.ts), and agents see only the
  * webhooks their own credential created. The rules live here; every statement is in
- * src/webhooks/repository.ts.
+ * src/webhooks/repository.ts. Scope, permission and the transaction belong to the caller
+ * (src/requests/webhooks.ts): the write functions here run inside its transaction, and what a
+ * stranger sends (URL, headers, event types) is checked before it.
  */
 import { inboxExists } from '../auth/inbox-lookup.js';
 import { randomBytes } from 'node:crypto';
@@ -188,7 +190,7 @@ async function checkUrl(p: Principal, raw: string): Promise<string> {
   return parsed.toString();
 }
 
-interface HeaderChange {
+export interface HeaderChange {
   set: [name: string, value: string][];
   remove: string[];
 }
@@ -239,49 +241,69 @@ function webhookRow(db: Db, p: Principal, webhookId: string, inbox: string | nul
 
 const newWebhookSecret = () => WEBHOOK_SECRET_PREFIX + randomBytes(SECRET_BYTES).toString('base64');
 
+/** A checked create: what the transaction writes, decided before it from the caller's input. */
+export interface WebhookCreate {
+  creator: WebhookCreator;
+  inbox: string | null;
+  inboxIds: string[] | null;
+  url: string;
+  eventTypes: string[];
+  headers: HeaderChange;
+  clientId: string | null;
+  /** Hash of the create's meaning, set when a `client_id` makes the create idempotent. */
+  bodyHash: string | null;
+}
+
 /**
- * Creates a webhook. `inbox` is the path's inbox on the inbox route (already checked for scope),
+ * Checks a create before any transaction (the URL check may resolve DNS, which never runs under
+ * the write lock). `inbox` is the path's inbox on the inbox route (already checked for scope),
  * null on the instance-wide route, where every listed inbox must be in the caller's scope (404).
- * Delivery starts with events after this moment. A `client_id` the same creator used before
- * returns that webhook (with its secret, which this creator was already given) when the body is
- * the same, and `409 already_exists` when it is not; client ids of other creators are invisible.
  */
-export async function createWebhook(db: Db, p: Principal, body: CreateWebhookBody | CreateInboxWebhookBody, inbox: string | null): Promise<WebhookResponse> {
+export async function checkWebhookCreate(db: Db, p: Principal, body: CreateWebhookBody | CreateInboxWebhookBody, inbox: string | null): Promise<WebhookCreate> {
   const eventTypes = checkEventTypes(p, body.event_types);
   const inboxIds = inbox === null && 'inbox_ids' in body && body.inbox_ids != null ? checkInboxIds(db, p, body.inbox_ids) : null;
   const headers = headerChange(body.headers, undefined);
   const url = await checkUrl(p, body.url);
-  const creator = creatorOf(p);
   const clientId = body.client_id ?? null;
   const bodyHash = clientId === null ? null : requestHash('webhooks.create', inbox, { url, event_types: [...eventTypes].sort(), inbox_ids: inboxIds === null ? null : [...inboxIds].sort(), headers: body.headers ?? {} });
-  const id = uuidv7();
-  const now = new Date().toISOString();
-  const row = db.transaction(() => {
-    const earlier = clientId === null ? undefined : webhookByClientId(db, creator, clientId);
-    if (earlier) {
-      if (earlier.client_request_hash !== bodyHash) {
-        throw new ApiError('already_exists', `The client_id \`${clientId}\` was already used to create the webhook ${earlier.webhook_id} with a different body.`, {
-          fix: 'Repeat the create with exactly the same body to get that webhook back, or use a new client_id for a new webhook.',
-        });
-      }
-      return earlier;
+  return { creator: creatorOf(p), inbox, inboxIds, url, eventTypes, headers, clientId, bodyHash };
+}
+
+/**
+ * Writes a checked create; runs inside the caller's transaction. Delivery starts with events
+ * after this moment. A `client_id` the same creator used before returns that webhook (with its
+ * secret, which this creator was already given) when the body is the same, and `409
+ * already_exists` when it is not; client ids of other creators are invisible.
+ */
+export function createWebhook(db: Db, p: Principal, create: WebhookCreate): WebhookResponse {
+  const { creator, clientId } = create;
+  const earlier = clientId === null ? undefined : webhookByClientId(db, creator, clientId);
+  let row: WebhookRow;
+  if (earlier) {
+    if (earlier.client_request_hash !== create.bodyHash) {
+      throw new ApiError('already_exists', `The client_id \`${clientId}\` was already used to create the webhook ${earlier.webhook_id} with a different body.`, {
+        fix: 'Repeat the create with exactly the same body to get that webhook back, or use a new client_id for a new webhook.',
+      });
     }
+    row = earlier;
+  } else {
+    const id = uuidv7();
     insertWebhook(db, {
       webhookId: id,
       creator,
-      inboxScope: inbox,
-      inboxIds: inboxIds === null ? null : JSON.stringify(inboxIds),
-      url,
-      eventTypes: JSON.stringify(eventTypes),
+      inboxScope: create.inbox,
+      inboxIds: create.inboxIds === null ? null : JSON.stringify(create.inboxIds),
+      url: create.url,
+      eventTypes: JSON.stringify(create.eventTypes),
       secret: newWebhookSecret(),
       cursorSeq: latestSeq(db),
-      now,
+      now: new Date().toISOString(),
       clientId,
-      clientRequestHash: bodyHash,
+      clientRequestHash: create.bodyHash,
     });
-    applyHeaders(db, id, headers);
-    return webhookRow(db, p, id, null);
-  }).immediate();
+    applyHeaders(db, id, create.headers);
+    row = webhookRow(db, p, id, null);
+  }
   return { ...webhookResponse(row, true), secret: row.secret };
 }
 
@@ -290,30 +312,30 @@ export function getWebhook(db: Db, p: Principal, webhookId: string, inbox: strin
 }
 
 /**
- * Patches event types, `enabled` and (instance-wide) the inbox filter. Disabling records
- * `disabled_reason` = `manual`; re-enabling clears the failure state and starts delivery with
- * events after that moment (docs/webhooks.md).
+ * Patches event types, `enabled` and (instance-wide) the inbox filter; runs inside the caller's
+ * transaction, so the read and the write see the same row. Disabling records `disabled_reason` =
+ * `manual`; re-enabling clears the failure state and starts delivery with events after that
+ * moment (docs/webhooks.md).
  */
 export function updateWebhook(db: Db, p: Principal, webhookId: string, inbox: string | null, patch: UpdateWebhookBody): WebhookResponse {
-  return db.transaction((): WebhookResponse => {
-    const row = webhookRow(db, p, webhookId, inbox);
-    const eventTypes = patch.event_types === undefined ? row.event_types : JSON.stringify(checkEventTypes(p, patch.event_types));
-    let inboxIds = row.inbox_ids;
-    if (patch.add_inbox_ids !== undefined || patch.remove_inbox_ids !== undefined) {
-      if (row.inbox_scope !== null) throw invalid('An inbox webhook has no `inbox_ids` filter.', `It receives events of ${row.inbox_scope} only; create an instance-wide webhook to filter by several inboxes.`);
-      const current = new Set(row.inbox_ids === null ? [] : (JSON.parse(row.inbox_ids) as string[]));
-      for (const id of checkInboxIds(db, p, patch.add_inbox_ids ?? [])) current.add(id);
-      for (const id of (patch.remove_inbox_ids ?? []).map(normalizeInboxId)) current.delete(id);
-      inboxIds = row.inbox_ids === null && patch.add_inbox_ids === undefined ? null : JSON.stringify([...current]);
-    }
-    const now = new Date().toISOString();
-    updateWebhookFilters(db, row.webhook_id, eventTypes, inboxIds, now);
-    if (patch.enabled === false && row.enabled === 1) disableWebhookManually(db, row.webhook_id);
-    else if (patch.enabled === true && row.enabled === 0) enableWebhook(db, row.webhook_id, latestSeq(db));
-    return webhookResponse(webhookRow(db, p, row.webhook_id, null), true);
-  }).immediate();
+  const row = webhookRow(db, p, webhookId, inbox);
+  const eventTypes = patch.event_types === undefined ? row.event_types : JSON.stringify(checkEventTypes(p, patch.event_types));
+  let inboxIds = row.inbox_ids;
+  if (patch.add_inbox_ids !== undefined || patch.remove_inbox_ids !== undefined) {
+    if (row.inbox_scope !== null) throw invalid('An inbox webhook has no `inbox_ids` filter.', `It receives events of ${row.inbox_scope} only; create an instance-wide webhook to filter by several inboxes.`);
+    const current = new Set(row.inbox_ids === null ? [] : (JSON.parse(row.inbox_ids) as string[]));
+    for (const id of checkInboxIds(db, p, patch.add_inbox_ids ?? [])) current.add(id);
+    for (const id of (patch.remove_inbox_ids ?? []).map(normalizeInboxId)) current.delete(id);
+    inboxIds = row.inbox_ids === null && patch.add_inbox_ids === undefined ? null : JSON.stringify([...current]);
+  }
+  const now = new Date().toISOString();
+  updateWebhookFilters(db, row.webhook_id, eventTypes, inboxIds, now);
+  if (patch.enabled === false && row.enabled === 1) disableWebhookManually(db, row.webhook_id);
+  else if (patch.enabled === true && row.enabled === 0) enableWebhook(db, row.webhook_id, latestSeq(db));
+  return webhookResponse(webhookRow(db, p, row.webhook_id, null), true);
 }
 
+/** Deletes a webhook the caller may see; runs inside the caller's transaction. */
 export function deleteWebhook(db: Db, p: Principal, webhookId: string, inbox: string | null): void {
   const row = webhookRow(db, p, webhookId, inbox);
   deleteWebhookRow(db, row.webhook_id);
@@ -325,13 +347,14 @@ export function webhookHeaderNames(db: Db, p: Principal, webhookId: string, inbo
   return { header_names: webhookHeaders(db, row.webhook_id).map((h) => h.name) };
 }
 
-export function updateWebhookHeaders(db: Db, p: Principal, webhookId: string, inbox: string | null, body: UpdateHeadersBody): void {
-  const change = headerChange(body.headers, body.remove_headers);
-  db.transaction(() => {
-    const row = webhookRow(db, p, webhookId, inbox);
-    applyHeaders(db, row.webhook_id, change);
-    touchWebhook(db, row.webhook_id, new Date().toISOString());
-  }).immediate();
+/** Checks a header edit on its own, before any transaction or lookup (a bad header is 400 whatever the webhook). */
+export const checkHeaderUpdate = (body: UpdateHeadersBody): HeaderChange => headerChange(body.headers, body.remove_headers);
+
+/** Applies a checked header edit to a webhook the caller may see; runs inside the caller's transaction. */
+export function updateWebhookHeaders(db: Db, p: Principal, webhookId: string, inbox: string | null, change: HeaderChange): void {
+  const row = webhookRow(db, p, webhookId, inbox);
+  applyHeaders(db, row.webhook_id, change);
+  touchWebhook(db, row.webhook_id, new Date().toISOString());
 }
 
 export interface WebhookPageQuery {

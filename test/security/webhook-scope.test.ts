@@ -77,6 +77,42 @@ t.test('a restricted key can name, add and see only inboxes in its scope on the 
   t.same(listed.body.webhooks.map((w) => w.webhook_id), [mine.body.webhook_id], 'the list holds its own webhook only');
 });
 
+t.test('every inbox webhook route: inbox out of scope is 404 before the permission (403); another inbox\'s path never reaches a webhook', async (t) => {
+  const both = insertApiKey(db, { permissions: WEBHOOK_ALL, inboxIds: [MINE, THEIRS] }).secret;
+  const hook = await as<{ webhook_id: string }>(both, 'POST', `/v0/inboxes/${encodeURIComponent(MINE)}/webhooks`, { url: PUBLIC_URL, event_types: ['message.received'] });
+  t.equal(hook.status, 200);
+  const routes = (inbox: string) => {
+    const base = `/v0/inboxes/${encodeURIComponent(inbox)}/webhooks`;
+    const one = `${base}/${hook.body.webhook_id}`;
+    return [
+      ['GET', base, undefined, 'webhook_read'],
+      ['POST', base, { url: PUBLIC_URL, event_types: ['message.received'] }, 'webhook_create'],
+      ['GET', one, undefined, 'webhook_read'],
+      ['PATCH', one, { enabled: false }, 'webhook_update'],
+      ['GET', `${one}/headers`, undefined, 'webhook_read'],
+      ['PATCH', `${one}/headers`, { headers: { 'X-A': '1' } }, 'webhook_update'],
+      ['DELETE', one, undefined, 'webhook_delete'],
+    ] as const;
+  };
+  const noWebhookPermission = insertApiKey(db, { permissions: ['message_read'], inboxIds: [MINE] }).secret;
+  for (const [method, path, body] of routes(THEIRS)) {
+    const res = await as<{ code: string }>(noWebhookPermission, method, path, body);
+    t.equal(res.status, 404, `${method} ${path} out of scope: 404 before the permission`);
+    t.equal(res.body.code, 'not_found');
+  }
+  for (const [method, path, body, permission] of routes(MINE)) {
+    const res = await as<{ code: string; message: string }>(noWebhookPermission, method, path, body);
+    t.equal(res.status, 403, `${method} ${path} in scope without ${permission}: 403`);
+    t.equal(res.body.code, 'missing_permission');
+    t.match(res.body.message, permission);
+  }
+  // THEIRS is in this key's scope, but the webhook is MINE's: the other inbox's path does not reach it.
+  for (const [method, path, body] of routes(THEIRS).slice(2)) {
+    t.equal((await as(both, method, path, body)).status, 404, `${method} ${path}: not that inbox's webhook`);
+  }
+  t.equal((await as<{ enabled: boolean }>(both, 'GET', `/v0/webhooks/${hook.body.webhook_id}`)).body.enabled, true, 'nothing above changed it');
+});
+
 t.test('an inbox webhook whose inbox leaves the key\'s scope disappears from the instance-wide routes', async (t) => {
   const created = insertApiKey(db, { permissions: WEBHOOK_ALL, inboxIds: [MINE, THEIRS] });
   const hook = await as<{ webhook_id: string }>(created.secret, 'POST', `/v0/inboxes/${encodeURIComponent(THEIRS)}/webhooks`, { url: PUBLIC_URL, event_types: ['message.received'] });

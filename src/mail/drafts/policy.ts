@@ -1,7 +1,9 @@
 /**
  * What a caller may do to a draft (spec §2.5, §4.6; docs/drafts.md): create, patch, approve a
  * schedule, reject; who keeps or withdraws the owner's approval, which states are frozen, and
- * the payload limits a draft shares with a message. Storage is drafts/repository.ts.
+ * the payload limits a draft shares with a message. Storage is drafts/repository.ts. Each write
+ * is a check (before any transaction: the caller's input, parsed and decoded) and a write that
+ * runs inside the transaction src/requests/drafts.ts opens, deciding on the row as it is then.
  */
 import type { Db } from '../../db/open.js';
 import { type InboxRow, requirePermission } from '../../auth/access.js';
@@ -14,7 +16,7 @@ import { MAX_MESSAGE_BYTES, MAX_MESSAGE_ID, MAX_RECIPIENTS } from '../limits.js'
 import { draftTransition, nextApproved, nextDraftStatus, type DraftActor, type DraftFacts, type DraftTransition } from './states.js';
 import { draftShape, list, type CreateDraftBody, type Draft, type DraftRow, type UpdateDraftBody } from './schemas.js';
 import { parseSendAt } from './send-at.js';
-import { addDraftAttachments, draftAttachments, draftByClientId, draftEvent, draftRow, insertDraft, removeDraftAttachments, rewriteDraft, setDraftStatus } from './repository.js';
+import { addDraftAttachments, draftAttachments, draftByClientId, draftEvent, draftRow, insertDraft, removeDraftAttachments, rewriteDraft, setDraftStatus, type NewDraft } from './repository.js';
 
 /**
  * The approve call's `expected_updated_at`, when given, must be the draft's current version:
@@ -97,14 +99,38 @@ export interface DraftWrite {
   wake: boolean;
 }
 
+/** A checked draft create: the new draft and the events its commit appends. */
+export interface NewDraftCreate {
+  earlier: null;
+  draft: NewDraft;
+  events: DraftTransition['events'];
+}
+/** What checkDraftCreate found: the draft of an earlier create with the same `client_id`, or a new one. */
+export type DraftCreate = { earlier: DraftWrite } | NewDraftCreate;
+
+/** A checked draft patch: the caller's parsed fields, applied by updateDraft to the row it reads. */
+export interface DraftUpdate {
+  inboxId: string;
+  draftId: string;
+  body: UpdateDraftBody;
+  facts: (row: DraftRow) => DraftFacts;
+  sendAt: string | null | undefined;
+  replyTo: Recipient[] | undefined;
+  fields: { to: Recipient[] | undefined; cc: Recipient[] | undefined; bcc: Recipient[] | undefined };
+  subject: string | null | undefined;
+  added: ReturnType<typeof decodeAttachment>[];
+  labels: ReturnType<typeof labelEdit>;
+  actor: DraftActor;
+}
+
 /**
- * Creates a draft (spec §2.5), or returns the one already created in this inbox with the same
- * `client_id` (no event). The caller has checked scope and `draft_create`. Order: `draft_send`
- * for `send_at` → send policy → `message_read` for a reply or forward → client_id → the payload
- * → the referenced message (404) → limits → one transaction with `draft.created` (and
- * `draft.approval_required` when the schedule waits for the owner).
+ * Checks a draft create (spec §2.5) before any transaction: the draft already created in this
+ * inbox with the same `client_id` (answered as it is, no event), or the new draft to insert. The
+ * caller has checked scope and `draft_create`. Order: `draft_send` for `send_at` → send policy →
+ * `message_read` for a reply or forward → client_id → the payload → the referenced message (404)
+ * → limits. createDraft then writes it in the caller's transaction.
  */
-export function createDraft(db: Db, p: Principal, inbox: Pick<InboxRow, 'inbox_id'>, body: CreateDraftBody): DraftWrite {
+export function checkDraftCreate(db: Db, p: Principal, inbox: Pick<InboxRow, 'inbox_id'>, body: CreateDraftBody): DraftCreate {
   const actor = draftActor(p);
   const step = body.send_at != null ? (requirePermission(p, 'draft_send'), scheduleStart(actor)) : allowed(draftTransition('new', 'create', { sendAt: 'unchanged', actor }));
   const inReplyTo = body.in_reply_to ?? null;
@@ -112,7 +138,7 @@ export function createDraft(db: Db, p: Principal, inbox: Pick<InboxRow, 'inbox_i
   if (inReplyTo !== null || forwardOf !== null) requirePermission(p, 'message_read');
   const clientId = body.client_id ?? null;
   const earlier = clientId === null ? null : draftByClientId(db, inbox.inbox_id, clientId);
-  if (earlier) return { draft: draftShape(earlier, draftAttachments(db, earlier.draft_id)), seqs: [], wake: false };
+  if (earlier) return { earlier: { draft: draftShape(earlier, draftAttachments(db, earlier.draft_id)), seqs: [], wake: false } };
 
   if (inReplyTo !== null && forwardOf !== null) throw invalid('`in_reply_to` and `forward_of` cannot both be set.', 'A draft either replies to a message or forwards one.');
   const replyAll = body.reply_all === true;
@@ -136,25 +162,34 @@ export function createDraft(db: Db, p: Principal, inbox: Pick<InboxRow, 'inbox_i
   checkDraftLimits(c.to, c.cc, c.bcc, c.attachments.length, estimate(c.attachments.map((a) => a.content.byteLength), c.text, c.html));
 
   const status = nextDraftStatus(step, 'new')!;
-  return db.transaction((): DraftWrite => {
-    const raced = clientId === null ? null : draftByClientId(db, inbox.inbox_id, clientId);
-    if (raced) return { draft: draftShape(raced, draftAttachments(db, raced.draft_id)), seqs: [], wake: false };
-    const row = insertDraft(db, {
-      inboxId: inbox.inbox_id,
-      clientId,
-      composition: c,
-      inReplyTo: original && inReplyTo !== null ? original.messageId : null,
-      forwardOf: original && forwardOf !== null ? original.messageId : null,
-      replyAll,
-      references,
-      sendAt,
-      status,
-      approved: nextApproved(step, false, actor),
-      createdBy: isOwner(p) ? 'owner' : p.id,
-    });
-    const seqs = step.events.map((e) => draftEvent(db, e, row));
-    return { draft: draftShape(row, draftAttachments(db, row.draft_id)), seqs, wake: status === 'scheduled' };
-  }).immediate();
+  const draft: NewDraft = {
+    inboxId: inbox.inbox_id,
+    clientId,
+    composition: c,
+    inReplyTo: original && inReplyTo !== null ? original.messageId : null,
+    forwardOf: original && forwardOf !== null ? original.messageId : null,
+    replyAll,
+    references,
+    sendAt,
+    status,
+    approved: nextApproved(step, false, actor),
+    createdBy: isOwner(p) ? 'owner' : p.id,
+  };
+  return { earlier: null, draft, events: step.events };
+}
+
+/**
+ * Writes a checked create; runs inside the caller's transaction, with `draft.created` (and
+ * `draft.approval_required` when the schedule waits for the owner). A create with the same
+ * `client_id` that committed since the check is answered as it is, without an event.
+ */
+export function createDraft(db: Db, create: NewDraftCreate): DraftWrite {
+  const { draft, events } = create;
+  const raced = draft.clientId == null ? null : draftByClientId(db, draft.inboxId, draft.clientId);
+  if (raced) return { draft: draftShape(raced, draftAttachments(db, raced.draft_id)), seqs: [], wake: false };
+  const row = insertDraft(db, draft);
+  const seqs = events.map((e) => draftEvent(db, e, row));
+  return { draft: draftShape(row, draftAttachments(db, row.draft_id)), seqs, wake: draft.status === 'scheduled' };
 }
 
 /**
@@ -164,8 +199,10 @@ export function createDraft(db: Db, p: Principal, inbox: Pick<InboxRow, 'inbox_i
  * owner or a `direct` credential withdraws approval: a scheduled draft then waits for the owner
  * again (`draft.approval_required`). Sending, sent and rejected drafts are `409 conflict`, and so
  * is a draft awaiting approval for any caller but the owner or a `direct` credential.
+ * checkDraftUpdate reads and checks the caller's input before any transaction; updateDraft
+ * applies it inside the caller's transaction, deciding on the row as it is then.
  */
-export function updateDraft(db: Db, p: Principal, inbox: Pick<InboxRow, 'inbox_id'>, draftId: string, body: UpdateDraftBody): DraftWrite {
+export function checkDraftUpdate(db: Db, p: Principal, inbox: Pick<InboxRow, 'inbox_id'>, draftId: string, body: UpdateDraftBody): DraftUpdate {
   const actor = draftActor(p);
   if (typeof body.send_at === 'string') {
     requirePermission(p, 'draft_send');
@@ -183,42 +220,45 @@ export function updateDraft(db: Db, p: Principal, inbox: Pick<InboxRow, 'inbox_i
   const subject = body.subject === undefined ? undefined : checkSubject(body.subject);
   const added = (body.add_attachments ?? []).map(decodeAttachment);
   const labels = labelEdit(p, body.add_labels, body.remove_labels);
+  return { inboxId: inbox.inbox_id, draftId, body, facts, sendAt, replyTo, fields, subject, added, labels, actor };
+}
 
-  return db.transaction((): DraftWrite => {
-    const row = draftRow(db, inbox.inbox_id, draftId);
-    if (!row) throw notFound('draft');
-    const step = allowed(draftTransition(row.send_status, 'patch', facts(row)));
-    const stored = (json: string | null, name: string) => parseRecipients(list(json) ?? [], name);
-    const [to, cc, bcc] = dedupeRecipients(fields.to ?? stored(row.to_addresses, 'to'), fields.cc ?? stored(row.cc_addresses, 'cc'), fields.bcc ?? stored(row.bcc_addresses, 'bcc'));
-    const text = body.text === undefined ? row.text : body.text;
-    const html = body.html === undefined ? row.html : body.html;
-    const removed = new Set(body.remove_attachments ?? []);
-    const kept = draftAttachments(db, row.draft_id).filter((a) => !removed.has(a.attachment_id));
-    checkDraftLimits(to, cc, bcc, kept.length + added.length, estimate([...kept.map((a) => a.size), ...added.map((a) => a.content.byteLength)], text, html));
+/** Applies a checked patch (see checkDraftUpdate); runs inside the caller's transaction. */
+export function updateDraft(db: Db, update: DraftUpdate): DraftWrite {
+  const { body, facts, sendAt, replyTo, fields, subject, added, labels, actor } = update;
+  const row = draftRow(db, update.inboxId, update.draftId);
+  if (!row) throw notFound('draft');
+  const step = allowed(draftTransition(row.send_status, 'patch', facts(row)));
+  const stored = (json: string | null, name: string) => parseRecipients(list(json) ?? [], name);
+  const [to, cc, bcc] = dedupeRecipients(fields.to ?? stored(row.to_addresses, 'to'), fields.cc ?? stored(row.cc_addresses, 'cc'), fields.bcc ?? stored(row.bcc_addresses, 'bcc'));
+  const text = body.text === undefined ? row.text : body.text;
+  const html = body.html === undefined ? row.html : body.html;
+  const removed = new Set(body.remove_attachments ?? []);
+  const kept = draftAttachments(db, row.draft_id).filter((a) => !removed.has(a.attachment_id));
+  checkDraftLimits(to, cc, bcc, kept.length + added.length, estimate([...kept.map((a) => a.size), ...added.map((a) => a.content.byteLength)], text, html));
 
-    const status = nextDraftStatus(step, row.send_status)!;
-    const currentLabels = JSON.parse(row.labels) as string[];
-    rewriteDraft(db, row.draft_id, {
-      to: to.map((r) => r.display),
-      cc: cc.map((r) => r.display),
-      bcc: bcc.map((r) => r.display),
-      replyTo: replyTo === undefined ? list(row.reply_to) : replyTo.map((r) => r.display),
-      subject: subject === undefined ? row.subject : subject,
-      text,
-      html,
-      labels: [...new Set([...currentLabels, ...labels.add])].filter((l) => !labels.remove.includes(l)),
-      sendAt: sendAt === undefined ? row.send_at : sendAt,
-      status,
-      // A new state starts without the old one's reason (a rescheduled `failed` draft drops its error).
-      reason: status === row.send_status ? row.send_reason : null,
-      approved: nextApproved(step, row.approved === 1, actor),
-    });
-    removeDraftAttachments(db, row.draft_id, removed);
-    addDraftAttachments(db, row.draft_id, added);
-    const after = draftRow(db, inbox.inbox_id, row.draft_id)!;
-    const seqs = step.events.map((e) => draftEvent(db, e, after));
-    return { draft: draftShape(after, draftAttachments(db, after.draft_id)), seqs, wake: status === 'scheduled' || row.send_status === 'scheduled' };
-  }).immediate();
+  const status = nextDraftStatus(step, row.send_status)!;
+  const currentLabels = JSON.parse(row.labels) as string[];
+  rewriteDraft(db, row.draft_id, {
+    to: to.map((r) => r.display),
+    cc: cc.map((r) => r.display),
+    bcc: bcc.map((r) => r.display),
+    replyTo: replyTo === undefined ? list(row.reply_to) : replyTo.map((r) => r.display),
+    subject: subject === undefined ? row.subject : subject,
+    text,
+    html,
+    labels: [...new Set([...currentLabels, ...labels.add])].filter((l) => !labels.remove.includes(l)),
+    sendAt: sendAt === undefined ? row.send_at : sendAt,
+    status,
+    // A new state starts without the old one's reason (a rescheduled `failed` draft drops its error).
+    reason: status === row.send_status ? row.send_reason : null,
+    approved: nextApproved(step, row.approved === 1, actor),
+  });
+  removeDraftAttachments(db, row.draft_id, removed);
+  addDraftAttachments(db, row.draft_id, added);
+  const after = draftRow(db, update.inboxId, row.draft_id)!;
+  const seqs = step.events.map((e) => draftEvent(db, e, after));
+  return { draft: draftShape(after, draftAttachments(db, after.draft_id)), seqs, wake: status === 'scheduled' || row.send_status === 'scheduled' };
 }
 
 /**
@@ -238,16 +278,17 @@ export function approveScheduled(db: Db, inboxId: string, draftId: string, expec
   return { row: draftRow(db, inboxId, draftId)!, seqs };
 }
 
-/** The owner rejects a draft: final, with the reason. Rejecting again changes nothing (no event). */
+/**
+ * The owner rejects a draft: final, with the reason. Rejecting again changes nothing (no event).
+ * Runs inside the caller's transaction.
+ */
 export function rejectDraft(db: Db, inboxId: string, draftId: string, reason: string | null): { row: DraftRow; seqs: number[] } {
-  return db.transaction(() => {
-    const row = draftRow(db, inboxId, draftId);
-    if (!row) throw notFound('draft');
-    const step = allowed(draftTransition(row.send_status, 'reject'));
-    const status = nextDraftStatus(step, row.send_status)!;
-    if (status === row.send_status) return { row, seqs: [] };
-    setDraftStatus(db, row.draft_id, status, { reason, approved: nextApproved(step, row.approved === 1, 'owner_or_direct') });
-    const after = draftRow(db, inboxId, draftId)!;
-    return { row: after, seqs: step.events.map((e) => draftEvent(db, e, after)) };
-  }).immediate();
+  const row = draftRow(db, inboxId, draftId);
+  if (!row) throw notFound('draft');
+  const step = allowed(draftTransition(row.send_status, 'reject'));
+  const status = nextDraftStatus(step, row.send_status)!;
+  if (status === row.send_status) return { row, seqs: [] };
+  setDraftStatus(db, row.draft_id, status, { reason, approved: nextApproved(step, row.approved === 1, 'owner_or_direct') });
+  const after = draftRow(db, inboxId, draftId)!;
+  return { row: after, seqs: step.events.map((e) => draftEvent(db, e, after)) };
 }
