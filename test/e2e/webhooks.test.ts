@@ -10,7 +10,8 @@ import type { AddressInfo } from 'node:net';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import type { Db } from '../../src/db/open.js';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
-import { insertApiKey, openHomeDb } from '../helpers/db.js';
+import { expireApiKey, narrowApiKeyScope, openHomeDb } from '../helpers/db.js';
+import { createApiKey, updateApiKey } from '../helpers/seed.js';
 import { seedMail, simpleMail } from '../helpers/mail.js';
 import { until } from '../helpers/until.js';
 
@@ -267,16 +268,16 @@ t.test('filters: event_types and inbox_ids', async (t) => {
 t.test('inbox webhooks get their inbox only; delivery follows the creator key\'s CURRENT scope and permissions', async (t) => {
   const mine = await newInbox();
   const theirs = await newInbox();
-  const inboxKey = insertApiKey(db, { permissions: ['message_read', 'webhook_create', 'webhook_read'], inboxIds: [mine] });
+  const inboxKey = await createApiKey(svc, { permissions: ['message_read', 'webhook_create', 'webhook_read'], inboxIds: [mine] });
   const r1 = await receiver();
   const inboxHook = await createHook({ url: PUBLIC_URL, event_types: ['message.received'] }, `/v0/inboxes/${enc(mine)}/webhooks`, inboxKey.secret);
   db.prepare('UPDATE webhooks SET url = ? WHERE webhook_id = ?').run(r1.url, inboxHook.webhook_id); // loopback only through the test switch
 
-  const wideKey = insertApiKey(db, { permissions: ['message_read', 'webhook_create', 'webhook_read'] });
+  const wideKey = await createApiKey(svc, { permissions: ['message_read', 'webhook_create', 'webhook_read'] });
   const r2 = await receiver();
   const wideHook = await createHook({ url: PUBLIC_URL, event_types: ['message.received'], inbox_ids: [mine, theirs] }, '/v0/webhooks', wideKey.secret);
   db.prepare('UPDATE webhooks SET url = ? WHERE webhook_id = ?').run(r2.url, wideHook.webhook_id);
-  db.prepare('UPDATE api_keys SET inbox_ids = ? WHERE api_key_id = ?').run(JSON.stringify([mine]), wideKey.id); // the key's scope narrows later
+  narrowApiKeyScope(db, wideKey.id, [mine]); // the key's scope narrows later (no route changes a key's inboxes)
 
   const m1 = await mail(mine);
   await mail(theirs);
@@ -286,7 +287,7 @@ t.test('inbox webhooks get their inbox only; delivery follows the creator key\'s
   t.same(ids(r1.requests), [m1, m2], 'the inbox webhook: its inbox only');
   t.same(ids(r2.requests), [m1, m2], 'the instance-wide webhook: only what the creator can see now');
 
-  db.prepare('UPDATE api_keys SET permissions = ? WHERE api_key_id = ?').run(JSON.stringify(['webhook_read']), wideKey.id);
+  await updateApiKey(svc, wideKey.id, { permissions: ['webhook_read'] });
   const m3 = await mail(mine);
   await until('inbox webhook got the next', () => r1.delivered().length === 3);
   await settle();
@@ -296,8 +297,8 @@ t.test('inbox webhooks get their inbox only; delivery follows the creator key\'s
 
 t.test('deleting or expiring the creator key stops delivery', async (t) => {
   const inbox = await newInbox();
-  const deleted = insertApiKey(db, { permissions: ['message_read', 'webhook_create'] });
-  const expiring = insertApiKey(db, { permissions: ['message_read', 'webhook_create'] });
+  const deleted = await createApiKey(svc, { permissions: ['message_read', 'webhook_create'] });
+  const expiring = await createApiKey(svc, { permissions: ['message_read', 'webhook_create'] });
   const r1 = await receiver();
   const r2 = await receiver();
   for (const [key, r] of [[deleted, r1], [expiring, r2]] as const) {
@@ -307,7 +308,7 @@ t.test('deleting or expiring the creator key stops delivery', async (t) => {
   const before = await mail(inbox);
   await until('both delivered', () => r1.delivered().length === 1 && r2.delivered().length === 1);
   t.equal((await owner('DELETE', `/v0/api-keys/${deleted.id}`)).status, 200);
-  db.prepare('UPDATE api_keys SET expires_at = ? WHERE api_key_id = ?').run(new Date(Date.now() - 1000).toISOString(), expiring.id);
+  expireApiKey(db, expiring.id);
   await mail(inbox);
   await settle();
   t.same(ids(r1.requests), [before], 'revoked: nothing more');

@@ -9,7 +9,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Db } from '../../src/db/open.js';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
-import { insertApiKey, insertInbox, openHomeDb } from '../helpers/db.js';
+import { narrowApiKeyScope, openHomeDb } from '../helpers/db.js';
+import { createApiKey, createInbox } from '../helpers/seed.js';
 import { seedMail, simpleMail } from '../helpers/mail.js';
 
 const MINE = 'mine@scope.example.com';
@@ -29,8 +30,8 @@ t.before(async () => {
   // The test switch lets an agent's webhook reach a loopback receiver (agents are refused internal targets).
   svc = await startSvc({ env: { SVC_TEST_WEBHOOK_UNGUARDED: '1' } });
   db = openHomeDb(svc.home);
-  insertInbox(db, MINE);
-  insertInbox(db, THEIRS);
+  await createInbox(svc, MINE);
+  await createInbox(svc, THEIRS);
   server = http.createServer((req, res) => {
     let body = '';
     req.on('data', (c) => (body += c));
@@ -52,7 +53,7 @@ t.teardown(async () => {
 const as = <T = Record<string, unknown>>(token: string, method: string, path: string, body?: unknown) => api<T>(svc.url, method, path, { token, body });
 
 t.test('a restricted key can name, add and see only inboxes in its scope on the instance-wide routes', async (t) => {
-  const key = insertApiKey(db, { permissions: WEBHOOK_ALL, inboxIds: [MINE] }).secret;
+  const key = (await createApiKey(svc, { permissions: WEBHOOK_ALL, inboxIds: [MINE] })).secret;
   t.equal((await as(key, 'POST', '/v0/webhooks', { url: PUBLIC_URL, event_types: ['message.received'], inbox_ids: [THEIRS] })).status, 404, 'naming an outside inbox: 404');
   t.equal((await as(key, 'POST', '/v0/webhooks', { url: PUBLIC_URL, event_types: ['message.received'], inbox_ids: [MINE, THEIRS] })).status, 404, 'one outside inbox is enough');
   const mine = await as<{ webhook_id: string }>(key, 'POST', '/v0/webhooks', { url: PUBLIC_URL, event_types: ['message.received'], inbox_ids: [MINE] });
@@ -61,7 +62,7 @@ t.test('a restricted key can name, add and see only inboxes in its scope on the 
   t.same((await as<{ inbox_ids: string[] }>(key, 'GET', `/v0/webhooks/${mine.body.webhook_id}`)).body.inbox_ids, [MINE]);
 
   const ownerHook = await as<{ webhook_id: string }>(svc.ownerToken, 'POST', '/v0/webhooks', { url: PUBLIC_URL, event_types: ['message.received'] });
-  const otherKey = insertApiKey(db, { permissions: WEBHOOK_ALL, inboxIds: [MINE] }).secret;
+  const otherKey = (await createApiKey(svc, { permissions: WEBHOOK_ALL, inboxIds: [MINE] })).secret;
   const otherHook = await as<{ webhook_id: string }>(otherKey, 'POST', '/v0/webhooks', { url: PUBLIC_URL, event_types: ['message.received'] });
   for (const id of [ownerHook.body.webhook_id, otherHook.body.webhook_id]) {
     for (const [method, path, body] of [
@@ -78,7 +79,7 @@ t.test('a restricted key can name, add and see only inboxes in its scope on the 
 });
 
 t.test('every inbox webhook route: inbox out of scope is 404 before the permission (403); another inbox\'s path never reaches a webhook', async (t) => {
-  const both = insertApiKey(db, { permissions: WEBHOOK_ALL, inboxIds: [MINE, THEIRS] }).secret;
+  const both = (await createApiKey(svc, { permissions: WEBHOOK_ALL, inboxIds: [MINE, THEIRS] })).secret;
   const hook = await as<{ webhook_id: string }>(both, 'POST', `/v0/inboxes/${encodeURIComponent(MINE)}/webhooks`, { url: PUBLIC_URL, event_types: ['message.received'] });
   t.equal(hook.status, 200);
   const routes = (inbox: string) => {
@@ -94,7 +95,7 @@ t.test('every inbox webhook route: inbox out of scope is 404 before the permissi
       ['DELETE', one, undefined, 'webhook_delete'],
     ] as const;
   };
-  const noWebhookPermission = insertApiKey(db, { permissions: ['message_read'], inboxIds: [MINE] }).secret;
+  const noWebhookPermission = (await createApiKey(svc, { permissions: ['message_read'], inboxIds: [MINE] })).secret;
   for (const [method, path, body] of routes(THEIRS)) {
     const res = await as<{ code: string }>(noWebhookPermission, method, path, body);
     t.equal(res.status, 404, `${method} ${path} out of scope: 404 before the permission`);
@@ -114,18 +115,18 @@ t.test('every inbox webhook route: inbox out of scope is 404 before the permissi
 });
 
 t.test('an inbox webhook whose inbox leaves the key\'s scope disappears from the instance-wide routes', async (t) => {
-  const created = insertApiKey(db, { permissions: WEBHOOK_ALL, inboxIds: [MINE, THEIRS] });
+  const created = await createApiKey(svc, { permissions: WEBHOOK_ALL, inboxIds: [MINE, THEIRS] });
   const hook = await as<{ webhook_id: string }>(created.secret, 'POST', `/v0/inboxes/${encodeURIComponent(THEIRS)}/webhooks`, { url: PUBLIC_URL, event_types: ['message.received'] });
   t.equal(hook.status, 200);
-  db.prepare('UPDATE api_keys SET inbox_ids = ? WHERE api_key_id = ?').run(JSON.stringify([MINE]), created.id);
+  narrowApiKeyScope(db, created.id, [MINE]);
   t.equal((await as(created.secret, 'GET', `/v0/webhooks/${hook.body.webhook_id}`)).status, 404);
   const listed = await as<{ webhooks: { webhook_id: string }[] }>(created.secret, 'GET', '/v0/webhooks');
   t.notOk(listed.body.webhooks.some((w) => w.webhook_id === hook.body.webhook_id));
 });
 
 t.test('a client_id is per creator: reusing another credential\'s value never returns its webhook or secret', async (t) => {
-  const one = insertApiKey(db, { permissions: WEBHOOK_ALL, inboxIds: [MINE] }).secret;
-  const two = insertApiKey(db, { permissions: WEBHOOK_ALL }).secret;
+  const one = (await createApiKey(svc, { permissions: WEBHOOK_ALL, inboxIds: [MINE] })).secret;
+  const two = (await createApiKey(svc, { permissions: WEBHOOK_ALL })).secret;
   const body = { url: PUBLIC_URL, event_types: ['message.received'], client_id: 'well-known' };
   const first = await as<{ webhook_id: string; secret: string }>(one, 'POST', '/v0/webhooks', body);
   const second = await as<{ webhook_id: string; secret: string }>(two, 'POST', '/v0/webhooks', body);
@@ -135,7 +136,7 @@ t.test('a client_id is per creator: reusing another credential\'s value never re
 });
 
 t.test('delivery of a restricted key\'s instance-wide webhook without inbox_ids carries only events of its scope', async (t) => {
-  const key = insertApiKey(db, { permissions: WEBHOOK_ALL, inboxIds: [MINE] }).secret;
+  const key = (await createApiKey(svc, { permissions: WEBHOOK_ALL, inboxIds: [MINE] })).secret;
   const hook = await as<{ webhook_id: string }>(key, 'POST', '/v0/webhooks', { url: PUBLIC_URL, event_types: ['message.received'] });
   t.equal(hook.status, 200, 'no inbox_ids: every inbox the key can see');
   db.prepare('UPDATE webhooks SET url = ? WHERE webhook_id = ?').run(receiverUrl, hook.body.webhook_id);
