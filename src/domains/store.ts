@@ -159,15 +159,19 @@ export async function updateDomain(db: Db, domainId: string, patch: UpdateDomain
   return domainView(db, domainRow(db, domainId));
 }
 
-/** Removes the registration; only when nothing is provisioned (never applied, or torn down). */
+/**
+ * Removes the registration; only when nothing is provisioned (never applied, or torn down). The
+ * delete is guarded by the status it was read in, like every move: when an apply won meanwhile,
+ * the domain is answered as provisioned (409).
+ */
 export function deleteDomain(db: Db, domainId: string): void {
   const row = domainRow(db, domainId);
-  if (ownerStep(row, 'delete').to !== 'gone') {
-    throw new ApiError('conflict', `The domain ${row.domain} is ${row.status}; it can be deleted only after teardown.`, {
-      fix: row.status === 'tearing_down' ? 'Wait until its status is torn_down (the edge stops routing it within seconds), then delete it.' : `POST /v0/domains/${domainId}/teardown, wait for status torn_down, then delete it.`,
+  const refuse = (status: DomainStatus) =>
+    new ApiError('conflict', `The domain ${row.domain} is ${status}; it can be deleted only after teardown.`, {
+      fix: status === 'tearing_down' ? 'Wait until its status is torn_down (the edge stops routing it within seconds), then delete it.' : `POST /v0/domains/${domainId}/teardown, wait for status torn_down, then delete it.`,
     });
-  }
-  db.prepare('DELETE FROM domains WHERE domain_id = ?').run(domainId);
+  if (ownerStep(row, 'delete').to !== 'gone') throw refuse(row.status);
+  if (db.prepare('DELETE FROM domains WHERE domain_id = ? AND status = ?').run(domainId, row.status).changes === 0) throw refuse(domainRow(db, domainId).status);
 }
 
 export function listDomains(db: Db, p: Principal, query: { limit?: number; page_token?: string; ascending?: boolean }): Record<string, unknown> {

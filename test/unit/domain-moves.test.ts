@@ -1,7 +1,7 @@
 /**
  * The domain status writes (src/domains/store.ts) on a real database: every row of
  * docs/domains.md "State machine" that moves a domain, applied through the store's functions
- * (the owner's apply, verify and teardown, the loop's `transition`, the self-test hook), from
+ * (the owner's apply, verify, teardown and delete, the loop's `transition`, the self-test hook), from
  * its from-states; and the guard: a move from a status the domain is no longer in changes
  * nothing, and a self-test for a domain that is not verifying verifies nothing.
  */
@@ -10,7 +10,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { openDatabase, type Db } from '../../src/db/open.js';
 import { DOMAIN_STATUSES, DOMAIN_TRANSITIONS, type DomainStatus, type DomainTrigger } from '../../src/domains/states.js';
-import { applyDomain, createDomain, domainRow, receiveSelftest, recordSelftestSent, requestVerification, SELFTEST_HEADER, teardownDomain, transition } from '../../src/domains/store.js';
+import { applyDomain, createDomain, deleteDomain, domainRow, receiveSelftest, recordSelftestSent, requestVerification, SELFTEST_HEADER, teardownDomain, transition } from '../../src/domains/store.js';
 import { tempDir } from '../helpers/svc.js';
 
 const OWNER_CALLS = { apply: applyDomain, verify: requestVerification, teardown: teardownDomain } as const;
@@ -70,6 +70,21 @@ t.test('a loop trigger the table has no move for throws', async (t) => {
   const id = await domainIn(db, 'verified');
   t.throws(() => transition(db, id, 'verified', 'routed', null));
   t.equal(domainRow(db, id).status, 'verified');
+});
+
+t.test('delete: gone from pending and torn_down, 409 conflict from any other status', async (t) => {
+  const db = store(t);
+  for (const status of DOMAIN_STATUSES) {
+    const id = await domainIn(db, status);
+    const gone = status === 'pending' || status === 'torn_down';
+    if (gone) {
+      deleteDomain(db, id);
+      t.throws(() => domainRow(db, id), { code: 'not_found' }, `${status}: deleted`);
+    } else {
+      t.throws(() => deleteDomain(db, id), { code: 'conflict' }, `${status}: refused`);
+      t.equal(domainRow(db, id).status, status, `${status}: kept`);
+    }
+  }
 });
 
 const selftestMail = (token: string): [string, string][] => [[SELFTEST_HEADER.toLowerCase(), `${SELFTEST_HEADER}: ${token}`]];
