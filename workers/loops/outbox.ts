@@ -22,6 +22,7 @@ const retryDelay = (attempt: number) => testRetryMs ?? RETRY_DELAYS_MS[attempt -
 
 let recovered = false;
 
+/** The event to publish after a move commits: a settle's; none for a mark, a requeue, or a message that had moved on. */
 const seqOf = (moved: ReturnType<typeof moveOutbox>) => (moved.moved ? moved.seq : null);
 
 let current: { fingerprint: string; transport: Transport | null } = { fingerprint: '', transport: null };
@@ -49,8 +50,8 @@ async function recover(ctx: LoopContext, config: TransportConfig): Promise<boole
       complete = false; // the edge is unreachable: ask again on the next pass, never guess
       continue;
     }
-    const moved = ctx.db.transaction(() => moveOutbox(ctx.db, row.message_rowid, step, action)).immediate();
-    if (moved.moved && moved.seq !== null) ctx.publish({ kind: 'event', seq: moved.seq });
+    const seq = seqOf(ctx.db.transaction(() => moveOutbox(ctx.db, row.message_rowid, step, action)).immediate());
+    if (seq !== null) ctx.publish({ kind: 'event', seq });
   }
   return complete;
 }
