@@ -2,6 +2,7 @@
 import { DOMAINS_MIGRATION } from './migrations-domains.js';
 import { WEBHOOKS_MIGRATION } from './migrations-webhooks.js';
 import { OAUTH_MIGRATION } from './migrations-oauth.js';
+import { QUARANTINE_AUTO_RETRY_MIGRATION } from './migrations-quarantine.js';
 
 export const MIGRATIONS: readonly string[] = [
   // 1: settings and the owner account
@@ -277,4 +278,6 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE webhooks ADD COLUMN client_request_hash TEXT;    -- hash of the create body, so a repeat with another body is refused
   CREATE INDEX webhooks_client ON webhooks (owner_kind, creator_id, client_id) WHERE client_id IS NOT NULL;
   `,
+  // 10: the quarantine's automatic retry time, indexed (src/db/migrations-quarantine.ts)
+  QUARANTINE_AUTO_RETRY_MIGRATION,
 ];

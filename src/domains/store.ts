@@ -159,15 +159,19 @@ export async function updateDomain(db: Db, domainId: string, patch: UpdateDomain
   return domainView(db, domainRow(db, domainId));
 }
 
-/** Removes the registration; only when nothing is provisioned (never applied, or torn down). */
+/**
+ * Removes the registration; only when nothing is provisioned (never applied, or torn down). The
+ * delete is guarded by the status it was read in, like every move: when an apply won meanwhile,
+ * the domain is answered as provisioned (409).
+ */
 export function deleteDomain(db: Db, domainId: string): void {
   const row = domainRow(db, domainId);
-  if (ownerStep(row, 'delete').to !== 'gone') {
-    throw new ApiError('conflict', `The domain ${row.domain} is ${row.status}; it can be deleted only after teardown.`, {
-      fix: row.status === 'tearing_down' ? 'Wait until its status is torn_down (the edge stops routing it within seconds), then delete it.' : `POST /v0/domains/${domainId}/teardown, wait for status torn_down, then delete it.`,
+  const refuse = (status: DomainStatus) =>
+    new ApiError('conflict', `The domain ${row.domain} is ${status}; it can be deleted only after teardown.`, {
+      fix: status === 'tearing_down' ? 'Wait until its status is torn_down (the edge stops routing it within seconds), then delete it.' : `POST /v0/domains/${domainId}/teardown, wait for status torn_down, then delete it.`,
     });
-  }
-  db.prepare('DELETE FROM domains WHERE domain_id = ?').run(domainId);
+  if (ownerStep(row, 'delete').to !== 'gone') throw refuse(row.status);
+  if (db.prepare('DELETE FROM domains WHERE domain_id = ? AND status = ?').run(domainId, row.status).changes === 0) throw refuse(domainRow(db, domainId).status);
 }
 
 export function listDomains(db: Db, p: Principal, query: { limit?: number; page_token?: string; ascending?: boolean }): Record<string, unknown> {
@@ -194,17 +198,21 @@ function ownerStep(row: DomainRow, trigger: DomainTrigger): DomainTransition {
   return step;
 }
 
-/** Applies an owner call's row: idempotent when `unchanged`, else the new status with a fresh verification. */
-function ownerMove(db: Db, row: DomainRow, step: DomainTransition): DomainRow {
-  if (typeof step.to !== 'string' || step.to === 'unchanged' || step.to === 'gone') return row;
-  db.prepare(`UPDATE domains SET status = ?, reason = NULL${step.resetsVerification ? `, ${RESET_VERIFICATION}` : ''}, updated_at = ? WHERE domain_id = ?`).run(step.to, now(), row.domain_id);
+/**
+ * Applies an owner call's row: idempotent when `unchanged`, else the guarded move to the new
+ * status with a fresh verification. When the domain left the status it was read in meanwhile,
+ * that other change stands and the call answers the domain as it now is.
+ */
+function ownerMove(db: Db, row: DomainRow, trigger: DomainTrigger): DomainRow {
+  const to = ownerStep(row, trigger).to;
+  if (typeof to !== 'string' || to === 'unchanged' || to === 'gone') return row;
+  transition(db, row.domain_id, row.status, trigger, null);
   return domainRow(db, row.domain_id);
 }
 
 /** Provision or resume: idempotent while provisioning, verifying or verified. */
 export function applyDomain(db: Db, domainId: string): DomainRow {
-  const row = domainRow(db, domainId);
-  return ownerMove(db, row, ownerStep(row, 'apply'));
+  return ownerMove(db, domainRow(db, domainId), 'apply');
 }
 
 /** Starts a new check of a provisioned domain: records back to pending, a new self-test. */
@@ -217,24 +225,26 @@ export function requestVerification(db: Db, domainId: string): DomainRow {
       fix: `POST /v0/domains/${domainId}/apply first; it starts the verification by itself.`,
     });
   }
-  return ownerMove(db, row, step);
+  return ownerMove(db, row, 'verify');
 }
 
 export function teardownDomain(db: Db, domainId: string): DomainRow {
-  const row = domainRow(db, domainId);
-  return ownerMove(db, row, ownerStep(row, 'teardown'));
+  return ownerMove(db, domainRow(db, domainId), 'teardown');
 }
 
-// ---- transitions the provisioning loop makes ----
+// ---- the one status write ----
 
 /**
- * Moves a domain in `from` where the table's `trigger` row leads, only if it is still in `from`
- * (a concurrent request wins). False when it was not (any more) in `from`.
+ * The only write of a domain's status (owner calls, the provisioning loop, the self-test hook):
+ * moves a domain in `from` where the table's `trigger` row leads — with a fresh verification when
+ * the row says so — only if it is still in `from` (a concurrent change wins). False when it was
+ * not (any more) in `from`. A trigger with no move from `from` is a bug in the caller and throws.
  */
 export function transition(db: Db, domainId: string, from: DomainStatus, trigger: DomainTrigger, reason: string | null, set: Record<string, string | null> = {}): boolean {
   const to = loopTarget(from, trigger);
+  const reset = domainTransition(from, trigger)?.resetsVerification ? `, ${RESET_VERIFICATION}` : '';
   const extra = Object.keys(set).map((k) => `, ${k} = ?`).join('');
-  const result = db.prepare(`UPDATE domains SET status = ?, reason = ?${extra}, updated_at = ? WHERE domain_id = ? AND status = ?`).run(to, reason, ...Object.values(set), now(), domainId, from);
+  const result = db.prepare(`UPDATE domains SET status = ?, reason = ?${reset}${extra}, updated_at = ? WHERE domain_id = ? AND status = ?`).run(to, reason, ...Object.values(set), now(), domainId, from);
   return result.changes === 1;
 }
 
@@ -279,12 +289,13 @@ export function receiveSelftest(db: Db, recipient: string, headers: [string, str
   const line = headers.find(([name]) => name.toLowerCase() === SELFTEST_HEADER.toLowerCase())?.[1];
   const value = line?.slice(line.indexOf(':') + 1).replace(/\s+/g, '').trim();
   if (!value) return null;
-  const row = db.prepare("SELECT * FROM domains WHERE domain = ? AND status = 'verifying' AND selftest_token = ?").get(domain, value) as DomainRow | undefined;
-  if (!row) return null;
-  const at = now();
-  const step = domainTransition(row.status, 'selftest_back')!;
+  const from: DomainStatus = 'verifying';
+  const step = domainTransition(from, 'selftest_back')!;
   return db.transaction(() => {
-    db.prepare('UPDATE domains SET status = ?, reason = NULL, selftest_received_at = ?, verified_at = ?, updated_at = ? WHERE domain_id = ?').run(loopTarget(row.status, 'selftest_back'), at, at, at, row.domain_id);
+    const row = db.prepare('SELECT * FROM domains WHERE domain = ? AND status = ? AND selftest_token = ?').get(domain, from, value) as DomainRow | undefined;
+    if (!row) return null;
+    const at = now();
+    if (!transition(db, row.domain_id, from, 'selftest_back', null, { selftest_received_at: at, verified_at: at })) return null;
     return appendEvent(db, {
       eventType: step.event!,
       inboxId: null,

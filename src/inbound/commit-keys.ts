@@ -27,8 +27,9 @@ export function wasHandled(db: Db, objectKey: string): boolean {
     (
       prepared(
         db,
-        "SELECT EXISTS (SELECT 1 FROM messages WHERE source_key >= ?1 || ':' AND source_key < ?1 || ';') OR EXISTS (SELECT 1 FROM inbound_rejections WHERE source_key >= ?1 || ':' AND source_key < ?1 || ';') AS done",
-      ).get(objectKey) as { done: number }
+        // Named, not `?1`: better-sqlite3 counts each `?1` as a parameter of its own and refuses the one value.
+        "SELECT EXISTS (SELECT 1 FROM messages WHERE source_key >= @key || ':' AND source_key < @key || ';') OR EXISTS (SELECT 1 FROM inbound_rejections WHERE source_key >= @key || ':' AND source_key < @key || ';') AS done",
+      ).get({ key: objectKey }) as { done: number }
     ).done,
   );
 }

@@ -13,7 +13,7 @@ import type { OpenedInbound } from '../../workers/pool/tasks.js';
 import { EdgeClient, EdgeUnavailable } from './edge-client.js';
 import { homeKeyPair } from './home-key.js';
 import { ingestObject, type IngestDeps } from './ingest.js';
-import { wasCommitted } from './commit-keys.js';
+import { wasHandled } from './commit-keys.js';
 import { dueForAutoRetry, finishQuarantine, quarantineById, quarantineView, recordFailedRetry, setStatus } from './quarantine.js';
 import { readTransport } from '../mail/transport.js';
 
@@ -38,8 +38,8 @@ export async function retryDueQuarantine(deps: IngestDeps): Promise<number> {
       setStatus(db, item.quarantine_id, 'quarantined');
       break; // edge unreachable or storage busy: stop here, the next pass tries again
     }
-    // `gone` after the mail was committed (an earlier pass stored it, then deleted it at the edge): it was delivered.
-    const delivered = result.outcome === 'committed' || (result.outcome === 'gone' && wasCommitted(db, item.source_key));
+    // `gone` after an earlier pass handled it (stored it, or refused it by a block list, for some recipient) and then deleted it at the edge: it is done.
+    const delivered = result.outcome === 'committed' || (result.outcome === 'gone' && wasHandled(db, item.source_key));
     if (delivered) deps.publish(finishQuarantine(db, item.quarantine_id, 'released'));
     else recordFailedRetry(db, item.quarantine_id, result.outcome === 'failed' ? result.reason : item.reason_code);
   }

@@ -32,16 +32,18 @@ export function nextAutoRetryAt(r: Pick<QuarantineRow, 'source_kind' | 'reason_c
   return Date.parse(r.last_attempt_at ?? r.first_seen) + wait;
 }
 
-/** Items the background loop may retry now, oldest first (a handful per pass; the rest wait for the next). */
+/** nextAutoRetryAt as stored in `auto_retry_at` (migration 10): the same rule, for an item that is not in an owner action. */
+function autoRetryAt(r: Pick<QuarantineRow, 'source_kind' | 'reason_code' | 'attempts' | 'last_attempt_at' | 'first_seen'>): string | null {
+  const at = nextAutoRetryAt({ ...r, status: 'quarantined' });
+  return at === null ? null : new Date(at).toISOString();
+}
+
+/** Items the background loop may retry now, oldest first (a handful per pass; the rest wait for the next), found by the index on (status, auto_retry_at). */
 export function dueForAutoRetry(db: Db, now: number, limit: number): QuarantineRow[] {
-  const reasons = [...TRANSIENT_REASONS];
-  const rows = db
-    .prepare(
-      `SELECT * FROM inbound_quarantine WHERE status = 'quarantined' AND source_kind = 'buffer_object'
-       AND reason_code IN (${reasons.map(() => '?').join(', ')}) AND coalesce(attempts, 1) <= ? ORDER BY first_seen, quarantine_id`,
-    )
-    .all(...reasons, AUTO_RETRY_BACKOFF_MS.length) as QuarantineRow[];
-  return rows.filter((r) => (nextAutoRetryAt(r) ?? Infinity) <= now).slice(0, limit);
+  return prepared(db, "SELECT * FROM inbound_quarantine WHERE status = 'quarantined' AND auto_retry_at <= ? ORDER BY first_seen, quarantine_id LIMIT ?").all(
+    new Date(now).toISOString(),
+    limit,
+  ) as QuarantineRow[];
 }
 
 /** Visible items (what the owner still has to look at), for the navigation badge and `svc status`. */
@@ -62,6 +64,8 @@ export interface QuarantineRow {
   attempts: number | null;
   last_attempt_at: string | null;
   status: QuarantineStatus;
+  /** When the background loop next retries it (nextAutoRetryAt); null: never. */
+  auto_retry_at: string | null;
 }
 
 /** The item as the owner API shows it (§2.11). */
@@ -107,21 +111,25 @@ export function quarantine(
     if (existing && existing.status !== 'released' && existing.status !== 'deleted') return null;
     if (existing) db.prepare('DELETE FROM inbound_quarantine WHERE quarantine_id = ?').run(existing.quarantine_id);
     const row = { quarantine_id: uuidv7(), reason_code: item.reasonCode };
+    const lastAttemptAt = item.attempts === null ? null : now;
+    const retryAt = autoRetryAt({ source_kind: item.sourceKind, reason_code: item.reasonCode, attempts: item.attempts, last_attempt_at: lastAttemptAt, first_seen: now });
     db.prepare(
-      'INSERT INTO inbound_quarantine (quarantine_id, source_kind, source_key, reason_code, first_seen, size, inbox_id, attempts, last_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
-    ).run(row.quarantine_id, item.sourceKind, item.sourceKey, item.reasonCode, now, item.size, item.inboxId, item.attempts, item.attempts === null ? null : now);
+      'INSERT INTO inbound_quarantine (quarantine_id, source_kind, source_key, reason_code, first_seen, size, inbox_id, attempts, last_attempt_at, auto_retry_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    ).run(row.quarantine_id, item.sourceKind, item.sourceKey, item.reasonCode, now, item.size, item.inboxId, item.attempts, lastAttemptAt, retryAt);
     return event(db, 'inbound.quarantined', row);
   })();
 }
 
-/** A retry failed again: count it and keep the item quarantined with the newest reason. */
+/** A retry failed again: count it, keep the item quarantined with the newest reason, and set when the loop tries it next. */
 export function recordFailedRetry(db: Db, id: string, reasonCode: string): QuarantineRow {
-  db.prepare("UPDATE inbound_quarantine SET status = 'quarantined', reason_code = ?, attempts = coalesce(attempts, 0) + 1, last_attempt_at = ? WHERE quarantine_id = ?").run(
-    reasonCode,
-    new Date().toISOString(),
-    id,
-  );
-  return quarantineById(db, id)!;
+  return db.transaction(() => {
+    const item = quarantineById(db, id)!;
+    const attempts = (item.attempts ?? 0) + 1;
+    const at = new Date().toISOString();
+    const retryAt = autoRetryAt({ source_kind: item.source_kind, reason_code: reasonCode, attempts, last_attempt_at: at, first_seen: item.first_seen });
+    db.prepare("UPDATE inbound_quarantine SET status = 'quarantined', reason_code = ?, attempts = ?, last_attempt_at = ?, auto_retry_at = ? WHERE quarantine_id = ?").run(reasonCode, attempts, at, retryAt, id);
+    return quarantineById(db, id)!;
+  })();
 }
 
 export function setStatus(db: Db, id: string, status: QuarantineStatus): void {

@@ -3,8 +3,9 @@
  * `send_status`, and the events of spec §6.2 — `message.delivered`, `message.bounced` (type and
  * sub_type `unknown`, rule 4), `message.complained`, and `message.failed` with reason
  * `delivery_failed` when the edge gave up without any answer from the recipient's server.
- * `deferred` only labels (rule 6: deferred delivery produces no event). The cursor advances in
- * the same transaction as the changes, so each report is applied exactly once.
+ * `deferred` only labels (rule 6: deferred delivery produces no event). reportChange decides
+ * what a report changes (pure); applyReports writes it, and advances the cursor in the same
+ * transaction (the caller's) as the changes, so each report is applied exactly once.
  */
 import type { Db } from '../db/open.js';
 import { appendEvent } from '../events/log.js';
@@ -37,71 +38,83 @@ export function awaitingDeliveryReports(db: Db, since: string): boolean {
   );
 }
 
-function label(db: Db, rowid: number, add: string, remove: string[] = []): void {
-  prepared(db, 'INSERT OR IGNORE INTO message_labels (message_rowid, label) VALUES (?, ?)').run(rowid, add);
-  const del = prepared(db, 'DELETE FROM message_labels WHERE message_rowid = ? AND label = ?');
-  for (const l of remove) del.run(rowid, l);
+/** What a report changes on the message it is about: `send_status` (and reason), one label added and others removed, and the event, if any. */
+export interface ReportChange {
+  status: 'deferred' | 'delivered' | 'bounced' | 'complained' | 'failed';
+  reason: string | null;
+  addLabel: string;
+  removeLabels: readonly string[];
+  /** The event of spec §6.2 without the message's ids (the repository adds them); null: none (rule 6). */
+  event: { eventType: string; payloadKey: string; payload: Record<string, unknown> } | null;
 }
 
-function wasSentTo(recipientsJson: string, address: string): boolean {
+/**
+ * The decision (docs/outbound.md "Delivery reports"): what `report` changes on a message sent to
+ * `sentTo` (the outbox's recipients), or null when it is about someone the message was not sent
+ * to (the edge checks this too, issue 16 finding 7; such a report is never applied). Pure.
+ */
+export function reportChange(report: Pick<DeliveryReport, 'type' | 'recipient' | 'code'>, sentTo: readonly string[]): ReportChange | null {
+  const wanted = report.recipient.toLowerCase();
+  if (!sentTo.some((r) => r.toLowerCase() === wanted)) return null;
+  switch (report.type) {
+    case 'deferred':
+      return { status: 'deferred', reason: null, addLabel: 'deferred', removeLabels: [], event: null };
+    case 'delivered':
+      return { status: 'delivered', reason: null, addLabel: 'delivered', removeLabels: ['deferred'], event: { eventType: 'message.delivered', payloadKey: 'delivery', payload: { recipients: [report.recipient] } } };
+    case 'bounced':
+      // No server ever answered: the provider failed to deliver, nothing bounced.
+      if (report.code === undefined) {
+        return { status: 'failed', reason: 'delivery_failed', addLabel: 'failed', removeLabels: ['deferred'], event: { eventType: 'message.failed', payloadKey: 'failure', payload: { reason: 'delivery_failed' } } };
+      }
+      return {
+        status: 'bounced',
+        reason: null,
+        addLabel: 'bounced',
+        removeLabels: ['deferred'],
+        event: { eventType: 'message.bounced', payloadKey: 'bounce', payload: { type: 'unknown', sub_type: 'unknown', recipients: [{ address: report.recipient, status: String(report.code) }] } },
+      };
+    case 'complained':
+      return { status: 'complained', reason: null, addLabel: 'complained', removeLabels: [], event: { eventType: 'message.complained', payloadKey: 'complaint', payload: { type: 'unknown', sub_type: 'unknown', recipients: [report.recipient] } } };
+    default:
+      return null; // a report type this home does not know: nothing to apply
+  }
+}
+
+/** The outbox's recipients (a JSON array of addresses); none when unreadable, so no report applies. */
+function recipientsOf(json: string): string[] {
   let recipients: unknown;
   try {
-    recipients = JSON.parse(recipientsJson);
+    recipients = JSON.parse(json);
   } catch {
-    return false;
+    return [];
   }
-  const wanted = address.toLowerCase();
-  return Array.isArray(recipients) && recipients.some((r) => typeof r === 'string' && r.toLowerCase() === wanted);
+  return Array.isArray(recipients) ? recipients.filter((r): r is string => typeof r === 'string') : [];
 }
 
-/** Applies a page of reports and stores the next cursor; returns the seqs of the events appended. */
+/**
+ * Applies a page of reports and stores the next cursor, inside the caller's transaction (the
+ * cursor moves with the changes, so each report is applied exactly once); returns the seqs of
+ * the events appended. A report about a message deleted since is skipped.
+ */
 export function applyReports(db: Db, reports: DeliveryReport[], next: string): number[] {
-  return db
-    .transaction(() => {
-      const seqs: number[] = [];
-      for (const r of reports) {
-        const row = prepared(
-          db,
-          "SELECT m.id, m.inbox_id, m.thread_id, m.message_id, o.recipients FROM outbox o JOIN messages m ON m.id = o.message_rowid WHERE o.ref = ? AND m.direction = 'outbound'",
-        ).get(r.ref) as { id: number; inbox_id: string; thread_id: string; message_id: string; recipients: string } | undefined;
-        if (!row) continue; // the message was deleted since
-        // The edge checks this too (issue 16 finding 7); a report about someone the message was not sent to is never applied.
-        if (!wasSentTo(row.recipients, r.recipient)) continue;
-        const ids = { inbox_id: row.inbox_id, thread_id: row.thread_id, message_id: row.message_id, timestamp: r.at };
-        const status = (s: string) => prepared(db, 'UPDATE messages SET send_status = ?, send_reason = ?, updated_at = ? WHERE id = ?').run(s, null, new Date().toISOString(), row.id);
-        const event = (eventType: string, payloadKey: string, payload: Record<string, unknown>) =>
-          seqs.push(appendEvent(db, { eventType, inboxId: row.inbox_id, payloadKey, payload: { ...ids, ...payload }, messageRowid: row.id }).seq);
-        switch (r.type) {
-          case 'deferred':
-            label(db, row.id, 'deferred');
-            status('deferred');
-            break;
-          case 'delivered':
-            label(db, row.id, 'delivered', ['deferred']);
-            status('delivered');
-            event('message.delivered', 'delivery', { recipients: [r.recipient] });
-            break;
-          case 'bounced':
-            if (r.code === undefined) {
-              // No server ever answered: the provider failed to deliver, nothing bounced.
-              label(db, row.id, 'failed', ['deferred']);
-              prepared(db, "UPDATE messages SET send_status = 'failed', send_reason = 'delivery_failed', updated_at = ? WHERE id = ?").run(new Date().toISOString(), row.id);
-              event('message.failed', 'failure', { reason: 'delivery_failed' });
-            } else {
-              label(db, row.id, 'bounced', ['deferred']);
-              status('bounced');
-              event('message.bounced', 'bounce', { type: 'unknown', sub_type: 'unknown', recipients: [{ address: r.recipient, status: String(r.code) }] });
-            }
-            break;
-          case 'complained':
-            label(db, row.id, 'complained');
-            status('complained');
-            event('message.complained', 'complaint', { type: 'unknown', sub_type: 'unknown', recipients: [r.recipient] });
-            break;
-        }
-      }
-      prepared(db, 'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(CURSOR_KEY, next);
-      return seqs;
-    })
-    .immediate();
+  const seqs: number[] = [];
+  for (const r of reports) {
+    const row = prepared(
+      db,
+      "SELECT m.id, m.inbox_id, m.thread_id, m.message_id, o.recipients FROM outbox o JOIN messages m ON m.id = o.message_rowid WHERE o.ref = ? AND m.direction = 'outbound'",
+    ).get(r.ref) as { id: number; inbox_id: string; thread_id: string; message_id: string; recipients: string } | undefined;
+    if (!row) continue;
+    const change = reportChange(r, recipientsOf(row.recipients));
+    if (!change) continue;
+    prepared(db, 'INSERT OR IGNORE INTO message_labels (message_rowid, label) VALUES (?, ?)').run(row.id, change.addLabel);
+    const unlabel = prepared(db, 'DELETE FROM message_labels WHERE message_rowid = ? AND label = ?');
+    for (const l of change.removeLabels) unlabel.run(row.id, l);
+    prepared(db, 'UPDATE messages SET send_status = ?, send_reason = ?, updated_at = ? WHERE id = ?').run(change.status, change.reason, new Date().toISOString(), row.id);
+    if (change.event) {
+      const ids = { inbox_id: row.inbox_id, thread_id: row.thread_id, message_id: row.message_id, timestamp: r.at };
+      seqs.push(appendEvent(db, { eventType: change.event.eventType, inboxId: row.inbox_id, payloadKey: change.event.payloadKey, payload: { ...ids, ...change.event.payload }, messageRowid: row.id }).seq);
+    }
+  }
+  prepared(db, 'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(CURSOR_KEY, next);
+  return seqs;
 }

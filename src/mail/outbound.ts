@@ -3,7 +3,8 @@
  * recipients, subject, threading and (forwards) the original body and attachments; the MIME is
  * built once, at queue time, so what is stored is exactly what is sent; the checks of spec §4.5
  * run in order; `queueOutbound` stores the message (label `queued`) and its outbox row in one
- * transaction. `recordSendOutcome` is the one place a send's state changes, with its event.
+ * transaction. `recordSendOutcome` is the one place a send's outcome is written, with its event;
+ * the outbox row's move to `done` that goes with it is src/mail/outbox.ts's moveOutbox.
  */
 import type { Db } from '../db/open.js';
 import { uuidv7 } from '../db/ids.js';
@@ -341,8 +342,9 @@ export function outboundMessage(db: Db, rowid: number): OutboundRow | null {
 
 /**
  * Moves a sent message to its outcome: send label and `send_status`/`send_reason`, the event of
- * spec §6.2, the outbox row done, the idempotency key's clock started. Runs inside the caller's
- * transaction; returns the event's seq for publishing.
+ * spec §6.2, the idempotency key's clock started. Called only by moveOutbox (src/mail/outbox.ts),
+ * after its guarded move of the outbox row to `done`, inside the caller's transaction; returns
+ * the event's seq for publishing.
  */
 export function recordSendOutcome(db: Db, rowid: number, outcome: SendOutcome): number | null {
   const row = outboundMessage(db, rowid);
@@ -353,7 +355,6 @@ export function recordSendOutcome(db: Db, rowid: number, outcome: SendOutcome): 
   const remove = prepared(db, 'DELETE FROM message_labels WHERE message_rowid = ? AND label = ?');
   for (const label of SEND_LABELS) if (label !== outcome.status) remove.run(rowid, label);
   prepared(db, 'INSERT OR IGNORE INTO message_labels (message_rowid, label) VALUES (?, ?)').run(rowid, outcome.status);
-  prepared(db, "UPDATE outbox SET state = 'done', updated_at = ? WHERE message_rowid = ?").run(now, rowid);
   if (FINAL.has(outcome.status)) markSendFinal(db, row.inbox_id, row.message_id, now);
   const ids = { inbox_id: row.inbox_id, thread_id: row.thread_id, message_id: row.message_id, timestamp: now };
   const recipients = outcome.status === 'sent' ? (outcome.recipients ?? outboxRecipients(db, rowid)) : [];

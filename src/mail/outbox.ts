@@ -5,7 +5,9 @@
  * to `send_unknown` for the owner. Nothing is ever handed over twice without asking first.
  * OUTBOX_TRANSITIONS is that machine as one table (docs/outbound.md "Outbox states"): the outbox
  * loop, its recovery and the owner's resolve look up their row there; outboxAction turns a row
- * into what to write. Both are pure.
+ * into what to write (both pure), and moveOutbox writes it: the only write of `outbox.state`,
+ * guarded by the row's from-state, so a message that moved on (or was deleted) is never moved
+ * from a state it is no longer in.
  */
 import type { Db } from '../db/open.js';
 import { recordSendOutcome, type SendOutcome } from './outbound.js';
@@ -131,24 +133,52 @@ export function outboxRaw(db: Db, rowid: number): Buffer | null {
   return row?.mime ?? null;
 }
 
-/** Committed before the transport call: from here on a crash means "maybe handed over". */
-export function markHandingOver(db: Db, rowid: number, transport: 'edge' | 'smtp'): void {
-  prepared(db, "UPDATE outbox SET state = 'handing_over', transport = ?, attempts = attempts + 1, updated_at = ? WHERE message_rowid = ? AND state = 'queued'").run(
-    transport,
-    new Date().toISOString(),
-    rowid,
-  );
-}
+/** Where each from-state of the table is in storage: the owner resolves a `send_unknown` message whose outbox row is already `done`. */
+const FROM_SQL: Readonly<Record<OutboxFrom, string>> = {
+  queued: "state = 'queued'",
+  handing_over: "state = 'handing_over'",
+  send_unknown: "state = 'done' AND message_rowid IN (SELECT id FROM messages WHERE send_status = 'send_unknown')",
+};
 
-/** Nothing was handed over: back to the queue after a delay. */
-export function requeue(db: Db, rowid: number, delayMs: number, error: string): void {
+/** What moveOutbox writes: the mark before a handover, or a row's settle or requeue (outboxAction). */
+export type OutboxWrite = { kind: 'handing_over'; transport: 'edge' | 'smtp' } | Exclude<OutboxAction, { kind: 'wait' }>;
+
+/** `moved: false`: the message was no longer in the step's from-state (another writer moved it, or it was deleted); nothing was written. */
+export type OutboxMoved = { moved: false } | { moved: true; seq: number | null };
+
+const writeFits = (to: OutboxTo, write: OutboxWrite) =>
+  write.kind === 'handing_over' ? 'handingOver' in to : write.kind === 'settle' ? 'settle' in to : 'requeue' in to;
+
+/**
+ * The one write of an outbox row's state: moves message `rowid` along the table row `step`, as
+ * one conditional UPDATE on the step's from-state, so a message that moved on meanwhile is left
+ * as it is. A settle then records the message's outcome with its event (recordSendOutcome) and
+ * returns the event's seq. Runs inside the caller's transaction. A write the row does not lead
+ * to is a bug in the caller and throws.
+ */
+export function moveOutbox(db: Db, rowid: number, step: OutboxTransition, write: OutboxWrite): OutboxMoved {
+  if (!writeFits(step.to, write)) throw new Error(`Outbox row "${step.when}" does not lead to ${write.kind}.`);
   const now = Date.now();
-  prepared(db, "UPDATE outbox SET state = 'queued', next_attempt_at = ?, last_error = ?, updated_at = ? WHERE message_rowid = ?").run(
-    new Date(now + delayMs).toISOString(),
-    error,
-    new Date(now).toISOString(),
-    rowid,
-  );
+  const at = new Date(now).toISOString();
+  const from = FROM_SQL[step.from];
+  if (write.kind === 'handing_over') {
+    // Committed before the transport call: from here on a crash means "maybe handed over".
+    const marked = prepared(db, `UPDATE outbox SET state = 'handing_over', transport = ?, attempts = attempts + 1, updated_at = ? WHERE message_rowid = ? AND ${from}`).run(write.transport, at, rowid);
+    return marked.changes === 1 ? { moved: true, seq: null } : { moved: false };
+  }
+  if (write.kind === 'requeue') {
+    // Nothing was handed over: back to the queue after the delay.
+    const requeued = prepared(db, `UPDATE outbox SET state = 'queued', next_attempt_at = ?, last_error = ?, updated_at = ? WHERE message_rowid = ? AND ${from}`).run(
+      new Date(now + write.delayMs).toISOString(),
+      write.error,
+      at,
+      rowid,
+    );
+    return requeued.changes === 1 ? { moved: true, seq: null } : { moved: false };
+  }
+  const done = prepared(db, `UPDATE outbox SET state = 'done', updated_at = ? WHERE message_rowid = ? AND ${from}`).run(at, rowid);
+  if (done.changes !== 1) return { moved: false };
+  return { moved: true, seq: recordSendOutcome(db, rowid, write.outcome) };
 }
 
 /**
@@ -170,7 +200,8 @@ export function resolveSendUnknown(
     const step = outboxTransition('send_unknown', decision === 'sent' ? 'owner_confirmed_sent' : 'owner_confirmed_not_sent');
     const action = outboxAction(step, { retryDelayMs: 0, error: '' });
     if (action.kind !== 'settle') throw new Error('An owner resolve always settles.');
-    const seq = recordSendOutcome(db, row.id, action.outcome);
-    return { seq: seq!, messageId, threadId: row.thread_id };
+    const moved = moveOutbox(db, row.id, step, action);
+    if (!moved.moved) return 'not_send_unknown' as const;
+    return { seq: moved.seq!, messageId, threadId: row.thread_id };
   }).immediate();
 }

@@ -77,10 +77,15 @@ t.test('the pull loop retries due transient items and releases them', async (t) 
   // SQL: quarantine items come only from inbound failures; no route makes one with a given attempt count and time.
   const db = openHomeDb(svc.home);
   // Same first_seen for all: the list orders them by id, so the ids are made in row order.
+  // auto_retry_at as the pull loop stores it with a failure: nextAutoRetryAt, null when never.
+  const retryAt = (reason_code: string, attempts: number, last_attempt_at: string) => {
+    const at = nextAutoRetryAt({ source_kind: 'buffer_object', status: 'quarantined', reason_code, attempts, last_attempt_at, first_seen: longAgo });
+    return at === null ? null : new Date(at).toISOString();
+  };
   rows.forEach(([reason, attempts, last], i) =>
     db
-      .prepare('INSERT INTO inbound_quarantine (quarantine_id, source_kind, source_key, reason_code, first_seen, size, inbox_id, attempts, last_attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
-      .run(uuidv7(Date.parse(longAgo) + i), 'buffer_object', keys[i], reason, longAgo, listed.objects[i].size, 'agent@q.test', attempts, last),
+      .prepare('INSERT INTO inbound_quarantine (quarantine_id, source_kind, source_key, reason_code, first_seen, size, inbox_id, attempts, last_attempt_at, auto_retry_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)')
+      .run(uuidv7(Date.parse(longAgo) + i), 'buffer_object', keys[i], reason, longAgo, listed.objects[i].size, 'agent@q.test', attempts, last, retryAt(reason, attempts, last)),
   );
   db.close();
 

@@ -27,6 +27,7 @@ runLoop(async (ctx) => {
   }
   if (!Array.isArray(page.events) || typeof page.next !== 'string') return 'idle';
   if (page.events.length === 0 && page.next === after) return awaitingReports(ctx.db) ? 'busy' : 'idle';
-  for (const seq of applyReports(ctx.db, page.events, page.next)) ctx.publish({ kind: 'event', seq });
+  const seqs = ctx.db.transaction(() => applyReports(ctx.db, page.events, page.next))();
+  for (const seq of seqs) ctx.publish({ kind: 'event', seq });
   return page.events.length > 0 ? 'busy' : 'idle';
 });

@@ -8,8 +8,8 @@
 import os from 'node:os';
 import { runLoop, type LoopContext } from './run-loop.js';
 import { readTransport, type Transport as TransportConfig } from '../../src/mail/transport.js';
-import { recordSendOutcome, refusedRecipients } from '../../src/mail/outbound.js';
-import { dueOutbox, interruptedOutbox, markHandingOver, nextDue, outboxAction, outboxRaw, outboxTransition, requeue, type OutboxAction, type OutboxFacts, type OutboxRow } from '../../src/mail/outbox.js';
+import { refusedRecipients } from '../../src/mail/outbound.js';
+import { dueOutbox, interruptedOutbox, moveOutbox, nextDue, outboxAction, outboxRaw, outboxTransition, type OutboxAction, type OutboxFacts, type OutboxRow, type OutboxTransition } from '../../src/mail/outbox.js';
 import { OUTBOX_RETRY_DELAYS_MS as RETRY_DELAYS_MS } from '../../src/supervisor/loop-table.js';
 import { EdgeRelay, SmtpSmartHost, type Handover, type Transport } from '../../src/outbound/transports.js';
 
@@ -21,6 +21,9 @@ const testRetryMs = process.env.SVC_TEST_OUTBOX_RETRY_MS ? Number(process.env.SV
 const retryDelay = (attempt: number) => testRetryMs ?? RETRY_DELAYS_MS[attempt - 1];
 
 let recovered = false;
+
+/** The event to publish after a move commits: a settle's; none for a mark, a requeue, or a message that had moved on. */
+const seqOf = (moved: ReturnType<typeof moveOutbox>) => (moved.moved ? moved.seq : null);
 
 let current: { fingerprint: string; transport: Transport | null } = { fingerprint: '', transport: null };
 
@@ -34,11 +37,6 @@ function transportFor(config: TransportConfig): Transport | null {
   return transport;
 }
 
-function settle(ctx: LoopContext, rowid: number, outcome: Parameters<typeof recordSendOutcome>[2]): void {
-  const seq = ctx.db.transaction(() => recordSendOutcome(ctx.db, rowid, outcome)).immediate();
-  if (seq !== null) ctx.publish({ kind: 'event', seq });
-}
-
 /** Messages a crash left mid-handover. Returns false when the edge could not be asked yet. */
 async function recover(ctx: LoopContext, config: TransportConfig): Promise<boolean> {
   let complete = true;
@@ -48,9 +46,12 @@ async function recover(ctx: LoopContext, config: TransportConfig): Promise<boole
     let step = outboxTransition('handing_over', 'interrupted', facts);
     if ('askEdge' in step.to) step = outboxTransition('handing_over', 'interrupted', { ...facts, edge: await askEdge(new EdgeRelay(config.edge!), row.ref) });
     const action = outboxAction(step, { recipients: JSON.parse(row.recipients) as string[], retryDelayMs: 0, error: '' });
-    if (action.kind === 'settle') settle(ctx, row.message_rowid, action.outcome);
-    else if (action.kind === 'requeue') ctx.db.transaction(() => requeue(ctx.db, row.message_rowid, action.delayMs, action.error)).immediate();
-    else complete = false; // the edge is unreachable: ask again on the next pass, never guess
+    if (action.kind === 'wait') {
+      complete = false; // the edge is unreachable: ask again on the next pass, never guess
+      continue;
+    }
+    const seq = seqOf(ctx.db.transaction(() => moveOutbox(ctx.db, row.message_rowid, step, action)).immediate());
+    if (seq !== null) ctx.publish({ kind: 'event', seq });
   }
   return complete;
 }
@@ -62,58 +63,59 @@ const askEdge = (edge: EdgeRelay, ref: string): Promise<NonNullable<OutboxFacts[
     () => 'unreachable',
   );
 
-/** What to do with a message after its handover attempt: the outbox table's row (asking the edge before giving up). */
-async function decide(transport: Transport, row: OutboxRow, recipients: string[], handover: Handover): Promise<OutboxAction> {
+/** What to do with a message after its handover attempt: the outbox table's row (asking the edge before giving up) and what it writes. */
+async function decide(transport: Transport, row: OutboxRow, recipients: string[], handover: Handover): Promise<{ step: OutboxTransition; action: OutboxAction }> {
   const attempt = row.attempts + 1;
   const facts: OutboxFacts = { canAskEdge: transport instanceof EdgeRelay, retriesLeft: attempt <= RETRY_DELAYS_MS.length };
   let step = outboxTransition('handing_over', handover.kind, facts);
   // A lost answer from the edge is retried like a temporary failure, so ask before giving up.
   if ('askEdge' in step.to && transport instanceof EdgeRelay) step = outboxTransition('handing_over', handover.kind, { ...facts, edge: await askEdge(transport, row.ref) });
   const error = handover.kind === 'retry' || handover.kind === 'unknown' ? handover.error : '';
-  return outboxAction(step, { recipients: handover.kind === 'accepted' ? handover.recipients : recipients, retryDelayMs: retryDelay(attempt), error });
+  return { step, action: outboxAction(step, { recipients: handover.kind === 'accepted' ? handover.recipients : recipients, retryDelayMs: retryDelay(attempt), error }) };
 }
 
-/** The outbox table's outcome for a message whose recipient is now on a block list. */
+/** The outbox table's rows for a due message: refused by the send lists now, or marked `handing_over`. */
+const REFUSED_STEP = outboxTransition('queued', 'refused_by_lists');
+const DUE_STEP = outboxTransition('queued', 'due');
 const REFUSED_BY_LISTS = (() => {
-  const action = outboxAction(outboxTransition('queued', 'refused_by_lists'), { retryDelayMs: 0, error: '' });
+  const action = outboxAction(REFUSED_STEP, { retryDelayMs: 0, error: '' });
   if (action.kind !== 'settle') throw new Error('A refused message always settles.');
-  return action.outcome;
+  return action;
 })();
 
 /**
  * One group of messages: refused ones fail at once; the rest are marked `handing_over` in ONE
  * transaction, handed over concurrently, and their outcomes recorded in ONE transaction — two
  * commits per group instead of two per message, so request handlers rarely wait for the lock.
+ * Only messages the mark moved (still `queued`) are handed over.
  */
 async function deliverGroup(ctx: LoopContext, transport: Transport, rows: OutboxRow[]): Promise<void> {
   const { db } = ctx;
   const refused: OutboxRow[] = [];
-  const jobs: { row: OutboxRow; recipients: string[]; raw: Buffer }[] = [];
+  const candidates: { row: OutboxRow; recipients: string[]; raw: Buffer }[] = [];
   for (const row of rows) {
     const recipients = JSON.parse(row.recipients) as string[];
     if (refusedRecipients(db, row.inbox_id, row.kind === 'reply' ? 'reply' : 'send', recipients).length > 0) refused.push(row);
     else {
       const raw = outboxRaw(db, row.message_rowid);
-      if (raw) jobs.push({ row, recipients, raw }); // no raw: deleted meanwhile, the cascade removed the outbox row too
+      if (raw) candidates.push({ row, recipients, raw }); // no raw: deleted meanwhile, the cascade removed the outbox row too
     }
   }
-  const seqs = db
-    .transaction(() => {
-      for (const job of jobs) markHandingOver(db, job.row.message_rowid, transport.name);
-      return refused.map((row) => recordSendOutcome(db, row.message_rowid, REFUSED_BY_LISTS));
-    })
+  const { jobs, seqs } = db
+    .transaction(() => ({
+      jobs: candidates.filter((job) => moveOutbox(db, job.row.message_rowid, DUE_STEP, { kind: 'handing_over', transport: transport.name }).moved),
+      seqs: refused.map((row) => seqOf(moveOutbox(db, row.message_rowid, REFUSED_STEP, REFUSED_BY_LISTS))),
+    }))
     .immediate();
   const handovers = await Promise.all(jobs.map((job) => transport.send({ ref: job.row.ref, mailFrom: job.row.mail_from, recipients: job.recipients, raw: job.raw })));
   if (ctx.fault === 'outbox-kill-after-handover' && jobs.length > 0) process.kill(process.pid, 'SIGKILL');
-  const actions = await Promise.all(jobs.map((job, i) => decide(transport, job.row, job.recipients, handovers[i])));
+  const decisions = await Promise.all(jobs.map((job, i) => decide(transport, job.row, job.recipients, handovers[i])));
   seqs.push(
     ...db
       .transaction(() =>
         jobs.map((job, i) => {
-          const action = actions[i];
-          if (action.kind === 'settle') return recordSendOutcome(db, job.row.message_rowid, action.outcome);
-          if (action.kind === 'requeue') requeue(db, job.row.message_rowid, action.delayMs, action.error);
-          return null;
+          const { step, action } = decisions[i];
+          return action.kind === 'wait' ? null : seqOf(moveOutbox(db, job.row.message_rowid, step, action));
         }),
       )
       .immediate(),
