@@ -16,11 +16,6 @@ export function isCommitHandled(db: Db, sourceKey: string): boolean {
   return Boolean(prepared(db, 'SELECT 1 FROM messages WHERE source_key = ?').get(sourceKey)) || isRejected(db, sourceKey);
 }
 
-/** Whether any recipient's copy of this edge object is stored. */
-export function wasCommitted(db: Db, objectKey: string): boolean {
-  return Boolean(prepared(db, 'SELECT 1 FROM messages WHERE source_key >= ? AND source_key < ? LIMIT 1').get(`${objectKey}:`, `${objectKey};`));
-}
-
 /** Whether this edge object was committed or refused by a block list for any recipient: the edge may delete it. */
 export function wasHandled(db: Db, objectKey: string): boolean {
   return Boolean(
