@@ -49,7 +49,8 @@ interface PendingCommit {
   /** A key reserved earlier (`reserveKey`), else one is issued at write time. */
   key?: string;
   /** The compact JWE, as bytes for mail the edge sealed (no string of a large message). */
-  jwe: string | Buffer;
+  /** The sealed object: text, bytes, or parts written one after another (src/edge/sealed.ts sealInboundInPlace). */
+  jwe: string | Buffer | readonly Buffer[];
   receivedAt: string;
   recipients: string[];
   keyId: string;
@@ -117,7 +118,7 @@ export class SealedBuffer {
    * disk. With `key` (from `reserveKey`) the write is idempotent: an object already stored under
    * it is not written again.
    */
-  commit(jwe: string | Buffer, meta: { receivedAt: string; recipients: string[]; keyId: string; key?: string }): Promise<string> {
+  commit(jwe: string | Buffer | readonly Buffer[], meta: { receivedAt: string; recipients: string[]; keyId: string; key?: string }): Promise<string> {
     if (meta.key !== undefined && this.objectSizes.has(meta.key)) return Promise.resolve(meta.key);
     return new Promise<string>((resolve, reject) => {
       this.pending.push({ jwe, ...meta, resolve, reject });
@@ -163,7 +164,7 @@ export class SealedBuffer {
     }));
     const entries: QueueEntry[] = group.map((c, i) => ({
       key: keys[i],
-      size: Buffer.byteLength(c.jwe),
+      size: typeof c.jwe === 'string' || Buffer.isBuffer(c.jwe) ? Buffer.byteLength(c.jwe) : c.jwe.reduce((n, part) => n + part.length, 0),
       received_at: c.receivedAt,
       recipients: c.recipients,
       key_id: c.keyId,

@@ -25,10 +25,11 @@ export async function fsyncDirectoryAsync(dir: string): Promise<void> {
 }
 
 /** Creates `file` (which must not exist), writes `data`, fsyncs and closes it. */
-export async function writeNewFileSynced(file: string, data: string | Buffer): Promise<void> {
+export async function writeNewFileSynced(file: string, data: string | Buffer | readonly Buffer[]): Promise<void> {
   const handle = await fsp.open(file, 'wx', PRIVATE_FILE_MODE);
   try {
-    await handle.writeFile(data);
+    // Each writeFile continues at the handle's position, so parts are written whole, in order.
+    for (const part of typeof data === 'string' || Buffer.isBuffer(data) ? [data] : data) await handle.writeFile(part);
     await handle.sync();
   } finally {
     await handle.close();

@@ -18,7 +18,7 @@ import { OutboundRelay, type SmartHost } from './relay.js';
 import { ReportLog } from './reports.js';
 import { RoutingCorrupt, RoutingTable, type ReportAddressPolicy } from './routing.js';
 import { collectGarbageSoon } from '../core/gc.js';
-import { BINARY_SEAL_MIN_BYTES, sealInbound, type InboundAuth, type InboundMeta, type SpamVerdict } from './sealed.js';
+import { BINARY_SEAL_MIN_BYTES, sealInbound, sealInboundInPlace, type InboundAuth, type InboundMeta, type SpamVerdict } from './sealed.js';
 import { createSmtpReceiver, SmtpReply, wholeMessage, type ReceivedMessage, type TlsFiles } from './smtp.js';
 import { checkSpam } from './spam.js';
 import { deriveEdgeKey } from './verp.js';
@@ -231,11 +231,15 @@ export class Edge {
       evaluateAuth(Readable.from(mail.chunks, { objectMode: false }), { ...facts, hostname: this.options.hostname }, this.resolver),
       this.options.spam ? checkSpam(this.options.spam, wholeMessage(mail), { ...facts, recipients: mail.recipients }) : Promise.resolve(null),
     ]);
-    return this.store(mail, auth, spam);
+    return this.store(mail, auth, spam, { owned: true });
   }
 
-  /** Seals one message with its verdicts and commits it (under `key` when given: idempotent). */
-  private async store(message: ReceivedMessage, auth: InboundAuth, spam: SpamVerdict, key?: string): Promise<string> {
+  /**
+   * Seals one message with its verdicts and commits it (under `key` when given: idempotent).
+   * `owned`: nothing reads the message's chunks afterwards (a message received over SMTP), so a
+   * large one is encrypted where it lies instead of into a second buffer of its size.
+   */
+  private async store(message: ReceivedMessage, auth: InboundAuth, spam: SpamVerdict, opts: { key?: string; owned?: boolean } = {}): Promise<string> {
     const sealing = this.routing.sealingKey;
     if (!sealing) throw new SmtpReply(451, 'This edge has no routing yet; try again later');
     const receivedAt = message.receivedAt.toISOString();
@@ -246,12 +250,12 @@ export class Edge {
     };
     // Sealed from the bytes into bytes: no base64 or JSON string of the message; a large one as
     // binary v2, so the object is the message's size (issue 16, finding 9).
-    const jwe = await sealInbound(meta, message.chunks, sealing);
+    const jwe = opts.owned ? await sealInboundInPlace(meta, message.chunks, sealing) : await sealInbound(meta, message.chunks, sealing);
     // The message and its sealed copy are dead once the reply is written; V8 frees buffers
     // this large only at a full collection, which an idle edge may not run for a long time.
     if (message.size >= BINARY_SEAL_MIN_BYTES) collectGarbageSoon();
     try {
-      return await this.buffer.commit(jwe, { receivedAt, recipients: message.recipients, keyId: sealing.keyId, key });
+      return await this.buffer.commit(jwe, { receivedAt, recipients: message.recipients, keyId: sealing.keyId, key: opts.key });
     } catch (err) {
       this.options.log?.({ event: 'edge.store_failed', code: (err as NodeJS.ErrnoException).code ?? 'unknown', message: 'A message could not be stored; the sender was told to retry (451).' });
       throw new SmtpReply(451, 'Temporary storage problem; please try again later');
@@ -273,7 +277,8 @@ export class Edge {
       recipients: [input.recipient],
       receivedAt: new Date(),
     };
-    await this.store(message, localAuth(input.mailFrom), null, input.key);
+    // The relay's bytes go to its other recipients too: sealed into a buffer of their own.
+    await this.store(message, localAuth(input.mailFrom), null, { key: input.key });
   }
 }
 

@@ -310,6 +310,25 @@ const BODY_CHUNK_BYTES = 64 * 1024;
 const MAX_V2_HEAD_BYTES = 64 * 1024;
 
 /**
+ * A fresh v2 header for a message of `size` bytes: the object's first bytes (magic, length, header
+ * JWE) and the body cipher, bound to that header (a body moved under another object's header fails
+ * its tag).
+ */
+async function startV2(meta: Omit<InboundMeta, 'version'>, size: number, recipient: X25519PublicJwk | SealingKey): Promise<{ lead: Buffer; body: CipherGCM }> {
+  const bodyKey = randomBytes(CEK_BYTES);
+  const bodyIv = randomBytes(IV_BYTES);
+  const head = { version: SEALED_V2_VERSION, envelope: meta.envelope, auth: meta.auth, spam: meta.spam, body: { key: bodyKey.toString('base64url'), iv: bodyIv.toString('base64url'), size } };
+  const { lead: jweLead, cipher } = await startJwe(recipient, SEAL_V2_CONTENT_TYPE);
+  const headCiphertext = Buffer.concat([cipher.update(JSON.stringify(head), 'utf8'), cipher.final()]);
+  const headJwe = Buffer.from(`${jweLead}${headCiphertext.toString('base64url')}.${cipher.getAuthTag().toString('base64url')}`, 'ascii');
+  const lead = Buffer.allocUnsafe(SEALED_V2_MAGIC.length + 4 + headJwe.length);
+  headJwe.copy(lead, lead.writeUInt32BE(headJwe.length, SEALED_V2_MAGIC.copy(lead, 0)));
+  const body = createCipheriv('aes-256-gcm', bodyKey, bodyIv, { authTagLength: TAG_BYTES });
+  body.setAAD(headJwe);
+  return { lead, body };
+}
+
+/**
  * Seals one message as v2 (binary, see the header comment) and returns the whole object: the
  * message is encrypted straight into the one output buffer, so the edge holds the message and
  * one object of the same size, no base64 and no string of either.
@@ -317,19 +336,9 @@ const MAX_V2_HEAD_BYTES = 64 * 1024;
 export async function sealMessageV2(meta: Omit<InboundMeta, 'version'>, message: Buffer | readonly Buffer[], recipient: X25519PublicJwk | SealingKey): Promise<Buffer> {
   const chunks = Buffer.isBuffer(message) ? [message] : message;
   const size = chunks.reduce((n, c) => n + c.length, 0);
-  const bodyKey = randomBytes(CEK_BYTES);
-  const bodyIv = randomBytes(IV_BYTES);
-  const head = { version: SEALED_V2_VERSION, envelope: meta.envelope, auth: meta.auth, spam: meta.spam, body: { key: bodyKey.toString('base64url'), iv: bodyIv.toString('base64url'), size } };
-  const { lead, cipher } = await startJwe(recipient, SEAL_V2_CONTENT_TYPE);
-  const headCiphertext = Buffer.concat([cipher.update(JSON.stringify(head), 'utf8'), cipher.final()]);
-  const headJwe = Buffer.from(`${lead}${headCiphertext.toString('base64url')}.${cipher.getAuthTag().toString('base64url')}`, 'ascii');
-  const out = Buffer.allocUnsafe(SEALED_V2_MAGIC.length + 4 + headJwe.length + size + TAG_BYTES);
-  let pos = SEALED_V2_MAGIC.copy(out, 0);
-  pos = out.writeUInt32BE(headJwe.length, pos);
-  pos += headJwe.copy(out, pos);
-  const body = createCipheriv('aes-256-gcm', bodyKey, bodyIv, { authTagLength: TAG_BYTES });
-  // The body is bound to this header: a body moved under another object's header fails its tag.
-  body.setAAD(headJwe);
+  const { lead, body } = await startV2(meta, size, recipient);
+  const out = Buffer.allocUnsafe(lead.length + size + TAG_BYTES);
+  let pos = lead.copy(out, 0);
   for (const chunk of chunks) {
     for (let at = 0; at < chunk.length; at += BODY_CHUNK_BYTES) pos += body.update(chunk.subarray(at, at + BODY_CHUNK_BYTES)).copy(out, pos);
   }
@@ -348,6 +357,27 @@ export async function sealInbound(meta: Omit<InboundMeta, 'version'>, message: B
   const size = chunks.reduce((n, c) => n + c.length, 0);
   if (size > BINARY_SEAL_MIN_BYTES) return sealMessageV2(meta, chunks, recipient);
   return sealMessage({ ...meta, version: SEALED_VERSION }, chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size), recipient);
+}
+
+/**
+ * Like `sealInbound`, but a v2 object is made from the message's own chunks, encrypted where they
+ * lie, and returned as the parts to write one after another (lead, the chunks, tag): sealing a
+ * large message then costs no second buffer of its size (issue 16, finding 9). The chunks hold
+ * ciphertext afterwards, so only a caller that owns them and reads them no more may use this.
+ */
+export async function sealInboundInPlace(meta: Omit<InboundMeta, 'version'>, chunks: readonly Buffer[], recipient: X25519PublicJwk | SealingKey): Promise<Buffer[]> {
+  const size = chunks.reduce((n, c) => n + c.length, 0);
+  if (size <= BINARY_SEAL_MIN_BYTES) return [await sealInbound(meta, chunks, recipient)];
+  const { lead, body } = await startV2(meta, size, recipient);
+  for (const chunk of chunks) {
+    for (let at = 0; at < chunk.length; at += BODY_CHUNK_BYTES) {
+      const part = chunk.subarray(at, at + BODY_CHUNK_BYTES);
+      // GCM's output for a piece is exactly as long as the piece.
+      if (body.update(part).copy(part) !== part.length) throw new Error('sealed object length mismatch');
+    }
+  }
+  if (body.final().length !== 0) throw new Error('sealed object length mismatch');
+  return [lead, ...chunks, body.getAuthTag()];
 }
 
 /** Whether stored object bytes are a v2 (binary) object rather than a v1 compact JWE. */

@@ -7,6 +7,7 @@ import {
   isBinarySealed,
   sealInbound,
   sealMessageV2,
+  sealInboundInPlace,
   SEALED_V2_MAGIC,
   openObject,
   openSealed,
@@ -372,4 +373,26 @@ t.test('v2 opened in place: the message is a view into the sealed bytes, equal t
   const small = await sealInbound(metaOf(payload()), RAW, home.publicJwk);
   const v1 = await openSealed(small, home.privateJwk, { inPlace: true });
   t.ok(v1.raw.equals(RAW));
+});
+
+t.test('v2 sealed in place: the parts written in order open to the message, and no part is a second copy of it', async (t) => {
+  const home = await generateHomeKeyPair();
+  const raw = bytesOfSize(BINARY_SEAL_MIN_BYTES * 2 + 12_345);
+  const original = Buffer.from(raw);
+  const chunks = [Buffer.from(raw.subarray(0, 70_000)), Buffer.from(raw.subarray(70_000, 300_001)), Buffer.from(raw.subarray(300_001))];
+  const parts = await sealInboundInPlace(metaOf(payload()), chunks, home.publicJwk);
+  t.equal(parts.length, chunks.length + 2, 'lead, the chunks themselves, tag');
+  for (const [i, chunk] of chunks.entries()) t.equal(parts[i + 1], chunk, `part ${i + 1} is chunk ${i}, encrypted where it lies`);
+  t.equal(Buffer.concat(chunks).indexOf(original.subarray(1000, 1064)), -1, 'the chunks no longer hold the message in the clear');
+  const object = Buffer.concat(parts);
+  t.ok(isBinarySealed(object));
+  const opened = await openSealed(object, home.privateJwk);
+  t.ok(opened.raw.equals(original), 'opens to the message');
+  t.same(opened.meta, { ...metaOf(payload()), version: 2 });
+  // Up to the threshold: v1, one part, and the caller's chunks are left as they were.
+  const small = [Buffer.from(RAW.subarray(0, 10)), Buffer.from(RAW.subarray(10))];
+  const smallParts = await sealInboundInPlace(metaOf(payload()), small, home.publicJwk);
+  t.equal(smallParts.length, 1);
+  t.ok(Buffer.concat(small).equals(RAW), 'a v1 seal does not touch the chunks');
+  t.ok((await openSealed(smallParts[0], home.privateJwk)).raw.equals(RAW));
 });
