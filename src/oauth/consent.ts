@@ -3,7 +3,7 @@
  * stores a request for ten minutes; the web app's consent page reads it, and the owner approves
  * (choosing inboxes, permissions and send policy) or denies. Either way the answer is the URL to
  * send the browser back to the client. At most MAX_PENDING_REQUESTS wait at once
- * (MAX_PENDING_REQUESTS_PER_CLIENT for one client); more are refused, not queued.
+ * (MAX_PENDING_REQUESTS_PER_CLIENT for one client); a new one beyond that ends the oldest.
  */
 import type { Db } from '../db/open.js';
 import { uuidv7 } from '../db/ids.js';
@@ -17,7 +17,6 @@ import { sweepOAuth } from './clients.js';
 import { appendOAuthEvent, createGrant } from './grants.js';
 import { redirectHost, withResponseParams } from './redirect-uris.js';
 import { MAX_PENDING_REQUESTS, MAX_PENDING_REQUESTS_PER_CLIENT, REQUEST_TTL_MS } from './limits.js';
-import { OAuthError } from './errors.js';
 import type { Resource } from './resources.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -45,17 +44,17 @@ export function storeRequest(db: Db, r: PendingRequest, now = Date.now()): strin
   const requestId = uuidv7(now);
   db.transaction(() => {
     sweepOAuth(db, now);
+    // Full: the oldest waiting request (of this client, else of any) makes room. Refusing instead
+    // would let anything that can reach /oauth/authorize with the owner's cookie keep every
+    // sign-in out; this way a flood only ends its own earlier requests.
+    const oldest = () =>
+      prepared(db, 'DELETE FROM oauth_requests WHERE request_id = (SELECT request_id FROM oauth_requests WHERE @client IS NULL OR client_id = @client ORDER BY created_at, request_id LIMIT 1)');
     const { total, forClient } = prepared(db, 'SELECT count(*) AS total, count(*) FILTER (WHERE client_id = ?) AS forClient FROM oauth_requests').get(r.clientId) as {
       total: number;
       forClient: number;
     };
-    if (total >= MAX_PENDING_REQUESTS || forClient >= MAX_PENDING_REQUESTS_PER_CLIENT) {
-      throw new OAuthError(
-        'temporarily_unavailable',
-        `Too many sign-ins are waiting for consent (at most ${MAX_PENDING_REQUESTS_PER_CLIENT} per app and ${MAX_PENDING_REQUESTS} in all); each waits ${REQUEST_TTL_MS / 60_000} minutes. Answer or close the open consent screens, or try again later.`,
-        503,
-      );
-    }
+    if (forClient >= MAX_PENDING_REQUESTS_PER_CLIENT) oldest().run({ client: r.clientId });
+    else if (total >= MAX_PENDING_REQUESTS) oldest().run({ client: null });
     prepared(db, 'INSERT INTO oauth_requests (request_id, client_id, redirect_uri, state, code_challenge, resource, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run(
       requestId,
       r.clientId,

@@ -17,8 +17,9 @@ export const FAMILY_TTL_MS = 30 * 24 * 3600 * 1000;
 /** How long a consent screen may stay open before the request must start again. */
 export const REQUEST_TTL_MS = 10 * 60 * 1000;
 /**
- * Sign-ins waiting for consent at once, in all and per client: each one stays REQUEST_TTL_MS, so
- * a page that keeps sending the owner's browser to /oauth/authorize cannot grow the table.
+ * Sign-ins waiting for consent at once, in all and per client (each stays REQUEST_TTL_MS); a new
+ * one past either bound ends the oldest, so a page that keeps sending the owner's browser to
+ * /oauth/authorize can neither grow the table nor keep other sign-ins out.
  */
 export const MAX_PENDING_REQUESTS = 200;
 export const MAX_PENDING_REQUESTS_PER_CLIENT = 20;

@@ -1,6 +1,7 @@
 /**
  * OAuth limits (spec §8, §7.2, §5.3): token and revoke 120 per minute each, registration 20 per
- * hour, at most 1,000 registrations kept, at most 20 sign-ins per app waiting for consent, 16 KiB
+ * hour, at most 1,000 registrations kept, at most 20 sign-ins per app waiting for consent (the oldest
+ * ends), 16 KiB
  * token bodies, and `not_supported` without the
  * web app (SVC_TEST_NO_WEB_APP=1, docs/testing.md).
  */
@@ -22,29 +23,30 @@ t.test('registration and body limits', async (t) => {
   const count = () => (db.prepare('SELECT count(*) AS n FROM oauth_clients').get() as { n: number }).n;
 
   // First: the registration tests below use up this hour's registrations.
-  t.test('at most 20 sign-ins of one app wait for consent; more get 503 temporarily_unavailable, never a stored request', async (t) => {
+  t.test('at most 20 sign-ins of one app wait for consent: the 21st ends the oldest, and other apps are not kept out', async (t) => {
     const session = await setupOwner(svc);
     const client = (await register(svc.url)).body.client_id;
     const other = (await register(svc.url)).body.client_id;
-    const pending = () => (db.prepare('SELECT count(*) AS n FROM oauth_requests WHERE client_id = ?').get(client) as { n: number }).n;
-    const authorize = (clientId: string) =>
-      visit(
+    const pending = (id: string) => (db.prepare('SELECT count(*) AS n FROM oauth_requests WHERE client_id = ?').get(id) as { n: number }).n;
+    const authorize = async (clientId: string) => {
+      const res = await visit(
         svc.url,
         authorizePath({ response_type: 'code', client_id: clientId, redirect_uri: REDIRECT, code_challenge: pkce().challenge, code_challenge_method: 'S256', resource: `${svc.url}/mcp` }),
         session.cookie,
       );
-    for (let i = 0; i < 20; i++) {
-      const res = await authorize(client);
-      t.equal(res.status, 302, `sign-in ${i + 1} goes to the consent screen`);
-      t.match(res.location, /^\/consent\?request=/);
-    }
-    const over = await authorize(client);
-    t.equal(over.status, 503);
-    t.equal(over.location, null, 'no redirect');
-    t.equal(over.body?.error, 'temporarily_unavailable');
-    t.match(over.body?.error_description, /waiting for consent/);
-    t.equal(pending(), 20, 'nothing more was stored');
-    t.equal((await authorize(other)).status, 302, 'another app still gets its consent screen');
+      t.equal(res.status, 302);
+      return new URL(res.location!, svc.url).searchParams.get('request')!;
+    };
+    const consentOf = (requestId: string) => api(svc.url, 'GET', `/v0/owner/oauth/requests/${requestId}`, { headers: { cookie: session.cookie, 'x-svc-csrf': session.csrf } });
+    const first = await authorize(client);
+    for (let i = 1; i < 20; i++) await authorize(client);
+    t.equal(pending(client), 20);
+    const newest = await authorize(client);
+    t.equal(pending(client), 20, 'still 20 waiting');
+    t.equal((await consentOf(first)).status, 404, 'the oldest request ended');
+    t.equal((await consentOf(newest)).status, 200, 'the newest one can be answered');
+    await authorize(other);
+    t.equal(pending(other), 1, 'another app gets its consent screen');
     // SQL: no route removes a registration, and the cap tests below count every one kept.
     db.prepare('DELETE FROM oauth_requests WHERE client_id IN (?, ?)').run(client, other);
     db.prepare('DELETE FROM oauth_clients WHERE client_id IN (?, ?)').run(client, other);
