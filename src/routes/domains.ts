@@ -7,6 +7,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { PageQuery } from '../core/pagination.js';
+import { ListOf } from '../core/schemas.js';
 import {
   applyDomain,
   createDomain,
@@ -21,7 +22,6 @@ import {
   UpdateDomainBody,
 } from '../domains/store.js';
 import { domainPlan, zoneFile } from '../domains/plan.js';
-import { ListOf } from '../mail/serialize.js';
 import type { SameShape } from '../core/validation.js';
 
 const Params = Type.Object({ domain_id: Type.String({ minLength: 1, maxLength: 64 }) });

@@ -7,9 +7,11 @@ import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { notFound } from '../core/errors.js';
 import { pageFromRows, PageQuery, DEFAULT_LIMIT, readCursor } from '../core/pagination.js';
+import { ListOf } from '../core/schemas.js';
+import type { SameShape } from '../core/validation.js';
 import { countQuarantine, listQuarantine, quarantineView } from '../inbound/quarantine.js';
-import { deleteQuarantineItem, retryQuarantineItem } from '../inbound/quarantine-actions.js';
-import { deleteRejection, listRejections } from '../inbound/rejections.js';
+import { deleteQuarantineItem, retryQuarantineItem, type RetryAnswer } from '../inbound/quarantine-actions.js';
+import { deleteRejection, listRejections, type RejectionRow } from '../inbound/rejections.js';
 import type { OpenedInbound } from '../../workers/pool/tasks.js';
 
 const QuarantineQuery = Type.Object({ limit: PageQuery.limit, page_token: PageQuery.page_token }, { additionalProperties: false });
@@ -17,11 +19,36 @@ const RejectionQuery = Type.Object({ limit: PageQuery.limit, page_token: PageQue
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const Empty = Type.Object({}, { additionalProperties: false });
 
+const NullableString = Type.Union([Type.String(), Type.Null()]);
+const NullableInteger = Type.Union([Type.Integer(), Type.Null()]);
+/** A quarantined item as the owner API shows it (spec §2.11; src/inbound/quarantine.ts quarantineView). */
+const QuarantineItem = Type.Object({
+  quarantine_id: Type.String(),
+  source_kind: Type.Union([Type.Literal('buffer_object'), Type.Literal('queue_message')]),
+  reason_code: Type.String(),
+  first_seen: Type.String(),
+  size: NullableInteger,
+  inbox_id: NullableString,
+  attempts: NullableInteger,
+  last_attempt_at: NullableString,
+  status: Type.Union([Type.Literal('quarantined'), Type.Literal('release_pending'), Type.Literal('delete_pending'), Type.Literal('released'), Type.Literal('deleted')]),
+});
+/** A page of the quarantine plus `total` (svc extension): every visible item, for the app's badge and `svc status`. */
+const QuarantinePage = Type.Object({ ...ListOf('items', QuarantineItem).properties, total: Type.Integer() });
+/** A retry either released the item into its inbox or left it quarantined (with the item as it now stands). */
+const RetryResponse = Type.Union([Type.Object({ status: Type.Literal('released') }), Type.Object({ status: Type.Literal('quarantined'), item: QuarantineItem })]);
+/** An inbound rejection (spec §2.7): metadata only. */
+const Rejection = Type.Object({ rejection_id: Type.String(), inbox_id: Type.String(), sender: NullableString, reason: Type.String(), received_at: Type.String(), created_at: Type.String() });
+// Compile-time: the schemas are exactly the views (src/core/validation.ts SameShape).
+const quarantineShape: SameShape<Static<typeof QuarantineItem>, ReturnType<typeof quarantineView>> = true;
+const retryShape: SameShape<Static<typeof RetryResponse>, RetryAnswer> = true;
+const rejectionShape: SameShape<Static<typeof Rejection>, RejectionRow> = true;
+
 export const inboundRoutes: FastifyPluginAsync = async (app) => {
   const { db, bus, pool } = app.svc;
   const publish = (seq: number) => bus.publish({ kind: 'event', seq });
 
-  app.get<{ Querystring: Static<typeof QuarantineQuery> }>('/quarantine', { config: { auth: 'owner' }, schema: { querystring: QuarantineQuery } }, async (request) => {
+  app.get<{ Querystring: Static<typeof QuarantineQuery> }>('/quarantine', { config: { auth: 'owner' }, schema: { querystring: QuarantineQuery, response: { 200: QuarantinePage } } }, async (request) => {
     const limit = request.query.limit ?? DEFAULT_LIMIT;
     const binding = { route: 'quarantine', filters: {}, principal: request.principal! };
     const after = request.query.page_token ? (readCursor(db, request.query.page_token, binding, 2) as [string, string]) : null;
@@ -30,7 +57,7 @@ export const inboundRoutes: FastifyPluginAsync = async (app) => {
     return { ...pageFromRows(db, binding, 'items', rows, limit, (r) => [r.first_seen, r.quarantine_id], quarantineView), total: countQuarantine(db) };
   });
 
-  app.post<{ Params: Static<typeof IdParams> }>('/quarantine/:id/retry', { config: { auth: 'owner' }, schema: { params: IdParams, body: Empty } }, async (request) =>
+  app.post<{ Params: Static<typeof IdParams> }>('/quarantine/:id/retry', { config: { auth: 'owner' }, schema: { params: IdParams, body: Empty, response: { 200: RetryResponse } } }, async (request) =>
     retryQuarantineItem({ db, publish, openInbound: (input) => pool.run('openInbound', input) as Promise<OpenedInbound> }, request.params.id),
   );
 
@@ -39,7 +66,7 @@ export const inboundRoutes: FastifyPluginAsync = async (app) => {
     return reply.send();
   });
 
-  app.get<{ Querystring: Static<typeof RejectionQuery> }>('/lists/rejections', { config: { auth: 'owner' }, schema: { querystring: RejectionQuery } }, async (request) => {
+  app.get<{ Querystring: Static<typeof RejectionQuery> }>('/lists/rejections', { config: { auth: 'owner' }, schema: { querystring: RejectionQuery, response: { 200: ListOf('rejections', Rejection) } } }, async (request) => {
     const limit = request.query.limit ?? DEFAULT_LIMIT;
     const inboxId = request.query.inbox_id?.trim().toLowerCase() ?? null;
     const binding = { route: 'rejections', filters: { inbox_id: inboxId }, principal: request.principal! };
