@@ -8,6 +8,7 @@ import { Type, type Static } from 'typebox';
 import { notFound } from '../core/errors.js';
 import { pageFromRows, PageQuery, DEFAULT_LIMIT, readCursor } from '../core/pagination.js';
 import { ListOf } from '../core/schemas.js';
+import { QuarantineItem, QuarantinePage, Rejection, RetryResponse } from '../inbound/schemas.js';
 import type { SameShape } from '../core/validation.js';
 import { countQuarantine, listQuarantine, quarantineView } from '../inbound/quarantine.js';
 import { deleteQuarantineItem, retryQuarantineItem, type RetryAnswer } from '../inbound/quarantine-actions.js';
@@ -19,26 +20,6 @@ const RejectionQuery = Type.Object({ limit: PageQuery.limit, page_token: PageQue
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const Empty = Type.Object({}, { additionalProperties: false });
 
-const NullableString = Type.Union([Type.String(), Type.Null()]);
-const NullableInteger = Type.Union([Type.Integer(), Type.Null()]);
-/** A quarantined item as the owner API shows it (spec §2.11; src/inbound/quarantine.ts quarantineView). */
-const QuarantineItem = Type.Object({
-  quarantine_id: Type.String(),
-  source_kind: Type.Union([Type.Literal('buffer_object'), Type.Literal('queue_message')]),
-  reason_code: Type.String(),
-  first_seen: Type.String(),
-  size: NullableInteger,
-  inbox_id: NullableString,
-  attempts: NullableInteger,
-  last_attempt_at: NullableString,
-  status: Type.Union([Type.Literal('quarantined'), Type.Literal('release_pending'), Type.Literal('delete_pending'), Type.Literal('released'), Type.Literal('deleted')]),
-});
-/** A page of the quarantine plus `total` (svc extension): every visible item, for the app's badge and `svc status`. */
-const QuarantinePage = Type.Object({ ...ListOf('items', QuarantineItem).properties, total: Type.Integer() });
-/** A retry either released the item into its inbox or left it quarantined (with the item as it now stands). */
-const RetryResponse = Type.Union([Type.Object({ status: Type.Literal('released') }), Type.Object({ status: Type.Literal('quarantined'), item: QuarantineItem })]);
-/** An inbound rejection (spec §2.7): metadata only. */
-const Rejection = Type.Object({ rejection_id: Type.String(), inbox_id: Type.String(), sender: NullableString, reason: Type.String(), received_at: Type.String(), created_at: Type.String() });
 // Compile-time: the schemas are exactly the views (src/core/validation.ts SameShape).
 const quarantineShape: SameShape<Static<typeof QuarantineItem>, ReturnType<typeof quarantineView>> = true;
 const retryShape: SameShape<Static<typeof RetryResponse>, RetryAnswer> = true;
