@@ -1,11 +1,11 @@
 /**
  * The one schema module for ids and common request and response parts (issue 18): path
- * parameters, the page query, the list page and the send answer, declared once so every route (and the MCP tools derived from the
- * same schemas) accepts the same ids with the same limits. Limits here bound input before any
- * lookup; what an id must look like beyond its length is the lookup's business (a wrong id is
- * `404 not_found`, spec §7.1).
+ * parameters, the page query, the list page and the send answer, declared once so every route
+ * (and the MCP tools derived from the same schemas) accepts the same ids with the same limits.
+ * Limits here bound input before any lookup; what an id must look like beyond its length is the
+ * lookup's business (a wrong id is `404 not_found`, spec §7.1).
  */
-import { Type, type Static, type TSchema } from 'typebox';
+import { Type, type Static, type TArray, type TInteger, type TOptional, type TSchema, type TString } from 'typebox';
 import { PageQuery } from './pagination.js';
 import { MAX_MESSAGE_ID } from '../mail/limits.js';
 
@@ -65,10 +65,9 @@ export type ResolveSendResponse = Static<typeof ResolveSendResponse>;
  * A list page: `{count, limit, next_page_token?, [key]: items}` (src/core/pagination.ts
  * pageResponse builds it; the token is present only when there is a next page).
  */
-export function ListOf<Item extends TSchema, Key extends string>(key: Key, item: Item) {
-  return Type.Object({ count: Type.Integer(), limit: Type.Integer(), next_page_token: Type.Optional(Type.String()), [key]: Type.Array(item) } as {
-    count: ReturnType<typeof Type.Integer>;
-    limit: ReturnType<typeof Type.Integer>;
-    next_page_token: ReturnType<typeof Type.Optional<ReturnType<typeof Type.String>>>;
-  } & { [K in Key]: ReturnType<typeof Type.Array<Item>> });
+export function ListOf<Key extends string, Item extends TSchema>(key: Key, item: Item) {
+  const properties = { count: Type.Integer(), limit: Type.Integer(), next_page_token: Type.Optional(Type.String()), [key]: Type.Array(item) };
+  // A computed key widens to a string index: restate the literal key so `Static` names the field.
+  return Type.Object(properties as ListPageProperties<Key, Item>);
 }
+type ListPageProperties<Key extends string, Item extends TSchema> = { count: TInteger; limit: TInteger; next_page_token: TOptional<TString> } & { [K in Key]: TArray<Item> };

@@ -22,6 +22,7 @@ import { RateWindow } from '../oauth/rate-window.js';
 import { matchesRegistered } from '../oauth/redirect-uris.js';
 import { currentOrigins, currentResource, loopbackOrigin, noteLoopbackOrigin } from '../oauth/resources.js';
 import { RegistrationResponse, ResourceMetadataResponse, ServerMetadataResponse, TokenResponse } from '../oauth/schemas.js';
+import type { SameShape } from '../core/validation.js';
 
 const RESOURCE_METADATA = '/.well-known/oauth-protected-resource';
 const SERVER_METADATA = '/.well-known/oauth-authorization-server';
@@ -37,6 +38,9 @@ const CORS_HEADERS = {
 const CODE_CHALLENGE = /^[A-Za-z0-9._~-]{43,128}$/;
 
 type Params = Record<string, unknown>;
+
+// Compile-time: the token schema is exactly what a grant issues (src/core/validation.ts SameShape).
+const tokenShape: SameShape<TokenResponse, Extract<TokenOutcome, { ok: true }>['body']> = true;
 
 /** Discovery, registration, token and revocation: no credential, any origin (spec §5.3). */
 const ANY_ORIGIN = { config: { auth: 'none', origins: 'any' } } as const;
