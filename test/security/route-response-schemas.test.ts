@@ -13,6 +13,10 @@
  * Routes that answer no JSON body are allowed without a response schema only when listed in
  * NO_JSON_BODY below, each with the reason; a listed route that gains a schema, or no longer
  * exists, fails too, so the list stays exact.
+ *
+ * And the net for the webhook secret: every webhook read declares `secret` as the empty string,
+ * so a view that carries the real secret by mistake still sends `""`; only the create's schema
+ * carries it.
  */
 import t from 'tap';
 import fs from 'node:fs';
@@ -48,6 +52,7 @@ import { wsRoutes } from '../../src/routes/ws.js';
 import { domainRoutes } from '../../src/routes/domains.js';
 import { webhookRoutes } from '../../src/routes/webhooks.js';
 import { webAppRoutes } from '../../src/routes/web.js';
+import { WebhookReadResponse, WebhookResponse } from '../../src/webhooks/webhooks.js';
 import { routeTable } from '../helpers/fuzz.js';
 
 /** Deletions and acknowledgements: an empty answer (`reply.send()` or a 204). */
@@ -150,4 +155,32 @@ t.test('every route that answers JSON declares a response schema', async (t) => 
   t.same(listedWithSchema, [], 'routes listed as answering no JSON that do declare a response schema');
   const listedUnknown = [...NO_JSON_BODY.keys()].filter((key) => !byKey.has(key) && !(key === 'GET /*' && !served.some((r) => r.url === '/*')));
   t.same(listedUnknown, [], 'listed routes that do not exist');
+});
+
+t.test('the webhook read schema never sends a secret the view carries by mistake', async (t) => {
+  const secret = 'whsec_probe-secret-never-on-a-read';
+  const leakyView = {
+    webhook_id: '0190aaaa-0000-7000-8000-000000000002',
+    url: 'https://hooks.example.com/in',
+    event_types: ['message.received'],
+    inbox_id: null,
+    inbox_ids: null,
+    enabled: true,
+    created_at: '2026-11-24T00:00:00.000Z',
+    updated_at: '2026-11-24T00:00:00.000Z',
+    client_id: null,
+    secret,
+  };
+  const app = Fastify();
+  app.get('/read', { schema: { response: { 200: WebhookReadResponse } } }, async () => leakyView);
+  app.get('/created', { schema: { response: { 200: WebhookResponse } } }, async () => leakyView);
+  t.teardown(() => app.close());
+
+  const read = await app.inject({ method: 'GET', url: '/read' });
+  t.equal(read.statusCode, 200);
+  t.notMatch(read.body, secret, 'the secret is not on the wire');
+  t.same(JSON.parse(read.body), { ...leakyView, secret: '' }, 'every other field is, and `secret` is the empty string the SDK expects');
+
+  const created = await app.inject({ method: 'GET', url: '/created' });
+  t.equal(JSON.parse(created.body).secret, secret, 'the create schema carries it, the one time it is shown');
 });
