@@ -54,6 +54,10 @@ export type DraftAttachmentParams = Static<typeof DraftAttachmentParams>;
 export const PageOnlyQuery = Type.Object(PageQuery);
 export type PageOnlyQuery = Static<typeof PageOnlyQuery>;
 
+/** Response fields that are null when unset (the spec's nullable fields). */
+export const NullableString = Type.Union([Type.String(), Type.Null()]);
+export const NullableInteger = Type.Union([Type.Integer(), Type.Null()]);
+
 /** The answer of every send, reply, forward and draft send. */
 export const SendResponse = Type.Object({ message_id: Type.String(), thread_id: Type.String() });
 export type SendResponse = Static<typeof SendResponse>;

@@ -4,8 +4,8 @@
  * time (src/core/validation.ts SameShape), and the web app reads its types from them.
  */
 import { Type, type Static } from 'typebox';
+import { NullableString } from '../core/schemas.js';
 
-const NullableString = Type.Union([Type.String(), Type.Null()]);
 const RecordTypeField = Type.Union([Type.Literal('MX'), Type.Literal('TXT'), Type.Literal('A'), Type.Literal('AAAA')]);
 /** What a list shows of a domain. */
 const DomainItemFields = {

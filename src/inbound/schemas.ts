@@ -4,10 +4,8 @@
  * the web app reads its types from them (web/src/api-types.ts).
  */
 import { Type, type Static } from 'typebox';
-import { ListOf } from '../core/schemas.js';
+import { ListOf, NullableInteger, NullableString } from '../core/schemas.js';
 
-const NullableString = Type.Union([Type.String(), Type.Null()]);
-const NullableInteger = Type.Union([Type.Integer(), Type.Null()]);
 /** A quarantined item as the owner API shows it (spec §2.11; src/inbound/quarantine.ts quarantineView). */
 export const QuarantineItem = Type.Object({
   quarantine_id: Type.String(),

@@ -5,9 +5,8 @@
  * declared on the token answer alone, the one place they are ever returned.
  */
 import { Type, type Static } from 'typebox';
-import { ListOf } from '../core/schemas.js';
+import { ListOf, NullableString } from '../core/schemas.js';
 
-const NullableString = Type.Union([Type.String(), Type.Null()]);
 /** Every known permission name with whether it is granted (src/auth/permissions.ts permissionObject). */
 const PermissionFlags = Type.Record(Type.String(), Type.Boolean());
 const SendPolicy = Type.Union([Type.Literal('direct'), Type.Literal('approval'), Type.Literal('read_only')]);

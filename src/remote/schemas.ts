@@ -4,9 +4,8 @@
  * its type from it.
  */
 import { Type, type Static } from 'typebox';
+import { NullableInteger, NullableString } from '../core/schemas.js';
 
-const NullableString = Type.Union([Type.String(), Type.Null()]);
-const NullableInteger = Type.Union([Type.Integer(), Type.Null()]);
 export const RemoteResponse = Type.Object({
   enabled: Type.Boolean(),
   hostname: NullableString,
