@@ -5,32 +5,13 @@
 import { parseArgs } from './args.js';
 import { CliError } from './exit-codes.js';
 import { callOwner, ownerConnection, ownerHome } from './owner-client.js';
+import type { OAuthClient } from '../oauth/schemas.js';
 
 const USAGE = 'svc oauth clients | revoke <grant_id> | purge [--home DIR] [--flavor development|production] [--json]';
 /** The owner list's largest page; `clients` follows next_page_token to the end. */
 const PAGE = 100;
 /** A bound on pages followed, far above the 1,000 registrations svc keeps. */
 const MAX_PAGES = 50;
-
-interface Grant {
-  grant_id: string;
-  resource: string;
-  origin: string;
-  inbox_ids: string[];
-  permissions: Record<string, boolean>;
-  send_policy: string;
-  created_at: string;
-  expires_at: string;
-  last_used_at: string | null;
-}
-
-interface Client {
-  client_id: string;
-  client_name: string | null;
-  redirect_uris: string[];
-  created_at: string;
-  grants: Grant[];
-}
 
 const invalid = (message: string) => new CliError('validation_error', message, `Usage: ${USAGE}`);
 const out = (text: string) => process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
@@ -42,7 +23,7 @@ function table(rows: string[][]): string {
 }
 
 /** One row per grant; a client without grants gets one row with dashes. */
-function clientsTable(clients: Client[]): string {
+function clientsTable(clients: OAuthClient[]): string {
   if (clients.length === 0) return 'No OAuth clients are registered.';
   const rows = [['CLIENT', 'NAME', 'GRANT', 'RESOURCE', 'INBOXES', 'POLICY', 'EXPIRES', 'LAST USED']];
   for (const c of clients) {
@@ -62,11 +43,11 @@ export async function runOAuthCommand(args: string[]): Promise<number> {
     case 'clients': {
       if (rest.length > 0) throw invalid(`Unexpected argument "${rest[0]}".`);
       const conn = connection();
-      const clients: Client[] = [];
+      const clients: OAuthClient[] = [];
       let token: string | undefined;
       for (let page = 0; page < MAX_PAGES; page++) {
         const query = `?limit=${PAGE}${token ? `&page_token=${encodeURIComponent(token)}` : ''}`;
-        const body = await callOwner<{ clients: Client[]; next_page_token?: string }>(conn, 'GET', `/v0/owner/oauth/clients${query}`);
+        const body = await callOwner<{ clients: OAuthClient[]; next_page_token?: string }>(conn, 'GET', `/v0/owner/oauth/clients${query}`);
         clients.push(...body.clients);
         token = body.next_page_token;
         if (!token) break;

@@ -5,20 +5,9 @@
  */
 import { enc, opt, type Group } from './commands.js';
 import { fields, out, pageTable, printJson, type Column, WHOLE } from './output.js';
+import type { QuarantineItem } from '../inbound/schemas.js';
 
-interface Item {
-  quarantine_id: string;
-  source_kind: string;
-  reason_code: string;
-  first_seen: string;
-  size: number;
-  inbox_id: string | null;
-  attempts: number | null;
-  last_attempt_at: string | null;
-  status: string;
-}
-
-const COLUMNS: Column<Item>[] = [
+const COLUMNS: Column<QuarantineItem>[] = [
   ['ITEM', (i) => i.quarantine_id, WHOLE],
   ['KIND', (i) => i.source_kind],
   ['REASON', (i) => i.reason_code],
@@ -39,7 +28,7 @@ export const group: Group = {
       examples: ['svc quarantine list'],
       async run(ctx) {
         const client = await ctx.client();
-        const page = await client.call<{ items: Item[]; next_page_token?: string }>('GET', '/v0/owner/quarantine', { query: { limit: ctx.int('limit', 1, 100), page_token: ctx.str('page-token') } });
+        const page = await client.call<{ items: QuarantineItem[]; next_page_token?: string }>('GET', '/v0/owner/quarantine', { query: { limit: ctx.int('limit', 1, 100), page_token: ctx.str('page-token') } });
         if (ctx.json) return printJson(page);
         out(pageTable(page, page.items, COLUMNS, 'Nothing is quarantined.'));
       },
@@ -51,7 +40,7 @@ export const group: Group = {
       examples: ['svc quarantine retry 0190f4c2-…'],
       async run(ctx) {
         const client = await ctx.client();
-        const result = await client.call<{ status: string; item?: Item }>('POST', `/v0/owner/quarantine/${enc(ctx.args[0])}/retry`, { body: {} });
+        const result = await client.call<{ status: string; item?: QuarantineItem }>('POST', `/v0/owner/quarantine/${enc(ctx.args[0])}/retry`, { body: {} });
         if (ctx.json) return printJson(result);
         if (result.status === 'released') return out(`Released ${ctx.args[0]}: it was processed (the receive lists still applied).`);
         out(`Still quarantined:\n${fields([['reason', result.item?.reason_code], ['attempts', result.item?.attempts]])}`);

@@ -5,17 +5,9 @@
  */
 import { opt, type Ctx, type Group } from './commands.js';
 import { fields, out, printJson } from './output.js';
+import type { RemoteResponse } from '../remote/schemas.js';
 
-interface RemoteView {
-  enabled: boolean;
-  hostname: string | null;
-  url: string | null;
-  command: string | null;
-  connector: { state: string; pid: number | null; restarts: number; last_exit_code: number | null; next_restart_at: string | null };
-  listener: { port: number | null };
-}
-
-function showRemote(ctx: Ctx, r: RemoteView, lead?: string): void {
+function showRemote(ctx: Ctx, r: RemoteResponse, lead?: string): void {
   if (ctx.json) return printJson(r);
   out(
     (lead ? `${lead}\n` : '') +
@@ -40,7 +32,7 @@ export const group: Group = {
       examples: ['svc remote show'],
       async run(ctx) {
         const client = await ctx.client();
-        showRemote(ctx, await client.call<RemoteView>('GET', '/v0/owner/remote'));
+        showRemote(ctx, await client.call<RemoteResponse>('GET', '/v0/owner/remote'));
       },
     },
     enable: {
@@ -49,7 +41,7 @@ export const group: Group = {
       examples: ['svc remote enable --hostname mail.example.com --command \'cloudflared tunnel run --url "$SVC_TUNNEL_URL" my-tunnel\''],
       async run(ctx) {
         const client = await ctx.client();
-        showRemote(ctx, await client.call<RemoteView>('POST', '/v0/owner/remote/enable', { body: { hostname: ctx.str('hostname'), command: ctx.str('command') } }), 'Remote access enabled.');
+        showRemote(ctx, await client.call<RemoteResponse>('POST', '/v0/owner/remote/enable', { body: { hostname: ctx.str('hostname'), command: ctx.str('command') } }), 'Remote access enabled.');
       },
     },
     disable: {
@@ -57,7 +49,7 @@ export const group: Group = {
       examples: ['svc remote disable'],
       async run(ctx) {
         const client = await ctx.client();
-        showRemote(ctx, await client.call<RemoteView>('POST', '/v0/owner/remote/disable', { body: {} }), 'Remote access disabled.');
+        showRemote(ctx, await client.call<RemoteResponse>('POST', '/v0/owner/remote/disable', { body: {} }), 'Remote access disabled.');
       },
     },
   },

@@ -10,6 +10,8 @@ import { CliError } from './exit-codes.js';
 import type { Group } from './commands.js';
 import type { ServiceClient } from './owner-client.js';
 import { fields, out, printJson } from './output.js';
+import type { TransportResponse } from '../mail/transport.js';
+import type { RemoteResponse } from '../remote/schemas.js';
 
 /** Counting follows pages of 100 up to this many items, then reports "at least". */
 const COUNT_CAP = 1000;
@@ -61,19 +63,6 @@ async function edgeReachable(url: string): Promise<boolean> {
   }
 }
 
-interface TransportView {
-  configured: boolean;
-  edge: { url: string; token_set: boolean } | null;
-  smtp: { host: string; port: number; secure: boolean; username: string | null; password_set: boolean } | null;
-}
-
-interface RemoteView {
-  enabled: boolean;
-  hostname: string | null;
-  url: string | null;
-  connector: { state: string; restarts: number };
-}
-
 function connectionInfo(home: string): { pid: number | null; started_at: string | null } {
   try {
     const data = JSON.parse(fs.readFileSync(homeFiles(home).connection, 'utf8')) as { pid?: unknown; started_at?: unknown };
@@ -104,8 +93,8 @@ export const group: Group = {
           else out(fields([['service', `running at ${client.url} (agent, SVC_URL)`], ['loops', 'running'], ['inboxes', shown(counts.inboxes)]]));
           return;
         }
-        const transport = await client.call<TransportView>('GET', '/v0/owner/transport');
-        const remote = await client.call<RemoteView>('GET', '/v0/owner/remote');
+        const transport = await client.call<TransportResponse>('GET', '/v0/owner/transport');
+        const remote = await client.call<RemoteResponse>('GET', '/v0/owner/remote');
         const edge = transport.edge ? { url: transport.edge.url, reachable: await edgeReachable(transport.edge.url) } : null;
         const counts = {
           inboxes: await countItems(client, '/v0/inboxes', 'inboxes'),

@@ -7,14 +7,9 @@
 import { CliError } from './exit-codes.js';
 import { opt, type Ctx, type Group } from './commands.js';
 import { fields, out, printJson } from './output.js';
+import type { TransportResponse } from '../mail/transport.js';
 
-interface TransportView {
-  configured: boolean;
-  edge: { url: string; token_set: boolean } | null;
-  smtp: { host: string; port: number; secure: boolean; username: string | null; password_set: boolean } | null;
-}
-
-function showTransport(ctx: Ctx, t: TransportView, lead?: string): void {
+function showTransport(ctx: Ctx, t: TransportResponse, lead?: string): void {
   if (ctx.json) return printJson(t);
   out(
     (lead ? `${lead}\n` : '') +
@@ -44,7 +39,7 @@ export const group: Group = {
       examples: ['svc transport show'],
       async run(ctx) {
         const client = await ctx.client();
-        showTransport(ctx, await client.call<TransportView>('GET', '/v0/owner/transport'));
+        showTransport(ctx, await client.call<TransportResponse>('GET', '/v0/owner/transport'));
       },
     },
     set: {
@@ -79,7 +74,7 @@ export const group: Group = {
         }
         if (Object.keys(body).length === 0) throw new CliError('validation_error', 'Nothing to set: give --edge-url and --edge-token, or --smtp-host and --smtp-port.', 'Run `svc transport set --help`.');
         const client = await ctx.client();
-        showTransport(ctx, await client.call<TransportView>('PUT', '/v0/owner/transport', { body }), 'Transport updated.');
+        showTransport(ctx, await client.call<TransportResponse>('PUT', '/v0/owner/transport', { body }), 'Transport updated.');
       },
     },
     clear: {
@@ -91,11 +86,11 @@ export const group: Group = {
         const edge = ctx.bool('edge');
         const smtp = ctx.bool('smtp');
         if (edge !== smtp) {
-          const view = await client.call<TransportView>('PUT', '/v0/owner/transport', { body: edge ? { edge: null } : { smtp: null } });
+          const view = await client.call<TransportResponse>('PUT', '/v0/owner/transport', { body: edge ? { edge: null } : { smtp: null } });
           return showTransport(ctx, view, `Removed the ${edge ? 'edge pairing' : 'smart host'}.`);
         }
         await client.call('DELETE', '/v0/owner/transport');
-        showTransport(ctx, await client.call<TransportView>('GET', '/v0/owner/transport'), 'Transport cleared.');
+        showTransport(ctx, await client.call<TransportResponse>('GET', '/v0/owner/transport'), 'Transport cleared.');
       },
     },
   },

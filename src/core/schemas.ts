@@ -1,11 +1,11 @@
 /**
- * The one schema module for ids and common request parts (issue 18): path parameters, the page
- * query and the send answer, declared once so every route (and the MCP tools derived from the
- * same schemas) accepts the same ids with the same limits. Limits here bound input before any
- * lookup; what an id must look like beyond its length is the lookup's business (a wrong id is
- * `404 not_found`, spec §7.1).
+ * The one schema module for ids and common request and response parts (issue 18): path
+ * parameters, the page query, the list page and the send answer, declared once so every route
+ * (and the MCP tools derived from the same schemas) accepts the same ids with the same limits.
+ * Limits here bound input before any lookup; what an id must look like beyond its length is the
+ * lookup's business (a wrong id is `404 not_found`, spec §7.1).
  */
-import { Type, type Static } from 'typebox';
+import { Type, type Static, type TArray, type TInteger, type TOptional, type TSchema, type TString } from 'typebox';
 import { PageQuery } from './pagination.js';
 import { MAX_MESSAGE_ID } from '../mail/limits.js';
 
@@ -54,6 +54,24 @@ export type DraftAttachmentParams = Static<typeof DraftAttachmentParams>;
 export const PageOnlyQuery = Type.Object(PageQuery);
 export type PageOnlyQuery = Static<typeof PageOnlyQuery>;
 
+/** Response fields that are null when unset (the spec's nullable fields). */
+export const NullableString = Type.Union([Type.String(), Type.Null()]);
+export const NullableInteger = Type.Union([Type.Integer(), Type.Null()]);
+
 /** The answer of every send, reply, forward and draft send. */
 export const SendResponse = Type.Object({ message_id: Type.String(), thread_id: Type.String() });
 export type SendResponse = Static<typeof SendResponse>;
+/** The owner's verdict on a `send_unknown` message, as recorded. */
+export const ResolveSendResponse = Type.Object({ ...SendResponse.properties, send_status: Type.Union([Type.Literal('sent'), Type.Literal('failed')]) });
+export type ResolveSendResponse = Static<typeof ResolveSendResponse>;
+
+/**
+ * A list page: `{count, limit, next_page_token?, [key]: items}` (src/core/pagination.ts
+ * pageResponse builds it; the token is present only when there is a next page).
+ */
+export function ListOf<Key extends string, Item extends TSchema>(key: Key, item: Item) {
+  const properties = { count: Type.Integer(), limit: Type.Integer(), next_page_token: Type.Optional(Type.String()), [key]: Type.Array(item) };
+  // A computed key widens to a string index: restate the literal key so `Static` names the field.
+  return Type.Object(properties as ListPageProperties<Key, Item>);
+}
+type ListPageProperties<Key extends string, Item extends TSchema> = { count: TInteger; limit: TInteger; next_page_token: TOptional<TString> } & { [K in Key]: TArray<Item> };

@@ -93,10 +93,6 @@ export const AttachmentDownload = Type.Object({ ...Attachment.properties, ...Dow
 /** The raw MIME link with AgentMail's RawMessageResponse fields: which message, and its size in bytes. */
 export const RawMessageDownload = Type.Object({ message_id: Type.String(), size: Type.Integer(), ...DownloadLink.properties });
 
-/** A list response schema: `{count, limit, next_page_token?, [key]: items}`. */
-export function ListOf(key: string, item: TSchema) {
-  return Type.Object({ count: Type.Integer(), limit: Type.Integer(), next_page_token: Type.Optional(Type.String()), [key]: Type.Array(item) });
-}
 
 // ---- rows ----
 

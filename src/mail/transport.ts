@@ -35,6 +35,17 @@ export const TransportBody = Type.Object(
 );
 
 export type TransportBody = Static<typeof TransportBody>;
+
+/** The owner's view of the transport (`GET`/`PUT /owner/transport`): secrets only as `*_set` flags. */
+export const TransportResponse = Type.Object({
+  configured: Type.Boolean(),
+  edge: Type.Union([Type.Object({ url: Type.String(), token_set: Type.Boolean() }), Type.Null()]),
+  smtp: Type.Union([
+    Type.Object({ host: Type.String(), port: Type.Integer(), secure: Type.Boolean(), username: Type.Union([Type.String(), Type.Null()]), password_set: Type.Boolean() }),
+    Type.Null(),
+  ]),
+});
+export type TransportResponse = Static<typeof TransportResponse>;
 export type EdgeSettings = Static<typeof EdgeConfig>;
 export type SmtpSettings = Static<typeof SmtpConfig>;
 

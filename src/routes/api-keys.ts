@@ -6,8 +6,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { PageQuery } from '../core/pagination.js';
-import { InboxId, InboxParams } from '../core/schemas.js';
-import { ListOf } from '../mail/serialize.js';
+import { InboxId, InboxParams, ListOf } from '../core/schemas.js';
 import {
   ApiKeyResponse,
   createApiKey,

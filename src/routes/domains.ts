@@ -7,6 +7,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { PageQuery } from '../core/pagination.js';
+import { ListOf } from '../core/schemas.js';
 import {
   applyDomain,
   createDomain,
@@ -21,8 +22,8 @@ import {
   UpdateDomainBody,
 } from '../domains/store.js';
 import { domainPlan, zoneFile } from '../domains/plan.js';
-import { ListOf } from '../mail/serialize.js';
 import type { SameShape } from '../core/validation.js';
+import { Domain, DomainItem, DomainPlanResponse } from '../domains/schemas.js';
 
 const Params = Type.Object({ domain_id: Type.String({ minLength: 1, maxLength: 64 }) });
 const ListQuery = Type.Object(PageQuery);
@@ -31,53 +32,6 @@ type ListQuery = Static<typeof ListQuery>;
 
 const owner = { auth: 'owner' } as const;
 
-const NullableString = Type.Union([Type.String(), Type.Null()]);
-const RecordTypeField = Type.Union([Type.Literal('MX'), Type.Literal('TXT'), Type.Literal('A'), Type.Literal('AAAA')]);
-/** What a list shows of a domain. */
-const DomainItemFields = {
-  domain_id: Type.String(),
-  domain: Type.String(),
-  status: Type.Union([
-    Type.Literal('pending'),
-    Type.Literal('provisioning'),
-    Type.Literal('verifying'),
-    Type.Literal('verified'),
-    Type.Literal('failed'),
-    Type.Literal('tearing_down'),
-    Type.Literal('torn_down'),
-  ]),
-  reason: NullableString,
-  feedback_enabled: Type.Boolean(),
-  subdomains_enabled: Type.Boolean(),
-  tracking_enabled: Type.Boolean(),
-  created_at: Type.String(),
-  updated_at: Type.String(),
-  verified_at: NullableString,
-};
-const DomainItem = Type.Object(DomainItemFields);
-/** The full domain: its records with their check status, and the self-test's progress. */
-const Domain = Type.Object({
-  ...DomainItemFields,
-  records: Type.Array(
-    Type.Object({
-      type: Type.String(),
-      name: Type.String(),
-      value: Type.String(),
-      priority: Type.Optional(Type.Integer()),
-      status: Type.Union([Type.Literal('pending'), Type.Literal('valid'), Type.Literal('invalid')]),
-      reason: Type.Optional(Type.String()),
-      checked_at: Type.Optional(Type.String()),
-    }),
-  ),
-  checked_at: NullableString,
-  selftest: Type.Object({ status: Type.String(), sent_at: NullableString, received_at: NullableString }),
-});
-const DomainPlanResponse = Type.Object({
-  domain: Type.String(),
-  steps: Type.Array(Type.String()),
-  records: Type.Array(Type.Object({ type: RecordTypeField, name: Type.String(), value: Type.String(), priority: Type.Optional(Type.Integer()) })),
-  warnings: Type.Array(Type.String()),
-});
 type DomainView = Awaited<ReturnType<typeof domainView>>;
 // Compile-time: the schemas are exactly the views (src/core/validation.ts SameShape).
 const domainShape: SameShape<Static<typeof Domain>, DomainView> = true;

@@ -6,6 +6,7 @@
  * anything that may give the scheduled-drafts loop work wakes it.
  */
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
+import { Type } from 'typebox';
 import {
   approveDraftFor,
   ApproveBody,
@@ -21,9 +22,16 @@ import {
   sendDraftFor,
   updateDraftFor,
 } from '../requests/drafts.js';
-import { DraftAttachmentParams, DraftParams, InboxDraftParams, InboxParams, ScopeParams, SendResponse } from '../core/schemas.js';
+import { DraftAttachmentParams, DraftParams, InboxDraftParams, InboxParams, ListOf, ScopeParams, SendResponse } from '../core/schemas.js';
 import { CreateDraftBody, Draft, DraftItem, UpdateDraftBody } from '../mail/drafts/schemas.js';
-import { AttachmentDownload, ListOf } from '../mail/serialize.js';
+import { AttachmentDownload } from '../mail/serialize.js';
+
+/**
+ * An approval answers the draft when it stays scheduled, else the send's ids. The serializer
+ * picks the first branch the value matches: the draft comes first because it requires
+ * `draft_id`, which a send answer lacks, so a draft is never cut down to the send's two fields.
+ */
+const ApprovalResponse = Type.Union([Draft, SendResponse]);
 
 
 function readRoutes(app: FastifyInstance, base: string): void {
@@ -79,7 +87,7 @@ export const draftRoutes: FastifyPluginAsync = async (app) => {
   // Owner only: approval and rejection of drafts (approveDraftFor, rejectDraftFor).
   app.post<{ Params: InboxDraftParams; Body: ApproveBody }>(
     `${base}/:draft_id/approve`,
-    { config: { auth: 'owner' }, schema: { params: InboxDraftParams, body: ApproveBody } },
+    { config: { auth: 'owner' }, schema: { params: InboxDraftParams, body: ApproveBody, response: { 200: ApprovalResponse } } },
     async (request) => approveDraftFor(app.svc, request.principal!, request.params.inbox_id, request.params.draft_id, request.body, request.headers['idempotency-key']),
   );
 

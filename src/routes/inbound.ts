@@ -7,10 +7,12 @@ import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { notFound } from '../core/errors.js';
 import { pageFromRows, PageQuery, DEFAULT_LIMIT, readCursor } from '../core/pagination.js';
-import { INBOX_ID_MAX } from '../core/schemas.js';
+import { INBOX_ID_MAX, ListOf } from '../core/schemas.js';
+import { QuarantineItem, QuarantinePage, Rejection, RetryResponse } from '../inbound/schemas.js';
+import type { SameShape } from '../core/validation.js';
 import { countQuarantine, listQuarantine, quarantineView } from '../inbound/quarantine.js';
-import { deleteQuarantineItem, retryQuarantineItem } from '../inbound/quarantine-actions.js';
-import { deleteRejection, listRejections } from '../inbound/rejections.js';
+import { deleteQuarantineItem, retryQuarantineItem, type RetryAnswer } from '../inbound/quarantine-actions.js';
+import { deleteRejection, listRejections, type RejectionRow } from '../inbound/rejections.js';
 import type { OpenedInbound } from '../../workers/pool/tasks.js';
 
 const QuarantineQuery = Type.Object({ limit: PageQuery.limit, page_token: PageQuery.page_token }, { additionalProperties: false });
@@ -19,11 +21,16 @@ const RejectionQuery = Type.Object({ limit: PageQuery.limit, page_token: PageQue
 const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const Empty = Type.Object({}, { additionalProperties: false });
 
+// Compile-time: the schemas are exactly the views (src/core/validation.ts SameShape).
+const quarantineShape: SameShape<Static<typeof QuarantineItem>, ReturnType<typeof quarantineView>> = true;
+const retryShape: SameShape<Static<typeof RetryResponse>, RetryAnswer> = true;
+const rejectionShape: SameShape<Static<typeof Rejection>, RejectionRow> = true;
+
 export const inboundRoutes: FastifyPluginAsync = async (app) => {
   const { db, bus, pool } = app.svc;
   const publish = (seq: number) => bus.publish({ kind: 'event', seq });
 
-  app.get<{ Querystring: Static<typeof QuarantineQuery> }>('/quarantine', { config: { auth: 'owner' }, schema: { querystring: QuarantineQuery } }, async (request) => {
+  app.get<{ Querystring: Static<typeof QuarantineQuery> }>('/quarantine', { config: { auth: 'owner' }, schema: { querystring: QuarantineQuery, response: { 200: QuarantinePage } } }, async (request) => {
     const limit = request.query.limit ?? DEFAULT_LIMIT;
     const binding = { route: 'quarantine', filters: {}, principal: request.principal! };
     const after = request.query.page_token ? (readCursor(db, request.query.page_token, binding, 2) as [string, string]) : null;
@@ -32,7 +39,7 @@ export const inboundRoutes: FastifyPluginAsync = async (app) => {
     return { ...pageFromRows(db, binding, 'items', rows, limit, (r) => [r.first_seen, r.quarantine_id], quarantineView), total: countQuarantine(db) };
   });
 
-  app.post<{ Params: Static<typeof IdParams> }>('/quarantine/:id/retry', { config: { auth: 'owner' }, schema: { params: IdParams, body: Empty } }, async (request) =>
+  app.post<{ Params: Static<typeof IdParams> }>('/quarantine/:id/retry', { config: { auth: 'owner' }, schema: { params: IdParams, body: Empty, response: { 200: RetryResponse } } }, async (request) =>
     retryQuarantineItem({ db, publish, openInbound: (input) => pool.run('openInbound', input) as Promise<OpenedInbound> }, request.params.id),
   );
 
@@ -41,7 +48,7 @@ export const inboundRoutes: FastifyPluginAsync = async (app) => {
     return reply.send();
   });
 
-  app.get<{ Querystring: Static<typeof RejectionQuery> }>('/lists/rejections', { config: { auth: 'owner' }, schema: { querystring: RejectionQuery } }, async (request) => {
+  app.get<{ Querystring: Static<typeof RejectionQuery> }>('/lists/rejections', { config: { auth: 'owner' }, schema: { querystring: RejectionQuery, response: { 200: ListOf('rejections', Rejection) } } }, async (request) => {
     const limit = request.query.limit ?? DEFAULT_LIMIT;
     const inboxId = request.query.inbox_id?.trim().toLowerCase() ?? null;
     const binding = { route: 'rejections', filters: { inbox_id: inboxId }, principal: request.principal! };

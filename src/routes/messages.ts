@@ -5,10 +5,10 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { InboxParams, MessageAttachmentParams, MessageId, MessageParams } from '../core/schemas.js';
+import { InboxParams, ListOf, MessageAttachmentParams, MessageId, MessageParams } from '../core/schemas.js';
 import { MessageListQuery, SearchQuery } from '../mail/query.js';
 import { cachedRead } from '../mail/read-cache.js';
-import { AttachmentDownload, LabelsResult, RawMessageDownload, ListOf, Message, MessageItem } from '../mail/serialize.js';
+import { AttachmentDownload, LabelsResult, RawMessageDownload, Message, MessageItem } from '../mail/serialize.js';
 import {
   batchEditMessageLabels,
   batchGetMessagesFor,

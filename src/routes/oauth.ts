@@ -21,6 +21,8 @@ import { GRANT_TYPES, RETRY_AFTER_SECONDS, REVOKE_REQUESTS_PER_MINUTE, SCOPE, ST
 import { RateWindow } from '../oauth/rate-window.js';
 import { matchesRegistered } from '../oauth/redirect-uris.js';
 import { currentOrigins, currentResource, loopbackOrigin, noteLoopbackOrigin } from '../oauth/resources.js';
+import { RegistrationResponse, ResourceMetadataResponse, ServerMetadataResponse, TokenResponse } from '../oauth/schemas.js';
+import type { SameShape } from '../core/validation.js';
 
 const RESOURCE_METADATA = '/.well-known/oauth-protected-resource';
 const SERVER_METADATA = '/.well-known/oauth-authorization-server';
@@ -36,6 +38,9 @@ const CORS_HEADERS = {
 const CODE_CHALLENGE = /^[A-Za-z0-9._~-]{43,128}$/;
 
 type Params = Record<string, unknown>;
+
+// Compile-time: the token schema is exactly what a grant issues (src/core/validation.ts SameShape).
+const tokenShape: SameShape<TokenResponse, Extract<TokenOutcome, { ok: true }>['body']> = true;
 
 /** Discovery, registration, token and revocation: no credential, any origin (spec §5.3). */
 const ANY_ORIGIN = { config: { auth: 'none', origins: 'any' } } as const;
@@ -136,12 +141,13 @@ export const oauthRoutes: FastifyPluginAsync = async (app) => {
     scopes_supported: [SCOPE],
     bearer_methods_supported: ['header'],
   });
-  app.get(`${RESOURCE_METADATA}/mcp`, ANY_ORIGIN, async () => resourceMetadata('/mcp'));
-  app.get(`${RESOURCE_METADATA}/v0`, ANY_ORIGIN, async () => resourceMetadata('/v0'));
+  const resourceSchema = { schema: { response: { 200: ResourceMetadataResponse } } };
+  app.get(`${RESOURCE_METADATA}/mcp`, { ...ANY_ORIGIN, ...resourceSchema }, async () => resourceMetadata('/mcp'));
+  app.get(`${RESOURCE_METADATA}/v0`, { ...ANY_ORIGIN, ...resourceSchema }, async () => resourceMetadata('/v0'));
   // Clients that only probe the root (no path-aware discovery) are MCP clients: answer for /mcp.
-  app.get(RESOURCE_METADATA, ANY_ORIGIN, async () => resourceMetadata('/mcp'));
+  app.get(RESOURCE_METADATA, { ...ANY_ORIGIN, ...resourceSchema }, async () => resourceMetadata('/mcp'));
 
-  app.get(SERVER_METADATA, ANY_ORIGIN, async () => ({
+  app.get(SERVER_METADATA, { ...ANY_ORIGIN, schema: { response: { 200: ServerMetadataResponse } } }, async () => ({
     issuer: origin(),
     authorization_endpoint: `${origin()}/oauth/authorize`,
     token_endpoint: `${origin()}/oauth/token`,
@@ -158,7 +164,7 @@ export const oauthRoutes: FastifyPluginAsync = async (app) => {
 
   // --- Registration (RFC 7591) ---
 
-  app.post('/oauth/register', { ...ANY_ORIGIN, bodyLimit: TOKEN_BODY_MAX }, async (request, reply) => {
+  app.post('/oauth/register', { ...ANY_ORIGIN, bodyLimit: TOKEN_BODY_MAX, schema: { response: { 201: RegistrationResponse } } }, async (request, reply) => {
     const row = registerClient(db, readRegistration(request.body));
     return reply.code(201).send(registrationResponse(row));
   });
@@ -216,6 +222,7 @@ export const oauthRoutes: FastifyPluginAsync = async (app) => {
     {
       ...ANY_ORIGIN,
       bodyLimit: TOKEN_BODY_MAX,
+      schema: { response: { 200: TokenResponse } },
       onRequest: async () => {
         if (!tokenWindow.take()) throw rateLimited();
       },

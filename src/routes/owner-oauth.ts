@@ -15,6 +15,7 @@ import { listClients, purgeClients } from '../oauth/clients.js';
 import { approveRequest, denyRequest, requestView } from '../oauth/consent.js';
 import { revokeGrant } from '../oauth/grants.js';
 import { currentResource } from '../oauth/resources.js';
+import { ConsentDecisionResponse, ConsentRequestResponse, OAuthClientPage, PurgeClientsResponse } from '../oauth/schemas.js';
 
 const Id = Type.String({ minLength: 1, maxLength: 64 });
 const GrantParams = Type.Object({ grant_id: Id });
@@ -36,7 +37,7 @@ export const ownerOAuthRoutes: FastifyPluginAsync = async (app) => {
   if (app.svc.listener !== 'local') return;
   const { db, bus } = app.svc;
 
-  app.get<{ Querystring: Static<typeof ListQuery> }>('/oauth/clients', { config: owner, schema: { querystring: ListQuery } }, async (request) =>
+  app.get<{ Querystring: Static<typeof ListQuery> }>('/oauth/clients', { config: owner, schema: { querystring: ListQuery, response: { 200: OAuthClientPage } } }, async (request) =>
     listClients(db, request.principal!, request.query),
   );
 
@@ -47,15 +48,15 @@ export const ownerOAuthRoutes: FastifyPluginAsync = async (app) => {
     return reply.send();
   });
 
-  app.post('/oauth/clients/purge', { config: owner, schema: { body: Empty } }, async () => ({ deleted_clients: purgeClients(db) }));
+  app.post('/oauth/clients/purge', { config: owner, schema: { body: Empty, response: { 200: PurgeClientsResponse } } }, async () => ({ deleted_clients: purgeClients(db) }));
 
-  app.get<{ Params: Static<typeof RequestParams> }>('/oauth/requests/:request_id', { config: owner, schema: { params: RequestParams } }, async (request) =>
+  app.get<{ Params: Static<typeof RequestParams> }>('/oauth/requests/:request_id', { config: owner, schema: { params: RequestParams, response: { 200: ConsentRequestResponse } } }, async (request) =>
     requestView(db, request.params.request_id),
   );
 
   app.post<{ Params: Static<typeof RequestParams>; Body: Static<typeof Approve> }>(
     '/oauth/requests/:request_id/approve',
-    { config: owner, schema: { params: RequestParams, body: Approve } },
+    { config: owner, schema: { params: RequestParams, body: Approve, response: { 200: ConsentDecisionResponse } } },
     async (request) => {
       const { redirectTo, seq } = approveRequest(db, request.params.request_id, request.body, (resource) => currentResource(db, resource));
       bus.publish({ kind: 'event', seq });
@@ -63,7 +64,7 @@ export const ownerOAuthRoutes: FastifyPluginAsync = async (app) => {
     },
   );
 
-  app.post<{ Params: Static<typeof RequestParams> }>('/oauth/requests/:request_id/deny', { config: owner, schema: { params: RequestParams, body: Empty } }, async (request) => ({
+  app.post<{ Params: Static<typeof RequestParams> }>('/oauth/requests/:request_id/deny', { config: owner, schema: { params: RequestParams, body: Empty, response: { 200: ConsentDecisionResponse } } }, async (request) => ({
     redirect_to: denyRequest(db, request.params.request_id).redirectTo,
   }));
 };

@@ -11,6 +11,7 @@ import { SESSION_COOKIE, SESSION_MAX_MS } from '../owner/limits.js';
 import { sessionCsrfToken } from '../owner/session-binding.js';
 import type { OwnerAccount } from '../owner/owner-account.js';
 import type { SameShape } from '../core/validation.js';
+import { LoginLinkResponse, Session, SessionList, SessionResponse, StatusResponse } from '../owner/schemas.js';
 
 const Setup = Type.Object({ password: Type.String(), code: Type.String({ maxLength: 64 }) }, { additionalProperties: false });
 const Login = Type.Object({ password: Type.String() }, { additionalProperties: false });
@@ -19,20 +20,6 @@ const ChangePassword = Type.Object({ current_password: Type.String(), password: 
 const SessionParams = Type.Object({ id: Type.String({ maxLength: 64 }) });
 const Empty = Type.Object({}, { additionalProperties: false });
 
-const StatusResponse = Type.Object({ setup_required: Type.Boolean(), authenticated: Type.Boolean(), locked: Type.Boolean() });
-/** Setup, login and redeem: the token the page sends in X-Svc-CSRF; the session itself is the cookie. */
-const SessionResponse = Type.Object({ csrf_token: Type.String(), expires_at: Type.String() });
-const LoginLinkResponse = Type.Object({ url: Type.String(), expires_at: Type.String() });
-const Session = Type.Object({
-  session_id: Type.String(),
-  /** A hash of the browser's User-Agent, to tell sessions apart without storing the header. */
-  user_agent: Type.Union([Type.String(), Type.Null()]),
-  created_at: Type.String(),
-  last_seen_at: Type.String(),
-  expires_at: Type.String(),
-  current: Type.Boolean(),
-});
-const SessionList = Type.Object({ count: Type.Integer(), limit: Type.Integer(), sessions: Type.Array(Session) });
 // Compile-time: the schemas are exactly the views (src/core/validation.ts SameShape).
 const sessionShape: SameShape<Static<typeof Session>, ReturnType<OwnerAccount['listSessions']>[number]> = true;
 const startShape: SameShape<Static<typeof SessionResponse>, ReturnType<typeof startSession>> = true;

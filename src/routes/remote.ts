@@ -7,6 +7,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { COMMAND_MAX, type RemoteAccess, type RemoteView } from '../remote/remote-access.js';
 import type { SameShape } from '../core/validation.js';
+import { RemoteResponse } from '../remote/schemas.js';
 
 /** RFC 1035 presentation-form limit; the exact rules are checked by normalizeHostname. */
 const HOSTNAME_MAX = 253;
@@ -20,26 +21,6 @@ const EnableBody = Type.Object(
 );
 const Empty = Type.Object({}, { additionalProperties: false });
 
-const NullableString = Type.Union([Type.String(), Type.Null()]);
-const NullableInteger = Type.Union([Type.Integer(), Type.Null()]);
-const RemoteResponse = Type.Object({
-  enabled: Type.Boolean(),
-  hostname: NullableString,
-  url: NullableString,
-  command: NullableString,
-  connector: Type.Object({
-    state: Type.Union([Type.Literal('stopped'), Type.Literal('starting'), Type.Literal('running'), Type.Literal('backoff')]),
-    pid: NullableInteger,
-    restarts: Type.Integer(),
-    last_exit_code: NullableInteger,
-    last_exit_signal: NullableString,
-    last_started_at: NullableString,
-    last_exited_at: NullableString,
-    next_restart_at: NullableString,
-    backoff_ms: NullableInteger,
-  }),
-  listener: Type.Object({ port: NullableInteger }),
-});
 // Compile-time: the schema is exactly the view (src/core/validation.ts SameShape).
 const remoteShape: SameShape<Static<typeof RemoteResponse>, RemoteView> = true;
 const response = { 200: RemoteResponse };

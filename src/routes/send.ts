@@ -3,7 +3,7 @@
  * and the owner's resolve of a `send_unknown` message. The flow itself is src/mail/send-flow.ts.
  */
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
-import { InboxParams, MessageParams, SendResponse } from '../core/schemas.js';
+import { InboxParams, MessageParams, ResolveSendResponse, SendResponse } from '../core/schemas.js';
 import { ReplyAllBody, ReplyBody, SendBody, type ComposeInput } from '../mail/compose.js';
 import { ResolveSendBody, resolveSendFor, sendRequest, type SendOperation } from '../requests/send.js';
 
@@ -42,7 +42,7 @@ export const sendRoutes: FastifyPluginAsync = async (app) => {
 
   app.post<{ Params: MessageParams; Body: ResolveSendBody }>(
     `${base}/:message_id/resolve`,
-    { config: { auth: 'owner' }, schema: { params: MessageParams, body: ResolveSendBody } },
+    { config: { auth: 'owner' }, schema: { params: MessageParams, body: ResolveSendBody, response: { 200: ResolveSendResponse } } },
     async (request) => resolveSendFor(app.svc, request.principal!, request.params.inbox_id, request.params.message_id, request.body),
   );
 };

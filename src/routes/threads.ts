@@ -4,10 +4,10 @@
  * resource in scope (else 404) → permission (403) → hidden-label permissions (403).
  */
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
-import { ScopeParams, ThreadAttachmentParams, ThreadParams } from '../core/schemas.js';
+import { ListOf, ScopeParams, ThreadAttachmentParams, ThreadParams } from '../core/schemas.js';
 import { SearchQuery, ThreadListQuery, ThreadPageQuery } from '../mail/query.js';
 import { cachedRead } from '../mail/read-cache.js';
-import { AttachmentDownload, LabelsResult, ListOf, Thread, ThreadItem } from '../mail/serialize.js';
+import { AttachmentDownload, LabelsResult, Thread, ThreadItem } from '../mail/serialize.js';
 import { LabelEditRequest } from '../requests/labels.js';
 import { editThreadLabels, readThread, removeThread, threadAttachmentDownload, threadListPage, threadSearchPage } from '../requests/threads.js';
 

@@ -4,18 +4,10 @@
  * response schema lets nothing else through.
  */
 import type { FastifyPluginAsync } from 'fastify';
-import { Type, type Static } from 'typebox';
-import { clearTransport, readTransport, TransportBody, transportView, writeTransport } from '../mail/transport.js';
+import type { Static } from 'typebox';
+import { clearTransport, readTransport, TransportBody, TransportResponse, transportView, writeTransport } from '../mail/transport.js';
 import type { SameShape } from '../core/validation.js';
 
-const TransportResponse = Type.Object({
-  configured: Type.Boolean(),
-  edge: Type.Union([Type.Object({ url: Type.String(), token_set: Type.Boolean() }), Type.Null()]),
-  smtp: Type.Union([
-    Type.Object({ host: Type.String(), port: Type.Integer(), secure: Type.Boolean(), username: Type.Union([Type.String(), Type.Null()]), password_set: Type.Boolean() }),
-    Type.Null(),
-  ]),
-});
 // Compile-time: the schema is exactly the view (src/core/validation.ts SameShape).
 const transportShape: SameShape<Static<typeof TransportResponse>, ReturnType<typeof transportView>> = true;
 const response = { 200: TransportResponse };

@@ -7,7 +7,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { PageQuery } from '../core/pagination.js';
-import { InboxId, InboxParams, RESOURCE_ID_MAX } from '../core/schemas.js';
+import { InboxId, InboxParams, ListOf, RESOURCE_ID_MAX } from '../core/schemas.js';
 import {
   createWebhookFor,
   deleteWebhookFor,
@@ -17,7 +17,16 @@ import {
   updateWebhookHeadersFor,
   webhookListPage,
 } from '../requests/webhooks.js';
-import { CreateInboxWebhookBody, CreateWebhookBody, UpdateHeadersBody, UpdateInboxWebhookBody, UpdateWebhookBody } from '../webhooks/webhooks.js';
+import {
+  CreateInboxWebhookBody,
+  CreateWebhookBody,
+  UpdateHeadersBody,
+  UpdateInboxWebhookBody,
+  UpdateWebhookBody,
+  WebhookHeaderNamesResponse,
+  WebhookReadResponse,
+  WebhookResponse,
+} from '../webhooks/webhooks.js';
 
 const WebhookId = Type.String({ minLength: 1, maxLength: RESOURCE_ID_MAX });
 const HookParams = Type.Object({ webhook_id: WebhookId });
@@ -33,23 +42,23 @@ const agent = { auth: 'agent' } as const;
 export const webhookRoutes: FastifyPluginAsync = async (app) => {
   const { db } = app.svc;
 
-  app.get<{ Querystring: ListQuery }>('/webhooks', { config: agent, schema: { querystring: ListQuery } }, async (request) =>
+  app.get<{ Querystring: ListQuery }>('/webhooks', { config: agent, schema: { querystring: ListQuery, response: { 200: ListOf('webhooks', WebhookReadResponse) } } }, async (request) =>
     webhookListPage(db, request.principal!, undefined, request.query),
   );
-  app.post<{ Body: CreateWebhookBody }>('/webhooks', { config: agent, schema: { body: CreateWebhookBody } }, async (request) =>
+  app.post<{ Body: CreateWebhookBody }>('/webhooks', { config: agent, schema: { body: CreateWebhookBody, response: { 200: WebhookResponse } } }, async (request) =>
     createWebhookFor(db, request.principal!, undefined, request.body),
   );
-  app.get<{ Params: HookParams }>('/webhooks/:webhook_id', { config: agent, schema: { params: HookParams } }, async (request) =>
+  app.get<{ Params: HookParams }>('/webhooks/:webhook_id', { config: agent, schema: { params: HookParams, response: { 200: WebhookReadResponse } } }, async (request) =>
     readWebhook(db, request.principal!, undefined, request.params.webhook_id),
   );
-  app.patch<{ Params: HookParams; Body: UpdateWebhookBody }>('/webhooks/:webhook_id', { config: agent, schema: { params: HookParams, body: UpdateWebhookBody } }, async (request) =>
+  app.patch<{ Params: HookParams; Body: UpdateWebhookBody }>('/webhooks/:webhook_id', { config: agent, schema: { params: HookParams, body: UpdateWebhookBody, response: { 200: WebhookReadResponse } } }, async (request) =>
     updateWebhookFor(db, request.principal!, undefined, request.params.webhook_id, request.body),
   );
   app.delete<{ Params: HookParams }>('/webhooks/:webhook_id', { config: agent, schema: { params: HookParams } }, async (request, reply) => {
     deleteWebhookFor(db, request.principal!, undefined, request.params.webhook_id);
     return reply.send();
   });
-  app.get<{ Params: HookParams }>('/webhooks/:webhook_id/headers', { config: agent, schema: { params: HookParams } }, async (request) =>
+  app.get<{ Params: HookParams }>('/webhooks/:webhook_id/headers', { config: agent, schema: { params: HookParams, response: { 200: WebhookHeaderNamesResponse } } }, async (request) =>
     readWebhookHeaderNames(db, request.principal!, undefined, request.params.webhook_id),
   );
   app.patch<{ Params: HookParams; Body: UpdateHeadersBody }>('/webhooks/:webhook_id/headers', { config: agent, schema: { params: HookParams, body: UpdateHeadersBody } }, async (request, reply) => {
@@ -57,25 +66,25 @@ export const webhookRoutes: FastifyPluginAsync = async (app) => {
     return reply.code(204).send();
   });
 
-  app.get<{ Params: InboxParams; Querystring: ListQuery }>('/inboxes/:inbox_id/webhooks', { config: agent, schema: { params: InboxParams, querystring: ListQuery } }, async (request) =>
+  app.get<{ Params: InboxParams; Querystring: ListQuery }>('/inboxes/:inbox_id/webhooks', { config: agent, schema: { params: InboxParams, querystring: ListQuery, response: { 200: ListOf('webhooks', WebhookReadResponse) } } }, async (request) =>
     webhookListPage(db, request.principal!, request.params.inbox_id, request.query),
   );
-  app.post<{ Params: InboxParams; Body: CreateInboxWebhookBody }>('/inboxes/:inbox_id/webhooks', { config: agent, schema: { params: InboxParams, body: CreateInboxWebhookBody } }, async (request) =>
+  app.post<{ Params: InboxParams; Body: CreateInboxWebhookBody }>('/inboxes/:inbox_id/webhooks', { config: agent, schema: { params: InboxParams, body: CreateInboxWebhookBody, response: { 200: WebhookResponse } } }, async (request) =>
     createWebhookFor(db, request.principal!, request.params.inbox_id, request.body),
   );
-  app.get<{ Params: InboxHookParams }>('/inboxes/:inbox_id/webhooks/:webhook_id', { config: agent, schema: { params: InboxHookParams } }, async (request) =>
+  app.get<{ Params: InboxHookParams }>('/inboxes/:inbox_id/webhooks/:webhook_id', { config: agent, schema: { params: InboxHookParams, response: { 200: WebhookReadResponse } } }, async (request) =>
     readWebhook(db, request.principal!, request.params.inbox_id, request.params.webhook_id),
   );
   app.patch<{ Params: InboxHookParams; Body: UpdateInboxWebhookBody }>(
     '/inboxes/:inbox_id/webhooks/:webhook_id',
-    { config: agent, schema: { params: InboxHookParams, body: UpdateInboxWebhookBody } },
+    { config: agent, schema: { params: InboxHookParams, body: UpdateInboxWebhookBody, response: { 200: WebhookReadResponse } } },
     async (request) => updateWebhookFor(db, request.principal!, request.params.inbox_id, request.params.webhook_id, request.body),
   );
   app.delete<{ Params: InboxHookParams }>('/inboxes/:inbox_id/webhooks/:webhook_id', { config: agent, schema: { params: InboxHookParams } }, async (request, reply) => {
     deleteWebhookFor(db, request.principal!, request.params.inbox_id, request.params.webhook_id);
     return reply.send();
   });
-  app.get<{ Params: InboxHookParams }>('/inboxes/:inbox_id/webhooks/:webhook_id/headers', { config: agent, schema: { params: InboxHookParams } }, async (request) =>
+  app.get<{ Params: InboxHookParams }>('/inboxes/:inbox_id/webhooks/:webhook_id/headers', { config: agent, schema: { params: InboxHookParams, response: { 200: WebhookHeaderNamesResponse } } }, async (request) =>
     readWebhookHeaderNames(db, request.principal!, request.params.inbox_id, request.params.webhook_id),
   );
   app.patch<{ Params: InboxHookParams; Body: UpdateHeadersBody }>(

@@ -115,6 +115,14 @@ export const WebhookResponse = Type.Object({
   secret: Type.String(),
 });
 export type WebhookResponse = Static<typeof WebhookResponse>;
+/**
+ * The response schema of every webhook read (get, list, update): `secret` is declared as the
+ * empty string, so the serializer writes `""` whatever the view holds and a secret can reach the
+ * wire only through a create's answer (WebhookResponse).
+ */
+export const WebhookReadResponse = Type.Object({ ...WebhookResponse.properties, secret: Type.Literal('') });
+/** `GET .../headers`: the names of the custom headers; their values are write-only. */
+export const WebhookHeaderNamesResponse = Type.Object({ header_names: Type.Array(Type.String()) });
 
 function webhookResponse(row: WebhookRow, health: boolean): WebhookResponse {
   const base: WebhookResponse = {

@@ -4,6 +4,9 @@
  * alone is no session (browsers send it to every port of 127.0.0.1; docs/security.md), so the
  * token, from the login/setup/redeem answer, is kept in this origin's own storage.
  */
+import type { OwnerStatus } from './api-types';
+
+export type { OwnerStatus };
 
 export interface ErrorBody {
   name?: string;
@@ -93,11 +96,6 @@ export const patch = <T = Record<string, unknown>>(path: string, body: unknown) 
 export const put = <T = Record<string, unknown>>(path: string, body: unknown) => request<T>('PUT', path, body);
 export const del = (path: string) => request<unknown>('DELETE', path);
 
-export interface OwnerStatus {
-  setup_required: boolean;
-  authenticated: boolean;
-  locked: boolean;
-}
 
 /** GET /v0/owner/status with the stored token: the session counts only with both. */
 export async function loadStatus(): Promise<OwnerStatus> {

@@ -2,15 +2,7 @@
 import { del, get, post } from '../api';
 import { ErrorBox, Notice, Page, Loading, confirmed, formValues, useAction, useLoad, when } from '../ui';
 import { useState } from 'preact/hooks';
-
-interface Session {
-  session_id: string;
-  user_agent: string | null;
-  created_at: string;
-  last_seen_at: string;
-  expires_at: string;
-  current: boolean;
-}
+import type { Session } from '../api-types';
 
 export function AccountPage({ onSignedOut }: { onSignedOut: () => void }) {
   const sessions = useLoad(() => get<{ sessions: Session[] }>('/v0/owner/sessions'), []);

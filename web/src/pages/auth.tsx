@@ -3,11 +3,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { post, setCsrf } from '../api';
 import { safeReturnTo } from '../router';
 import { ErrorBox, formValues, useAction } from '../ui';
-
-interface SessionAnswer {
-  csrf_token: string;
-  expires_at: string;
-}
+import type { SessionResponse } from '../api-types';
 
 /** Where the owner goes once signed in: server paths (the OAuth authorize step) need a real load. */
 export function goAfterLogin(returnTo: string | null, go: (to: string) => void): void {
@@ -27,7 +23,7 @@ export function SetupPage({ onSignedIn }: { onSignedIn: () => void }) {
           const v = formValues(e.currentTarget);
           if (v.password !== v.confirm) return void action.run(() => Promise.reject(new Error('The two passwords differ.')));
           void action.run(async () => {
-            const s = await post<SessionAnswer>('/v0/owner/setup', { code: v.code.trim(), password: v.password });
+            const s = await post<SessionResponse>('/v0/owner/setup', { code: v.code.trim(), password: v.password });
             setCsrf(s.csrf_token);
             onSignedIn();
           });
@@ -73,7 +69,7 @@ export function LoginPage({ returnTo, onSignedIn }: { returnTo: string | null; o
       setRedeeming(true);
       void action
         .run(async () => {
-          const s = await post<SessionAnswer>('/v0/owner/login-links/redeem', { token });
+          const s = await post<SessionResponse>('/v0/owner/login-links/redeem', { token });
           setCsrf(s.csrf_token);
           onSignedIn(returnTo);
         })
@@ -94,7 +90,7 @@ export function LoginPage({ returnTo, onSignedIn }: { returnTo: string | null; o
           e.preventDefault();
           const v = formValues(e.currentTarget);
           void action.run(async () => {
-            const s = await post<SessionAnswer>('/v0/owner/login', { password: v.password });
+            const s = await post<SessionResponse>('/v0/owner/login', { password: v.password });
             setCsrf(s.csrf_token);
             onSignedIn(returnTo);
           });

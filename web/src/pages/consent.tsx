@@ -7,19 +7,7 @@ import { useState } from 'preact/hooks';
 import { enc, get, post } from '../api';
 import { ErrorBox, Loading, Page, formValues, useAction, useLoad, when } from '../ui';
 import { checkedValues, InboxChecklist, PermissionChecklist, SEND_POLICIES } from '../widgets';
-import type { Inbox } from '../api-types';
-
-interface ConsentRequest {
-  request_id: string;
-  client_id: string;
-  client_name: string | null;
-  redirect_uri: string;
-  redirect_host: string;
-  verified: boolean;
-  resource: string;
-  defaults: { permissions: Record<string, boolean> | string[]; send_policy: string; inbox_ids: string[] };
-  expires_at: string;
-}
+import type { ConsentRequest, Inbox } from '../api-types';
 
 function permissionNames(p: Record<string, boolean> | string[]): Set<string> {
   return new Set(Array.isArray(p) ? p : Object.entries(p).filter(([, on]) => on).map(([name]) => name));

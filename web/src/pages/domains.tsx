@@ -2,34 +2,11 @@
 import { useState } from 'preact/hooks';
 import { del, enc, get, getText, post } from '../api';
 import { ErrorBox, Loading, Page, confirmed, downloadText, onSubmitWith, useAction, useLoad } from '../ui';
-
-interface DomainItem {
-  domain_id: string;
-  domain: string;
-  status: string;
-  reason: string | null;
-}
-interface DomainRecord {
-  type: string;
-  name: string;
-  value: string;
-  status: string;
-  [k: string]: unknown;
-}
-interface DomainFull extends DomainItem {
-  records: DomainRecord[];
-  selftest?: { status: string };
-}
-interface Plan {
-  domain: string;
-  steps: unknown[];
-  records: DomainRecord[];
-  warnings: unknown[];
-}
+import type { Domain, DomainItem, DomainPlan } from '../api-types';
 
 function DomainDetail({ id, onChanged }: { id: string; onChanged: () => void }) {
-  const d = useLoad(() => get<DomainFull>(`/v0/domains/${enc(id)}`), [id]);
-  const [plan, setPlan] = useState<Plan | null>(null);
+  const d = useLoad(() => get<Domain>(`/v0/domains/${enc(id)}`), [id]);
+  const [plan, setPlan] = useState<DomainPlan | null>(null);
   const action = useAction();
   const base = `/v0/domains/${enc(id)}`;
   const step = (what: string) =>
@@ -43,7 +20,7 @@ function DomainDetail({ id, onChanged }: { id: string; onChanged: () => void }) 
       <Loading loaded={d} />
       <ErrorBox error={action.error} />
       <div class="actions">
-        <button class="small" onClick={() => void action.run(async () => setPlan(await get<Plan>(`${base}/plan`)))}>
+        <button class="small" onClick={() => void action.run(async () => setPlan(await get<DomainPlan>(`${base}/plan`)))}>
           Show plan
         </button>
         <button

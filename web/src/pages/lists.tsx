@@ -2,13 +2,7 @@
 import { useState } from 'preact/hooks';
 import { del, enc, get, post } from '../api';
 import { ErrorBox, Loading, Page, onSubmitWith, useAction, useLoad } from '../ui';
-import type { Inbox, ListEntry } from '../api-types';
-
-interface Rejection {
-  rejection_id: string;
-  inbox_id: string | null;
-  [field: string]: unknown;
-}
+import type { Inbox, ListEntry, Rejection } from '../api-types';
 
 export function ListsPage() {
   const [direction, setDirection] = useState('receive');

@@ -4,12 +4,7 @@ import { useLiveEvents } from '../live';
 import { ErrorBox, Loading, Notice, Page, bytes, confirmed, formValues, useAction, useLoad, when } from '../ui';
 import { useState } from 'preact/hooks';
 import { QUARANTINE_RETRY_BACKOFF_MS } from '../../../src/supervisor/loop-table';
-
-interface TransportView {
-  configured: boolean;
-  edge: { url: string; token_set: boolean } | null;
-  smtp: { host: string; port: number; secure: boolean; username: string | null; password_set: boolean } | null;
-}
+import type { OAuthClient, QuarantineItem, RemoteView, TransportView } from '../api-types';
 
 export function TransportPage() {
   const t = useLoad(() => get<TransportView>('/v0/owner/transport'), []);
@@ -101,15 +96,6 @@ export function TransportPage() {
   );
 }
 
-interface RemoteView {
-  enabled: boolean;
-  hostname: string | null;
-  url: string | null;
-  command: string | null;
-  connector?: { state: string; pid: number | null; restarts: number; last_exit_code: number | null; next_restart_at: string | null };
-  [k: string]: unknown;
-}
-
 export function RemotePage() {
   const r = useLoad(() => get<RemoteView>('/v0/owner/remote'), []);
   const action = useAction();
@@ -170,18 +156,6 @@ export function RemotePage() {
   );
 }
 
-interface QuarantineItem {
-  quarantine_id: string;
-  source_kind: string;
-  reason_code: string;
-  first_seen: string;
-  size: number;
-  inbox_id: string | null;
-  attempts: number | null;
-  last_attempt_at: string | null;
-  status: string;
-}
-
 /** A delay as the owner reads it: `1 min`, `2 h`. */
 const duration = (ms: number) => (ms >= 3_600_000 && ms % 3_600_000 === 0 ? `${ms / 3_600_000} h` : `${Math.round(ms / 60_000)} min`);
 /** The service's own automatic retry schedule (src/supervisor/loop-table.ts), as a sentence: `1 min, 5 min, 30 min and 2 h`. */
@@ -238,7 +212,7 @@ export function QuarantinePage() {
               </p>
             )}
             <div class="small muted">
-              {i.source_kind} · {bytes(i.size)} · {i.inbox_id ?? 'unknown inbox'} · first seen {when(i.first_seen)} · attempts {i.attempts ?? '?'}
+              {i.source_kind} · {i.size === null ? 'size unknown' : bytes(i.size)} · {i.inbox_id ?? 'unknown inbox'} · first seen {when(i.first_seen)} · attempts {i.attempts ?? '?'}
             </div>
             <div class="actions" style={{ marginTop: '0.4rem' }}>
               <button
@@ -274,26 +248,8 @@ export function QuarantinePage() {
   );
 }
 
-interface Grant {
-  grant_id: string;
-  resource: string;
-  inbox_ids: string[];
-  permissions: Record<string, boolean>;
-  send_policy: string;
-  created_at: string;
-  expires_at: string;
-  last_used_at: string | null;
-}
-interface Client {
-  client_id: string;
-  client_name: string | null;
-  redirect_uris: string[];
-  created_at: string;
-  grants: Grant[];
-}
-
 export function OAuthPage() {
-  const clients = useLoad(() => get<{ clients: Client[] }>('/v0/owner/oauth/clients?limit=100'), []);
+  const clients = useLoad(() => get<{ clients: OAuthClient[] }>('/v0/owner/oauth/clients?limit=100'), []);
   const action = useAction();
   const [note, setNote] = useState<string | null>(null);
   useLiveEvents(['oauth.'], () => clients.reload());
