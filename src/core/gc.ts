@@ -8,6 +8,13 @@
 import v8 from 'node:v8';
 import vm from 'node:vm';
 
+/**
+ * A message at least this large leaves enough dead memory behind to be worth a full collection
+ * (tens of milliseconds); below it V8's own schedule is cheaper, and a stream of medium-sized
+ * mail must not cost a collection each.
+ */
+export const COLLECT_AFTER_BYTES = 4 * 1024 * 1024;
+
 let collect: ((options?: { type: 'major' | 'minor' }) => void) | null = null;
 
 /**

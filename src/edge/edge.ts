@@ -17,8 +17,8 @@ import { OutboundStore } from './outbound-store.js';
 import { OutboundRelay, type SmartHost } from './relay.js';
 import { ReportLog } from './reports.js';
 import { RoutingCorrupt, RoutingTable, type ReportAddressPolicy } from './routing.js';
-import { collectGarbageSoon } from '../core/gc.js';
-import { BINARY_SEAL_MIN_BYTES, sealInbound, sealInboundInPlace, type InboundAuth, type InboundMeta, type SpamVerdict } from './sealed.js';
+import { COLLECT_AFTER_BYTES, collectGarbageSoon } from '../core/gc.js';
+import { sealInbound, sealInboundInPlace, type InboundAuth, type InboundMeta, type SpamVerdict } from './sealed.js';
 import { createSmtpReceiver, SmtpReply, wholeMessage, type ReceivedMessage, type TlsFiles } from './smtp.js';
 import { checkSpam } from './spam.js';
 import { deriveEdgeKey } from './verp.js';
@@ -253,7 +253,7 @@ export class Edge {
     const jwe = opts.owned ? await sealInboundInPlace(meta, message.chunks, sealing) : await sealInbound(meta, message.chunks, sealing);
     // The message and its sealed copy are dead once the reply is written; V8 frees buffers
     // this large only at a full collection, which an idle edge may not run for a long time.
-    if (message.size >= BINARY_SEAL_MIN_BYTES) collectGarbageSoon();
+    if (message.size >= COLLECT_AFTER_BYTES) collectGarbageSoon();
     try {
       return await this.buffer.commit(jwe, { receivedAt, recipients: message.recipients, keyId: sealing.keyId, key: opts.key });
     } catch (err) {

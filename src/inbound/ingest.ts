@@ -14,7 +14,7 @@ import type { EdgeClient } from './edge-client.js';
 import { quarantine, quarantineByKey } from './quarantine.js';
 import { recordRejection } from './rejections.js';
 import { commitKey, isCommitHandled } from './commit-keys.js';
-import { collectGarbage, collectGarbageSoon } from '../core/gc.js';
+import { COLLECT_AFTER_BYTES, collectGarbage, collectGarbageSoon } from '../core/gc.js';
 import { inboxExists } from '../auth/inbox-lookup.js';
 import { isSelftestRecipient, receiveSelftest } from '../domains/store.js';
 
@@ -231,16 +231,22 @@ export async function prepareBatch(deps: IngestDeps, objects: { key: string; siz
 export async function commitBatch(deps: IngestDeps, batch: PreparedBatch): Promise<string[]> {
   const committed: string[] = [];
   let run: Opened[] = [];
-  for (const o of batch.ready) {
-    if (o.mail !== null) {
-      run.push({ key: o.key, size: o.size, mail: o.mail });
-      continue;
+  try {
+    for (const o of batch.ready) {
+      if (o.mail !== null) {
+        run.push({ key: o.key, size: o.size, mail: o.mail });
+        continue;
+      }
+      committed.push(...commitOpened(deps, run));
+      run = [];
+      if (await commitLarge(deps, o)) committed.push(o.key);
     }
     committed.push(...commitOpened(deps, run));
-    run = [];
-    if (await commitLarge(deps, o)) committed.push(o.key);
+  } catch (err) {
+    // What did commit is deleted at the edge all the same, so a retry does not fetch and open it again.
+    if (committed.length > 0) await deleteCommitted(deps, committed).catch(() => undefined);
+    throw err;
   }
-  committed.push(...commitOpened(deps, run));
   return committed;
 }
 
@@ -248,8 +254,9 @@ type Opened = { key: string; size: number; mail: OpenedInbound };
 
 /** Fetches, opens and commits one large object; false when it is gone or was quarantined. */
 async function commitLarge(deps: IngestDeps, { key, size }: { key: string; size: number }): Promise<boolean> {
-  // Whatever the last large message left dead is freed before this one arrives.
-  collectGarbage();
+  const huge = size >= COLLECT_AFTER_BYTES;
+  // Whatever the last huge message left dead is freed before this one arrives.
+  if (huge) collectGarbage();
   try {
     const sealed = await deps.edge.getObjectBytes(key);
     if (sealed === null) {
@@ -267,7 +274,7 @@ async function commitLarge(deps: IngestDeps, { key, size }: { key: string; size:
   } finally {
     // Dead once this returns; V8 frees buffers and strings this large only at a full collection,
     // which this thread, idle afterwards, might not run for a long time.
-    collectGarbageSoon();
+    if (huge) collectGarbageSoon();
   }
 }
 

@@ -24,7 +24,7 @@ import { openInbound, type OpenedInbound } from '../pool/tasks.js';
 import type { ParseLargeReply, ParseLargeRequest } from '../pool/parse-large.js';
 import type { ParsedMail } from '../pool/parse.js';
 import type { DerivedText } from '../../src/mail/extract.js';
-import { collectGarbage } from '../../src/core/gc.js';
+import { COLLECT_AFTER_BYTES, collectGarbage } from '../../src/core/gc.js';
 import { openSealed, type InboundMeta } from '../../src/edge/sealed.js';
 
 /**
@@ -43,6 +43,8 @@ const OPEN_IN_LOOP_MAX_CHARS = 256 * 1024;
  */
 const LARGE_PARSE_HEAP_MB = 1_024;
 const LARGE_PARSE_YOUNG_MB = 4;
+/** Far longer than mailparser needs for a 25 MB message (about 1 s here); past it the message fails alone (`parse_failed`). */
+const LARGE_PARSE_TIMEOUT_MS = 60_000;
 const PARSE_LARGE_FILE = fileURLToPath(new URL('../pool/parse-large.js', import.meta.url));
 const LONG_POLL_MS = 25_000;
 const RETRY_POLL_MS = 2_000;
@@ -72,12 +74,19 @@ function parseInWorker(raw: Buffer): Promise<{ parsed: ParsedMail; derived: Deri
     });
     // Out of memory or any other death before an answer: the message could not be parsed within the bounds.
     worker.once('error', () => void worker.terminate());
+    // A parser that never answers must not hold the committer forever.
+    const timer = setTimeout(() => void worker.terminate(), LARGE_PARSE_TIMEOUT_MS);
     worker.once('exit', () => {
+      clearTimeout(timer);
       const answer = reply as ParseLargeReply | null;
       if (answer?.ok) resolve({ parsed: answer.parsed, derived: answer.derived, raw: Buffer.from(answer.buffer, request.offset, request.length) });
       else reject(new Error('parse_failed'));
     });
-    worker.postMessage(request, [request.buffer]);
+    try {
+      worker.postMessage(request, [request.buffer]);
+    } catch {
+      void worker.terminate(); // exits without an answer: parse_failed
+    }
   });
 }
 
@@ -93,7 +102,7 @@ async function openLarge(sealed: string | Uint8Array, privateJwk: JWK): Promise<
     throw new Error('open_failed');
   }
   const { envelope, auth, spam } = opened.meta;
-  collectGarbage(); // the fetch's dead chunks, before the parser adds its own
+  if (opened.raw.byteLength >= COLLECT_AFTER_BYTES) collectGarbage(); // the fetch's dead chunks, before the parser adds its own
   const { parsed, derived, raw } = await parseInWorker(opened.raw);
   return { envelope, auth, spam, raw, parsed, derived };
 }
