@@ -88,6 +88,16 @@ t.before(async () => {
   await pair(svc);
   const created = await api(svc.url, 'POST', '/v0/inboxes', { token: svc.ownerToken, body: { username: 'agent', domain: DOMAIN } });
   if (created.status !== 200) throw new Error(created.text);
+  // Until the provisioning loop pushes the new inbox, the edge answers 550 for it (the routing it
+  // has from the pairing does not list it yet): wait for the push, bounded.
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const routing = await fetch(`${edgeUrl}/routing`, { headers: { authorization: `Bearer ${EDGE_TOKEN}` } });
+    const addresses = routing.ok ? ((await routing.json()) as { addresses: string[] }).addresses : [];
+    if (addresses.includes(INBOX)) break;
+    if (Date.now() > deadline) throw new Error('the new inbox never reached the edge routing');
+    await new Promise((r) => setTimeout(r, 100));
+  }
 });
 t.teardown(async () => {
   await svc.stop();
