@@ -9,8 +9,10 @@
  *                         failed ◀─────────────────────────┘  └───────────────── failed / verifying ◀───┘
  *   any but torn_down ──teardown──▶ tearing_down ──edge no longer routes it──▶ torn_down ──apply──▶ provisioning
  *
- * Every change of status (and `domain.verified`) is written in one transaction, as one
- * conditional UPDATE on the status it was read in, so a request that changed it meanwhile wins.
+ * Every change of status (and `domain.verified`) is written as one conditional UPDATE on the
+ * status it was read in, so a request that changed it meanwhile wins. The writes here open no
+ * transaction: they run inside the caller's (src/requests/domains.ts for the owner's calls, the
+ * provisioning loop, the inbound commit for the self-test).
  */
 import { Type, type Static } from 'typebox';
 import type { Db } from '../db/open.js';
@@ -131,9 +133,16 @@ function checkTracking(value: boolean | undefined): void {
   }
 }
 
-export async function createDomain(db: Db, body: CreateDomainBody) {
+/** A new domain's name and flags, checked before any lookup: the name (400) and then `tracking_enabled` (400). */
+export function checkDomainCreate(body: CreateDomainBody): { domain: string; body: CreateDomainBody } {
   const domain = normalizeDomainName(body.domain);
   checkTracking(body.tracking_enabled);
+  return { domain, body };
+}
+
+/** Registers a checked domain as `pending` (409 when the name is taken); returns its id. Runs inside the caller's transaction. */
+export function insertDomain(db: Db, create: ReturnType<typeof checkDomainCreate>): string {
+  const { domain, body } = create;
   const existing = db.prepare('SELECT domain_id FROM domains WHERE domain = ?').get(domain) as { domain_id: string } | undefined;
   if (existing) {
     throw new ApiError('already_exists', `The domain ${domain} is already registered.`, { fix: `Use GET /v0/domains/${existing.domain_id}.`, extra: { domain_id: existing.domain_id } });
@@ -143,10 +152,11 @@ export async function createDomain(db: Db, body: CreateDomainBody) {
   db.prepare(
     'INSERT INTO domains (domain_id, domain, status, feedback_enabled, subdomains_enabled, tracking_enabled, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
   ).run(id, domain, 'pending', body.feedback_enabled === false ? 0 : 1, body.subdomains_enabled ? 1 : 0, 0, at, at);
-  return domainView(db, domainRow(db, id)); // creates the DKIM key, so the plan is ready at once
+  return id;
 }
 
-export async function updateDomain(db: Db, domainId: string, patch: UpdateDomainBody) {
+/** Changes a domain's flags (404 first, then `tracking_enabled`); returns the row as written. Runs inside the caller's transaction. */
+export function updateDomain(db: Db, domainId: string, patch: UpdateDomainBody): DomainRow {
   const row = domainRow(db, domainId);
   checkTracking(patch.tracking_enabled);
   const flag = (v: boolean | undefined, current: number) => (v === undefined ? current : v ? 1 : 0);
@@ -156,13 +166,13 @@ export async function updateDomain(db: Db, domainId: string, patch: UpdateDomain
     now(),
     domainId,
   );
-  return domainView(db, domainRow(db, domainId));
+  return domainRow(db, domainId);
 }
 
 /**
  * Removes the registration; only when nothing is provisioned (never applied, or torn down). The
  * delete is guarded by the status it was read in, like every move: when an apply won meanwhile,
- * the domain is answered as provisioned (409).
+ * the domain is answered as provisioned (409). Runs inside the caller's transaction.
  */
 export function deleteDomain(db: Db, domainId: string): void {
   const row = domainRow(db, domainId);
@@ -210,12 +220,12 @@ function ownerMove(db: Db, row: DomainRow, trigger: DomainTrigger): DomainRow {
   return domainRow(db, row.domain_id);
 }
 
-/** Provision or resume: idempotent while provisioning, verifying or verified. */
+/** Provision or resume: idempotent while provisioning, verifying or verified. Runs inside the caller's transaction. */
 export function applyDomain(db: Db, domainId: string): DomainRow {
   return ownerMove(db, domainRow(db, domainId), 'apply');
 }
 
-/** Starts a new check of a provisioned domain: records back to pending, a new self-test. */
+/** Starts a new check of a provisioned domain: records back to pending, a new self-test. Runs inside the caller's transaction. */
 export function requestVerification(db: Db, domainId: string): DomainRow {
   const row = domainRow(db, domainId);
   // From provisioning the row is `unchanged`: verification starts by itself once the edge routes it.
@@ -228,6 +238,7 @@ export function requestVerification(db: Db, domainId: string): DomainRow {
   return ownerMove(db, row, 'verify');
 }
 
+/** Starts the teardown: the edge stops routing the domain. Runs inside the caller's transaction. */
 export function teardownDomain(db: Db, domainId: string): DomainRow {
   return ownerMove(db, domainRow(db, domainId), 'teardown');
 }
@@ -253,18 +264,19 @@ export function noteReason(db: Db, domainId: string, status: DomainStatus, reaso
   db.prepare('UPDATE domains SET reason = ?, updated_at = ? WHERE domain_id = ? AND status = ? AND reason IS NOT ?').run(reason, now(), domainId, status, reason);
 }
 
-/** Stores a DNS check; a failing one ends the verification as `failed` with a summary reason. */
+/**
+ * Stores a DNS check; a failing one ends the verification as `failed` with a summary reason.
+ * Runs inside the caller's transaction (the provisioning loop's), so the check and the move commit together.
+ */
 export function recordChecks(db: Db, row: DomainRow, checks: RecordCheck[]): 'valid' | 'invalid' | 'stale' {
   const invalid = checks.filter((c) => c.status === 'invalid');
-  return db.transaction(() => {
-    const at = now();
-    const fresh = db.prepare("UPDATE domains SET checks = ?, checked_at = ?, updated_at = ? WHERE domain_id = ? AND status = 'verifying' AND selftest_sent_at IS NULL").run(JSON.stringify(checks), at, at, row.domain_id);
-    if (fresh.changes === 0) return 'stale' as const;
-    if (invalid.length === 0) return 'valid' as const;
-    const summary = `${invalid.length} of ${checks.length} DNS records are not right yet: ${invalid.map((c) => c.reason).join(' ')} Fix them, then POST /v0/domains/${row.domain_id}/verify.`;
-    transition(db, row.domain_id, 'verifying', 'dns_invalid', summary);
-    return 'invalid' as const;
-  })();
+  const at = now();
+  const fresh = db.prepare("UPDATE domains SET checks = ?, checked_at = ?, updated_at = ? WHERE domain_id = ? AND status = 'verifying' AND selftest_sent_at IS NULL").run(JSON.stringify(checks), at, at, row.domain_id);
+  if (fresh.changes === 0) return 'stale';
+  if (invalid.length === 0) return 'valid';
+  const summary = `${invalid.length} of ${checks.length} DNS records are not right yet: ${invalid.map((c) => c.reason).join(' ')} Fix them, then POST /v0/domains/${row.domain_id}/verify.`;
+  transition(db, row.domain_id, 'verifying', 'dns_invalid', summary);
+  return 'invalid';
 }
 
 // ---- the self-test ----
@@ -281,7 +293,8 @@ export function recordSelftestSent(db: Db, domainId: string, token: string): boo
 /**
  * The inbound hook: mail to `svc-selftest@<domain>` is never stored. When it carries the token of
  * the domain's pending self-test, the domain becomes `verified` and `domain.verified` is appended
- * in the same transaction (the caller's). Returns the event's seq, or null.
+ * in the same transaction: it runs inside the caller's (the inbound page commit,
+ * src/inbound/ingest.ts). Returns the event's seq, or null.
  */
 export function receiveSelftest(db: Db, recipient: string, headers: [string, string][]): number | null {
   const domain = recipient.slice(recipient.lastIndexOf('@') + 1).toLowerCase();
@@ -291,18 +304,16 @@ export function receiveSelftest(db: Db, recipient: string, headers: [string, str
   if (!value) return null;
   const from: DomainStatus = 'verifying';
   const step = domainTransition(from, 'selftest_back')!;
-  return db.transaction(() => {
-    const row = db.prepare('SELECT * FROM domains WHERE domain = ? AND status = ? AND selftest_token = ?').get(domain, from, value) as DomainRow | undefined;
-    if (!row) return null;
-    const at = now();
-    if (!transition(db, row.domain_id, from, 'selftest_back', null, { selftest_received_at: at, verified_at: at })) return null;
-    return appendEvent(db, {
-      eventType: step.event!,
-      inboxId: null,
-      payloadKey: 'domain',
-      payload: { domain_id: row.domain_id, domain: row.domain, status: 'verified', timestamp: at },
-    }).seq;
-  })();
+  const row = db.prepare('SELECT * FROM domains WHERE domain = ? AND status = ? AND selftest_token = ?').get(domain, from, value) as DomainRow | undefined;
+  if (!row) return null;
+  const at = now();
+  if (!transition(db, row.domain_id, from, 'selftest_back', null, { selftest_received_at: at, verified_at: at })) return null;
+  return appendEvent(db, {
+    eventType: step.event!,
+    inboxId: null,
+    payloadKey: 'domain',
+    payload: { domain_id: row.domain_id, domain: row.domain, status: 'verified', timestamp: at },
+  }).seq;
 }
 
 /** True for the address the self-test is sent to (any routed domain's `svc-selftest@`). */

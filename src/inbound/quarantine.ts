@@ -1,7 +1,8 @@
 /**
  * Quarantine (spec §2.11, §3.2): edge objects that cannot be opened, parsed or committed. Items
  * hold metadata only; listing never decrypts mail. State changes and their owner-only events
- * commit together.
+ * commit together, in the caller's transaction (src/requests/quarantine.ts for the owner's
+ * actions, the pull loop's auto-retry), except `quarantine`, the pipeline's own record.
  */
 import type { Db } from '../db/open.js';
 import { prepared } from '../db/statements.js';
@@ -100,7 +101,11 @@ export function quarantineById(db: Db, id: string): QuarantineRow | undefined {
   return db.prepare('SELECT * FROM inbound_quarantine WHERE quarantine_id = ?').get(id) as QuarantineRow | undefined;
 }
 
-/** Records a failure; returns the event seq to publish (null when the item already existed). */
+/**
+ * Records a failure; returns the event seq to publish (null when the item already existed). Opens
+ * its own transaction (a savepoint when the caller has one): it is the inbound pipeline's
+ * failure record, called by src/inbound/ingest.ts and the reconcile loop outside any other.
+ */
 export function quarantine(
   db: Db,
   item: { sourceKind: QuarantineRow['source_kind']; sourceKey: string; reasonCode: string; size: number | null; inboxId: string | null; attempts: number | null },
@@ -120,29 +125,29 @@ export function quarantine(
   })();
 }
 
-/** A retry failed again: count it, keep the item quarantined with the newest reason, and set when the loop tries it next. */
+/**
+ * A retry failed again: count it, keep the item quarantined with the newest reason, and set when
+ * the loop tries it next. Runs inside the caller's transaction.
+ */
 export function recordFailedRetry(db: Db, id: string, reasonCode: string): QuarantineRow {
-  return db.transaction(() => {
-    const item = quarantineById(db, id)!;
-    const attempts = (item.attempts ?? 0) + 1;
-    const at = new Date().toISOString();
-    const retryAt = autoRetryAt({ source_kind: item.source_kind, reason_code: reasonCode, attempts, last_attempt_at: at, first_seen: item.first_seen });
-    db.prepare("UPDATE inbound_quarantine SET status = 'quarantined', reason_code = ?, attempts = ?, last_attempt_at = ?, auto_retry_at = ? WHERE quarantine_id = ?").run(reasonCode, attempts, at, retryAt, id);
-    return quarantineById(db, id)!;
-  })();
+  const item = quarantineById(db, id)!;
+  const attempts = (item.attempts ?? 0) + 1;
+  const at = new Date().toISOString();
+  const retryAt = autoRetryAt({ source_kind: item.source_kind, reason_code: reasonCode, attempts, last_attempt_at: at, first_seen: item.first_seen });
+  db.prepare("UPDATE inbound_quarantine SET status = 'quarantined', reason_code = ?, attempts = ?, last_attempt_at = ?, auto_retry_at = ? WHERE quarantine_id = ?").run(reasonCode, attempts, at, retryAt, id);
+  return quarantineById(db, id)!;
 }
 
+/** Marks an owner action or a retry in progress (or over); no event. One statement, so it needs no transaction of its own. */
 export function setStatus(db: Db, id: string, status: QuarantineStatus): void {
   db.prepare('UPDATE inbound_quarantine SET status = ? WHERE quarantine_id = ?').run(status, id);
 }
 
-/** After the edge cleanup was observed: tombstone the item and emit released/deleted. */
+/** After the edge cleanup was observed: tombstone the item and emit released/deleted. Runs inside the caller's transaction, so the status and its event commit together. */
 export function finishQuarantine(db: Db, id: string, outcome: 'released' | 'deleted'): number {
-  return db.transaction(() => {
-    const row = quarantineById(db, id)!;
-    setStatus(db, id, outcome);
-    return event(db, outcome === 'released' ? 'inbound.released' : 'inbound.deleted', row);
-  })();
+  const row = quarantineById(db, id)!;
+  setStatus(db, id, outcome);
+  return event(db, outcome === 'released' ? 'inbound.released' : 'inbound.deleted', row);
 }
 
 /** Visible items (not tombstones), oldest first, keyset-paged by (first_seen, id). */

@@ -15,6 +15,7 @@ export interface RejectionRow {
   created_at: string;
 }
 
+/** Records a refused delivery, once per edge object key. Runs inside the caller's transaction (the inbound page commit). */
 export function recordRejection(db: Db, r: { sourceKey: string; inboxId: string; sender: string | null; reason: string; receivedAt: string }): void {
   db.prepare(
     'INSERT OR IGNORE INTO inbound_rejections (rejection_id, source_key, inbox_id, sender, subject, reason, received_at, created_at) VALUES (?, ?, ?, ?, NULL, ?, ?, ?)',
@@ -36,6 +37,7 @@ export function listRejections(db: Db, inboxId: string | null, before: [string, 
     .all(inboxId, inboxId, before?.[0] ?? null, before?.[0] ?? null, before?.[1] ?? null, limit) as RejectionRow[];
 }
 
+/** Deletes one record; false when there was none. Runs inside the caller's transaction (src/requests/quarantine.ts). */
 export function deleteRejection(db: Db, id: string): boolean {
   return db.prepare('DELETE FROM inbound_rejections WHERE rejection_id = ?').run(id).changes > 0;
 }

@@ -183,7 +183,9 @@ export function moveOutbox(db: Db, rowid: number, step: OutboxTransition, write:
 
 /**
  * Owner resolve (spec §3.2): only for `send_unknown`. `sent` → `message.sent` with reason
- * `owner_confirmed_sent`; `failed` → `message.failed` with `owner_confirmed_not_sent`. No provider call.
+ * `owner_confirmed_sent`; `failed` → `message.failed` with `owner_confirmed_not_sent`. No provider
+ * call. Runs inside the caller's transaction (src/requests/send.ts), so the read of the state and
+ * the move under it hold the write lock together.
  */
 export function resolveSendUnknown(
   db: Db,
@@ -191,17 +193,15 @@ export function resolveSendUnknown(
   messageId: string,
   decision: 'sent' | 'failed',
 ): 'not_found' | 'not_send_unknown' | { seq: number; messageId: string; threadId: string } {
-  return db.transaction(() => {
-    const row = prepared(db, 'SELECT id, thread_id, direction, send_status FROM messages WHERE inbox_id = ? AND message_id = ?').get(inboxId, messageId) as
-      | { id: number; thread_id: string; direction: string; send_status: string | null }
-      | undefined;
-    if (!row) return 'not_found' as const;
-    if (row.direction !== 'outbound' || row.send_status !== 'send_unknown') return 'not_send_unknown' as const;
-    const step = outboxTransition('send_unknown', decision === 'sent' ? 'owner_confirmed_sent' : 'owner_confirmed_not_sent');
-    const action = outboxAction(step, { retryDelayMs: 0, error: '' });
-    if (action.kind !== 'settle') throw new Error('An owner resolve always settles.');
-    const moved = moveOutbox(db, row.id, step, action);
-    if (!moved.moved) return 'not_send_unknown' as const;
-    return { seq: moved.seq!, messageId, threadId: row.thread_id };
-  }).immediate();
+  const row = prepared(db, 'SELECT id, thread_id, direction, send_status FROM messages WHERE inbox_id = ? AND message_id = ?').get(inboxId, messageId) as
+    | { id: number; thread_id: string; direction: string; send_status: string | null }
+    | undefined;
+  if (!row) return 'not_found';
+  if (row.direction !== 'outbound' || row.send_status !== 'send_unknown') return 'not_send_unknown';
+  const step = outboxTransition('send_unknown', decision === 'sent' ? 'owner_confirmed_sent' : 'owner_confirmed_not_sent');
+  const action = outboxAction(step, { retryDelayMs: 0, error: '' });
+  if (action.kind !== 'settle') throw new Error('An owner resolve always settles.');
+  const moved = moveOutbox(db, row.id, step, action);
+  if (!moved.moved) return 'not_send_unknown';
+  return { seq: moved.seq!, messageId, threadId: row.thread_id };
 }

@@ -89,12 +89,19 @@ function checkEdgeUrl(url: string): void {
   }
 }
 
+/** What an owner's PUT sends, checked before any lookup: an edge URL must parse and use https (http only on loopback). */
+export function checkTransportBody(body: TransportBody): TransportBody {
+  if (body.edge) checkEdgeUrl(body.edge.url);
+  return body;
+}
+
 /**
  * Replaces the parts given: a key that is present replaces (or with null removes) that part; an
- * omitted key keeps it. Returns the stored configuration.
+ * omitted key keeps it. Returns the stored configuration. A read-modify-write: runs inside the
+ * caller's transaction, so two writes cannot lose each other's part. The owner's body is checked
+ * first (checkTransportBody); the supervisor writes the built-in edge's own loopback URL.
  */
 export function writeTransport(db: Db, body: TransportBody): Transport {
-  if (body.edge) checkEdgeUrl(body.edge.url);
   const current = readTransport(db);
   const next: Transport = {
     edge: body.edge === undefined ? current.edge : body.edge,
@@ -105,6 +112,7 @@ export function writeTransport(db: Db, body: TransportBody): Transport {
   return next;
 }
 
+/** Removes the whole configuration. Runs inside the caller's transaction. */
 export function clearTransport(db: Db): void {
   db.prepare('DELETE FROM settings WHERE key = ?').run(KEY);
 }

@@ -81,7 +81,7 @@ export type ResolveSendBody = Static<typeof ResolveSendBody>;
  */
 export function resolveSendFor(svc: Pick<AppContext, 'db' | 'bus'>, p: Principal, inboxId: string, messageId: string, body: ResolveSendBody) {
   const inbox = inboxFor(svc.db, p, inboxId);
-  const outcome = resolveSendUnknown(svc.db, inbox.inbox_id, normalizeMessageId(messageId), body.decision);
+  const outcome = svc.db.transaction(() => resolveSendUnknown(svc.db, inbox.inbox_id, normalizeMessageId(messageId), body.decision))();
   if (outcome === 'not_found') throw notFound('message');
   if (outcome === 'not_send_unknown') {
     throw new ApiError('conflict', 'Only a message in `send_unknown` can be resolved.', { fix: 'Read the message: its `send_status` says what happened to it.' });

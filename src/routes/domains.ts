@@ -8,20 +8,20 @@ import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { PageQuery } from '../core/pagination.js';
 import { ListOf } from '../core/schemas.js';
+import { CreateDomainBody, UpdateDomainBody } from '../domains/store.js';
 import {
-  applyDomain,
-  createDomain,
-  CreateDomainBody,
-  deleteDomain,
-  domainRow,
-  domainView,
-  listDomains,
-  requestVerification,
-  teardownDomain,
-  updateDomain,
-  UpdateDomainBody,
-} from '../domains/store.js';
-import { domainPlan, zoneFile } from '../domains/plan.js';
+  applyDomainFor,
+  createDomainFor,
+  deleteDomainFor,
+  domainListPage,
+  readDomain,
+  readDomainPlan,
+  readZoneFile,
+  teardownDomainFor,
+  updateDomainFor,
+  verifyDomainFor,
+  type DomainView,
+} from '../requests/domains.js';
 import type { SameShape } from '../core/validation.js';
 import { Domain, DomainItem, DomainPlanResponse } from '../domains/schemas.js';
 
@@ -32,7 +32,6 @@ type ListQuery = Static<typeof ListQuery>;
 
 const owner = { auth: 'owner' } as const;
 
-type DomainView = Awaited<ReturnType<typeof domainView>>;
 // Compile-time: the schemas are exactly the views (src/core/validation.ts SameShape).
 const domainShape: SameShape<Static<typeof Domain>, DomainView> = true;
 const itemShape: SameShape<Static<typeof DomainItem>, Omit<DomainView, 'records' | 'checked_at' | 'selftest'>> = true;
@@ -40,50 +39,32 @@ const one = { 200: Domain };
 const accepted = { 202: Domain };
 
 export const domainRoutes: FastifyPluginAsync = async (app) => {
-  const { db, bus } = app.svc;
-  const wakeProvisioning = () => bus.publish({ kind: 'wake', loop: 'provisioning' });
+  const svc = app.svc;
 
-  app.get<{ Querystring: ListQuery }>('/domains', { config: owner, schema: { querystring: ListQuery, response: { 200: ListOf('domains', DomainItem) } } }, async (request) => listDomains(db, request.principal!, request.query));
-  app.post<{ Body: CreateDomainBody }>('/domains', { config: owner, schema: { body: CreateDomainBody, response: one } }, async (request) => createDomain(db, request.body));
-  app.get<{ Params: Params }>('/domains/:domain_id', { config: owner, schema: { params: Params, response: one } }, async (request) => domainView(db, domainRow(db, request.params.domain_id)));
+  app.get<{ Querystring: ListQuery }>('/domains', { config: owner, schema: { querystring: ListQuery, response: { 200: ListOf('domains', DomainItem) } } }, async (request) => domainListPage(svc, request.principal!, request.query));
+  app.post<{ Body: CreateDomainBody }>('/domains', { config: owner, schema: { body: CreateDomainBody, response: one } }, async (request) => createDomainFor(svc, request.body));
+  app.get<{ Params: Params }>('/domains/:domain_id', { config: owner, schema: { params: Params, response: one } }, async (request) => readDomain(svc, request.params.domain_id));
   app.patch<{ Params: Params; Body: UpdateDomainBody }>('/domains/:domain_id', { config: owner, schema: { params: Params, body: UpdateDomainBody, response: one } }, async (request) =>
-    updateDomain(db, request.params.domain_id, request.body),
+    updateDomainFor(svc, request.params.domain_id, request.body),
   );
   app.delete<{ Params: Params }>('/domains/:domain_id', { config: owner, schema: { params: Params } }, async (request, reply) => {
-    deleteDomain(db, request.params.domain_id);
+    deleteDomainFor(svc, request.params.domain_id);
     return reply.send();
   });
 
-  app.get<{ Params: Params }>('/domains/:domain_id/plan', { config: owner, schema: { params: Params, response: { 200: DomainPlanResponse } } }, async (request) => {
-    const row = domainRow(db, request.params.domain_id);
-    const plan = await domainPlan(db, row.domain, { domainId: row.domain_id, feedbackEnabled: row.feedback_enabled === 1 });
-    const body: Static<typeof DomainPlanResponse> = {
-      domain: plan.domain,
-      steps: plan.steps,
-      records: plan.records.map(({ type, name, value, priority }) => ({ type, name, value, ...(priority !== undefined ? { priority } : {}) })),
-      warnings: plan.warnings,
-    };
-    return body;
-  });
+  app.get<{ Params: Params }>('/domains/:domain_id/plan', { config: owner, schema: { params: Params, response: { 200: DomainPlanResponse } } }, async (request) => readDomainPlan(svc, request.params.domain_id));
   app.get<{ Params: Params }>('/domains/:domain_id/zone-file', { config: owner, schema: { params: Params } }, async (request, reply) => {
-    const row = domainRow(db, request.params.domain_id);
-    const plan = await domainPlan(db, row.domain, { domainId: row.domain_id, feedbackEnabled: row.feedback_enabled === 1 });
-    return reply.type('text/plain; charset=utf-8').header('content-disposition', `attachment; filename="${row.domain}.zone"`).send(zoneFile(plan));
+    const zone = await readZoneFile(svc, request.params.domain_id);
+    return reply.type('text/plain; charset=utf-8').header('content-disposition', `attachment; filename="${zone.domain}.zone"`).send(zone.text);
   });
 
-  app.post<{ Params: Params }>('/domains/:domain_id/apply', { config: owner, schema: { params: Params, response: accepted } }, async (request, reply) => {
-    const row = applyDomain(db, request.params.domain_id);
-    wakeProvisioning();
-    return reply.code(202).send(await domainView(db, row));
-  });
-  app.post<{ Params: Params }>('/domains/:domain_id/verify', { config: owner, schema: { params: Params, response: accepted } }, async (request, reply) => {
-    const row = requestVerification(db, request.params.domain_id);
-    wakeProvisioning();
-    return reply.code(202).send(await domainView(db, row));
-  });
-  app.post<{ Params: Params }>('/domains/:domain_id/teardown', { config: owner, schema: { params: Params, response: accepted } }, async (request, reply) => {
-    const row = teardownDomain(db, request.params.domain_id);
-    wakeProvisioning();
-    return reply.code(202).send(await domainView(db, row));
-  });
+  app.post<{ Params: Params }>('/domains/:domain_id/apply', { config: owner, schema: { params: Params, response: accepted } }, async (request, reply) =>
+    reply.code(202).send(await applyDomainFor(svc, request.params.domain_id)),
+  );
+  app.post<{ Params: Params }>('/domains/:domain_id/verify', { config: owner, schema: { params: Params, response: accepted } }, async (request, reply) =>
+    reply.code(202).send(await verifyDomainFor(svc, request.params.domain_id)),
+  );
+  app.post<{ Params: Params }>('/domains/:domain_id/teardown', { config: owner, schema: { params: Params, response: accepted } }, async (request, reply) =>
+    reply.code(202).send(await teardownDomainFor(svc, request.params.domain_id)),
+  );
 };

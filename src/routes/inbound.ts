@@ -5,15 +5,13 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { notFound } from '../core/errors.js';
-import { pageFromRows, PageQuery, DEFAULT_LIMIT, readCursor } from '../core/pagination.js';
+import { PageQuery } from '../core/pagination.js';
 import { INBOX_ID_MAX, ListOf } from '../core/schemas.js';
 import { QuarantineItem, QuarantinePage, Rejection, RetryResponse } from '../inbound/schemas.js';
 import type { SameShape } from '../core/validation.js';
-import { countQuarantine, listQuarantine, quarantineView } from '../inbound/quarantine.js';
-import { deleteQuarantineItem, retryQuarantineItem, type RetryAnswer } from '../inbound/quarantine-actions.js';
-import { deleteRejection, listRejections, type RejectionRow } from '../inbound/rejections.js';
-import type { OpenedInbound } from '../../workers/pool/tasks.js';
+import type { quarantineView } from '../inbound/quarantine.js';
+import type { RejectionRow } from '../inbound/rejections.js';
+import { deleteQuarantineFor, deleteRejectionFor, quarantinePage, rejectionPage, retryQuarantineFor, type RetryAnswer } from '../requests/quarantine.js';
 
 const QuarantineQuery = Type.Object({ limit: PageQuery.limit, page_token: PageQuery.page_token }, { additionalProperties: false });
 /** `inbox_id` filters by one inbox (the shared id bound); an empty filter matches none, as it always has. */
@@ -27,38 +25,27 @@ const retryShape: SameShape<Static<typeof RetryResponse>, RetryAnswer> = true;
 const rejectionShape: SameShape<Static<typeof Rejection>, RejectionRow> = true;
 
 export const inboundRoutes: FastifyPluginAsync = async (app) => {
-  const { db, bus, pool } = app.svc;
-  const publish = (seq: number) => bus.publish({ kind: 'event', seq });
+  const svc = app.svc;
 
-  app.get<{ Querystring: Static<typeof QuarantineQuery> }>('/quarantine', { config: { auth: 'owner' }, schema: { querystring: QuarantineQuery, response: { 200: QuarantinePage } } }, async (request) => {
-    const limit = request.query.limit ?? DEFAULT_LIMIT;
-    const binding = { route: 'quarantine', filters: {}, principal: request.principal! };
-    const after = request.query.page_token ? (readCursor(db, request.query.page_token, binding, 2) as [string, string]) : null;
-    const rows = listQuarantine(db, after, limit + 1);
-    // `count` is this page's size (AgentMail style); `total` (svc extension) is every visible item, for the app's badge and `svc status`.
-    return { ...pageFromRows(db, binding, 'items', rows, limit, (r) => [r.first_seen, r.quarantine_id], quarantineView), total: countQuarantine(db) };
-  });
+  app.get<{ Querystring: Static<typeof QuarantineQuery> }>('/quarantine', { config: { auth: 'owner' }, schema: { querystring: QuarantineQuery, response: { 200: QuarantinePage } } }, async (request) =>
+    quarantinePage(svc, request.principal!, request.query),
+  );
 
   app.post<{ Params: Static<typeof IdParams> }>('/quarantine/:id/retry', { config: { auth: 'owner' }, schema: { params: IdParams, body: Empty, response: { 200: RetryResponse } } }, async (request) =>
-    retryQuarantineItem({ db, publish, openInbound: (input) => pool.run('openInbound', input) as Promise<OpenedInbound> }, request.params.id),
+    retryQuarantineFor(svc, request.params.id),
   );
 
   app.delete<{ Params: Static<typeof IdParams> }>('/quarantine/:id', { config: { auth: 'owner' }, schema: { params: IdParams } }, async (request, reply) => {
-    await deleteQuarantineItem({ db, publish }, request.params.id);
+    await deleteQuarantineFor(svc, request.params.id);
     return reply.send();
   });
 
-  app.get<{ Querystring: Static<typeof RejectionQuery> }>('/lists/rejections', { config: { auth: 'owner' }, schema: { querystring: RejectionQuery, response: { 200: ListOf('rejections', Rejection) } } }, async (request) => {
-    const limit = request.query.limit ?? DEFAULT_LIMIT;
-    const inboxId = request.query.inbox_id?.trim().toLowerCase() ?? null;
-    const binding = { route: 'rejections', filters: { inbox_id: inboxId }, principal: request.principal! };
-    const before = request.query.page_token ? (readCursor(db, request.query.page_token, binding, 2) as [string, string]) : null;
-    const rows = listRejections(db, inboxId, before, limit + 1);
-    return pageFromRows(db, binding, 'rejections', rows, limit, (r) => [r.created_at, r.rejection_id]);
-  });
+  app.get<{ Querystring: Static<typeof RejectionQuery> }>('/lists/rejections', { config: { auth: 'owner' }, schema: { querystring: RejectionQuery, response: { 200: ListOf('rejections', Rejection) } } }, async (request) =>
+    rejectionPage(svc, request.principal!, request.query),
+  );
 
   app.delete<{ Params: Static<typeof IdParams> }>('/lists/rejections/:id', { config: { auth: 'owner' }, schema: { params: IdParams } }, async (request, reply) => {
-    if (!deleteRejection(db, request.params.id)) throw notFound('rejection');
+    deleteRejectionFor(svc, request.params.id);
     return reply.send();
   });
 };

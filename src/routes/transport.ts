@@ -5,30 +5,23 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import type { Static } from 'typebox';
-import { clearTransport, readTransport, TransportBody, TransportResponse, transportView, writeTransport } from '../mail/transport.js';
+import { TransportBody, TransportResponse } from '../mail/transport.js';
+import { clearTransportFor, readTransportView, writeTransportFor, type TransportView } from '../requests/transport.js';
 import type { SameShape } from '../core/validation.js';
 
 // Compile-time: the schema is exactly the view (src/core/validation.ts SameShape).
-const transportShape: SameShape<Static<typeof TransportResponse>, ReturnType<typeof transportView>> = true;
+const transportShape: SameShape<Static<typeof TransportResponse>, TransportView> = true;
 const response = { 200: TransportResponse };
 
 export const transportRoutes: FastifyPluginAsync = async (app) => {
-  const { db, bus } = app.svc;
-  const changed = () => {
-    for (const loop of ['provisioning', 'inbound-pull', 'outbox', 'scheduled-drafts', 'delivery-events']) bus.publish({ kind: 'wake', loop });
-  };
+  const svc = app.svc;
 
-  app.get('/transport', { config: { auth: 'owner' }, schema: { response } }, async () => transportView(readTransport(db)));
+  app.get('/transport', { config: { auth: 'owner' }, schema: { response } }, async () => readTransportView(svc));
 
-  app.put<{ Body: TransportBody }>('/transport', { config: { auth: 'owner' }, schema: { body: TransportBody, response } }, async (request) => {
-    const view = transportView(writeTransport(db, request.body));
-    changed();
-    return view;
-  });
+  app.put<{ Body: TransportBody }>('/transport', { config: { auth: 'owner' }, schema: { body: TransportBody, response } }, async (request) => writeTransportFor(svc, request.body));
 
   app.delete('/transport', { config: { auth: 'owner' } }, async (_request, reply) => {
-    clearTransport(db);
-    changed();
+    clearTransportFor(svc);
     return reply.send();
   });
 };

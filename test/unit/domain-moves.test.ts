@@ -10,7 +10,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { openDatabase, type Db } from '../../src/db/open.js';
 import { DOMAIN_STATUSES, DOMAIN_TRANSITIONS, type DomainStatus, type DomainTrigger } from '../../src/domains/states.js';
-import { applyDomain, createDomain, deleteDomain, domainRow, receiveSelftest, recordSelftestSent, requestVerification, SELFTEST_HEADER, teardownDomain, transition } from '../../src/domains/store.js';
+import { applyDomain, checkDomainCreate, deleteDomain, domainRow, insertDomain, receiveSelftest, recordSelftestSent, requestVerification, SELFTEST_HEADER, teardownDomain, transition } from '../../src/domains/store.js';
 import { tempDir } from '../helpers/svc.js';
 
 const OWNER_CALLS = { apply: applyDomain, verify: requestVerification, teardown: teardownDomain } as const;
@@ -26,9 +26,9 @@ function store(t: Test): Db {
 let n = 0;
 /** A registered domain put in `status`, with a self-test under way (so a fresh check is visible). */
 async function domainIn(db: Db, status: DomainStatus): Promise<string> {
-  const view = await createDomain(db, { domain: `d${++n}.example.com` });
-  db.prepare("UPDATE domains SET status = ?, selftest_token = 'tok', selftest_sent_at = '2026-01-01T00:00:00.000Z', checks = '[{}]' WHERE domain_id = ?").run(status, view.domain_id);
-  return view.domain_id;
+  const id = db.transaction(() => insertDomain(db, checkDomainCreate({ domain: `d${++n}.example.com` })))();
+  db.prepare("UPDATE domains SET status = ?, selftest_token = 'tok', selftest_sent_at = '2026-01-01T00:00:00.000Z', checks = '[{}]' WHERE domain_id = ?").run(status, id);
+  return id;
 }
 
 const freshCheck = (db: Db, id: string) => {

@@ -89,7 +89,7 @@ async function verifyDomains(ctx: LoopContext): Promise<boolean> {
     worked = true;
     const plan = await domainPlan(db, d.domain, { domainId: d.domain_id });
     const checks = await checkRecords(plan.records, checkServers(db));
-    if (recordChecks(db, d, checks) !== 'valid') continue;
+    if (db.transaction(() => recordChecks(db, d, checks))() !== 'valid') continue;
     await sendSelftest(ctx, d, plan.dkim);
   }
   return worked;

@@ -1,0 +1,93 @@
+/**
+ * The owner's requests on domains (spec §4.12, docs/domains.md), one function per route of
+ * src/routes/domains.ts. The routes' access is `owner`, so there is no scope or permission to
+ * check; each function owns the rest: what needs no lookup is checked first (a new domain's name
+ * and flags), then every write is ONE transaction opened here around the domain write
+ * (src/domains/store.ts opens none), and only after it commits is the provisioning loop woken
+ * and the view built (a view plans the domain's records, which may create its DKIM key, so it
+ * never runs under the write lock). Errors, statuses and answers are exactly the store's.
+ */
+import type { Static } from 'typebox';
+import type { AppContext } from '../context.js';
+import type { Principal } from '../auth/principal.js';
+import {
+  applyDomain,
+  checkDomainCreate,
+  deleteDomain,
+  domainRow,
+  domainView,
+  insertDomain,
+  listDomains,
+  requestVerification,
+  teardownDomain,
+  updateDomain,
+  type CreateDomainBody,
+  type DomainRow,
+  type UpdateDomainBody,
+} from '../domains/store.js';
+import { domainPlan, zoneFile } from '../domains/plan.js';
+import type { DomainPlanResponse } from '../domains/schemas.js';
+
+/** What the domain requests need from the running service. */
+export type DomainServices = Pick<AppContext, 'db' | 'bus'>;
+
+export type DomainView = Awaited<ReturnType<typeof domainView>>;
+
+/** Every trigger of the state machine wakes the loop that does its work. */
+const wakeProvisioning = (svc: DomainServices) => svc.bus.publish({ kind: 'wake', loop: 'provisioning' });
+
+export function domainListPage(svc: DomainServices, p: Principal, query: { limit?: number; page_token?: string; ascending?: boolean }): Record<string, unknown> {
+  return listDomains(svc.db, p, query);
+}
+
+/** Registers a domain as `pending`; the view creates its DKIM key, so the plan is ready at once. */
+export async function createDomainFor(svc: DomainServices, body: CreateDomainBody): Promise<DomainView> {
+  const { db } = svc;
+  const create = checkDomainCreate(body);
+  const id = db.transaction(() => insertDomain(db, create))();
+  return domainView(db, domainRow(db, id));
+}
+
+export async function readDomain(svc: DomainServices, domainId: string): Promise<DomainView> {
+  return domainView(svc.db, domainRow(svc.db, domainId));
+}
+
+export async function updateDomainFor(svc: DomainServices, domainId: string, patch: UpdateDomainBody): Promise<DomainView> {
+  const { db } = svc;
+  const row = db.transaction(() => updateDomain(db, domainId, patch))();
+  return domainView(db, row);
+}
+
+export function deleteDomainFor(svc: DomainServices, domainId: string): void {
+  svc.db.transaction(() => deleteDomain(svc.db, domainId))();
+}
+
+/** The DNS records to create, in the order to create them. */
+export async function readDomainPlan(svc: DomainServices, domainId: string): Promise<Static<typeof DomainPlanResponse>> {
+  const row = domainRow(svc.db, domainId);
+  const plan = await domainPlan(svc.db, row.domain, { domainId: row.domain_id, feedbackEnabled: row.feedback_enabled === 1 });
+  return {
+    domain: plan.domain,
+    steps: plan.steps,
+    records: plan.records.map(({ type, name, value, priority }) => ({ type, name, value, ...(priority !== undefined ? { priority } : {}) })),
+    warnings: plan.warnings,
+  };
+}
+
+/** The plan as a BIND zone file, with the name it is downloaded under. */
+export async function readZoneFile(svc: DomainServices, domainId: string): Promise<{ domain: string; text: string }> {
+  const row = domainRow(svc.db, domainId);
+  const plan = await domainPlan(svc.db, row.domain, { domainId: row.domain_id, feedbackEnabled: row.feedback_enabled === 1 });
+  return { domain: row.domain, text: zoneFile(plan) };
+}
+
+/** One owner trigger (apply, verify, teardown): the move in its transaction, then the wake and the view. */
+async function trigger(svc: DomainServices, move: () => DomainRow): Promise<DomainView> {
+  const row = svc.db.transaction(move)();
+  wakeProvisioning(svc);
+  return domainView(svc.db, row);
+}
+
+export const applyDomainFor = (svc: DomainServices, domainId: string) => trigger(svc, () => applyDomain(svc.db, domainId));
+export const verifyDomainFor = (svc: DomainServices, domainId: string) => trigger(svc, () => requestVerification(svc.db, domainId));
+export const teardownDomainFor = (svc: DomainServices, domainId: string) => trigger(svc, () => teardownDomain(svc.db, domainId));
