@@ -13,16 +13,16 @@ import { ApiError } from '../core/errors.js';
 import { GateRefusal } from '../auth/gate.js';
 import { webAppDir } from '../http/web-app.js';
 import { SESSION_COOKIE } from '../owner/limits.js';
-import { findClient, clientRedirectUris, readRegistration, registerClient, registrationResponse } from '../oauth/clients.js';
-import { storeRequest } from '../oauth/consent.js';
+import { findClient, clientRedirectUris } from '../oauth/clients.js';
 import { OAuthError } from '../oauth/errors.js';
-import { exchangeCode, refreshTokens, revokeToken, type TokenOutcome } from '../oauth/grants.js';
+import type { TokenResponse as IssuedTokens } from '../oauth/grants.js';
 import { GRANT_TYPES, RETRY_AFTER_SECONDS, REVOKE_REQUESTS_PER_MINUTE, SCOPE, STATE_MAX_LENGTH, TOKEN_BODY_MAX, TOKEN_REQUESTS_PER_MINUTE } from '../oauth/limits.js';
 import { RateWindow } from '../oauth/rate-window.js';
 import { matchesRegistered } from '../oauth/redirect-uris.js';
 import { currentOrigins, currentResource, loopbackOrigin, noteLoopbackOrigin } from '../oauth/resources.js';
 import { RegistrationResponse, ResourceMetadataResponse, ServerMetadataResponse, TokenResponse } from '../oauth/schemas.js';
 import type { SameShape } from '../core/validation.js';
+import { exchangeAuthorizationCode, refreshAccessToken, registerOAuthClient, revokeOAuthToken, storeAuthorizationRequest } from '../requests/oauth.js';
 
 const RESOURCE_METADATA = '/.well-known/oauth-protected-resource';
 const SERVER_METADATA = '/.well-known/oauth-authorization-server';
@@ -40,7 +40,7 @@ const CODE_CHALLENGE = /^[A-Za-z0-9._~-]{43,128}$/;
 type Params = Record<string, unknown>;
 
 // Compile-time: the token schema is exactly what a grant issues (src/core/validation.ts SameShape).
-const tokenShape: SameShape<TokenResponse, Extract<TokenOutcome, { ok: true }>['body']> = true;
+const tokenShape: SameShape<TokenResponse, IssuedTokens> = true;
 
 /** Discovery, registration, token and revocation: no credential, any origin (spec §5.3). */
 const ANY_ORIGIN = { config: { auth: 'none', origins: 'any' } } as const;
@@ -108,9 +108,6 @@ export const oauthRoutes: FastifyPluginAsync = async (app) => {
   const { db, bus, owner, listener } = app.svc;
   const origin = () => app.svc.origin();
   if (listener === 'local') noteLoopbackOrigin(db, app.svc.origin);
-  const publish = (seq: number | null) => {
-    if (seq !== null) bus.publish({ kind: 'event', seq });
-  };
   const originServed = (o: string) => currentOrigins(db).includes(o);
   const tokenWindow = new RateWindow(TOKEN_REQUESTS_PER_MINUTE);
   const revokeWindow = new RateWindow(REVOKE_REQUESTS_PER_MINUTE);
@@ -165,8 +162,7 @@ export const oauthRoutes: FastifyPluginAsync = async (app) => {
   // --- Registration (RFC 7591) ---
 
   app.post('/oauth/register', { ...ANY_ORIGIN, bodyLimit: TOKEN_BODY_MAX, schema: { response: { 201: RegistrationResponse } } }, async (request, reply) => {
-    const row = registerClient(db, readRegistration(request.body));
-    return reply.code(201).send(registrationResponse(row));
+    return reply.code(201).send(registerOAuthClient(db, request.body));
   });
 
   // --- Authorization (RFC 6749 §4.1.1, PKCE, RFC 8707 resource) ---
@@ -211,7 +207,7 @@ export const oauthRoutes: FastifyPluginAsync = async (app) => {
     }
     const cookie = request.cookies[SESSION_COOKIE];
     if (!cookie || owner.sessionPrincipal(cookie) === null) return reply.redirect(`/login?return_to=${encodeURIComponent(request.url)}`);
-    const requestId = storeRequest(db, pending);
+    const requestId = storeAuthorizationRequest(db, pending);
     return reply.redirect(`/consent?request=${encodeURIComponent(requestId)}`);
   });
 
@@ -230,12 +226,12 @@ export const oauthRoutes: FastifyPluginAsync = async (app) => {
     async (request, reply) => {
       const body = (request.body ?? {}) as Params;
       const grantType = required(body, 'grant_type');
-      let outcome: TokenOutcome;
+      let tokens: IssuedTokens;
       if (grantType === 'authorization_code') {
         const clientId = required(body, 'client_id');
         if (!findClient(db, clientId)) throw new OAuthError('invalid_client', 'Unknown or expired client_id.', 401);
-        outcome = exchangeCode(
-          db,
+        tokens = exchangeAuthorizationCode(
+          { db, bus },
           {
             code: required(body, 'code'),
             codeVerifier: required(body, 'code_verifier'),
@@ -248,15 +244,11 @@ export const oauthRoutes: FastifyPluginAsync = async (app) => {
       } else if (grantType === 'refresh_token') {
         const clientId = param(body, 'client_id');
         if (clientId !== null && !findClient(db, clientId)) throw new OAuthError('invalid_client', 'Unknown or expired client_id.', 401);
-        outcome = refreshTokens(db, { refreshToken: required(body, 'refresh_token'), clientId, resource: param(body, 'resource') }, originServed);
+        tokens = refreshAccessToken({ db, bus }, { refreshToken: required(body, 'refresh_token'), clientId, resource: param(body, 'resource') }, originServed);
       } else {
         throw new OAuthError('unsupported_grant_type', `Supported grant types: ${GRANT_TYPES.join(', ')}.`);
       }
-      if (!outcome.ok) {
-        publish(outcome.seq);
-        throw outcome.error;
-      }
-      return reply.header('pragma', 'no-cache').send(outcome.body);
+      return reply.header('pragma', 'no-cache').send(tokens);
     },
   );
 
@@ -275,7 +267,7 @@ export const oauthRoutes: FastifyPluginAsync = async (app) => {
       const body = (request.body ?? {}) as Params;
       const token = body.token;
       const clientId = typeof body.client_id === 'string' ? body.client_id : null;
-      if (typeof token === 'string' && token !== '') publish(revokeToken(db, token, clientId));
+      if (typeof token === 'string' && token !== '') revokeOAuthToken({ db, bus }, token, clientId);
       return reply.code(200).send();
     },
   );
