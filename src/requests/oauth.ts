@@ -17,7 +17,7 @@ import { notFound } from '../core/errors.js';
 import { permissionSet, storedPermissions } from '../auth/permissions.js';
 import { listClients, purgeClients, readRegistration, registerClient, registrationResponse, sweepOAuth, type ClientPageQuery } from '../oauth/clients.js';
 import { approveRequest, denyRequest, requestView, storeRequest, type Approval, type PendingRequest } from '../oauth/consent.js';
-import { exchangeCode, refreshTokens, revokeGrant, revokeToken, type CodeExchange, type RefreshRequest, type TokenResponse } from '../oauth/grants.js';
+import { exchangeCode, refreshTokens, revokeGrant, revokeToken, type CodeExchange, type RefreshRequest, type TokenOutcome, type TokenResponse } from '../oauth/grants.js';
 import { currentResource } from '../oauth/resources.js';
 
 /** What an OAuth operation needs from the running service. */
@@ -45,25 +45,23 @@ export function storeAuthorizationRequest(db: Db, pending: PendingRequest): stri
 }
 
 /**
- * The token endpoint's two grants. `originServed` says whether a grant's origin is one svc still
- * serves. A failure is thrown after its commit, and after any family revocation it made is published.
+ * A token request's answer once its transaction committed: the tokens, or the error thrown after
+ * any family revocation it made is published.
  */
-export function exchangeAuthorizationCode(svc: OAuthServices, req: CodeExchange, originServed: (origin: string) => boolean): TokenResponse {
-  const outcome = svc.db.transaction(() => exchangeCode(svc.db, req, originServed))();
-  if (!outcome.ok) {
-    publish(svc, outcome.seq);
-    throw outcome.error;
-  }
-  return outcome.body;
+function tokensOrThrow(svc: OAuthServices, outcome: TokenOutcome): TokenResponse {
+  if (outcome.ok) return outcome.body;
+  publish(svc, outcome.seq);
+  throw outcome.error;
 }
 
+/** `authorization_code`; `originServed` says whether a grant's origin is one svc still serves. */
+export function exchangeAuthorizationCode(svc: OAuthServices, req: CodeExchange, originServed: (origin: string) => boolean): TokenResponse {
+  return tokensOrThrow(svc, svc.db.transaction(() => exchangeCode(svc.db, req, originServed))());
+}
+
+/** `refresh_token`: the refresh token rotates. */
 export function refreshAccessToken(svc: OAuthServices, req: RefreshRequest, originServed: (origin: string) => boolean): TokenResponse {
-  const outcome = svc.db.transaction(() => refreshTokens(svc.db, req, originServed))();
-  if (!outcome.ok) {
-    publish(svc, outcome.seq);
-    throw outcome.error;
-  }
-  return outcome.body;
+  return tokensOrThrow(svc, svc.db.transaction(() => refreshTokens(svc.db, req, originServed))());
 }
 
 /** RFC 7009: revokes the token's family when the token is known and the client's; silent otherwise. */
