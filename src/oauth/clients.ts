@@ -115,45 +115,46 @@ export function sweepOAuth(db: Db, now = Date.now()): void {
   prepared(db, 'DELETE FROM oauth_codes WHERE expires_at <= ? AND used_at IS NULL').run(at);
 }
 
-/** Registers a client: 20 per hour, at most 1,000 kept (see the module comment). */
+/**
+ * Registers a client: 20 per hour, at most 1,000 kept (see the module comment). Runs inside the
+ * caller's transaction (src/requests/oauth.ts), so the count and the insert see one state.
+ */
 export function registerClient(db: Db, registration: Registration, now = Date.now()): ClientRow {
-  return db.transaction(() => {
-    sweepOAuth(db, now);
-    const recent = (prepared(db, 'SELECT count(*) AS n FROM oauth_clients WHERE created_at > ?').get(iso(now - HOUR_MS)) as { n: number }).n;
-    if (recent >= REGISTRATIONS_PER_HOUR) {
-      throw new OAuthError('temporarily_unavailable', `At most ${REGISTRATIONS_PER_HOUR} clients can register per hour.`, 429, { 'retry-after': String(RETRY_AFTER_SECONDS) });
+  sweepOAuth(db, now);
+  const recent = (prepared(db, 'SELECT count(*) AS n FROM oauth_clients WHERE created_at > ?').get(iso(now - HOUR_MS)) as { n: number }).n;
+  if (recent >= REGISTRATIONS_PER_HOUR) {
+    throw new OAuthError('temporarily_unavailable', `At most ${REGISTRATIONS_PER_HOUR} clients can register per hour.`, 429, { 'retry-after': String(RETRY_AFTER_SECONDS) });
+  }
+  const kept = (prepared(db, 'SELECT count(*) AS n FROM oauth_clients').get() as { n: number }).n;
+  if (kept >= MAX_CLIENTS) {
+    const evicted = prepared(db, 'DELETE FROM oauth_clients WHERE client_id = (SELECT client_id FROM oauth_clients WHERE granted = 0 ORDER BY created_at, client_id LIMIT 1)').run();
+    if (evicted.changes === 0) {
+      throw new OAuthError(
+        'temporarily_unavailable',
+        `svc keeps at most ${MAX_CLIENTS} client registrations and every one of them holds a grant; the owner must revoke grants and purge (svc oauth purge) first.`,
+        503,
+      );
     }
-    const kept = (prepared(db, 'SELECT count(*) AS n FROM oauth_clients').get() as { n: number }).n;
-    if (kept >= MAX_CLIENTS) {
-      const evicted = prepared(db, 'DELETE FROM oauth_clients WHERE client_id = (SELECT client_id FROM oauth_clients WHERE granted = 0 ORDER BY created_at, client_id LIMIT 1)').run();
-      if (evicted.changes === 0) {
-        throw new OAuthError(
-          'temporarily_unavailable',
-          `svc keeps at most ${MAX_CLIENTS} client registrations and every one of them holds a grant; the owner must revoke grants and purge (svc oauth purge) first.`,
-          503,
-        );
-      }
-    }
-    const row: ClientRow = {
-      client_id: uuidv7(now),
-      client_name: registration.client_name,
-      redirect_uris: JSON.stringify(registration.redirect_uris),
-      grant_types: JSON.stringify(registration.grant_types),
-      response_types: JSON.stringify(registration.response_types),
-      granted: 0,
-      created_at: iso(now),
-    };
-    prepared(db, 'INSERT INTO oauth_clients (client_id, client_name, redirect_uris, grant_types, response_types, granted, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
-      row.client_id,
-      row.client_name,
-      row.redirect_uris,
-      row.grant_types,
-      row.response_types,
-      row.granted,
-      row.created_at,
-    );
-    return row;
-  })();
+  }
+  const row: ClientRow = {
+    client_id: uuidv7(now),
+    client_name: registration.client_name,
+    redirect_uris: JSON.stringify(registration.redirect_uris),
+    grant_types: JSON.stringify(registration.grant_types),
+    response_types: JSON.stringify(registration.response_types),
+    granted: 0,
+    created_at: iso(now),
+  };
+  prepared(db, 'INSERT INTO oauth_clients (client_id, client_name, redirect_uris, grant_types, response_types, granted, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)').run(
+    row.client_id,
+    row.client_name,
+    row.redirect_uris,
+    row.grant_types,
+    row.response_types,
+    row.granted,
+    row.created_at,
+  );
+  return row;
 }
 
 /** A registration that is still kept: it has had a grant, or it is less than 24 hours old. */
@@ -202,9 +203,11 @@ export interface ClientPageQuery {
   ascending?: boolean;
 }
 
-/** One page of clients, newest first unless `ascending`, each with its active grants. */
+/**
+ * One page of clients, newest first unless `ascending`, each with its active grants. A read: the
+ * caller sweeps what has run out first (src/requests/oauth.ts oauthClientPage).
+ */
 export function listClients(db: Db, p: Principal, query: ClientPageQuery, now = Date.now()): Record<string, unknown> {
-  db.transaction(() => sweepOAuth(db, now))();
   const limit = query.limit ?? DEFAULT_LIMIT;
   const ascending = query.ascending ?? false;
   const binding: PageBinding = { route: 'oauth_clients.list', filters: { ascending }, principal: p };
@@ -226,10 +229,11 @@ export function listClients(db: Db, p: Principal, query: ClientPageQuery, now = 
   }));
 }
 
-/** Deletes every registration without an active grant (never granted, or all grants revoked or ended). */
+/**
+ * Deletes every registration without an active grant (never granted, or all grants revoked or
+ * ended); runs inside the caller's transaction.
+ */
 export function purgeClients(db: Db, now = Date.now()): number {
-  return db.transaction(() => {
-    const sql = `DELETE FROM oauth_clients WHERE NOT EXISTS (SELECT 1 FROM oauth_grants WHERE oauth_grants.client_id = oauth_clients.client_id AND ${ACTIVE_GRANT})`;
-    return prepared(db, sql).run(iso(now)).changes;
-  })();
+  const sql = `DELETE FROM oauth_clients WHERE NOT EXISTS (SELECT 1 FROM oauth_grants WHERE oauth_grants.client_id = oauth_clients.client_id AND ${ACTIVE_GRANT})`;
+  return prepared(db, sql).run(iso(now)).changes;
 }

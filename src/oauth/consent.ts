@@ -12,7 +12,7 @@ import { normalizeInboxId } from '../auth/access.js';
 import type { SendPolicy } from '../auth/principal.js';
 import { prepared } from '../db/statements.js';
 import { inboxExists } from '../auth/inbox-lookup.js';
-import { permissionObject, permissionSet, PERMISSIONS, storedPermissions, type PermissionsInput } from '../auth/permissions.js';
+import { permissionObject, PERMISSIONS, type PermissionsInput } from '../auth/permissions.js';
 import { sweepOAuth } from './clients.js';
 import { appendOAuthEvent, createGrant } from './grants.js';
 import { redirectHost, withResponseParams } from './redirect-uris.js';
@@ -40,32 +40,31 @@ interface RequestRow {
   expires_at: string;
 }
 
+/** Stores a request for the owner to answer (making room at the caps); runs inside the caller's transaction. */
 export function storeRequest(db: Db, r: PendingRequest, now = Date.now()): string {
   const requestId = uuidv7(now);
-  db.transaction(() => {
-    sweepOAuth(db, now);
-    // Full: the oldest waiting request (of this client, else of any) makes room. Refusing instead
-    // would let anything that can reach /oauth/authorize with the owner's cookie keep every
-    // sign-in out; this way a flood only ends its own earlier requests.
-    const oldest = () =>
-      prepared(db, 'DELETE FROM oauth_requests WHERE request_id = (SELECT request_id FROM oauth_requests WHERE @client IS NULL OR client_id = @client ORDER BY created_at, request_id LIMIT 1)');
-    const { total, forClient } = prepared(db, 'SELECT count(*) AS total, count(*) FILTER (WHERE client_id = ?) AS forClient FROM oauth_requests').get(r.clientId) as {
-      total: number;
-      forClient: number;
-    };
-    if (forClient >= MAX_PENDING_REQUESTS_PER_CLIENT) oldest().run({ client: r.clientId });
-    else if (total >= MAX_PENDING_REQUESTS) oldest().run({ client: null });
-    prepared(db, 'INSERT INTO oauth_requests (request_id, client_id, redirect_uri, state, code_challenge, resource, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run(
-      requestId,
-      r.clientId,
-      r.redirectUri,
-      r.state,
-      r.codeChallenge,
-      r.resource.resource,
-      iso(now),
-      iso(now + REQUEST_TTL_MS),
-    );
-  })();
+  sweepOAuth(db, now);
+  // Full: the oldest waiting request (of this client, else of any) makes room. Refusing instead
+  // would let anything that can reach /oauth/authorize with the owner's cookie keep every
+  // sign-in out; this way a flood only ends its own earlier requests.
+  const oldest = () =>
+    prepared(db, 'DELETE FROM oauth_requests WHERE request_id = (SELECT request_id FROM oauth_requests WHERE @client IS NULL OR client_id = @client ORDER BY created_at, request_id LIMIT 1)');
+  const { total, forClient } = prepared(db, 'SELECT count(*) AS total, count(*) FILTER (WHERE client_id = ?) AS forClient FROM oauth_requests').get(r.clientId) as {
+    total: number;
+    forClient: number;
+  };
+  if (forClient >= MAX_PENDING_REQUESTS_PER_CLIENT) oldest().run({ client: r.clientId });
+  else if (total >= MAX_PENDING_REQUESTS) oldest().run({ client: null });
+  prepared(db, 'INSERT INTO oauth_requests (request_id, client_id, redirect_uri, state, code_challenge, resource, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)').run(
+    requestId,
+    r.clientId,
+    r.redirectUri,
+    r.state,
+    r.codeChallenge,
+    r.resource.resource,
+    iso(now),
+    iso(now + REQUEST_TTL_MS),
+  );
   return requestId;
 }
 
@@ -115,48 +114,51 @@ function existingInboxes(db: Db, inboxIds: string[]): string[] {
 }
 
 /**
- * The owner approves: the grant, its code and the `oauth.authorized` event in one transaction;
- * the request is answered once.
+ * The owner approves: the grant, its code and the `oauth.authorized` event, inside the caller's
+ * transaction; the request is answered once. `permissions` is the approval's set in stored form,
+ * decided before the transaction (src/requests/oauth.ts).
  */
-export function approveRequest(db: Db, requestId: string, approval: Approval, resourceOf: (resource: string) => Resource | null, now = Date.now()): { redirectTo: string; seq: number } {
-  const permissions = storedPermissions(permissionSet(approval.permissions));
-  return db.transaction(() => {
-    const row = pendingRow(db, requestId, now);
-    const inboxIds = existingInboxes(db, approval.inbox_ids);
-    const resource = resourceOf(row.resource);
-    if (!resource) {
-      throw new ApiError('conflict', 'The resource this request names is no longer served (the remote hostname changed or remote access was turned off).', {
-        fix: 'Deny this request and start the sign-in again from the client.',
-      });
-    }
-    prepared(db, 'DELETE FROM oauth_requests WHERE request_id = ?').run(row.request_id);
-    const { grantId, code } = createGrant(
-      db,
-      {
-        clientId: row.client_id,
-        resource: resource.resource,
-        origin: resource.origin,
-        audience: resource.audience,
-        inboxIds,
-        permissions,
-        sendPolicy: approval.send_policy,
-        redirectUri: row.redirect_uri,
-        codeChallenge: row.code_challenge,
-      },
-      now,
-    );
-    const seq = appendOAuthEvent(db, 'oauth.authorized', { grant_id: grantId, client_id: row.client_id }, now);
-    return { redirectTo: withResponseParams(row.redirect_uri, { code, state: row.state ?? undefined }), seq };
-  })();
+export function approveRequest(
+  db: Db,
+  requestId: string,
+  approval: Approval,
+  permissions: string,
+  resourceOf: (resource: string) => Resource | null,
+  now = Date.now(),
+): { redirectTo: string; seq: number } {
+  const row = pendingRow(db, requestId, now);
+  const inboxIds = existingInboxes(db, approval.inbox_ids);
+  const resource = resourceOf(row.resource);
+  if (!resource) {
+    throw new ApiError('conflict', 'The resource this request names is no longer served (the remote hostname changed or remote access was turned off).', {
+      fix: 'Deny this request and start the sign-in again from the client.',
+    });
+  }
+  prepared(db, 'DELETE FROM oauth_requests WHERE request_id = ?').run(row.request_id);
+  const { grantId, code } = createGrant(
+    db,
+    {
+      clientId: row.client_id,
+      resource: resource.resource,
+      origin: resource.origin,
+      audience: resource.audience,
+      inboxIds,
+      permissions,
+      sendPolicy: approval.send_policy,
+      redirectUri: row.redirect_uri,
+      codeChallenge: row.code_challenge,
+    },
+    now,
+  );
+  const seq = appendOAuthEvent(db, 'oauth.authorized', { grant_id: grantId, client_id: row.client_id }, now);
+  return { redirectTo: withResponseParams(row.redirect_uri, { code, state: row.state ?? undefined }), seq };
 }
 
-/** The owner denies: the request is answered once, with `access_denied` for the client. */
+/** The owner denies: the request is answered once, with `access_denied` for the client; inside the caller's transaction. */
 export function denyRequest(db: Db, requestId: string, now = Date.now()): { redirectTo: string } {
-  return db.transaction(() => {
-    const row = pendingRow(db, requestId, now);
-    prepared(db, 'DELETE FROM oauth_requests WHERE request_id = ?').run(row.request_id);
-    return {
-      redirectTo: withResponseParams(row.redirect_uri, { error: 'access_denied', error_description: 'The owner denied the request.', state: row.state ?? undefined }),
-    };
-  })();
+  const row = pendingRow(db, requestId, now);
+  prepared(db, 'DELETE FROM oauth_requests WHERE request_id = ?').run(row.request_id);
+  return {
+    redirectTo: withResponseParams(row.redirect_uri, { error: 'access_denied', error_description: 'The owner denied the request.', state: row.state ?? undefined }),
+  };
 }

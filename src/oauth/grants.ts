@@ -94,13 +94,14 @@ function endGrant(db: Db, grant: GrantRow, eventType: OAuthEventType, now: numbe
   return appendOAuthEvent(db, eventType, grant, now);
 }
 
-/** The owner revokes a grant and every token it issued; null when there is no active grant by that id. */
+/**
+ * The owner revokes a grant and every token it issued, with `oauth.revoked`; null when there is no
+ * active grant by that id. Runs inside the caller's transaction.
+ */
 export function revokeGrant(db: Db, grantId: string, now = Date.now()): number | null {
-  return db.transaction(() => {
-    const grant = prepared(db, 'SELECT * FROM oauth_grants WHERE grant_id = ?').get(grantId) as GrantRow | undefined;
-    if (!grant || !isActive(grant, now)) return null;
-    return endGrant(db, grant, 'oauth.revoked', now);
-  })();
+  const grant = prepared(db, 'SELECT * FROM oauth_grants WHERE grant_id = ?').get(grantId) as GrantRow | undefined;
+  if (!grant || !isActive(grant, now)) return null;
+  return endGrant(db, grant, 'oauth.revoked', now);
 }
 
 export interface TokenResponse {
@@ -149,28 +150,27 @@ export interface CodeExchange {
  * `authorization_code` (spec §5.3): single use within five minutes, the same client, redirect
  * URI and resource as at authorization, and the PKCE verifier. Presenting a used code again
  * revokes the grant it created with every token issued from it. `originServed` says whether the
- * grant's origin is still one svc serves (the tunnel hostname may have changed since).
+ * grant's origin is still one svc serves (the tunnel hostname may have changed since). Runs inside
+ * the caller's transaction, which commits a failure's family revocation too (the outcome, not a throw).
  */
 export function exchangeCode(db: Db, req: CodeExchange, originServed: (origin: string) => boolean, now = Date.now()): TokenOutcome {
-  return db.transaction((): TokenOutcome => {
-    const row = prepared(db, 'SELECT c.code_hash, c.redirect_uri AS code_redirect_uri, c.code_challenge, c.expires_at AS code_expires_at, c.used_at, g.* FROM oauth_codes c JOIN oauth_grants g ON g.grant_id = c.grant_id WHERE c.code_hash = ?').get(sha256Hex(req.code)) as
-      | (GrantRow & { code_hash: string; code_redirect_uri: string; code_challenge: string; code_expires_at: string; used_at: string | null })
-      | undefined;
-    if (!row) return failure(invalidGrant('The authorization code is not valid.'));
-    if (row.used_at !== null) {
-      const seq = endGrant(db, row, 'oauth.tokens_revoked', now);
-      return failure(invalidGrant('The authorization code was already used; every token issued from it is now revoked.'), seq);
-    }
-    if (Date.parse(row.code_expires_at) <= now) return failure(invalidGrant('The authorization code expired (codes are valid for 5 minutes).'));
-    if (row.client_id !== req.clientId) return failure(invalidGrant('The authorization code was issued to another client.'));
-    if (!isActive(row, now)) return failure(invalidGrant('The grant behind this code was revoked or has ended.'));
-    if (row.code_redirect_uri !== req.redirectUri) return failure(invalidGrant('`redirect_uri` differs from the one sent to the authorization endpoint.'));
-    if (row.resource !== req.resource) return failure(new OAuthError('invalid_target', '`resource` differs from the one the owner authorized.'));
-    if (!originServed(row.origin)) return failure(new OAuthError('invalid_target', 'The resource this code was issued for is no longer served (was the remote hostname changed?).'));
-    if (!pkceMatches(req.codeVerifier, row.code_challenge)) return failure(invalidGrant('The PKCE `code_verifier` does not match the `code_challenge`.'));
-    prepared(db, 'UPDATE oauth_codes SET used_at = ? WHERE code_hash = ?').run(iso(now), row.code_hash);
-    return { ok: true, body: issueTokens(db, row, now) };
-  })();
+  const row = prepared(db, 'SELECT c.code_hash, c.redirect_uri AS code_redirect_uri, c.code_challenge, c.expires_at AS code_expires_at, c.used_at, g.* FROM oauth_codes c JOIN oauth_grants g ON g.grant_id = c.grant_id WHERE c.code_hash = ?').get(sha256Hex(req.code)) as
+    | (GrantRow & { code_hash: string; code_redirect_uri: string; code_challenge: string; code_expires_at: string; used_at: string | null })
+    | undefined;
+  if (!row) return failure(invalidGrant('The authorization code is not valid.'));
+  if (row.used_at !== null) {
+    const seq = endGrant(db, row, 'oauth.tokens_revoked', now);
+    return failure(invalidGrant('The authorization code was already used; every token issued from it is now revoked.'), seq);
+  }
+  if (Date.parse(row.code_expires_at) <= now) return failure(invalidGrant('The authorization code expired (codes are valid for 5 minutes).'));
+  if (row.client_id !== req.clientId) return failure(invalidGrant('The authorization code was issued to another client.'));
+  if (!isActive(row, now)) return failure(invalidGrant('The grant behind this code was revoked or has ended.'));
+  if (row.code_redirect_uri !== req.redirectUri) return failure(invalidGrant('`redirect_uri` differs from the one sent to the authorization endpoint.'));
+  if (row.resource !== req.resource) return failure(new OAuthError('invalid_target', '`resource` differs from the one the owner authorized.'));
+  if (!originServed(row.origin)) return failure(new OAuthError('invalid_target', 'The resource this code was issued for is no longer served (was the remote hostname changed?).'));
+  if (!pkceMatches(req.codeVerifier, row.code_challenge)) return failure(invalidGrant('The PKCE `code_verifier` does not match the `code_challenge`.'));
+  prepared(db, 'UPDATE oauth_codes SET used_at = ? WHERE code_hash = ?').run(iso(now), row.code_hash);
+  return { ok: true, body: issueTokens(db, row, now) };
 }
 
 export interface RefreshRequest {
@@ -181,38 +181,36 @@ export interface RefreshRequest {
 
 /**
  * `refresh_token`: rotates on every use. A refresh token that was already used revokes the whole
- * family (every access and refresh token of the grant, and the grant itself).
+ * family (every access and refresh token of the grant, and the grant itself). Runs inside the
+ * caller's transaction, as exchangeCode does.
  */
 export function refreshTokens(db: Db, req: RefreshRequest, originServed: (origin: string) => boolean, now = Date.now()): TokenOutcome {
-  return db.transaction((): TokenOutcome => {
-    const row = prepared(db, "SELECT t.token_id, t.used_at, t.expires_at AS token_expires_at, g.* FROM oauth_tokens t JOIN oauth_grants g ON g.grant_id = t.grant_id WHERE t.token_hash = ? AND t.kind = 'refresh'").get(
-      sha256Hex(req.refreshToken),
-    ) as (GrantRow & { token_id: string; used_at: string | null; token_expires_at: string }) | undefined;
-    if (!row) return failure(invalidGrant('The refresh token is not valid (unknown, revoked or expired).'));
-    if (req.clientId !== null && req.clientId !== row.client_id) return failure(invalidGrant('The refresh token was issued to another client.'));
-    if (row.used_at !== null) {
-      const seq = endGrant(db, row, 'oauth.tokens_revoked', now);
-      return failure(invalidGrant('The refresh token was already used; the whole token family is now revoked. Authorize again.'), seq);
-    }
-    if (!isActive(row, now) || Date.parse(row.token_expires_at) <= now) return failure(invalidGrant('The grant was revoked or has ended (30 days after consent). Authorize again.'));
-    if (req.resource !== null && req.resource !== row.resource) return failure(new OAuthError('invalid_target', '`resource` differs from the one the owner authorized.'));
-    if (!originServed(row.origin)) return failure(invalidGrant('The origin this grant was issued for is no longer served (was the remote hostname changed?). Authorize again.'));
-    prepared(db, 'UPDATE oauth_tokens SET used_at = ? WHERE token_id = ?').run(iso(now), row.token_id);
-    prepared(db, "DELETE FROM oauth_tokens WHERE grant_id = ? AND kind = 'access' AND expires_at <= ?").run(row.grant_id, iso(now));
-    return { ok: true, body: issueTokens(db, row, now) };
-  })();
+  const row = prepared(db, "SELECT t.token_id, t.used_at, t.expires_at AS token_expires_at, g.* FROM oauth_tokens t JOIN oauth_grants g ON g.grant_id = t.grant_id WHERE t.token_hash = ? AND t.kind = 'refresh'").get(
+    sha256Hex(req.refreshToken),
+  ) as (GrantRow & { token_id: string; used_at: string | null; token_expires_at: string }) | undefined;
+  if (!row) return failure(invalidGrant('The refresh token is not valid (unknown, revoked or expired).'));
+  if (req.clientId !== null && req.clientId !== row.client_id) return failure(invalidGrant('The refresh token was issued to another client.'));
+  if (row.used_at !== null) {
+    const seq = endGrant(db, row, 'oauth.tokens_revoked', now);
+    return failure(invalidGrant('The refresh token was already used; the whole token family is now revoked. Authorize again.'), seq);
+  }
+  if (!isActive(row, now) || Date.parse(row.token_expires_at) <= now) return failure(invalidGrant('The grant was revoked or has ended (30 days after consent). Authorize again.'));
+  if (req.resource !== null && req.resource !== row.resource) return failure(new OAuthError('invalid_target', '`resource` differs from the one the owner authorized.'));
+  if (!originServed(row.origin)) return failure(invalidGrant('The origin this grant was issued for is no longer served (was the remote hostname changed?). Authorize again.'));
+  prepared(db, 'UPDATE oauth_tokens SET used_at = ? WHERE token_id = ?').run(iso(now), row.token_id);
+  prepared(db, "DELETE FROM oauth_tokens WHERE grant_id = ? AND kind = 'access' AND expires_at <= ?").run(row.grant_id, iso(now));
+  return { ok: true, body: issueTokens(db, row, now) };
 }
 
 /**
  * RFC 7009 revocation: an access or refresh token revokes its whole family. Null when nothing was
- * revoked (unknown token, another client's token, or already revoked).
+ * revoked (unknown token, another client's token, or already revoked). Runs inside the caller's
+ * transaction.
  */
 export function revokeToken(db: Db, token: string, clientId: string | null, now = Date.now()): number | null {
-  return db.transaction(() => {
-    const grant = prepared(db, 'SELECT g.* FROM oauth_tokens t JOIN oauth_grants g ON g.grant_id = t.grant_id WHERE t.token_hash = ?').get(sha256Hex(token)) as GrantRow | undefined;
-    if (!grant || (clientId !== null && clientId !== grant.client_id)) return null;
-    return endGrant(db, grant, 'oauth.revoked', now);
-  })();
+  const grant = prepared(db, 'SELECT g.* FROM oauth_tokens t JOIN oauth_grants g ON g.grant_id = t.grant_id WHERE t.token_hash = ?').get(sha256Hex(token)) as GrantRow | undefined;
+  if (!grant || (clientId !== null && clientId !== grant.client_id)) return null;
+  return endGrant(db, grant, 'oauth.revoked', now);
 }
 
 function grantPrincipal(grant: GrantRow, tokenId: string | undefined): Principal {

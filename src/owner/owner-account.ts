@@ -1,6 +1,9 @@
 /**
  * The owner: one password, browser sessions, the per-start bearer token, the one-time setup code
  * and login links. Secrets are held hashed; the bearer token and setup code live only in memory.
+ * Slow or budgeted checks (password hashing, the setup code) are separate `check*` methods run
+ * before any lock; the writes that must commit together (storeFirstPassword, replacePassword) run
+ * inside the caller's transaction, opened in src/requests/owner.ts.
  */
 import { randomBytes, randomInt } from 'node:crypto';
 import type { Db } from '../db/open.js';
@@ -51,6 +54,9 @@ function expiryOf(createdMs: number, lastSeenMs: number): number {
   return Math.min(lastSeenMs + SESSION_IDLE_MS, createdMs + SESSION_MAX_MS);
 }
 
+/** Setup after the password exists: the owner logs in instead. */
+export const passwordAlreadySet = () => new ApiError('conflict', 'The owner password is already set.', { fix: 'Log in with POST /v0/owner/login.' });
+
 export function checkPasswordRules(password: string): void {
   const length = [...password].length;
   if (length < PASSWORD_MIN || length > PASSWORD_MAX) {
@@ -98,10 +104,12 @@ export class OwnerAccount {
     return sameSecret(sha256Hex(token), this.#bearerHash);
   }
 
-  async setup(password: string, code: string, userAgent: string | undefined): Promise<NewSession> {
-    if (!this.setupRequired || this.#setupCode === null) {
-      throw new ApiError('conflict', 'The owner password is already set.', { fix: 'Log in with POST /v0/owner/login.' });
-    }
+  /**
+   * Setup's checks, before any lock: setup still open, the code printed at startup (budgeted), the
+   * password rules. The password's hash for storeFirstPassword.
+   */
+  async checkSetup(password: string, code: string): Promise<string> {
+    if (!this.setupRequired || this.#setupCode === null) throw passwordAlreadySet();
     const attempt = this.#setupCodeAttempts.take();
     if (!sameSecret(code.trim().toUpperCase(), this.#setupCode)) {
       throw new ApiError('forbidden', 'The setup code does not match the one printed at startup.', {
@@ -110,16 +118,23 @@ export class OwnerAccount {
     }
     attempt.succeeded();
     checkPasswordRules(password);
-    const hash = await hashPassword(password);
+    return hashPassword(password);
+  }
+
+  /**
+   * Stores the first password; false when another setup stored one first. Runs inside the
+   * caller's transaction (src/requests/owner.ts), so the check and the insert see one state.
+   */
+  storeFirstPassword(hash: string): boolean {
+    if (!this.setupRequired) return false;
     const now = iso(Date.now());
-    const created = this.db.transaction(() => {
-      if (!this.setupRequired) return false;
-      this.db.prepare('INSERT INTO owner (id, password_hash, created_at, updated_at) VALUES (1, ?, ?, ?)').run(hash, now, now);
-      return true;
-    })();
-    if (!created) throw new ApiError('conflict', 'The owner password is already set.', { fix: 'Log in with POST /v0/owner/login.' });
+    this.db.prepare('INSERT INTO owner (id, password_hash, created_at, updated_at) VALUES (1, ?, ?, ?)').run(hash, now, now);
+    return true;
+  }
+
+  /** After the first password committed: the setup code is spent. */
+  setupCompleted(): void {
     this.#setupCode = null;
-    return this.createSession(userAgent);
   }
 
   async login(password: string, userAgent: string | undefined): Promise<NewSession> {
@@ -182,8 +197,11 @@ export class OwnerAccount {
     return this.db.prepare('DELETE FROM owner_sessions WHERE session_id = ?').run(sessionId).changes > 0;
   }
 
-  /** Changes the password and signs out every other session. */
-  async changePassword(current: string, next: string, keepSessionId: string | null): Promise<void> {
+  /**
+   * A password change's checks, before any lock: the current password (budgeted) and the new
+   * one's rules. The new password's hash for replacePassword.
+   */
+  async checkPasswordChange(current: string, next: string): Promise<string> {
     const attempt = this.#passwordChangeAttempts.take();
     const row = this.db.prepare('SELECT password_hash FROM owner WHERE id = 1').get() as { password_hash: string } | undefined;
     if (!row || !(await verifyPassword(current, row.password_hash))) {
@@ -191,11 +209,13 @@ export class OwnerAccount {
     }
     attempt.succeeded();
     checkPasswordRules(next);
-    const hash = await hashPassword(next);
-    this.db.transaction(() => {
-      this.db.prepare('UPDATE owner SET password_hash = ?, updated_at = ? WHERE id = 1').run(hash, iso(Date.now()));
-      this.db.prepare('DELETE FROM owner_sessions WHERE session_id IS NOT ?').run(keepSessionId);
-    })();
+    return hashPassword(next);
+  }
+
+  /** Stores the new password and signs out every other session; runs inside the caller's transaction. */
+  replacePassword(hash: string, keepSessionId: string | null): void {
+    this.db.prepare('UPDATE owner SET password_hash = ?, updated_at = ? WHERE id = 1').run(hash, iso(Date.now()));
+    this.db.prepare('DELETE FROM owner_sessions WHERE session_id IS NOT ?').run(keepSessionId);
   }
 
   createLoginLink(): { token: string; expiresAt: string } {

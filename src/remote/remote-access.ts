@@ -4,6 +4,11 @@
  * `listener: 'tunnel'` and the origin `https://<hostname>` on 127.0.0.1:<ephemeral>
  * (ARCHITECTURE §2); the remote-access loop runs the connector that forwards the public hostname
  * to it, and learns the listener's port from the `remote_access_listener` record plus a wake.
+ *
+ * The owner's enable and disable are requests (src/requests/remote.ts): that layer checks the
+ * input and opens the one transaction that records the change, which this class runs at the right
+ * point of its serialized listener work. What this class does on its own at start is a background
+ * top level, like a loop, and opens its own transaction.
  */
 import type { FastifyInstance } from 'fastify';
 import type { Db } from '../db/open.js';
@@ -37,6 +42,51 @@ export interface RemoteView {
   listener: { port: number | null };
 }
 
+/** What the remote-access record says the tunnel listener is: the hostname its origin names, and its port. */
+export interface TunnelListener {
+  hostname: string;
+  port: number;
+}
+
+/** What the owner sends to enable remote access, after checkRemoteEnable. */
+export interface RemoteEnable {
+  hostname: string;
+  command: string;
+}
+
+/**
+ * The owner's enable request checked without any lookup: a fully qualified hostname and a
+ * non-empty command with no NUL. The hostname in its normalized form.
+ */
+export function checkRemoteEnable(input: RemoteEnable): RemoteEnable {
+  const hostname = normalizeHostname(input.hostname);
+  if (!hostname) {
+    throw new ApiError('validation_error', 'The hostname is not a fully qualified DNS name.', {
+      fix: 'Send the public hostname the tunnel serves, such as `mail.example.com` (letters, digits and hyphens; no scheme, port or path).',
+    });
+  }
+  const command = input.command;
+  if (command.trim() === '' || command.includes('\0')) {
+    throw new ApiError('validation_error', 'The connector command is empty or contains a NUL character.', {
+      fix: 'Send the shell command that runs the tunnel connector, such as `cloudflared tunnel run --token …`.',
+    });
+  }
+  return { hostname, command };
+}
+
+/** Records remote access as on, with the listener now running; runs inside the caller's transaction. */
+export function recordRemoteEnabled(db: Db, settings: RemoteEnable, listener: TunnelListener): void {
+  writeRemote(db, { enabled: true, hostname: settings.hostname, command: settings.command });
+  writeTunnelListener(db, listener);
+}
+
+/** Records remote access as off (settings kept) and no listener; runs inside the caller's transaction. */
+export function recordRemoteDisabled(db: Db): void {
+  const settings = readRemote(db);
+  if (settings) writeRemote(db, { ...settings, enabled: false });
+  writeTunnelListener(db, null);
+}
+
 /** A running tunnel listener: its app, the hostname its origin names, and its port. */
 interface Running {
   app: FastifyInstance;
@@ -68,20 +118,13 @@ export class RemoteAccess {
     });
   }
 
-  /** Enables, or updates while enabled; a new hostname moves the listener to the new origin. */
-  enable(input: { hostname: string; command: string }): Promise<RemoteView> {
-    const hostname = normalizeHostname(input.hostname);
-    if (!hostname) {
-      throw new ApiError('validation_error', 'The hostname is not a fully qualified DNS name.', {
-        fix: 'Send the public hostname the tunnel serves, such as `mail.example.com` (letters, digits and hyphens; no scheme, port or path).',
-      });
-    }
-    const command = input.command;
-    if (command.trim() === '' || command.includes('\0')) {
-      throw new ApiError('validation_error', 'The connector command is empty or contains a NUL character.', {
-        fix: 'Send the shell command that runs the tunnel connector, such as `cloudflared tunnel run --token …`.',
-      });
-    }
+  /**
+   * Enables, or updates while enabled, for a hostname and command checked by the caller
+   * (checkRemoteEnable); a new hostname moves the listener to the new origin. `commit` records the
+   * settings and the listener it now runs (the caller's one transaction, src/requests/remote.ts),
+   * after the listener is up and before the loop is woken.
+   */
+  enable(hostname: string, commit: (listener: TunnelListener) => void): Promise<RemoteView> {
     return this.#serialized(async () => {
       if (this.#running?.hostname !== hostname) {
         // Requests in flight on the old origin end with it: tokens and URLs bound to it stop working.
@@ -89,23 +132,19 @@ export class RemoteAccess {
         await this.#listen(hostname);
       }
       const running = this.#running!;
-      this.db.transaction(() => {
-        writeRemote(this.db, { enabled: true, hostname, command });
-        writeTunnelListener(this.db, { hostname: running.hostname, port: running.port });
-      })();
+      commit({ hostname: running.hostname, port: running.port });
       this.#wakeLoop();
       return this.view();
     });
   }
 
-  /** Stops the connector (through the loop) and the listener; the settings are kept for later. */
-  disable(): Promise<RemoteView> {
+  /**
+   * Stops the connector (through the loop) and the listener; the settings are kept for later.
+   * `commit` records remote access as off (the caller's one transaction) before the listener closes.
+   */
+  disable(commit: () => void): Promise<RemoteView> {
     return this.#serialized(async () => {
-      const settings = readRemote(this.db);
-      this.db.transaction(() => {
-        if (settings) writeRemote(this.db, { ...settings, enabled: false });
-        writeTunnelListener(this.db, null);
-      })();
+      commit();
       this.#wakeLoop();
       await this.#close();
       return this.view();

@@ -13,16 +13,14 @@ import { ApiError } from '../core/errors.js';
 import { GateRefusal } from '../auth/gate.js';
 import { webAppDir } from '../http/web-app.js';
 import { SESSION_COOKIE } from '../owner/limits.js';
-import { findClient, clientRedirectUris, readRegistration, registerClient, registrationResponse } from '../oauth/clients.js';
-import { storeRequest } from '../oauth/consent.js';
 import { OAuthError } from '../oauth/errors.js';
-import { exchangeCode, refreshTokens, revokeToken, type TokenOutcome } from '../oauth/grants.js';
-import { GRANT_TYPES, RETRY_AFTER_SECONDS, REVOKE_REQUESTS_PER_MINUTE, SCOPE, STATE_MAX_LENGTH, TOKEN_BODY_MAX, TOKEN_REQUESTS_PER_MINUTE } from '../oauth/limits.js';
+import type { TokenResponse as IssuedTokens } from '../oauth/grants.js';
+import { GRANT_TYPES, RETRY_AFTER_SECONDS, REVOKE_REQUESTS_PER_MINUTE, SCOPE, TOKEN_BODY_MAX, TOKEN_REQUESTS_PER_MINUTE } from '../oauth/limits.js';
 import { RateWindow } from '../oauth/rate-window.js';
-import { matchesRegistered } from '../oauth/redirect-uris.js';
-import { currentOrigins, currentResource, loopbackOrigin, noteLoopbackOrigin } from '../oauth/resources.js';
+import { currentOrigins, loopbackOrigin, noteLoopbackOrigin } from '../oauth/resources.js';
 import { RegistrationResponse, ResourceMetadataResponse, ServerMetadataResponse, TokenResponse } from '../oauth/schemas.js';
 import type { SameShape } from '../core/validation.js';
+import { readAuthorizationRequest, registerOAuthClient, revokeRequest, storeAuthorizationRequest, tokenRequest } from '../requests/oauth.js';
 
 const RESOURCE_METADATA = '/.well-known/oauth-protected-resource';
 const SERVER_METADATA = '/.well-known/oauth-authorization-server';
@@ -34,36 +32,16 @@ const CORS_HEADERS = {
   'access-control-allow-headers': 'authorization, content-type, mcp-protocol-version',
   'access-control-max-age': '600',
 };
-/** RFC 7636 §4.2: BASE64URL(SHA256(verifier)) is 43 characters; allow the verifier's own range. */
-const CODE_CHALLENGE = /^[A-Za-z0-9._~-]{43,128}$/;
-
 type Params = Record<string, unknown>;
 
 // Compile-time: the token schema is exactly what a grant issues (src/core/validation.ts SameShape).
-const tokenShape: SameShape<TokenResponse, Extract<TokenOutcome, { ok: true }>['body']> = true;
+const tokenShape: SameShape<TokenResponse, IssuedTokens> = true;
 
 /** Discovery, registration, token and revocation: no credential, any origin (spec §5.3). */
 const ANY_ORIGIN = { config: { auth: 'none', origins: 'any' } } as const;
 
 const rateLimited = () =>
   new OAuthError('temporarily_unavailable', `Too many requests; try again in ${RETRY_AFTER_SECONDS} seconds.`, 429, { 'retry-after': String(RETRY_AFTER_SECONDS) });
-
-/**
- * One parameter's value: absent → null; a repeated parameter or a non-string is refused
- * (RFC 6749 §3.1: parameters must not be included more than once).
- */
-function param(params: Params, name: string, fail: (d: string) => OAuthError = (d) => new OAuthError('invalid_request', d)): string | null {
-  const value = params[name];
-  if (value === undefined || value === null) return null;
-  if (typeof value !== 'string') throw fail(`\`${name}\` must be given once, as a string.`);
-  return value;
-}
-
-function required(params: Params, name: string, fail?: (d: string) => OAuthError): string {
-  const value = param(params, name, fail);
-  if (value === null || value === '') throw (fail ?? ((d: string) => new OAuthError('invalid_request', d)))(`\`${name}\` is required.`);
-  return value;
-}
 
 /** Body and parser failures in this plugin's terms; anything unexpected is a bare server_error. */
 function toOAuthError(err: unknown, request: FastifyRequest): OAuthError {
@@ -108,9 +86,6 @@ export const oauthRoutes: FastifyPluginAsync = async (app) => {
   const { db, bus, owner, listener } = app.svc;
   const origin = () => app.svc.origin();
   if (listener === 'local') noteLoopbackOrigin(db, app.svc.origin);
-  const publish = (seq: number | null) => {
-    if (seq !== null) bus.publish({ kind: 'event', seq });
-  };
   const originServed = (o: string) => currentOrigins(db).includes(o);
   const tokenWindow = new RateWindow(TOKEN_REQUESTS_PER_MINUTE);
   const revokeWindow = new RateWindow(REVOKE_REQUESTS_PER_MINUTE);
@@ -165,8 +140,7 @@ export const oauthRoutes: FastifyPluginAsync = async (app) => {
   // --- Registration (RFC 7591) ---
 
   app.post('/oauth/register', { ...ANY_ORIGIN, bodyLimit: TOKEN_BODY_MAX, schema: { response: { 201: RegistrationResponse } } }, async (request, reply) => {
-    const row = registerClient(db, readRegistration(request.body));
-    return reply.code(201).send(registrationResponse(row));
+    return reply.code(201).send(registerOAuthClient(db, request.body));
   });
 
   // --- Authorization (RFC 6749 §4.1.1, PKCE, RFC 8707 resource) ---
@@ -177,30 +151,7 @@ export const oauthRoutes: FastifyPluginAsync = async (app) => {
     if (webAppDir() === null) {
       throw new OAuthError('not_supported', 'The owner web app is not built into this svc, so there is no consent screen; OAuth sign-in is unavailable. Use an API key instead.');
     }
-    const query = request.query as Params;
-    const clientId = required(query, 'client_id');
-    const client = findClient(db, clientId);
-    if (!client) throw new OAuthError('invalid_client', 'Unknown or expired client_id; the client must register again.');
-    const redirectUri = required(query, 'redirect_uri');
-    if (!matchesRegistered(clientRedirectUris(client), redirectUri)) throw new OAuthError('invalid_request', '`redirect_uri` is not one this client registered.');
-
-    // Every parameter error is answered here, never redirected: a self-registered client may name
-    // any redirect URI, and an error that bounced there with no owner step would make svc an open
-    // redirector (RFC 9700 §4.11.2). The client hears back only after the owner approves or denies.
-    const state = param(query, 'state');
-    if (state !== null && state.length > STATE_MAX_LENGTH) throw new OAuthError('invalid_request', `\`state\` is longer than ${STATE_MAX_LENGTH} characters.`);
-    const responseType = required(query, 'response_type');
-    if (responseType !== 'code') throw new OAuthError('unsupported_response_type', 'Only `response_type=code` is supported.');
-    const challenge = required(query, 'code_challenge', (d) => new OAuthError('invalid_request', `PKCE is required: ${d}`));
-    if (!CODE_CHALLENGE.test(challenge)) throw new OAuthError('invalid_request', '`code_challenge` must be the BASE64URL SHA-256 of the code verifier.');
-    if (param(query, 'code_challenge_method') !== 'S256') throw new OAuthError('invalid_request', 'PKCE with `code_challenge_method=S256` is required.');
-    const scope = param(query, 'scope');
-    if (scope !== null && scope.split(' ').some((s) => s !== '' && s !== SCOPE)) throw new OAuthError('invalid_scope', `The only scope is \`${SCOPE}\`.`);
-    const resource = currentResource(db, required(query, 'resource'));
-    if (!resource) {
-      throw new OAuthError('invalid_target', `\`resource\` must be exactly ${currentOrigins(db).flatMap((o) => [`${o}/mcp`, `${o}/v0`]).join(' or ')}.`);
-    }
-    const pending = { clientId: client.client_id, redirectUri, state, codeChallenge: challenge, resource };
+    const pending = readAuthorizationRequest(db, request.query as Params);
 
     // Consent happens only in the owner's own browser on the loopback origin; the code stays bound
     // to the resource the client asked for.
@@ -211,7 +162,7 @@ export const oauthRoutes: FastifyPluginAsync = async (app) => {
     }
     const cookie = request.cookies[SESSION_COOKIE];
     if (!cookie || owner.sessionPrincipal(cookie) === null) return reply.redirect(`/login?return_to=${encodeURIComponent(request.url)}`);
-    const requestId = storeRequest(db, pending);
+    const requestId = storeAuthorizationRequest(db, pending);
     return reply.redirect(`/consent?request=${encodeURIComponent(requestId)}`);
   });
 
@@ -228,35 +179,8 @@ export const oauthRoutes: FastifyPluginAsync = async (app) => {
       },
     },
     async (request, reply) => {
-      const body = (request.body ?? {}) as Params;
-      const grantType = required(body, 'grant_type');
-      let outcome: TokenOutcome;
-      if (grantType === 'authorization_code') {
-        const clientId = required(body, 'client_id');
-        if (!findClient(db, clientId)) throw new OAuthError('invalid_client', 'Unknown or expired client_id.', 401);
-        outcome = exchangeCode(
-          db,
-          {
-            code: required(body, 'code'),
-            codeVerifier: required(body, 'code_verifier'),
-            clientId,
-            redirectUri: required(body, 'redirect_uri'),
-            resource: required(body, 'resource'),
-          },
-          originServed,
-        );
-      } else if (grantType === 'refresh_token') {
-        const clientId = param(body, 'client_id');
-        if (clientId !== null && !findClient(db, clientId)) throw new OAuthError('invalid_client', 'Unknown or expired client_id.', 401);
-        outcome = refreshTokens(db, { refreshToken: required(body, 'refresh_token'), clientId, resource: param(body, 'resource') }, originServed);
-      } else {
-        throw new OAuthError('unsupported_grant_type', `Supported grant types: ${GRANT_TYPES.join(', ')}.`);
-      }
-      if (!outcome.ok) {
-        publish(outcome.seq);
-        throw outcome.error;
-      }
-      return reply.header('pragma', 'no-cache').send(outcome.body);
+      const tokens = tokenRequest({ db, bus }, (request.body ?? {}) as Params, originServed);
+      return reply.header('pragma', 'no-cache').send(tokens);
     },
   );
 
@@ -272,10 +196,7 @@ export const oauthRoutes: FastifyPluginAsync = async (app) => {
       },
     },
     async (request, reply) => {
-      const body = (request.body ?? {}) as Params;
-      const token = body.token;
-      const clientId = typeof body.client_id === 'string' ? body.client_id : null;
-      if (typeof token === 'string' && token !== '') publish(revokeToken(db, token, clientId));
+      revokeRequest({ db, bus }, (request.body ?? {}) as Params);
       return reply.code(200).send();
     },
   );

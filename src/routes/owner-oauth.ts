@@ -6,15 +6,11 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { notFound } from '../core/errors.js';
 import { PageQuery } from '../core/pagination.js';
 import { InboxId } from '../core/schemas.js';
 import { SCOPE_MAX_INBOXES } from '../auth/api-keys.js';
 import { PermissionsInput } from '../auth/permissions.js';
-import { listClients, purgeClients } from '../oauth/clients.js';
-import { approveRequest, denyRequest, requestView } from '../oauth/consent.js';
-import { revokeGrant } from '../oauth/grants.js';
-import { currentResource } from '../oauth/resources.js';
+import { approveConsent, consentView, denyConsent, oauthClientPage, purgeOAuthClients, revokeOAuthGrant } from '../requests/oauth.js';
 import { ConsentDecisionResponse, ConsentRequestResponse, OAuthClientPage, PurgeClientsResponse } from '../oauth/schemas.js';
 
 const Id = Type.String({ minLength: 1, maxLength: 64 });
@@ -35,36 +31,31 @@ const owner = { auth: 'owner' } as const;
 
 export const ownerOAuthRoutes: FastifyPluginAsync = async (app) => {
   if (app.svc.listener !== 'local') return;
-  const { db, bus } = app.svc;
+  const svc = app.svc;
+  const { db } = svc;
 
   app.get<{ Querystring: Static<typeof ListQuery> }>('/oauth/clients', { config: owner, schema: { querystring: ListQuery, response: { 200: OAuthClientPage } } }, async (request) =>
-    listClients(db, request.principal!, request.query),
+    oauthClientPage(db, request.principal!, request.query),
   );
 
   app.delete<{ Params: Static<typeof GrantParams> }>('/oauth/grants/:grant_id', { config: owner, schema: { params: GrantParams } }, async (request, reply) => {
-    const seq = revokeGrant(db, request.params.grant_id);
-    if (seq === null) throw notFound('grant');
-    bus.publish({ kind: 'event', seq });
+    revokeOAuthGrant(svc, request.params.grant_id);
     return reply.send();
   });
 
-  app.post('/oauth/clients/purge', { config: owner, schema: { body: Empty, response: { 200: PurgeClientsResponse } } }, async () => ({ deleted_clients: purgeClients(db) }));
+  app.post('/oauth/clients/purge', { config: owner, schema: { body: Empty, response: { 200: PurgeClientsResponse } } }, async () => purgeOAuthClients(db));
 
   app.get<{ Params: Static<typeof RequestParams> }>('/oauth/requests/:request_id', { config: owner, schema: { params: RequestParams, response: { 200: ConsentRequestResponse } } }, async (request) =>
-    requestView(db, request.params.request_id),
+    consentView(db, request.params.request_id),
   );
 
   app.post<{ Params: Static<typeof RequestParams>; Body: Static<typeof Approve> }>(
     '/oauth/requests/:request_id/approve',
     { config: owner, schema: { params: RequestParams, body: Approve, response: { 200: ConsentDecisionResponse } } },
-    async (request) => {
-      const { redirectTo, seq } = approveRequest(db, request.params.request_id, request.body, (resource) => currentResource(db, resource));
-      bus.publish({ kind: 'event', seq });
-      return { redirect_to: redirectTo };
-    },
+    async (request) => approveConsent(svc, request.params.request_id, request.body),
   );
 
-  app.post<{ Params: Static<typeof RequestParams> }>('/oauth/requests/:request_id/deny', { config: owner, schema: { params: RequestParams, body: Empty, response: { 200: ConsentDecisionResponse } } }, async (request) => ({
-    redirect_to: denyRequest(db, request.params.request_id).redirectTo,
-  }));
+  app.post<{ Params: Static<typeof RequestParams> }>('/oauth/requests/:request_id/deny', { config: owner, schema: { params: RequestParams, body: Empty, response: { 200: ConsentDecisionResponse } } }, async (request) =>
+    denyConsent(db, request.params.request_id),
+  );
 };

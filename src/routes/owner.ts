@@ -5,13 +5,23 @@
  */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { ApiError } from '../core/errors.js';
 import type { NewSession } from '../owner/owner-account.js';
 import { SESSION_COOKIE, SESSION_MAX_MS } from '../owner/limits.js';
 import { sessionCsrfToken } from '../owner/session-binding.js';
 import type { OwnerAccount } from '../owner/owner-account.js';
 import type { SameShape } from '../core/validation.js';
 import { LoginLinkResponse, Session, SessionList, SessionResponse, StatusResponse } from '../owner/schemas.js';
+import {
+  changeOwnerPassword,
+  createLoginLink,
+  deleteOwnerSession,
+  loginOwner,
+  logoutOwner,
+  ownerSessionList,
+  ownerStatus,
+  redeemLoginLink,
+  setupOwner,
+} from '../requests/owner.js';
 
 const Setup = Type.Object({ password: Type.String(), code: Type.String({ maxLength: 64 }) }, { additionalProperties: false });
 const Login = Type.Object({ password: Type.String() }, { additionalProperties: false });
@@ -36,56 +46,43 @@ function startSession(request: FastifyRequest, reply: FastifyReply, session: New
 }
 
 export const ownerRoutes: FastifyPluginAsync = async (app) => {
-  const { owner } = app.svc;
+  const svc = app.svc;
 
   app.get('/status', { config: { auth: 'public' }, schema: { response: { 200: StatusResponse } } }, async (request, reply) => {
     const p = request.principal;
     if (p?.csrfToken) reply.header('x-svc-csrf', p.csrfToken);
-    return { setup_required: owner.setupRequired, authenticated: p !== null && (p.kind === 'owner' || p.kind === 'session'), locked: false };
+    return ownerStatus(svc, p);
   });
 
-  app.post<{ Body: Static<typeof Setup> }>('/setup', { config: { auth: 'public' }, schema: { body: Setup, response: { 200: SessionResponse } } }, async (request, reply) => {
-    const session = await owner.setup(request.body.password, request.body.code, request.headers['user-agent']);
-    return startSession(request, reply, session);
-  });
+  app.post<{ Body: Static<typeof Setup> }>('/setup', { config: { auth: 'public' }, schema: { body: Setup, response: { 200: SessionResponse } } }, async (request, reply) =>
+    startSession(request, reply, await setupOwner(svc, request.body.password, request.body.code, request.headers['user-agent'])),
+  );
 
-  app.post<{ Body: Static<typeof Login> }>('/login', { config: { auth: 'public' }, schema: { body: Login, response: { 200: SessionResponse } } }, async (request, reply) => {
-    const session = await owner.login(request.body.password, request.headers['user-agent']);
-    return startSession(request, reply, session);
-  });
+  app.post<{ Body: Static<typeof Login> }>('/login', { config: { auth: 'public' }, schema: { body: Login, response: { 200: SessionResponse } } }, async (request, reply) =>
+    startSession(request, reply, await loginOwner(svc, request.body.password, request.headers['user-agent'])),
+  );
 
-  app.post('/login-links', { config: { auth: 'owner_bearer' }, schema: { body: Empty, response: { 200: LoginLinkResponse } } }, async () => {
-    const link = owner.createLoginLink();
-    return { url: `${app.svc.origin()}/login#token=${link.token}`, expires_at: link.expiresAt };
-  });
+  app.post('/login-links', { config: { auth: 'owner_bearer' }, schema: { body: Empty, response: { 200: LoginLinkResponse } } }, async () => createLoginLink(svc, svc.origin()));
 
-  app.post<{ Body: Static<typeof Redeem> }>('/login-links/redeem', { config: { auth: 'public' }, schema: { body: Redeem, response: { 200: SessionResponse } } }, async (request, reply) => {
-    const session = owner.redeemLoginLink(request.body.token, request.headers['user-agent']);
-    return startSession(request, reply, session);
-  });
+  app.post<{ Body: Static<typeof Redeem> }>('/login-links/redeem', { config: { auth: 'public' }, schema: { body: Redeem, response: { 200: SessionResponse } } }, async (request, reply) =>
+    startSession(request, reply, redeemLoginLink(svc, request.body.token, request.headers['user-agent'])),
+  );
 
   app.post('/logout', { config: { auth: 'owner' }, schema: { body: Empty } }, async (request, reply) => {
-    const p = request.principal!;
-    if (p.kind === 'session') owner.endSession(p.id);
+    logoutOwner(svc, request.principal!);
     reply.clearCookie(SESSION_COOKIE, { path: '/' });
     return reply.send();
   });
 
-  app.get('/sessions', { config: { auth: 'owner' }, schema: { response: { 200: SessionList } } }, async (request) => {
-    const p = request.principal!;
-    const sessions = owner.listSessions(p.kind === 'session' ? p.id : null);
-    return { count: sessions.length, limit: sessions.length, sessions };
-  });
+  app.get('/sessions', { config: { auth: 'owner' }, schema: { response: { 200: SessionList } } }, async (request) => ownerSessionList(svc, request.principal!));
 
   app.delete<{ Params: Static<typeof SessionParams> }>('/sessions/:id', { config: { auth: 'owner' }, schema: { params: SessionParams } }, async (request, reply) => {
-    if (!owner.deleteSession(request.params.id)) throw new ApiError('not_found', 'The session was not found.', { fix: 'List sessions with GET /v0/owner/sessions.' });
-    if (request.principal!.kind === 'session' && request.principal!.id === request.params.id) reply.clearCookie(SESSION_COOKIE, { path: '/' });
+    if (deleteOwnerSession(svc, request.principal!, request.params.id).own) reply.clearCookie(SESSION_COOKIE, { path: '/' });
     return reply.send();
   });
 
   app.post<{ Body: Static<typeof ChangePassword> }>('/password', { config: { auth: 'owner' }, schema: { body: ChangePassword } }, async (request, reply) => {
-    const p = request.principal!;
-    await owner.changePassword(request.body.current_password, request.body.password, p.kind === 'session' ? p.id : null);
+    await changeOwnerPassword(svc, request.principal!, request.body.current_password, request.body.password);
     return reply.send();
   });
 };

@@ -7,6 +7,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { COMMAND_MAX, type RemoteAccess, type RemoteView } from '../remote/remote-access.js';
 import type { SameShape } from '../core/validation.js';
+import { disableRemote, enableRemote, remoteView } from '../requests/remote.js';
 import { RemoteResponse } from '../remote/schemas.js';
 
 /** RFC 1035 presentation-form limit; the exact rules are checked by normalizeHostname. */
@@ -27,12 +28,13 @@ const response = { 200: RemoteResponse };
 
 export function remoteRoutes(remote: RemoteAccess): FastifyPluginAsync {
   return async (app) => {
-    app.get('/remote', { config: { auth: 'owner' }, schema: { response } }, async () => remote.view());
+    const svc = { db: app.svc.db, remote };
+    app.get('/remote', { config: { auth: 'owner' }, schema: { response } }, async () => remoteView(svc));
 
     app.post<{ Body: Static<typeof EnableBody> }>('/remote/enable', { config: { auth: 'owner' }, schema: { body: EnableBody, response } }, async (request) =>
-      remote.enable(request.body),
+      enableRemote(svc, request.body),
     );
 
-    app.post('/remote/disable', { config: { auth: 'owner' }, schema: { body: Empty, response } }, async () => remote.disable());
+    app.post('/remote/disable', { config: { auth: 'owner' }, schema: { body: Empty, response } }, async () => disableRemote(svc));
   };
 }
