@@ -11,7 +11,8 @@
  * nor held as text: `SEALED_V2_MAGIC`, a 4-byte big-endian length, a small compact JWE of the same
  * kind whose payload is `{version: 2, envelope, auth, spam, body: {key, iv, size}}`, then the raw
  * message encrypted with AES-256-GCM under that fresh body key (the JWE text as additional data),
- * then its 16-byte tag. Sealing and opening each hold the message and one ciphertext of its size.
+ * then its 16-byte tag. Sealed and opened in place (`sealInboundInPlace`, `openSealed` with
+ * `inPlace`), a large message is held once, not once more as its ciphertext.
  */
 import {
   createCipheriv,
