@@ -6,27 +6,12 @@
 import { CliError } from './exit-codes.js';
 import { enc, opt, PAGE_OPTIONS, pageQuery, type Ctx, type Group } from './commands.js';
 import type { ServiceClient } from './owner-client.js';
+import type { Domain as FullDomain, DomainItem } from '../domains/schemas.js';
 import { cell, fields, itemsTable, out, pageTable, printJson, type Column, WHOLE } from './output.js';
 
-interface DomainRecord {
-  type: string;
-  name: string;
-  value: string;
-  priority?: number;
-  status: string;
-  reason?: string | null;
-}
-
-interface Domain {
-  domain_id: string;
-  domain: string;
-  status: string;
-  reason: string | null;
-  records?: DomainRecord[];
-  selftest?: { status: string };
-  created_at: string;
-  verified_at?: string | null;
-}
+type DomainRecord = FullDomain['records'][number];
+/** A list item, or the full domain (its records and self-test only on the full one). */
+type Domain = DomainItem & Partial<Pick<FullDomain, 'records' | 'selftest'>>;
 
 /** States a wait ends in (docs/domains.md). */
 const FINAL = new Set(['verified', 'failed', 'torn_down']);
