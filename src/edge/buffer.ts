@@ -220,15 +220,20 @@ export class SealedBuffer {
     }
   }
 
-  /** Whether the stored object is a binary (v2) one, from its first bytes; false when it is gone. */
-  private async objectIsBinary(key: string): Promise<boolean> {
-    let handle: fsp.FileHandle;
+  /** The object's file opened for reading, or null when it is gone (a delete won the race). */
+  private async openObjectFile(key: string): Promise<fsp.FileHandle | null> {
     try {
-      handle = await fsp.open(this.objectPath(key), 'r');
+      return await fsp.open(this.objectPath(key), 'r');
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw err;
     }
+  }
+
+  /** Whether the stored object is a binary (v2) one, from its first bytes; false when it is gone. */
+  private async objectIsBinary(key: string): Promise<boolean> {
+    const handle = await this.openObjectFile(key);
+    if (handle === null) return false;
     try {
       return await startsBinary(handle);
     } finally {
@@ -243,13 +248,8 @@ export class SealedBuffer {
    */
   async openObjectStream(key: string): Promise<{ stream: fs.ReadStream; size: number; binary: boolean } | null> {
     if (!this.objectSizes.has(key)) return null;
-    let handle: fsp.FileHandle;
-    try {
-      handle = await fsp.open(this.objectPath(key), 'r');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-      throw err;
-    }
+    const handle = await this.openObjectFile(key);
+    if (handle === null) return null;
     try {
       const { size } = await handle.stat();
       return { stream: handle.createReadStream({ autoClose: true, start: 0 }), size, binary: await startsBinary(handle) };

@@ -14,7 +14,7 @@ import type { EdgeClient } from './edge-client.js';
 import { quarantine, quarantineByKey } from './quarantine.js';
 import { recordRejection } from './rejections.js';
 import { commitKey, isCommitHandled } from './commit-keys.js';
-import { COLLECT_AFTER_BYTES, collectGarbage, collectGarbageSoon } from '../core/gc.js';
+import { COLLECT_AFTER_BYTES, collectGarbageSoon } from '../core/gc.js';
 import { inboxExists } from '../auth/inbox-lookup.js';
 import { isSelftestRecipient, receiveSelftest } from '../domains/store.js';
 
@@ -254,9 +254,9 @@ type Opened = { key: string; size: number; mail: OpenedInbound };
 
 /** Fetches, opens and commits one large object; false when it is gone or was quarantined. */
 async function commitLarge(deps: IngestDeps, { key, size }: { key: string; size: number }): Promise<boolean> {
+  // The opener collects once more before parsing (workers/loops/inbound-pull.ts), which frees
+  // what an earlier message and this fetch left dead; one collection before the fetch would be a second.
   const huge = size >= COLLECT_AFTER_BYTES;
-  // Whatever the last huge message left dead is freed before this one arrives.
-  if (huge) collectGarbage();
   try {
     const sealed = await deps.edge.getObjectBytes(key);
     if (sealed === null) {
