@@ -6,7 +6,6 @@
  * Every operation takes `inboxId`: null for `/api-keys...`, or the path's inbox for
  * `/inboxes/{inbox_id}/api-keys...`, which must exist (404 `inbox` first) and is the key's scope.
  */
-import { Type, type Static } from 'typebox';
 import type { Db } from '../db/open.js';
 import { prepared } from '../db/statements.js';
 import { uuidv7 } from '../db/ids.js';
@@ -16,58 +15,23 @@ import { newSecret, sha256Hex } from './secrets.js';
 import { DEFAULT_LIMIT, pageFromRows, readCursor, type PageBinding } from '../core/pagination.js';
 import { normalizeInboxId } from './access.js';
 import { inboxExists } from './inbox-lookup.js';
-import { PERMISSIONS, permissionObject, permissionSet, PermissionsInput, storedPermissions } from './permissions.js';
+import { PERMISSIONS, permissionObject, permissionSet, storedPermissions } from './permissions.js';
+import type { ApiKeyResponse, CreateApiKeyBody, CreateInboxApiKeyBody, CreatedApiKeyResponse, UpdateApiKeyBody } from './api-key-schemas.js';
+
+export type { ApiKeyResponse, CreateApiKeyBody, CreateInboxApiKeyBody, CreatedApiKeyResponse, UpdateApiKeyBody } from './api-key-schemas.js';
 
 /** What every API key secret starts with, so `resolveBearer` knows which store to ask. */
 export const API_KEY_PREFIX = 'svc_key_';
 
 /** Characters of the secret kept for display: `svc_key_` plus four. */
 export const PREFIX_LENGTH = 12;
-export const NAME_MAX = 128;
-export const SCOPE_MAX_INBOXES = 1000;
 
-const SendPolicyField = Type.Union([Type.Literal('direct'), Type.Literal('approval'), Type.Literal('read_only')]);
 /**
  * The send policy of a key created without one (the AgentMail SDK's `apiKeys.create` has no such
  * field). `approval` is the cautious choice: the key can draft and ask, but nothing leaves the
  * home until the owner approves it; `direct` has to be asked for by name.
  */
 export const DEFAULT_SEND_POLICY: SendPolicy = 'approval';
-const Name = Type.Union([Type.String({ maxLength: NAME_MAX }), Type.Null()]);
-const Address = Type.String({ minLength: 3, maxLength: 320 });
-
-/** Create under `/inboxes/{inbox_id}/api-keys`: the path is the scope, so the body carries none. */
-/** What every new key may say about itself; the instance-wide form adds its inbox scope. */
-const NewKeyFields = {
-  permissions: Type.Optional(PermissionsInput),
-  send_policy: Type.Optional(SendPolicyField),
-  name: Type.Optional(Name),
-  expires_at: Type.Optional(Type.Union([Type.String({ format: 'date-time' }), Type.Null()])),
-};
-
-export const CreateInboxApiKeyBody = Type.Object(NewKeyFields, { additionalProperties: false });
-export type CreateInboxApiKeyBody = Static<typeof CreateInboxApiKeyBody>;
-
-export const CreateApiKeyBody = Type.Object(
-  {
-    ...NewKeyFields,
-    inbox_id: Type.Optional(Type.Union([Address, Type.Null()])),
-    inbox_ids: Type.Optional(Type.Union([Type.Array(Address, { minItems: 1, maxItems: SCOPE_MAX_INBOXES }), Type.Null()])),
-  },
-  { additionalProperties: false },
-);
-export type CreateApiKeyBody = Static<typeof CreateApiKeyBody>;
-
-export const UpdateApiKeyBody = Type.Object(
-  {
-    name: Type.Optional(Name),
-    permissions: Type.Optional(PermissionsInput),
-    send_policy: Type.Optional(SendPolicyField),
-  },
-  { additionalProperties: false },
-);
-export type UpdateApiKeyBody = Static<typeof UpdateApiKeyBody>;
-
 interface ApiKeyRow {
   api_key_id: string;
   name: string | null;
@@ -83,31 +47,6 @@ interface ApiKeyRow {
 
 /** Everything but the hash: no query here ever reads `key_hash` back. */
 const COLUMNS = 'api_key_id, name, prefix, permissions, send_policy, inbox_ids, expires_at, created_at, updated_at, used_at';
-
-const ApiKeyFields = {
-  /** AgentMail's credential kind; svc only has bearer keys. */
-  type: Type.Literal('bearer'),
-  api_key_id: Type.String(),
-  name: Type.Union([Type.String(), Type.Null()]),
-  prefix: Type.String(),
-  /** Every known permission name with whether it is granted. */
-  permissions: Type.Record(Type.String(), Type.Boolean()),
-  send_policy: SendPolicyField,
-  /** The scope's inbox when it is exactly one, else null. */
-  inbox_id: Type.Union([Type.String(), Type.Null()]),
-  /** null: every inbox. */
-  inbox_ids: Type.Union([Type.Array(Type.String()), Type.Null()]),
-  expires_at: Type.Union([Type.String(), Type.Null()]),
-  created_at: Type.String(),
-  updated_at: Type.String(),
-  used_at: Type.Union([Type.String(), Type.Null()]),
-};
-/** A key as every read returns it: the secret and its hash are not fields, so they cannot leak. */
-export const ApiKeyResponse = Type.Object(ApiKeyFields);
-export type ApiKeyResponse = Static<typeof ApiKeyResponse>;
-/** The answer to a create: the key and, this once, its secret. */
-export const CreatedApiKeyResponse = Type.Object({ ...ApiKeyFields, api_key: Type.String() });
-export type CreatedApiKeyResponse = Static<typeof CreatedApiKeyResponse>;
 
 function apiKeyResponse(row: ApiKeyRow): ApiKeyResponse {
   const inboxIds = row.inbox_ids === null ? null : (JSON.parse(row.inbox_ids) as string[]);

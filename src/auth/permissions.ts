@@ -3,7 +3,6 @@
  * booleans (`{inbox_read: true, ...}`, the response form) and a plain array of names (also
  * accepted on input). Stored as a JSON array of the granted names.
  */
-import { Type, type Static } from 'typebox';
 import { ApiError } from '../core/errors.js';
 
 export const PERMISSIONS = [
@@ -38,15 +37,8 @@ export type Permission = (typeof PERMISSIONS)[number];
 
 const KNOWN: ReadonlySet<string> = new Set(PERMISSIONS);
 
-/**
- * Loose on purpose: names are checked in `permissionSet`, which can say which name is unknown;
- * a JSON-schema union would only answer "must match a schema in anyOf".
- */
-export const PermissionsInput = Type.Union([
-  Type.Record(Type.String(), Type.Union([Type.Boolean(), Type.Null()]), { maxProperties: 200 }),
-  Type.Array(Type.String(), { maxItems: 200 }),
-]);
-export type PermissionsInput = Static<typeof PermissionsInput>;
+export type { PermissionsInput } from './permission-schemas.js';
+import type { PermissionsInput } from './permission-schemas.js';
 
 function unknownPermission(name: string): ApiError {
   return new ApiError('validation_error', `Unknown permission \`${name}\`.`, {

@@ -4,7 +4,6 @@
  * other filters or after the index changed is `409 page_token_stale`.
  */
 import { createHmac, randomBytes } from 'node:crypto';
-import { Type } from 'typebox';
 import type { Db } from '../db/open.js';
 import { ApiError } from './errors.js';
 import type { Principal } from '../auth/principal.js';
@@ -14,12 +13,6 @@ import { prepared } from '../db/statements.js';
 export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 100;
 
-/** Query fields every list route accepts. */
-export const PageQuery = {
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_LIMIT })),
-  page_token: Type.Optional(Type.String({ maxLength: 2048 })),
-  ascending: Type.Optional(Type.Boolean()),
-};
 
 /** A position in a keyset ordering, e.g. [timestamp, id]. */
 export type Cursor = (string | number)[];

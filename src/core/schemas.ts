@@ -6,9 +6,16 @@
  * lookup's business (a wrong id is `404 not_found`, spec §7.1).
  */
 import { Type, type Static, type TArray, type TInteger, type TOptional, type TSchema, type TString } from 'typebox';
-import { PageQuery } from './pagination.js';
+import { MAX_LIMIT } from './pagination.js';
 import { MAX_MESSAGE_ID } from '../mail/limits.js';
 
+
+/** Query fields every list route accepts. */
+export const PageQuery = {
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_LIMIT })),
+  page_token: Type.Optional(Type.String({ maxLength: 2048 })),
+  ascending: Type.Optional(Type.Boolean()),
+};
 /** An inbox id is its address: 254 octets at most (RFC 5321), with room for un-normalized input. */
 export const INBOX_ID_MAX = 320;
 /** Thread and draft ids are svc-made UUIDv7s (36 characters); the bound only stops junk early. */

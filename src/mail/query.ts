@@ -4,7 +4,8 @@
  */
 import { Type, type Static } from 'typebox';
 import type { Db } from '../db/open.js';
-import { DEFAULT_LIMIT, PageQuery, decodePageToken, encodePageToken, pageResponse, type Cursor, type PageBinding } from '../core/pagination.js';
+import { DEFAULT_LIMIT, decodePageToken, encodePageToken, pageResponse, type Cursor, type PageBinding } from '../core/pagination.js';
+import { PageQuery } from '../core/schemas.js';
 import type { Principal } from '../auth/principal.js';
 import { prepared } from '../db/statements.js';
 import { MAX_LABEL_LENGTH, MAX_LABELS_PER_EDIT } from './labels.js';

@@ -11,7 +11,7 @@ import { inboxFor, requirePermission } from '../auth/access.js';
 import type { Permission } from '../auth/permissions.js';
 import { issueDownloadUrl } from '../auth/downloads.js';
 import { notFound } from '../core/errors.js';
-import { PageQuery } from '../core/pagination.js';
+import { PageQuery } from '../core/schemas.js';
 import { inScope, type Principal } from '../auth/principal.js';
 import type { Bus } from '../supervisor/bus.js';
 import { approveScheduled, checkDraftCreate, checkDraftUpdate, checkDraftVersion, createDraft, rejectDraft, updateDraft } from '../mail/drafts/policy.js';

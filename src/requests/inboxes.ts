@@ -8,7 +8,7 @@
  */
 import { Type, type Static } from 'typebox';
 import type { AppContext } from '../context.js';
-import { PageQuery } from '../core/pagination.js';
+import { PageQuery } from '../core/schemas.js';
 import type { Db } from '../db/open.js';
 import { inboxFor, requirePermission } from '../auth/access.js';
 import { inScope, type Principal } from '../auth/principal.js';

@@ -5,20 +5,9 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { PageQuery } from '../core/pagination.js';
-import { InboxId, InboxParams, ListOf } from '../core/schemas.js';
-import {
-  ApiKeyResponse,
-  createApiKey,
-  CreateApiKeyBody,
-  CreatedApiKeyResponse,
-  CreateInboxApiKeyBody,
-  deleteApiKey,
-  getApiKey,
-  listApiKeys,
-  updateApiKey,
-  UpdateApiKeyBody,
-} from '../auth/api-keys.js';
+import { InboxId, InboxParams, ListOf, PageQuery } from '../core/schemas.js';
+import { createApiKey, deleteApiKey, getApiKey, listApiKeys, updateApiKey } from '../auth/api-keys.js';
+import { ApiKeyResponse, CreateApiKeyBody, CreatedApiKeyResponse, CreateInboxApiKeyBody, UpdateApiKeyBody } from '../auth/api-key-schemas.js';
 
 const ApiKeyId = Type.String({ minLength: 1, maxLength: 64 });
 const KeyParams = Type.Object({ api_key_id: ApiKeyId });

@@ -6,8 +6,7 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { PageQuery } from '../core/pagination.js';
-import { ListOf } from '../core/schemas.js';
+import { ListOf, PageQuery } from '../core/schemas.js';
 import { CreateDomainBody, UpdateDomainBody } from '../domains/store.js';
 import {
   applyDomainFor,

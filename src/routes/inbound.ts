@@ -5,8 +5,7 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { PageQuery } from '../core/pagination.js';
-import { INBOX_ID_MAX, ListOf } from '../core/schemas.js';
+import { INBOX_ID_MAX, ListOf, PageQuery } from '../core/schemas.js';
 import { QuarantineItem, QuarantinePage, Rejection, RetryResponse } from '../inbound/schemas.js';
 import type { SameShape } from '../core/validation.js';
 import type { quarantineView } from '../inbound/quarantine.js';

@@ -6,10 +6,9 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { PageQuery } from '../core/pagination.js';
-import { InboxId } from '../core/schemas.js';
-import { SCOPE_MAX_INBOXES } from '../auth/api-keys.js';
-import { PermissionsInput } from '../auth/permissions.js';
+import { InboxId, PageQuery } from '../core/schemas.js';
+import { SCOPE_MAX_INBOXES } from '../auth/api-key-schemas.js';
+import { PermissionsInput } from '../auth/permission-schemas.js';
 import { approveConsent, consentView, denyConsent, oauthClientPage, purgeOAuthClients, revokeOAuthGrant } from '../requests/oauth.js';
 import { ConsentDecisionResponse, ConsentRequestResponse, OAuthClientPage, PurgeClientsResponse } from '../oauth/schemas.js';
 

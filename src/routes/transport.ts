@@ -5,7 +5,7 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import type { Static } from 'typebox';
-import { TransportBody, TransportResponse } from '../mail/transport.js';
+import { TransportBody, TransportResponse } from '../mail/transport-schemas.js';
 import { clearTransportFor, readTransportView, writeTransportFor, type TransportView } from '../requests/transport.js';
 import type { SameShape } from '../core/validation.js';
 

@@ -6,8 +6,7 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { PageQuery } from '../core/pagination.js';
-import { InboxId, InboxParams, ListOf, RESOURCE_ID_MAX } from '../core/schemas.js';
+import { InboxId, InboxParams, ListOf, PageQuery, RESOURCE_ID_MAX } from '../core/schemas.js';
 import {
   createWebhookFor,
   deleteWebhookFor,

@@ -57,6 +57,26 @@ export const RECONCILE_EDGE_RETRY_MS = 60_000;
 export type LoopName = keyof typeof LOOPS;
 export const LOOP_NAMES = Object.keys(LOOPS) as LoopName[];
 
+/**
+ * The most a loop thread's young generation may grow to, in MiB. V8 grows it up to 16 MiB per
+ * semi-space while a thread compiles its modules and keeps it until a memory-reducing collection
+ * long after start-up: eight loops at their defaults held ~35 MiB of empty young space. A loop's
+ * objects live for one pass, so a small young generation costs it only more frequent (cheap)
+ * scavenges. The inbound-pull loop keeps V8's default: it opens and parses a batch of messages in
+ * its own thread, and a small young generation there would promote each message's strings to the
+ * old generation.
+ */
+export const LOOP_YOUNG_GENERATION_MB: Record<LoopName, number | null> = {
+  outbox: 2,
+  'inbound-pull': null,
+  'inbound-reconcile': 2,
+  'delivery-events': 2,
+  'scheduled-drafts': 2,
+  provisioning: 2,
+  webhooks: 2,
+  'remote-access': 2,
+};
+
 /** Messages between the supervisor and a loop worker. */
 export type ToLoop =
   | { kind: 'wake' }

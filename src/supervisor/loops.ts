@@ -1,7 +1,7 @@
 /** Starts one worker_thread per background loop and stops the service if any of them dies. */
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
-import { LOOP_NAMES, type FromLoop, type LoopName, type LoopWorkerData, type ToLoop } from './loop-table.js';
+import { LOOP_NAMES, LOOP_YOUNG_GENERATION_MB, type FromLoop, type LoopName, type LoopWorkerData, type ToLoop } from './loop-table.js';
 import type { Bus } from './bus.js';
 import type { CpuPool } from './pool.js';
 
@@ -38,7 +38,9 @@ export class LoopSupervisor {
   #spawn(name: LoopName, dbFile: string, dbKey: Buffer, fault: string | null): Promise<void> {
     const key = new Uint8Array(dbKey);
     const data: LoopWorkerData = { name, dbFile, dbKey: key, fault };
-    const worker = new Worker(loopFile(name), { workerData: data, name: `loop:${name}` });
+    const youngMb = LOOP_YOUNG_GENERATION_MB[name];
+    const resourceLimits = youngMb === null ? undefined : { maxYoungGenerationSizeMb: youngMb };
+    const worker = new Worker(loopFile(name), { workerData: data, name: `loop:${name}`, resourceLimits });
     key.fill(0);
     this.#workers.set(name, worker);
     return new Promise((resolve, reject) => {

@@ -13,7 +13,7 @@
 import t from 'tap';
 import { createHash } from 'node:crypto';
 import Fastify from 'fastify';
-import { ApiKeyResponse, CreatedApiKeyResponse } from '../../src/auth/api-keys.js';
+import { ApiKeyResponse, CreatedApiKeyResponse } from '../../src/auth/api-key-schemas.js';
 import { SECURITY_HEADERS } from '../../src/auth/gate.js';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
 

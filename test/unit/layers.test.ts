@@ -120,3 +120,41 @@ t.test('transactions are opened only in src/requests/, src/db/, workers/loops/ a
   }
   t.same(stray, [], 'transactions opened outside their layer');
 });
+
+/** Packages a file loads when it runs: static imports that are not `import type` (those are erased). */
+function runtimeImportsOf(file: string): { files: string[]; packages: string[] } {
+  const text = fs.readFileSync(file, 'utf8');
+  const files = new Set<string>();
+  const packages = new Set<string>();
+  for (const m of text.matchAll(/(?:^|\n)\s*(import|export)\s+(type\s)?(?:[^'";]*?from\s*)?'([^']+)'/g)) {
+    if (m[2] !== undefined) continue;
+    const spec = m[3];
+    if (!spec.startsWith('.')) packages.add(spec);
+    else {
+      const target = path.resolve(path.dirname(file), spec.replace(/\.js$/, '.ts'));
+      if (fs.existsSync(target)) files.add(target);
+    }
+  }
+  return { files: [...files], packages: [...packages] };
+}
+
+/**
+ * Each loop thread pays for every module it loads (issue 19: "each worker loads only what its loop
+ * needs"); typebox alone costs a thread about 3.4 MiB of heap. These loops validate nothing against
+ * a schema, so the schemas of the modules they call live in separate *-schemas files.
+ */
+t.test('loops that check no schema do not load typebox', async (t) => {
+  for (const loop of ['delivery-events', 'inbound-reconcile', 'webhooks', 'remote-access']) {
+    const seen = new Set<string>();
+    const chains: string[] = [];
+    const walk = (file: string, chain: string[]) => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      const { files: deps, packages } = runtimeImportsOf(file);
+      if (packages.some((p) => p === 'typebox' || p.startsWith('typebox/'))) chains.push([...chain, rel(file)].join(' → '));
+      for (const dep of deps) walk(dep, [...chain, rel(file)]);
+    };
+    walk(path.join(root, 'workers', 'loops', `${loop}.ts`), []);
+    t.same(chains, [], `${loop} loads typebox through`);
+  }
+});
