@@ -3,6 +3,7 @@ import { DOMAINS_MIGRATION } from './migrations-domains.js';
 import { WEBHOOKS_MIGRATION } from './migrations-webhooks.js';
 import { OAUTH_MIGRATION } from './migrations-oauth.js';
 import { QUARANTINE_AUTO_RETRY_MIGRATION } from './migrations-quarantine.js';
+import { RAW_PARTS_MIGRATION } from './migrations-raw-parts.js';
 
 export const MIGRATIONS: readonly string[] = [
   // 1: settings and the owner account
@@ -280,4 +281,6 @@ export const MIGRATIONS: readonly string[] = [
   `,
   // 10: the quarantine's automatic retry time, indexed (src/db/migrations-quarantine.ts)
   QUARANTINE_AUTO_RETRY_MIGRATION,
+  // 11: raw MIME in parts of at most 1 MiB (src/db/migrations-raw-parts.ts)
+  RAW_PARTS_MIGRATION,
 ];

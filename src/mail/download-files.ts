@@ -21,9 +21,6 @@ export function messageLabelNames(db: Db, messageRowid: number): string[] {
   return (prepared(db, 'SELECT label FROM message_labels WHERE message_rowid = ?').all(messageRowid) as { label: string }[]).map((l) => l.label);
 }
 
-export function rawMime(db: Db, messageRowid: number): Buffer | undefined {
-  return (prepared(db, 'SELECT mime FROM raw_messages WHERE message_rowid = ?').get(messageRowid) as { mime: Buffer } | undefined)?.mime;
-}
 
 export function attachmentFile(db: Db, messageRowid: number, attachmentId: string): { filename: string | null; content_type: string | null; content: Buffer } | undefined {
   return prepared(db, 'SELECT filename, content_type, content FROM attachments WHERE message_rowid = ? AND attachment_id = ?').get(messageRowid, attachmentId) as

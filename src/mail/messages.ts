@@ -49,14 +49,22 @@ export function fullMessages(db: Db, rows: MessageBodyRow[]): Message[] {
   return rows.map((r) => messageShape(r, attachments.get(r.id) ?? []));
 }
 
-/** Messages by internal row id, full shape, in the given order. */
-export function messagesByRowid(db: Db, rowids: readonly number[]): Message[] {
-  const rows = prepared(db, `SELECT ${MESSAGE_ITEM_COLUMNS}, ${MESSAGE_BODY_COLUMNS} FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))`).all(JSON.stringify(rowids)) as MessageBodyRow[];
-  const byId = new Map(rows.map((r) => [r.id, r]));
-  return fullMessages(
-    db,
-    rowids.flatMap((id) => byId.get(id) ?? []),
-  );
+/** A body as stored, in the column names of MessageBodyRow. */
+export type MessageBody = Pick<MessageBodyRow, 'text' | 'html' | 'extracted_text' | 'extracted_html'>;
+
+/**
+ * One message, full shape, with the body its caller has just written instead of reading it back:
+ * for a large body the read would cost two more copies of it at the moment the message's event
+ * is built (issue 16, finding 9). A string with a lone surrogate does not read back as written
+ * (SQLite keeps its UTF-8 bytes, which decode to U+FFFD), so such a body is read back after all;
+ * received mail never has one (workers/pool/parse.ts makes its text well-formed).
+ */
+export function messageWithBody(db: Db, rowid: number, body: MessageBody): Message {
+  const asWritten = [body.text, body.html, body.extracted_text, body.extracted_html].every((s) => s === null || s.isWellFormed());
+  const columns = asWritten ? MESSAGE_ITEM_COLUMNS : `${MESSAGE_ITEM_COLUMNS}, ${MESSAGE_BODY_COLUMNS}`;
+  const row = prepared(db, `SELECT ${columns} FROM messages m WHERE m.id = ?`).get(rowid) as MessageBodyRow;
+  const [message] = fullMessages(db, [asWritten ? { ...row, ...body } : row]);
+  return message!;
 }
 
 // ---- list ----

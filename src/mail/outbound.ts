@@ -23,6 +23,7 @@ import { MAX_MESSAGE_BYTES, MAX_REFERENCES } from './limits.js';
 import { joinThread, MAX_INDEXED_BODY, newThread, previewOf, stableAttachmentId } from './store.js';
 import { prepared } from '../db/statements.js';
 import { readTransport } from './transport.js';
+import { storeRawMime } from './raw-mime.js';
 
 export type OutboundKind = 'send' | 'reply' | 'forward';
 
@@ -293,7 +294,7 @@ export function queueOutbound(db: Db, send: PreparedSend, extraLabels: readonly 
     'INSERT INTO attachments (message_rowid, attachment_id, filename, content_type, content_disposition, content_id, size, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
   );
   c.attachments.forEach((a, i) => addAttachment.run(rowid, stableAttachmentId(messageId, i), a.filename, a.contentType, a.contentDisposition, a.contentId, a.content.byteLength, a.content));
-  prepared(db, 'INSERT INTO raw_messages (message_rowid, mime) VALUES (?, ?)').run(rowid, Buffer.from(send.raw.buffer, send.raw.byteOffset, send.raw.byteLength));
+  storeRawMime(db, rowid, send.raw);
   const participants = [from, ...c.to.map((r) => r.display), ...c.cc.map((r) => r.display)].join(' ');
   prepared(db, 'INSERT INTO messages_fts (rowid, subject, participants, body) VALUES (?, ?, ?, ?)').run(rowid, c.subject ?? '', participants, (c.text ?? '').slice(0, MAX_INDEXED_BODY));
   bumpSearchGeneration(db);

@@ -12,6 +12,7 @@
 import type { Db } from '../db/open.js';
 import { recordSendOutcome, type SendOutcome } from './outbound.js';
 import { prepared } from '../db/statements.js';
+import { rawMime } from './raw-mime.js';
 
 export interface OutboxRow {
   message_rowid: number;
@@ -129,8 +130,7 @@ export function interruptedOutbox(db: Db): OutboxRow[] {
 }
 
 export function outboxRaw(db: Db, rowid: number): Buffer | null {
-  const row = prepared(db, 'SELECT mime FROM raw_messages WHERE message_rowid = ?').get(rowid) as { mime: Buffer } | undefined;
-  return row?.mime ?? null;
+  return rawMime(db, rowid) ?? null;
 }
 
 /** Where each from-state of the table is in storage: the owner resolves a `send_unknown` message whose outbox row is already `done`. */

@@ -15,11 +15,12 @@ import { deriveText, type DerivedText } from './extract.js';
 
 export { PREVIEW_LENGTH, previewOf } from './extract.js';
 import { HIDDEN_LABELS, INBOUND_HIDDEN_ORDER, type InboundHiddenLabel } from './labels.js';
-import { messagesByRowid } from './messages.js';
+import { messageWithBody } from './messages.js';
 import { threadSummaries } from './threads.js';
 import { displayAddress, type ThreadRow } from './serialize.js';
 import { prepared } from '../db/statements.js';
 import { MAX_MESSAGE_ID, MAX_THREAD_REFS } from './limits.js';
+import { storeRawMime } from './raw-mime.js';
 
 export interface InboundMail {
   inboxId: string;
@@ -149,13 +150,13 @@ export function commitInbound(db: Db, input: InboundMail): CommitResult {
       const contentId = a.contentId ? a.contentId.replace(/^<|>$/g, '') : null;
       addAttachment.run(rowid, stableAttachmentId(messageId, i), a.filename, a.contentType, disposition(a.contentDisposition), contentId, a.content.byteLength, asBuffer(a.content));
     });
-    prepared(db, 'INSERT INTO raw_messages (message_rowid, mime) VALUES (?, ?)').run(rowid, asBuffer(input.raw));
+    storeRawMime(db, rowid, input.raw);
     prepared(db, 'INSERT INTO messages_fts (rowid, subject, participants, body) VALUES (?, ?, ?, ?)').run(rowid, parsed.subject ?? '', participants, searchBody);
     bumpSearchGeneration(db);
 
     // The event carries the message and its thread as a reader of this event type sees them:
     // the hidden label that selected the variant is visible to them, other hidden mail is not.
-    const [message] = messagesByRowid(db, [rowid]);
+    const message = messageWithBody(db, rowid, { text: parsed.text, html: parsed.html, extracted_text: derived.extractedText, extracted_html: derived.extractedHtml });
     const thread = prepared(db, 'SELECT rowid AS rid, thread_id, inbox_id, subject, created_at, updated_at FROM threads WHERE thread_id = ?').get(threadId) as ThreadRow;
     const [summary] = threadSummaries(db, [thread], { excluded: HIDDEN_LABELS.filter((l) => !(hidden as readonly string[]).includes(l)) });
     const { seq } = appendEvent(db, {

@@ -12,7 +12,8 @@ import { ApiError, missingPermission, unauthorized } from '../core/errors.js';
 import { hasPermission, inScope, type Principal } from '../auth/principal.js';
 import { draftAttachmentFile } from '../mail/drafts/repository.js';
 import { isVisible, readVisibility } from '../mail/labels.js';
-import { attachmentFile, downloadMessage, messageLabelNames, rawMime } from '../mail/download-files.js';
+import { attachmentFile, downloadMessage, messageLabelNames } from '../mail/download-files.js';
+import { rawMime } from '../mail/raw-mime.js';
 
 /** Longest filename sent in Content-Disposition, in characters. */
 const FILENAME_MAX = 200;

@@ -394,7 +394,7 @@ t.test('delete: removes the inbox and everything in it permanently; empty 200', 
   t.equal(count('SELECT count(*) FROM messages WHERE inbox_id = ?', inbox.inbox_id), 0, 'messages removed');
   t.equal(count('SELECT count(*) FROM message_labels WHERE message_rowid = ?', doomedRow), 0, 'labels removed');
   t.equal(count('SELECT count(*) FROM attachments WHERE message_rowid = ?', doomedRow), 0, 'attachments removed');
-  t.equal(count('SELECT count(*) FROM raw_messages WHERE message_rowid = ?', doomedRow), 0, 'raw MIME removed');
+  t.equal(count('SELECT count(*) FROM raw_message_parts WHERE message_rowid = ?', doomedRow), 0, 'raw MIME removed');
   t.equal(count('SELECT count(*) FROM messages_fts WHERE rowid = ?', doomedRow), 0, 'search index rows removed');
   t.equal(count("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'secret'"), 1, 'only the other inbox is still searchable');
   t.equal(count('SELECT count(*) FROM list_entries WHERE inbox_id = ?', inbox.inbox_id), 0, 'the inbox lists removed');

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { openDatabase, type Db } from '../../src/db/open.js';
 import { commitInbound } from '../../src/mail/store.js';
+import { rawMime } from '../../src/mail/raw-mime.js';
 import { getMessage } from '../../src/mail/messages.js';
 import { extractHtml, extractText } from '../../src/mail/extract.js';
 import { readVisibility } from '../../src/mail/labels.js';
@@ -60,8 +61,8 @@ t.test('a plain text message is stored with its fields, labels received and unre
   t.equal(m.preview, 'Hello agent, Please prepare the quarterly budget review for Thursday. The spreadsheet lives in the shared drive. Thanks, Alice');
   t.equal(m.headers['Subject'], 'Quarterly budget review');
   t.equal(m.headers['Received'], 'from mx.example.org (mx.example.org [192.0.2.10]) by edge.example.com with ESMTPS id abc123 for <agent@example.com>; Tue, 04 Mar 2025 10:00:00 +0000', 'folded headers are unfolded');
-  const stored = db.prepare('SELECT mime FROM raw_messages WHERE message_rowid = ?').get(result.messageRowid) as { mime: Buffer };
-  t.ok(Buffer.compare(stored.mime, raw) === 0, 'the raw MIME is kept byte for byte');
+  const stored = rawMime(db, result.messageRowid)!;
+  t.ok(Buffer.compare(stored, raw) === 0, 'the raw MIME is kept byte for byte');
 });
 
 t.test('an HTML-only message gets text derived from the HTML and keeps the HTML', async (t) => {
@@ -220,6 +221,23 @@ t.test('the event is written in the same transaction with the message and its th
   const parsed = await parseMime(raw);
   t.throws(() => commitInbound(db, { inboxId: 'missing@example.com', parsed, raw }));
   t.equal(events(db).length, 1);
+});
+
+t.test('the event carries the message exactly as a read returns it, also for a body that does not read back as written', async (t) => {
+  const db = store(t);
+  const raw = Buffer.from(simpleMail({ messageId: '<surrogate-1@example.org>', body: 'plain words' }));
+  const parsed = await parseMime(raw);
+  t.equal(parsed.text?.isWellFormed(), true, 'parsed text is well-formed');
+  // A lone surrogate is not stored as it was given (its UTF-8 bytes read back as U+FFFD):
+  // the event must show what a read shows, not what was handed to the commit.
+  const odd = { ...parsed, text: 'before \ud800 after', html: '<p>x\udc00y</p>' };
+  const result = commitInbound(db, { inboxId: INBOX, parsed: odd, raw });
+  const body = JSON.parse(events(db).find((e) => e.seq === result.seq)!.payload);
+  const read = message(db, '<surrogate-1@example.org>');
+  t.notOk(read.text!.includes('\ud800'), 'the stored text has no lone surrogate');
+  t.same(body.message, read, 'the payload is the message as stored');
+  const plain = await seedMail(db, simpleMail({ messageId: '<plain-2@example.org>', body: 'ordinary words' }), { inboxId: INBOX });
+  t.same(JSON.parse(events(db).find((e) => e.seq === plain.seq)!.payload).message, message(db, '<plain-2@example.org>'), 'and so does an ordinary one');
 });
 
 t.test('hidden labels are stored and pick the event variant in the order blocked, spam, unauthenticated', async (t) => {

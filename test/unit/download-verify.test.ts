@@ -6,6 +6,7 @@ import t, { type Test } from 'tap';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { openDatabase, type Db } from '../../src/db/open.js';
+import { storeRawMime } from '../../src/mail/raw-mime.js';
 import { DOWNLOAD_TTL_MS, issueDownloadUrl, readDownloadToken, type DownloadClaims, type DownloadTarget } from '../../src/auth/downloads.js';
 import type { Principal } from '../../src/auth/principal.js';
 import { contentDisposition, safeFilename, verifyDownload } from '../../src/routes/downloads.js';
@@ -30,7 +31,7 @@ function seedMessage(db: Db, inboxId: string, messageId: string, labels: string[
   );
   for (const label of labels) db.prepare('INSERT INTO message_labels (message_rowid, label) VALUES (?, ?)').run(rowid, label);
   db.prepare('INSERT INTO attachments (message_rowid, attachment_id, filename, content_type, size, content) VALUES (?, ?, ?, ?, ?, ?)').run(rowid, 'att1', 'Report "Q1".pdf', 'Application/PDF; name=x', BYTES.length, BYTES);
-  db.prepare('INSERT INTO raw_messages (message_rowid, mime) VALUES (?, ?)').run(rowid, RAW);
+  storeRawMime(db, rowid, RAW);
   return rowid;
 }
 
@@ -186,7 +187,7 @@ t.test('a deleted message, attachment or raw copy is 404', async (t) => {
   const missingAttachment = claimsFor(keyPrincipal, { ...attachment, attachmentId: 'att2' });
   t.equal(verifyDownload(missingAttachment, Date.now(), db, ORIGIN).status, 404, 'unknown attachment id');
   const rawClaims = claimsFor(keyPrincipal, raw);
-  db.prepare('DELETE FROM raw_messages WHERE message_rowid = ?').run(rowid);
+  db.prepare('DELETE FROM raw_message_parts WHERE message_rowid = ?').run(rowid);
   t.equal(verifyDownload(rawClaims, Date.now(), db, ORIGIN).status, 404, 'no raw copy');
   const attClaims = claimsFor(keyPrincipal, attachment);
   db.prepare('DELETE FROM messages WHERE id = ?').run(rowid);

@@ -70,8 +70,10 @@ export async function parseMime(raw: Uint8Array): Promise<ParsedMail> {
     cc: addresses(mail.cc),
     replyTo: addresses(mail.replyTo),
     date: mail.date ? mail.date.toISOString() : null,
-    text: mail.text ?? null,
-    html: typeof mail.html === 'string' ? mail.html : null,
+    // A decoder can leave a lone surrogate (a UTF-16 part cut short); stored as UTF-8 it would
+    // not read back as it was parsed, so it becomes U+FFFD here, once, for every reader.
+    text: mail.text?.toWellFormed() ?? null,
+    html: typeof mail.html === 'string' ? mail.html.toWellFormed() : null,
     headers: mail.headerLines.map((h) => [h.key, h.line]),
     attachments: mail.attachments.map((a) => ({
       filename: a.filename ?? null,
