@@ -182,6 +182,11 @@ function pathProblem(path: string): string | null {
   for (let i = 0; i < segments.length; i++) {
     const segment = segments[i];
     if (segment === '' && i < segments.length - 1) return 'it contains an empty segment (//)';
+    // Most segments have no percent-encoding: nothing to decode (this runs on every request).
+    if (!segment.includes('%')) {
+      if (segment === '.' || segment === '..') return 'it contains a dot segment';
+      continue;
+    }
     let plain = '';
     for (let j = 0; j < segment.length; j++) {
       if (segment[j] !== '%') {
@@ -200,10 +205,22 @@ function pathProblem(path: string): string | null {
   return null;
 }
 
+/** allowedHosts' last answer per listener context, kept while its origin stays the same (every request asks). */
+const hostsByContext = new WeakMap<GateContext, { origin: string; hosts: string[] }>();
+
 /** The names this listener answers to: loopback names with its port, or the tunnel's hostname. */
 function allowedHosts(ctx: GateContext): string[] {
-  const origin = new URL(ctx.origin());
-  if (ctx.listener === 'tunnel') return [origin.hostname, `${origin.hostname}:443`];
+  const current = ctx.origin();
+  const known = hostsByContext.get(ctx);
+  if (known?.origin === current) return known.hosts;
+  const hosts = hostNames(ctx.listener, current);
+  hostsByContext.set(ctx, { origin: current, hosts });
+  return hosts;
+}
+
+function hostNames(listener: GateContext['listener'], originText: string): string[] {
+  const origin = new URL(originText);
+  if (listener === 'tunnel') return [origin.hostname, `${origin.hostname}:443`];
   return [`127.0.0.1:${origin.port}`, `localhost:${origin.port}`, `[::1]:${origin.port}`];
 }
 
