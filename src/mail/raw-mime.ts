@@ -8,12 +8,10 @@
  */
 import type { Db } from '../db/open.js';
 import { prepared } from '../db/statements.js';
+import { bufferView } from '../core/bytes.js';
 
 /** Large enough that a typical message is one row, small enough that a part's copies do not matter. */
 export const RAW_PART_BYTES = 1024 * 1024;
-
-/** A Buffer over the same memory (Buffer.from(Uint8Array) would copy it). */
-const bufferView = (bytes: Uint8Array): Buffer => (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
 
 /** Stores the message's raw MIME in its parts (views of `raw`, not copies). */
 export function storeRawMime(db: Db, messageRowid: number, raw: Uint8Array): void {

@@ -21,6 +21,7 @@ import { displayAddress, type ThreadRow } from './serialize.js';
 import { prepared } from '../db/statements.js';
 import { MAX_MESSAGE_ID, MAX_THREAD_REFS } from './limits.js';
 import { storeRawMime } from './raw-mime.js';
+import { bufferView } from '../core/bytes.js';
 
 export interface InboundMail {
   inboxId: string;
@@ -63,9 +64,6 @@ function disposition(value: string | null): string | null {
   const v = value.toLowerCase();
   return v === 'inline' || v === 'attachment' ? v : null;
 }
-
-/** A Buffer view of the same bytes: a 25 MB message is not copied again just to be bound. */
-const asBuffer = (bytes: Uint8Array): Buffer => (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
 
 const json = <T>(list: T[]): string | null => (list.length ? JSON.stringify(list) : null);
 
@@ -148,7 +146,7 @@ export function commitInbound(db: Db, input: InboundMail): CommitResult {
     );
     parsed.attachments.forEach((a, i) => {
       const contentId = a.contentId ? a.contentId.replace(/^<|>$/g, '') : null;
-      addAttachment.run(rowid, stableAttachmentId(messageId, i), a.filename, a.contentType, disposition(a.contentDisposition), contentId, a.content.byteLength, asBuffer(a.content));
+      addAttachment.run(rowid, stableAttachmentId(messageId, i), a.filename, a.contentType, disposition(a.contentDisposition), contentId, a.content.byteLength, bufferView(a.content));
     });
     storeRawMime(db, rowid, input.raw);
     prepared(db, 'INSERT INTO messages_fts (rowid, subject, participants, body) VALUES (?, ?, ?, ?)').run(rowid, parsed.subject ?? '', participants, searchBody);

@@ -5,6 +5,7 @@
  */
 import { Readable } from 'node:stream';
 import { simpleParser } from 'mailparser';
+import { bufferView } from '../../src/core/bytes.js';
 
 export interface ParsedAttachment {
   filename: string | null;
@@ -40,8 +41,6 @@ function addresses(field: AddressField): { address: string; name: string }[] {
   });
 }
 
-/** A Buffer over the same memory (Buffer.from(Uint8Array) would copy the whole message). */
-const bufferView = (bytes: Uint8Array): Buffer => (Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
 
 /**
  * The parser reads the message this many bytes at a time. Given one buffer, mailparser splits it
