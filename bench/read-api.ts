@@ -1,6 +1,9 @@
 /**
  * Read-API benchmark (issue 3): a store of 100,000 messages, then under 50 concurrent connections
- * GET threads (limit 20) and GET one message, beside a fastify hello-world in the same run; and
+ * GET threads (limit 20) and GET one message, beside a fastify hello-world in the same run — each
+ * twice: the same URL every time (answered from the read cache after the first request) and a
+ * distinct URL every time (issue 19: threads pages ending at another minute of the store, another
+ * message each time), which measures the query and serialization; and
  * thread search, one client at a time (p50/p95) and under the same 50-connection load, every
  * search distinct so none is a cache hit (req/s, p50/p99); the service's peak RSS during the load. Targets: list throughput
  * ≥ 0.25 × hello-world, p99 ≤ 15 ms, search p95 ≤ 50 ms. The store is seeded once; each run restarts
@@ -26,6 +29,8 @@ const CONNECTIONS = 50;
 const DURATION_S = 10;
 const SEARCH_QUERIES = 200;
 const INBOX = 'bench@agents.test';
+/** The seeded messages are one minute apart from here on. */
+const SEED_START_MS = Date.UTC(2026, 0, 1);
 const WORDS = ['invoice', 'meeting', 'contract', 'shipment', 'renewal', 'quarterly', 'roadmap', 'budget', 'feedback', 'migration', 'latency', 'incident', 'payroll', 'onboarding', 'proposal', 'release'];
 
 function sample(parsed: ParsedMail, i: number): ParsedMail {
@@ -40,7 +45,7 @@ function sample(parsed: ParsedMail, i: number): ParsedMail {
     subject: `${first ? '' : 'Re: '}${w(0)} ${w(1)} thread ${thread}`,
     from: [{ address: `sender${i % 500}@example.test`, name: `Sender ${i % 500}` }],
     text: `Hello, about the ${w(2)} and the ${w(3)}. Message number ${i}. ${w(4)} ${w(5)} follow-up.`,
-    date: new Date(Date.UTC(2026, 0, 1) + i * 60_000).toISOString(),
+    date: new Date(SEED_START_MS + i * 60_000).toISOString(),
   };
 }
 
@@ -99,6 +104,18 @@ function searchPath(inbox: string, i: number): string {
   return `/v0/inboxes/${inbox}/threads/search?q=${encodeURIComponent(`${WORDS[a]} ${WORDS[b]}`)}&limit=${limit}`;
 }
 
+/**
+ * The i-th distinct threads page: the 20 threads before another minute of the seeded range (one
+ * message a minute), so no URL repeats within a load and none is a read-cache hit.
+ */
+function threadsPagePath(inbox: string, i: number): string {
+  const minute = PER_THREAD * 20 + (i % (MESSAGES - PER_THREAD * 20));
+  return `/v0/inboxes/${inbox}/threads?limit=20&before=${encodeURIComponent(new Date(SEED_START_MS + minute * 60_000).toISOString())}`;
+}
+
+/** The i-th distinct message read: another seeded message each time. */
+const messagePath = (inbox: string, i: number) => `/v0/inboxes/${inbox}/messages/${encodeURIComponent(`<m${i % MESSAGES}@bench.test>`)}`;
+
 /** SEARCH_QUERIES requests one after another (one client): their latencies in ms. */
 async function sequential(url: (i: number) => string, headers: Record<string, string> = {}): Promise<number[]> {
   const latencies: number[] = [];
@@ -125,14 +142,19 @@ async function round1(home: string, apiKey: string, messageId: string): Promise<
   const inbox = encodeURIComponent(INBOX);
   const [threads, rssThreads] = await withRss(pid, () => load(`${svc.url}/v0/inboxes/${inbox}/threads?limit=20`, auth));
   const [message, rssMessage] = await withRss(pid, () => load(`${svc.url}/v0/inboxes/${inbox}/messages/${encodeURIComponent(messageId)}`, auth));
+  // The same two reads with a distinct URL for every request: no read-cache hits (issue 19).
+  let page = 0;
+  const [threadsUncached, rssThreadsUncached] = await withRss(pid, () => load(svc.url, auth, () => threadsPagePath(inbox, page++)));
+  let nth = 0;
+  const [messageUncached, rssMessageUncached] = await withRss(pid, () => load(svc.url, auth, () => messagePath(inbox, nth++)));
   // One client, SEARCH_QUERIES distinct searches (none answered from the cache).
   const latencies = await sequential((i) => svc.url + searchPath(inbox, i), auth);
   // The same 50-connection load, every request a search not among the last few thousand.
   let next = PAIRS;
   const [search, rssSearch] = await withRss(pid, () => load(svc.url, auth, () => searchPath(inbox, next++)));
   await svc.stop();
-  const errors = threads.non2xx + threads.errors + message.non2xx + message.errors + search.non2xx + search.errors;
-  const loadedRss = Math.max(rssThreads ?? 0, rssMessage ?? 0, rssSearch ?? 0) || null;
+  const errors = [threads, message, threadsUncached, messageUncached, search].reduce((n, r) => n + r.non2xx + r.errors, 0);
+  const loadedRss = Math.max(rssThreads ?? 0, rssMessage ?? 0, rssThreadsUncached ?? 0, rssMessageUncached ?? 0, rssSearch ?? 0) || null;
   const figures = {
     bench: 'read-api',
     messages: MESSAGES,
@@ -144,6 +166,12 @@ async function round1(home: string, apiKey: string, messageId: string): Promise<
     message_get_rps: round(message.requests.average, 0),
     message_get_ratio: round(message.requests.average / baseline.requests.average),
     message_get_p99_ms: message.latency.p99,
+    threads_uncached_rps: round(threadsUncached.requests.average, 0),
+    threads_uncached_ratio: round(threadsUncached.requests.average / baseline.requests.average),
+    threads_uncached_p99_ms: threadsUncached.latency.p99,
+    message_uncached_rps: round(messageUncached.requests.average, 0),
+    message_uncached_ratio: round(messageUncached.requests.average / baseline.requests.average),
+    message_uncached_p99_ms: messageUncached.latency.p99,
     search_p50_ms: round(percentile(latencies, 50)),
     search_p95_ms: round(percentile(latencies, 95)),
     search_loaded_rps: round(search.requests.average, 0),
@@ -159,6 +187,10 @@ async function round1(home: string, apiKey: string, messageId: string): Promise<
     { key: 'threads_p99_ms', label: 'GET threads p99', unit: 'ms', better: 'lower', svc: figures.threads_list_p99_ms, baseline: baseline.latency.p99, chart: 'latency', target: { op: '<=', value: 15, issue: 3 } },
     { key: 'message_rps', label: `GET one message, ${CONNECTIONS} connections`, unit: 'req/s', better: 'higher', svc: figures.message_get_rps, baseline: figures.baseline_hello_rps, chart: 'throughput' },
     { key: 'message_p99_ms', label: 'GET one message p99', unit: 'ms', better: 'lower', svc: figures.message_get_p99_ms, baseline: baseline.latency.p99, chart: 'latency' },
+    { key: 'threads_uncached_rps', label: `GET threads, a distinct page each request (uncached), ${CONNECTIONS} connections`, unit: 'req/s', better: 'higher', svc: figures.threads_uncached_rps, baseline: figures.baseline_hello_rps, chart: 'throughput', target: { op: '>=', value: 0.25, of: 'ratio', issue: 19 } },
+    { key: 'threads_uncached_p99_ms', label: 'GET threads (uncached) p99', unit: 'ms', better: 'lower', svc: figures.threads_uncached_p99_ms, baseline: baseline.latency.p99, chart: 'latency', target: { op: '<=', value: 20, issue: 19 } },
+    { key: 'message_uncached_rps', label: `GET one message, a distinct message each request (uncached), ${CONNECTIONS} connections`, unit: 'req/s', better: 'higher', svc: figures.message_uncached_rps, baseline: figures.baseline_hello_rps, chart: 'throughput' },
+    { key: 'message_uncached_p99_ms', label: 'GET one message (uncached) p99', unit: 'ms', better: 'lower', svc: figures.message_uncached_p99_ms, baseline: baseline.latency.p99, chart: 'latency' },
     { key: 'search_p50_ms', label: 'Thread search p50, one client', unit: 'ms', better: 'lower', svc: figures.search_p50_ms, baseline: round(percentile(helloLatencies, 50)) },
     { key: 'search_p95_ms', label: 'Thread search p95, one client', unit: 'ms', better: 'lower', svc: figures.search_p95_ms, baseline: round(percentile(helloLatencies, 95)), chart: 'latency', target: { op: '<=', value: 50, issue: 3 } },
     { key: 'search_rps', label: `Thread search, ${CONNECTIONS} connections`, unit: 'req/s', better: 'higher', svc: figures.search_loaded_rps, baseline: figures.baseline_hello_rps, chart: 'throughput' },

@@ -14,6 +14,7 @@ import { api, startSvc } from '../helpers/svc.js';
 import { startLoopbackDns, type LoopbackDns } from '../helpers/dns.js';
 import { startSink, type Sink } from '../helpers/sink.js';
 import { subscribe } from '../helpers/events.js';
+import { until } from '../helpers/until.js';
 
 const enc = encodeURIComponent;
 let dns: LoopbackDns;
@@ -69,11 +70,13 @@ t.test('a deferred outbound message is not on disk in plaintext anywhere in the 
 
   // The sink answered 451: the edge holds the message for its next attempt.
   await events.next('message.sent', (e) => (e.send as { message_id: string }).message_id === sent.body.message_id);
-  for (let i = 0; i < 400; i++) {
-    const message = await api<{ labels: string[] }>(svc.url, 'GET', `/v0/inboxes/${enc(inbox)}/messages/${enc(sent.body.message_id)}`, { token: svc.ownerToken });
-    if (message.body.labels.includes('deferred')) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  // The relay's first attempt and the delivery-events pass that reports it: seconds alone, and
+  // more than 20 s was seen with the whole suite loading both cores (only a failing wait takes the bound).
+  await until(
+    'the deferred label',
+    async () => (await api<{ labels: string[] }>(svc.url, 'GET', `/v0/inboxes/${enc(inbox)}/messages/${enc(sent.body.message_id)}`, { token: svc.ownerToken })).body.labels.includes('deferred'),
+    90_000,
+  ).catch(() => undefined); // the assertion below says what was missing
   const message = await api<{ labels: string[] }>(svc.url, 'GET', `/v0/inboxes/${enc(inbox)}/messages/${enc(sent.body.message_id)}`, { token: svc.ownerToken });
   t.ok(message.body.labels.includes('deferred'), 'the message is deferred (queued on the edge for a retry)');
   const queued = filesUnder(path.join(svc.home, 'edge', 'outbound', 'mime'));
