@@ -1,7 +1,8 @@
 /**
  * The stored files a signed download URL can name (spec §4.7): a received or sent message's raw
- * MIME and its attachments, found by inbox and message id. Lookups only; who may fetch them is
- * decided by `verifyDownload` (src/routes/downloads.ts) before any content is read.
+ * MIME (read by src/mail/raw-mime.ts) and its attachments, found by inbox and message id. Lookups
+ * only; who may fetch them is decided by `verifyDownload` (src/routes/downloads.ts) before any
+ * content is read.
  */
 import type { Db } from '../db/open.js';
 import { prepared } from '../db/statements.js';
