@@ -12,7 +12,6 @@
 import type { Db } from '../db/open.js';
 import { recordSendOutcome, type SendOutcome } from './outbound.js';
 import { prepared } from '../db/statements.js';
-import { rawMime } from './raw-mime.js';
 
 export interface OutboxRow {
   message_rowid: number;
@@ -127,10 +126,6 @@ export function nextDue(db: Db): string | null {
 
 export function interruptedOutbox(db: Db): OutboxRow[] {
   return prepared(db, "SELECT * FROM outbox WHERE state = 'handing_over' ORDER BY message_rowid").all() as OutboxRow[];
-}
-
-export function outboxRaw(db: Db, rowid: number): Buffer | null {
-  return rawMime(db, rowid) ?? null;
 }
 
 /** Where each from-state of the table is in storage: the owner resolves a `send_unknown` message whose outbox row is already `done`. */

@@ -9,7 +9,8 @@ import os from 'node:os';
 import { runLoop, type LoopContext } from './run-loop.js';
 import { readTransport, type Transport as TransportConfig } from '../../src/mail/transport.js';
 import { refusedRecipients } from '../../src/mail/outbound.js';
-import { dueOutbox, interruptedOutbox, moveOutbox, nextDue, outboxAction, outboxRaw, outboxTransition, type OutboxAction, type OutboxFacts, type OutboxRow, type OutboxTransition } from '../../src/mail/outbox.js';
+import { dueOutbox, interruptedOutbox, moveOutbox, nextDue, outboxAction, outboxTransition, type OutboxAction, type OutboxFacts, type OutboxRow, type OutboxTransition } from '../../src/mail/outbox.js';
+import { rawMime } from '../../src/mail/raw-mime.js';
 import { OUTBOX_RETRY_DELAYS_MS as RETRY_DELAYS_MS } from '../../src/supervisor/loop-table.js';
 import { EdgeRelay, SmtpSmartHost, type Handover, type Transport } from '../../src/outbound/transports.js';
 
@@ -97,7 +98,7 @@ async function deliverGroup(ctx: LoopContext, transport: Transport, rows: Outbox
     const recipients = JSON.parse(row.recipients) as string[];
     if (refusedRecipients(db, row.inbox_id, row.kind === 'reply' ? 'reply' : 'send', recipients).length > 0) refused.push(row);
     else {
-      const raw = outboxRaw(db, row.message_rowid);
+      const raw = rawMime(db, row.message_rowid);
       if (raw) candidates.push({ row, recipients, raw }); // no raw: deleted meanwhile, the cascade removed the outbox row too
     }
   }
