@@ -49,7 +49,7 @@ function sample(parsed: ParsedMail, i: number): ParsedMail {
   };
 }
 
-async function seed(home: string): Promise<{ apiKey: string; messageId: string }> {
+export async function seed(home: string): Promise<{ apiKey: string; messageId: string }> {
   const { dbKey } = unlockHome(home, false);
   const db = openDatabase(path.join(home, 'svc.db'), dbKey, { migrate: false });
   dbKey.fill(0);

@@ -8,6 +8,7 @@ import type { OwnerAccount } from './owner/owner-account.js';
 import type { Db } from './db/open.js';
 import type { Bus } from './supervisor/bus.js';
 import type { CpuPool } from './supervisor/pool.js';
+import type { Readers } from './supervisor/readers.js';
 import type { RemoteAccess } from './remote/remote-access.js';
 
 /** Everything route plugins need, decorated onto the instance as `app.svc`. */
@@ -15,6 +16,8 @@ export interface AppContext {
   db: Db;
   bus: Bus;
   pool: CpuPool;
+  /** Reader threads: mail reads and search run there, never on the request thread. */
+  reads: Readers;
   owner: OwnerAccount;
   /** The listener's own origin, e.g. http://127.0.0.1:8025; set once listening. */
   origin: () => string;

@@ -17,12 +17,28 @@ export const MAX_LIMIT = 100;
 /** A position in a keyset ordering, e.g. [timestamp, id]. */
 export type Cursor = (string | number)[];
 
+const pageKeys = new WeakMap<Db, Buffer>();
+
+/**
+ * The HMAC key of page tokens, made once per home and never changed, so each connection reads it
+ * once. A reader connection cannot make it: the supervisor does at start-up (`ensurePageKey`).
+ */
 function pageKey(db: Db): Buffer {
+  let key = pageKeys.get(db);
+  if (key) return key;
   const row = db.prepare("SELECT value FROM settings WHERE key = 'page_token_key'").get() as { value: string } | undefined;
-  if (row) return Buffer.from(row.value, 'base64');
-  const key = randomBytes(32);
-  db.prepare("INSERT OR IGNORE INTO settings (key, value) VALUES ('page_token_key', ?)").run(key.toString('base64'));
-  return pageKey(db);
+  if (!row) {
+    db.prepare("INSERT OR IGNORE INTO settings (key, value) VALUES ('page_token_key', ?)").run(randomBytes(32).toString('base64'));
+    return pageKey(db);
+  }
+  key = Buffer.from(row.value, 'base64');
+  pageKeys.set(db, key);
+  return key;
+}
+
+/** Makes the page-token key if the home has none yet (before any reader thread needs it). */
+export function ensurePageKey(db: Db): void {
+  pageKey(db);
 }
 
 /** The search index generation: bumped in the same transaction as any change to messages_fts. */

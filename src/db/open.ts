@@ -114,6 +114,28 @@ function writeLockUpFront(db: Db): void {
   }) as unknown as Db['transaction'];
 }
 
+/**
+ * A read-only connection for a reader thread (src/supervisor/readers.ts): the same cipher and
+ * key, no migrations (the supervisor ran them), and `query_only` so that no code path reached
+ * from a reader can write. In WAL mode it reads the last committed state without blocking the
+ * writer or being blocked by it.
+ */
+export function openReader(file: string, dbKey: Buffer): Db {
+  const db = new Database(file, { readonly: true, fileMustExist: true });
+  try {
+    db.pragma(`cipher='sqlcipher'`);
+    db.pragma(`legacy=4`);
+    db.pragma(`key="x'${dbKey.toString('hex')}'"`);
+    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    db.pragma('query_only = ON');
+    checkSchema(db);
+    return db;
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+}
+
 function checkSchema(db: Db): void {
   const version = db.pragma('user_version', { simple: true }) as number;
   if (version !== MIGRATIONS.length) throw failed('SchemaMismatch', `The database schema is at version ${version}, expected ${MIGRATIONS.length}.`);

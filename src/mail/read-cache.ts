@@ -88,15 +88,18 @@ export function principalKey(p: Principal): string {
 const JSON_TYPE = 'application/json; charset=utf-8';
 
 /**
- * Answers a read route from the cache, or computes the answer (access checks included),
+ * Answers a read route from the cache, or computes the answer (access checks included; in a
+ * reader thread, src/supervisor/readers.ts),
  * serializes it with the route's response schema and keeps it. Errors are never cached.
  */
-export function cachedRead(db: Db, request: FastifyRequest, reply: FastifyReply, compute: () => unknown): FastifyReply {
+export async function cachedRead(db: Db, request: FastifyRequest, reply: FastifyReply, compute: () => Promise<unknown>): Promise<FastifyReply> {
   const cache = readCache(db);
   const key = `${principalKey(request.principal!)}\u0000${request.url}`;
   const { body, stamp } = cache.lookup(key);
   if (body !== undefined) return reply.type(JSON_TYPE).send(body);
-  const fresh = reply.serialize(compute()) as string;
+  // The stamp was taken before the reader began: an answer computed while the data changed is
+  // stored under the older stamp, which the next lookup finds stale.
+  const fresh = reply.serialize(await compute()) as string;
   cache.set(key, stamp, fresh);
   return reply.type(JSON_TYPE).send(fresh);
 }

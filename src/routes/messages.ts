@@ -11,15 +11,11 @@ import { cachedRead } from '../mail/read-cache.js';
 import { AttachmentDownload, LabelsResult, RawMessageDownload, Message, MessageItem } from '../mail/serialize.js';
 import {
   batchEditMessageLabels,
-  batchGetMessagesFor,
   editMessageLabels,
   MAX_BATCH_GET,
   MAX_BATCH_UPDATE,
   messageAttachmentDownload,
-  messageListPage,
-  messageSearchPage,
   rawMessageDownload,
-  readMessage,
   removeMessage,
 } from '../requests/messages.js';
 import { LabelEditFields, LabelEditRequest } from '../requests/labels.js';
@@ -28,25 +24,25 @@ const BatchGet = Type.Object({ message_ids: Type.Array(MessageId, { minItems: 1,
 const BatchUpdate = Type.Object({ message_ids: Type.Array(MessageId, { minItems: 1, maxItems: MAX_BATCH_UPDATE }), ...LabelEditFields }, { additionalProperties: false });
 
 export const messageRoutes: FastifyPluginAsync = async (app) => {
-  const { db } = app.svc;
+  const { db, reads } = app.svc;
   const base = '/inboxes/:inbox_id/messages';
 
   app.get<{ Params: InboxParams; Querystring: MessageListQuery }>(
     base,
     { config: { auth: 'agent' }, schema: { params: InboxParams, querystring: MessageListQuery, response: { 200: ListOf('messages', MessageItem) } } },
-    async (request, reply) => cachedRead(db, request, reply, () => messageListPage(db, request.principal!, request.params.inbox_id, request.query)),
+    async (request, reply) => cachedRead(db, request, reply, () => reads.run('messageListPage', request.principal!, request.params.inbox_id, request.query)),
   );
 
   app.get<{ Params: InboxParams; Querystring: SearchQuery }>(
     `${base}/search`,
     { config: { auth: 'agent' }, schema: { params: InboxParams, querystring: SearchQuery, response: { 200: ListOf('messages', MessageItem) } } },
-    async (request, reply) => cachedRead(db, request, reply, () => messageSearchPage(db, request.principal!, request.params.inbox_id, request.query)),
+    async (request, reply) => cachedRead(db, request, reply, () => reads.run('messageSearchPage', request.principal!, request.params.inbox_id, request.query)),
   );
 
   app.post<{ Params: InboxParams; Body: Static<typeof BatchGet> }>(
     `${base}/batch-get`,
     { config: { auth: 'agent' }, schema: { params: InboxParams, body: BatchGet, response: { 200: Type.Object({ count: Type.Integer(), limit: Type.Integer(), messages: Type.Array(Message) }) } } },
-    async (request) => batchGetMessagesFor(db, request.principal!, request.params.inbox_id, request.body.message_ids),
+    async (request) => reads.run('batchGetMessagesFor', request.principal!, request.params.inbox_id, request.body.message_ids),
   );
 
   app.post<{ Params: InboxParams; Body: Static<typeof BatchUpdate> }>(
@@ -61,7 +57,7 @@ export const messageRoutes: FastifyPluginAsync = async (app) => {
   app.get<{ Params: MessageParams }>(
     `${base}/:message_id`,
     { config: { auth: 'agent' }, schema: { params: MessageParams, response: { 200: Message } } },
-    async (request, reply) => cachedRead(db, request, reply, () => readMessage(db, request.principal!, request.params.inbox_id, request.params.message_id)),
+    async (request, reply) => cachedRead(db, request, reply, () => reads.run('readMessage', request.principal!, request.params.inbox_id, request.params.message_id)),
   );
 
   app.patch<{ Params: MessageParams; Body: LabelEditRequest }>(

@@ -9,27 +9,27 @@ import { SearchQuery, ThreadListQuery, ThreadPageQuery } from '../mail/query.js'
 import { cachedRead } from '../mail/read-cache.js';
 import { AttachmentDownload, LabelsResult, Thread, ThreadItem } from '../mail/serialize.js';
 import { LabelEditRequest } from '../requests/labels.js';
-import { editThreadLabels, readThread, removeThread, threadAttachmentDownload, threadListPage, threadSearchPage } from '../requests/threads.js';
+import { editThreadLabels, removeThread, threadAttachmentDownload } from '../requests/threads.js';
 
 function register(app: FastifyInstance, base: string): void {
-  const { db } = app.svc;
+  const { db, reads } = app.svc;
 
   app.get<{ Params: ScopeParams; Querystring: ThreadListQuery }>(
     base,
     { config: { auth: 'agent' }, schema: { params: ScopeParams, querystring: ThreadListQuery, response: { 200: ListOf('threads', ThreadItem) } } },
-    async (request, reply) => cachedRead(db, request, reply, () => threadListPage(db, request.principal!, request.params.inbox_id, request.query)),
+    async (request, reply) => cachedRead(db, request, reply, () => reads.run('threadListPage', request.principal!, request.params.inbox_id, request.query)),
   );
 
   app.get<{ Params: ScopeParams; Querystring: SearchQuery }>(
     `${base}/search`,
     { config: { auth: 'agent' }, schema: { params: ScopeParams, querystring: SearchQuery, response: { 200: ListOf('threads', ThreadItem) } } },
-    async (request, reply) => cachedRead(db, request, reply, () => threadSearchPage(db, request.principal!, request.params.inbox_id, request.query)),
+    async (request, reply) => cachedRead(db, request, reply, () => reads.run('threadSearchPage', request.principal!, request.params.inbox_id, request.query)),
   );
 
   app.get<{ Params: ThreadParams; Querystring: ThreadPageQuery }>(
     `${base}/:thread_id`,
     { config: { auth: 'agent' }, schema: { params: ThreadParams, querystring: ThreadPageQuery, response: { 200: Thread } } },
-    async (request, reply) => cachedRead(db, request, reply, () => readThread(db, request.principal!, request.params, request.query)),
+    async (request, reply) => cachedRead(db, request, reply, () => reads.run('readThread', request.principal!, request.params, request.query)),
   );
 
   app.patch<{ Params: ThreadParams; Body: LabelEditRequest }>(

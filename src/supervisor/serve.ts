@@ -14,6 +14,8 @@ import { OwnerAccount } from '../owner/owner-account.js';
 import { Bus } from './bus.js';
 import { LoopSupervisor } from './loops.js';
 import { CpuPool } from './pool.js';
+import { Readers } from './readers.js';
+import { ensurePageKey } from '../core/pagination.js';
 import type { LoopName } from './loop-table.js';
 import type { LocalEdgeThread } from '../edge/edge-thread.js';
 import { newSecret } from '../auth/secrets.js';
@@ -47,6 +49,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
   let app: FastifyInstance | null = null;
   let edge: LocalEdgeThread | null = null;
   let remote: RemoteAccess | null = null;
+  let reads: Readers | null = null;
   const bus = new Bus();
   let stopping: Promise<number> | null = null;
   let resolveExit!: (code: number) => void;
@@ -79,6 +82,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
       await tunnelClosed;
       await edge?.stop().catch(() => undefined);
       await pool.close().catch(() => undefined);
+      await reads?.close().catch(() => undefined);
       try {
         db?.close();
       } catch {
@@ -99,6 +103,9 @@ export async function serve(opts: ServeOptions): Promise<number> {
     const files = homeFiles(opts.home);
     db = openDatabase(files.db, dbKey, { migrate: true });
     fs.chmodSync(files.db, 0o600);
+    ensurePageKey(db);
+    const readers = new Readers(files.db, dbKey);
+    reads = readers;
     const owner = new OwnerAccount(db);
     storeCheckServers(db, opts.dns ?? null);
     let smtp: { host: string; port: number } | null = null;
@@ -118,8 +125,8 @@ export async function serve(opts: ServeOptions): Promise<number> {
     }
     let origin = '';
     const opened = db;
-    remote = new RemoteAccess(db, bus, (tunnelOrigin) => buildApp({ db: opened, bus, pool, owner, origin: () => tunnelOrigin, listener: 'tunnel' }));
-    app = await buildApp({ db, bus, pool, owner, origin: () => origin, listener: 'local', remote });
+    remote = new RemoteAccess(db, bus, (tunnelOrigin) => buildApp({ db: opened, bus, pool, reads: readers, owner, origin: () => tunnelOrigin, listener: 'tunnel' }));
+    app = await buildApp({ db, bus, pool, reads: readers, owner, origin: () => origin, listener: 'local', remote });
     try {
       await app.listen({ host: '127.0.0.1', port: opts.port });
     } catch {

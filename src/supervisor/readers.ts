@@ -1,0 +1,50 @@
+/**
+ * Reader threads (issue 19): read requests and searches run on read-only WAL connections in worker
+ * threads, so the request thread never waits on a query, N cores answer N reads at once, and a slow
+ * query delays only itself. The main thread keeps the key, the listeners and the bus; the key
+ * reaches the readers the way it reaches the loops (worker data, zeroed there after opening).
+ *
+ * Two lanes, each its own set of threads: searches in one, every other read in the other. A cheap
+ * read is never queued behind searches first come first served; the two lanes share the cores
+ * through the OS scheduler.
+ */
+import os from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { Piscina } from 'piscina';
+import { ApiError } from '../core/errors.js';
+import { SEARCH_OPS, type ReadArgs, type ReadOp, type ReadResult } from '../requests/read-ops.js';
+import type { ReadAnswer, ReadTask, ReaderWorkerData } from '../../workers/readers/reader.js';
+
+const READER_FILE = fileURLToPath(new URL('../../workers/readers/reader.js', import.meta.url));
+/** An idle reader thread exits after this long; the read lane keeps one thread always. */
+const IDLE_MS = 30_000;
+
+export type ReadLane = 'read' | 'search';
+
+export class Readers {
+  readonly #key: Uint8Array;
+  readonly #lanes: Record<ReadLane, Piscina>;
+
+  constructor(dbFile: string, dbKey: Buffer) {
+    this.#key = new Uint8Array(dbKey);
+    const workerData: ReaderWorkerData = { dbFile, dbKey: this.#key };
+    const threads = Math.max(2, os.availableParallelism());
+    const lane = (minThreads: number) =>
+      new Piscina({ filename: READER_FILE, minThreads, maxThreads: threads, idleTimeout: IDLE_MS, workerData });
+    this.#lanes = { read: lane(1), search: lane(0) };
+  }
+
+  /** Runs one read request in its lane; an ApiError it raised is thrown again here. */
+  async run<K extends ReadOp>(op: K, ...args: ReadArgs<K>): Promise<ReadResult<K>> {
+    const task: ReadTask = { op, args };
+    const answer = (await this.#lanes[SEARCH_OPS.has(op) ? 'search' : 'read'].run(task)) as ReadAnswer;
+    if (answer.ok) return answer.value as ReadResult<K>;
+    const { code, message, fix, extra, headers } = answer.error;
+    throw new ApiError(code, message, { fix, extra, headers });
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(Object.values(this.#lanes).map((pool) => pool.destroy()));
+    this.#key.fill(0);
+  }
+}
