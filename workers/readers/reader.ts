@@ -34,6 +34,7 @@ function connection(): Db {
     db = openReader(data.dbFile, key);
   } finally {
     key.fill(0);
+    data.dbKey.fill(0);
   }
   return db;
 }
