@@ -7,6 +7,7 @@
  */
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
+import { lazy } from './lazy-compile.js';
 
 
 /** A validator instance with svc's settings; `coerce` for parts that arrive as text. */
@@ -19,11 +20,23 @@ export function makeAjv(coerce: boolean): Ajv {
 /**
  * A fastify validator compiler (`app.setValidatorCompiler`): bodies checked as they are, every
  * other part coerced. One pair of instances per server, so compiled schemas are cached per server.
+ * Each validator is compiled on its first use or by the warm-up after listen (src/core/lazy-compile.ts);
+ * fastify reads `errors` from the function it called, so the wrapper carries them over.
  */
 export function requestValidatorCompiler(): (route: { schema: object; httpPart?: string }) => ValidateFunction {
   const bodyAjv = makeAjv(false);
   const textAjv = makeAjv(true);
-  return ({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv.compile(schema) : textAjv.compile(schema));
+  return ({ schema, httpPart }) => {
+    const ajv = httpPart === 'body' ? bodyAjv : textAjv;
+    const compiled = lazy(() => ajv.compile(schema));
+    const validate = ((data: unknown) => {
+      const fn = compiled();
+      const ok = fn(data);
+      validate.errors = fn.errors;
+      return ok;
+    }) as ValidateFunction;
+    return validate;
+  };
 }
 
 const jsonAjv = makeAjv(false);

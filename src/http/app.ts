@@ -30,6 +30,7 @@ import { mcpRoutes } from '../routes/mcp.js';
 import { oauthRoutes } from '../routes/oauth.js';
 import { ownerOAuthRoutes } from '../routes/owner-oauth.js';
 import { remoteRoutes } from '../routes/remote.js';
+import { lazySerializerFactory } from './lazy-schemas.js';
 import type { AppContext } from '../context.js';
 
 declare module 'fastify' {
@@ -124,6 +125,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     // answer them with the documented body too (found by test/api/fuzz-routes.test.ts).
     frameworkErrors: (err, request, reply) => sendError(reply, toApiError(err, request)),
     clientErrorHandler: answerClientError,
+    // Response serializers are compiled on first use or by the warm-up after listen (start-up time).
+    schemaController: { compilersFactory: { buildSerializer: lazySerializerFactory } },
   });
   app.decorate('svc', ctx);
   app.decorateRequest('principal', null);

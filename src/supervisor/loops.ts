@@ -17,6 +17,8 @@ function taskReason(err: unknown): string | null {
 
 export class LoopSupervisor {
   readonly #workers = new Map<LoopName, Worker>();
+  /** Loops that have opened the database and begun passes; the others have no work in flight. */
+  readonly #ready = new Set<LoopName>();
   #stopping = false;
 
   constructor(
@@ -47,7 +49,10 @@ export class LoopSupervisor {
       let ready = false;
       worker.on('message', (m: FromLoop) => {
         if (m.kind === 'ready') {
+          if (this.#stopping) return;
           ready = true;
+          this.#ready.add(name);
+          worker.postMessage({ kind: 'start' } satisfies ToLoop);
           resolve();
         } else if (m.kind === 'bus') this.bus.publish(m.message);
         else if (m.kind === 'task') {
@@ -77,11 +82,19 @@ export class LoopSupervisor {
     this.#workers.get(name)?.postMessage(message);
   }
 
-  /** Asks every loop to finish its pass and exit; terminates stragglers after a grace period. */
+  /**
+   * Asks every loop to finish its pass and exit; terminates stragglers after a grace period. A loop
+   * still starting (loading, opening the database, or ready but not yet told to start) has begun no
+   * pass and is terminated at once.
+   */
   async stop(): Promise<void> {
     this.#stopping = true;
     const waits = [...this.#workers.entries()].map(([name, worker]) =>
       new Promise<void>((resolve) => {
+        if (!this.#ready.has(name)) {
+          void worker.terminate().then(() => resolve());
+          return;
+        }
         const timer = setTimeout(() => void worker.terminate().then(() => resolve()), STOP_GRACE_MS);
         worker.once('exit', () => {
           clearTimeout(timer);

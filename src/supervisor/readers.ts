@@ -23,21 +23,34 @@ export type ReadLane = 'read' | 'search';
 
 export class Readers {
   readonly #key: Uint8Array;
-  readonly #lanes: Record<ReadLane, Piscina>;
+  readonly #dbFile: string;
+  readonly #lanes: Partial<Record<ReadLane, Piscina>> = {};
 
   constructor(dbFile: string, dbKey: Buffer) {
+    this.#dbFile = dbFile;
     this.#key = new Uint8Array(dbKey);
-    const workerData: ReaderWorkerData = { dbFile, dbKey: this.#key };
-    const threads = Math.max(2, os.availableParallelism());
-    const lane = (minThreads: number) =>
-      new Piscina({ filename: READER_FILE, minThreads, maxThreads: threads, idleTimeout: IDLE_MS, workerData });
-    this.#lanes = { read: lane(1), search: lane(0) };
+  }
+
+  /** Starts the read lane's warm thread; called once the service is serving, so it does not slow start-up. */
+  start(): void {
+    this.#lane('read');
+  }
+
+  #lane(name: ReadLane): Piscina {
+    let pool = this.#lanes[name];
+    if (!pool) {
+      const workerData: ReaderWorkerData = { dbFile: this.#dbFile, dbKey: this.#key };
+      const threads = Math.max(2, os.availableParallelism());
+      pool = new Piscina({ filename: READER_FILE, minThreads: name === 'read' ? 1 : 0, maxThreads: threads, idleTimeout: IDLE_MS, workerData });
+      this.#lanes[name] = pool;
+    }
+    return pool;
   }
 
   /** Runs one read request in its lane; an ApiError it raised is thrown again here. */
   async run<K extends ReadOp>(op: K, ...args: ReadArgs<K>): Promise<ReadResult<K>> {
     const task: ReadTask = { op, args };
-    const answer = (await this.#lanes[SEARCH_OPS.has(op) ? 'search' : 'read'].run(task)) as ReadAnswer;
+    const answer = (await this.#lane(SEARCH_OPS.has(op) ? 'search' : 'read').run(task)) as ReadAnswer;
     if (answer.ok) return answer.value as ReadResult<K>;
     const { code, message, fix, extra, headers } = answer.error;
     throw new ApiError(code, message, { fix, extra, headers });

@@ -16,6 +16,7 @@ import { LoopSupervisor } from './loops.js';
 import { CpuPool } from './pool.js';
 import { Readers } from './readers.js';
 import { ensurePageKey } from '../core/pagination.js';
+import { warmSchemas } from '../core/lazy-compile.js';
 import type { LoopName } from './loop-table.js';
 import type { LocalEdgeThread } from '../edge/edge-thread.js';
 import { newSecret } from '../auth/secrets.js';
@@ -123,9 +124,15 @@ export async function serve(opts: ServeOptions): Promise<number> {
       edge = started.edge;
       smtp = started.smtp;
     }
-    let origin = '';
     const opened = db;
     remote = new RemoteAccess(db, bus, (tunnelOrigin) => buildApp({ db: opened, bus, pool, reads: readers, owner, origin: () => tunnelOrigin, listener: 'tunnel' }));
+    // The tunnel listener's record is written before the remote-access loop first reads it.
+    try {
+      await remote.start();
+    } catch {
+      throw new StartupError('service_unavailable', 'TunnelListenFailed', 'svc could not start the remote-access listener on 127.0.0.1.', 'Check that loopback ports are available, then start svc again.');
+    }
+    let origin = '';
     app = await buildApp({ db, bus, pool, reads: readers, owner, origin: () => origin, listener: 'local', remote });
     try {
       await app.listen({ host: '127.0.0.1', port: opts.port });
@@ -135,13 +142,6 @@ export async function serve(opts: ServeOptions): Promise<number> {
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : opts.port;
     origin = `http://127.0.0.1:${port}`;
-    try {
-      await remote.start();
-    } catch {
-      throw new StartupError('service_unavailable', 'TunnelListenFailed', 'svc could not start the remote-access listener on 127.0.0.1.', 'Check that loopback ports are available, then start svc again.');
-    }
-
-    await loops.start(files.db, dbKey, faultSwitch());
 
     try {
       writeFileAtomic(files.connection, JSON.stringify({ url: origin, owner_token: owner.bearerToken, pid: process.pid, started_at: new Date().toISOString() }, null, 2) + '\n');
@@ -152,6 +152,23 @@ export async function serve(opts: ServeOptions): Promise<number> {
     for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void stop(0));
     if (owner.setupCode) line(process.stdout, { event: 'owner.setup_required', code: owner.setupCode, url: `${origin}/setup` });
     line(process.stdout, { event: 'server.ready', url: origin, home: opts.home, ...(smtp ? { smtp: `${smtp.host}:${smtp.port}` } : {}) });
+    // Serving now. The loops start after the ready line: each loads its modules and opens the
+    // database in its own thread, which on a small machine took most of start-up (issue 19),
+    // while the request path needs none of them. One that cannot start stops the service, as a
+    // loop that dies later does.
+    loops.start(files.db, dbKey, faultSwitch()).catch(() => {
+      line(process.stderr, {
+        event: 'server.failed',
+        code: 'service_unavailable',
+        cause: 'LoopStartFailed',
+        message: 'A background loop could not start; svc stopped to protect your mail.',
+        fix: 'Start svc again; if this repeats, check disk space and that svc.db in the home is intact.',
+      });
+      void stop(1);
+    });
+    readers.start();
+    // Route schemas not yet used are compiled in the background, one per event-loop turn.
+    void warmSchemas();
   } catch (err) {
     process.stderr.write(asStartupError(err).toLine() + '\n');
     await stop(1);

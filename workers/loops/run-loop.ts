@@ -43,6 +43,8 @@ export function runLoop(pass: LoopPass): void {
   let stopping = false;
   let wake: (() => void) | null = null;
   let woken = false;
+  let started: () => void;
+  const startSignal = new Promise<void>((resolve) => (started = resolve));
 
   const stopController = new AbortController();
   let nextTaskId = 1;
@@ -54,6 +56,10 @@ export function runLoop(pass: LoopPass): void {
       tasks.delete(m.id);
       if (m.ok) pending?.resolve(m.value);
       else pending?.reject(new Error(m.reason ?? 'pool task failed'));
+      return;
+    }
+    if (m.kind === 'start') {
+      started();
       return;
     }
     if (m.kind === 'stop') {
@@ -93,6 +99,8 @@ export function runLoop(pass: LoopPass): void {
 
   (async () => {
     send({ kind: 'ready' });
+    // No pass before the supervisor's go-ahead: until then it may terminate this thread at once.
+    await startSignal;
     let passes = 0;
     while (!stopping) {
       woken = false;
