@@ -20,7 +20,7 @@ export function makeAjv(coerce: boolean): Ajv {
 /**
  * A fastify validator compiler (`app.setValidatorCompiler`): bodies checked as they are, every
  * other part coerced. One pair of instances per server, so compiled schemas are cached per server.
- * Each validator is compiled on its first use or by the warm-up after listen (src/core/lazy-compile.ts);
+ * Each validator is compiled on its first use (src/core/lazy-compile.ts);
  * fastify reads `errors` from the function it called, so the wrapper carries them over.
  */
 export function requestValidatorCompiler(): (route: { schema: object; httpPart?: string }) => ValidateFunction {

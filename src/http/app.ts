@@ -125,7 +125,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     // answer them with the documented body too (found by test/api/fuzz-routes.test.ts).
     frameworkErrors: (err, request, reply) => sendError(reply, toApiError(err, request)),
     clientErrorHandler: answerClientError,
-    // Response serializers are compiled on first use or by the warm-up after listen (start-up time).
+    // Response serializers are compiled on first use (src/core/lazy-compile.ts: start-up time, memory).
     schemaController: { compilersFactory: { buildSerializer: lazySerializerFactory } },
   });
   app.decorate('svc', ctx);

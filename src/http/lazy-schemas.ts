@@ -1,6 +1,6 @@
 /**
  * fastify's response serializers (fast-json-stringify) compiled on first use rather than at
- * start-up; see src/core/lazy-compile.ts for why and for the background warm-up.
+ * start-up; see src/core/lazy-compile.ts for why.
  */
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 import { lazy } from '../core/lazy-compile.js';

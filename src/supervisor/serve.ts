@@ -16,7 +16,6 @@ import { LoopSupervisor } from './loops.js';
 import { CpuPool } from './pool.js';
 import { Readers } from './readers.js';
 import { ensurePageKey } from '../core/pagination.js';
-import { warmSchemas } from '../core/lazy-compile.js';
 import type { LoopName } from './loop-table.js';
 import type { LocalEdgeThread } from '../edge/edge-thread.js';
 import { newSecret } from '../auth/secrets.js';
@@ -167,8 +166,6 @@ export async function serve(opts: ServeOptions): Promise<number> {
       void stop(1);
     });
     readers.start();
-    // Route schemas not yet used are compiled in the background, one per event-loop turn.
-    void warmSchemas();
   } catch (err) {
     process.stderr.write(asStartupError(err).toLine() + '\n');
     await stop(1);

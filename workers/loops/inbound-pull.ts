@@ -20,7 +20,7 @@ import { homeKeyPair } from '../../src/inbound/home-key.js';
 import type { IngestDeps } from '../../src/inbound/ingest.js';
 import { MAX_PER_PASS, pullObjects } from '../../src/inbound/pipeline.js';
 import { retryDueQuarantine } from '../../src/inbound/quarantine-actions.js';
-import { openInbound, type OpenedInbound } from '../pool/tasks.js';
+import type { OpenedInbound } from '../pool/tasks.js';
 import type { ParseLargeReply, ParseLargeRequest } from '../pool/parse-large.js';
 import type { ParsedMail } from '../pool/parse.js';
 import type { DerivedText } from '../../src/mail/extract.js';
@@ -45,6 +45,14 @@ const LARGE_PARSE_HEAP_MB = 1_024;
 const LARGE_PARSE_YOUNG_MB = 4;
 /** Far longer than mailparser needs for a 25 MB message (about 1 s here); past it the message fails alone (`parse_failed`). */
 const LARGE_PARSE_TIMEOUT_MS = 60_000;
+/**
+ * The MIME parser (mailparser) and its task module are loaded on the first message, not at start:
+ * an idle home never pays for them (issue 19, memory per loop thread).
+ */
+let tasks: Promise<typeof import('../pool/tasks.js')> | null = null;
+const openInbound = async (input: Parameters<typeof import('../pool/tasks.js').openInbound>[0]): Promise<OpenedInbound> =>
+  (await (tasks ??= import('../pool/tasks.js'))).openInbound(input);
+
 const PARSE_LARGE_FILE = fileURLToPath(new URL('../pool/parse-large.js', import.meta.url));
 const LONG_POLL_MS = 25_000;
 const RETRY_POLL_MS = 2_000;
