@@ -4,6 +4,7 @@ import { WEBHOOKS_MIGRATION } from './migrations-webhooks.js';
 import { OAUTH_MIGRATION } from './migrations-oauth.js';
 import { QUARANTINE_AUTO_RETRY_MIGRATION } from './migrations-quarantine.js';
 import { RAW_PARTS_MIGRATION } from './migrations-raw-parts.js';
+import { THREAD_SUMMARIES_MIGRATION } from './migrations-thread-summaries.js';
 
 export const MIGRATIONS: readonly string[] = [
   // 1: settings and the owner account
@@ -283,4 +284,6 @@ export const MIGRATIONS: readonly string[] = [
   QUARANTINE_AUTO_RETRY_MIGRATION,
   // 11: raw MIME in parts of at most 1 MiB (src/db/migrations-raw-parts.ts)
   RAW_PARTS_MIGRATION,
+  // 12: stored thread summaries, kept by triggers and the commit hook
+  THREAD_SUMMARIES_MIGRATION,
 ];

@@ -82,6 +82,18 @@ export function openDatabase(file: string, dbKey: Buffer, opts: { migrate: boole
   }
 }
 
+const commitHooks: ((db: Db) => void)[] = [];
+
+/**
+ * Runs `hook` at the end of every outermost write transaction on any connection of this thread,
+ * inside it, just before it commits: derived data (stored thread summaries, src/mail/threads.ts)
+ * is remade in the same transaction as the change it derives from. A hook that throws rolls the
+ * transaction back, so a hook must not throw for reasons of its own.
+ */
+export function onCommit(hook: (db: Db) => void): void {
+  commitHooks.push(hook);
+}
+
 /**
  * The one write-transaction rule (issue 17 §1): `db.transaction(fn)()` takes the write lock up
  * front (BEGIN IMMEDIATE), whatever variant is called, so a transaction never reads and then
@@ -93,12 +105,16 @@ function writeLockUpFront(db: Db): void {
   const transaction = db.transaction.bind(db);
   db.transaction = ((fn: (...args: unknown[]) => unknown) => {
     let started = false;
+    let outermost = false;
     const tx = transaction(function (this: unknown, ...args: unknown[]) {
       started = true;
-      return fn.apply(this, args);
+      const result = fn.apply(this, args);
+      if (outermost) for (const hook of commitHooks) hook(db);
+      return result;
     });
     const run = (variant: 'immediate' | 'exclusive', args: unknown[]) => {
-      if (db.inTransaction) return tx[variant](...args);
+      outermost = !db.inTransaction;
+      if (!outermost) return tx[variant](...args);
       for (let attempt = 0; ; attempt++) {
         started = false;
         try {

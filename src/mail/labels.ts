@@ -139,5 +139,7 @@ export function labelsOf(db: Db, messageRowids: readonly number[]): Map<number, 
  */
 export function visibleSql(alias: string, v: Visibility): string {
   if (v.excluded.length === 0) return '1 = 1';
-  return `NOT EXISTS (SELECT 1 FROM message_labels hl WHERE hl.message_rowid = ${alias}.id AND hl.label IN (${v.excluded.map((l) => `'${l}'`).join(', ')}))`;
+  // `+hl.label`: scan the message's few labels by the key prefix rather than build a lookup table
+  // from the IN list for every row (measured about a third cheaper on a page of thread summaries).
+  return `NOT EXISTS (SELECT 1 FROM message_labels hl WHERE hl.message_rowid = ${alias}.id AND +hl.label IN (${v.excluded.map((l) => `'${l}'`).join(', ')}))`;
 }

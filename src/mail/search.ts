@@ -13,8 +13,8 @@ import type { Db } from '../db/open.js';
 import type { Cursor } from '../core/pagination.js';
 import { SEARCH_VISIBILITY, visibleSql } from './labels.js';
 import { messageItems } from './messages.js';
-import { threadSummaries } from './threads.js';
-import { MESSAGE_ITEM_COLUMNS, type MessageItem, type MessageRow, type ThreadItem, type ThreadRow } from './serialize.js';
+import { LISTED_THREAD_COLUMNS, listedSummaries, type ListedThreadRow } from './threads.js';
+import { MESSAGE_ITEM_COLUMNS, type MessageItem, type MessageRow, type ThreadItem } from './serialize.js';
 import { prepared } from '../db/statements.js';
 
 export const MAX_QUERY_LENGTH = 512;
@@ -169,11 +169,9 @@ export function searchThreads(db: Db, r: SearchRequest): { items: ThreadItem[]; 
     rankedResults(db, r, (h) => h.thread_id!),
     r.limit,
     (keys) => {
-      const threads = prepared(db, 'SELECT t.rowid AS rid, t.thread_id, t.inbox_id, t.subject, t.created_at, t.updated_at FROM threads t WHERE t.thread_id IN (SELECT value FROM json_each(?))').all(
-        JSON.stringify(keys),
-      ) as ThreadRow[];
+      const threads = prepared(db, `SELECT ${LISTED_THREAD_COLUMNS} FROM threads t WHERE t.thread_id IN (SELECT value FROM json_each(?))`).all(JSON.stringify(keys)) as ListedThreadRow[];
       const byId = new Map(threads.map((t) => [t.thread_id, t]));
-      return threadSummaries(
+      return listedSummaries(
         db,
         keys.flatMap((key) => byId.get(key) ?? []),
         SEARCH_VISIBILITY,

@@ -3,10 +3,10 @@
  * every visible message, and deletion. A thread is visible when at least one of its messages
  * is; its summary is built from its visible messages only.
  */
-import type { Db } from '../db/open.js';
+import { onCommit, type Db } from '../db/open.js';
 import { bumpSearchGeneration, type Cursor } from '../core/pagination.js';
 import { redactMessageEvents } from '../events/log.js';
-import { applyLabelEdit, labelsOf, touchesHidden, visibleSql, type LabelEdit, type Visibility } from './labels.js';
+import { applyLabelEdit, HIDDEN_LABELS, labelsOf, touchesHidden, visibleSql, type LabelEdit, type Visibility } from './labels.js';
 import { anySubstring, attachmentsOf, fullMessages, type PageRequest } from './messages.js';
 import {
   ATTACHMENT_COLUMNS,
@@ -24,6 +24,9 @@ import {
 import { prepared } from '../db/statements.js';
 
 const THREAD_COLUMNS = 't.rowid AS rid, t.thread_id, t.inbox_id, t.subject, t.created_at, t.updated_at';
+/** A listed thread: its row and its stored summary (migration 12), NULL when not stored. */
+export const LISTED_THREAD_COLUMNS = `${THREAD_COLUMNS}, t.summary`;
+export type ListedThreadRow = ThreadRow & { summary: string | null };
 
 /** Summaries of the given threads, in the given order, from their visible messages. */
 export function threadSummaries(db: Db, threads: ThreadRow[], v: Visibility): ThreadItem[] {
@@ -37,6 +40,55 @@ export function threadSummaries(db: Db, threads: ThreadRow[], v: Visibility): Th
   for (const m of messages) byThread.get(m.thread_id)?.push(m);
   return threads.map((t) => threadItemShape(t, byThread.get(t.thread_id) ?? [], attachments));
 }
+
+/** The view a stored summary is made for: every hidden label left out (lists and search by default). */
+const STORED_VIEW: Visibility = { excluded: HIDDEN_LABELS };
+const isStoredView = (v: Visibility) => v.excluded.length === HIDDEN_LABELS.length;
+
+/** What is stored of a summary: everything but the fields the thread row itself holds. */
+type StoredSummary = Omit<ThreadItem, 'inbox_id' | 'thread_id' | 'updated_at' | 'created_at'>;
+
+/**
+ * Summaries of listed threads, in order. In the stored view a thread's stored summary is used
+ * as it is; the others (another view, or no summary stored) are made from their messages.
+ */
+export function listedSummaries(db: Db, threads: ListedThreadRow[], v: Visibility): ThreadItem[] {
+  if (!isStoredView(v)) return threadSummaries(db, threads, v);
+  const missing = threads.filter((t) => t.summary === null);
+  const made = new Map(threadSummaries(db, missing, v).map((item) => [item.thread_id, item]));
+  return threads.map((t) => {
+    if (t.summary === null) return made.get(t.thread_id)!;
+    const stored = JSON.parse(t.summary) as StoredSummary;
+    return { inbox_id: t.inbox_id, thread_id: t.thread_id, ...stored, updated_at: t.updated_at, created_at: t.created_at };
+  });
+}
+
+/**
+ * The commit hook (src/db/open.ts `onCommit`): the threads whose messages, labels or attachments
+ * changed in this transaction (noted by migration 12's triggers) get their summary remade before
+ * it commits, so a stored summary is never older than the data. Before migration 12 has run
+ * (the migrations' own transactions) there is nothing to do.
+ */
+function remakeDirtySummaries(db: Db): void {
+  let dirty: { thread_id: string }[];
+  try {
+    dirty = prepared(db, 'SELECT thread_id FROM dirty_threads').all() as { thread_id: string }[];
+  } catch (err) {
+    if (/no such table/.test((err as Error).message)) return;
+    throw err;
+  }
+  if (dirty.length === 0) return;
+  const rows = prepared(db, `SELECT ${THREAD_COLUMNS} FROM threads t WHERE t.thread_id IN (SELECT value FROM json_each(?))`).all(
+    JSON.stringify(dirty.map((d) => d.thread_id)),
+  ) as ThreadRow[];
+  const store = prepared(db, 'UPDATE threads SET summary = ? WHERE thread_id = ?');
+  for (const item of threadSummaries(db, rows, STORED_VIEW)) {
+    const { inbox_id: _inbox, thread_id, updated_at: _updated, created_at: _created, ...stored } = item;
+    store.run(JSON.stringify(stored satisfies StoredSummary), thread_id);
+  }
+  prepared(db, 'DELETE FROM dirty_threads').run();
+}
+onCommit(remakeDirtySummaries);
 
 export interface ThreadFilters {
   before?: string;
@@ -74,7 +126,7 @@ function filterSql(filters: ThreadFilters, v: Visibility, where: string[], param
   }
 }
 
-function threadPage(db: Db, inboxId: string, filters: ThreadFilters, v: Visibility, page: PageRequest): ThreadRow[] {
+function threadPage(db: Db, inboxId: string, filters: ThreadFilters, v: Visibility, page: PageRequest): ListedThreadRow[] {
   const where = ['t.inbox_id = ?'];
   const params: unknown[] = [inboxId];
   filterSql(filters, v, where, params);
@@ -83,10 +135,10 @@ function threadPage(db: Db, inboxId: string, filters: ThreadFilters, v: Visibili
     where.push(`t.updated_at ${cmp}= ? AND (t.updated_at ${cmp} ? OR t.rowid ${cmp} ?)`);
     params.push(page.cursor[0], page.cursor[0], page.cursor[1]);
   }
-  return prepared(db, `SELECT ${THREAD_COLUMNS} FROM threads t WHERE ${where.join(' AND ')} ORDER BY t.updated_at ${dir}, t.rowid ${dir} LIMIT ?`).all(
+  return prepared(db, `SELECT ${LISTED_THREAD_COLUMNS} FROM threads t WHERE ${where.join(' AND ')} ORDER BY t.updated_at ${dir}, t.rowid ${dir} LIMIT ?`).all(
     ...params,
     page.limit + 1,
-  ) as ThreadRow[];
+  ) as ListedThreadRow[];
 }
 
 /**
@@ -102,7 +154,7 @@ export function listThreads(db: Db, inboxIds: readonly string[], filters: Thread
   const more = rows.length > page.limit;
   rows = rows.slice(0, page.limit);
   const last = rows[rows.length - 1];
-  return { items: threadSummaries(db, rows, v), next: more ? [last.updated_at, last.rid] : null };
+  return { items: listedSummaries(db, rows, v), next: more ? [last.updated_at, last.rid] : null };
 }
 
 /** The thread's row if it exists, whatever its visibility; for resolving scope first. */

@@ -1,0 +1,38 @@
+/**
+ * Migration 12: stored thread summaries (src/mail/thread-summaries.ts, issue 19). A thread list
+ * built each summary from the thread's messages, their labels and attachments on every request;
+ * `threads.summary` keeps the summary as the default view sees it (hidden mail left out), made in
+ * the same transaction as the change. Triggers clear it and note the thread in `dirty_threads`
+ * whenever a message, label or attachment of the thread changes, by whatever code path; the
+ * transaction remakes the summaries of its dirty threads before it commits (src/db/open.ts
+ * `onCommit`). A thread whose summary is NULL (stored before this migration, or changed on a
+ * connection that had no hook) is summarized from its messages when read, as before.
+ */
+const dirty = (thread: string) => `
+    UPDATE threads SET summary = NULL WHERE thread_id = ${thread} AND summary IS NOT NULL;
+    INSERT OR IGNORE INTO dirty_threads (thread_id) SELECT ${thread} WHERE ${thread} IS NOT NULL;`;
+const ofMessage = (rowid: string) => `(SELECT thread_id FROM messages WHERE id = ${rowid})`;
+
+export const THREAD_SUMMARIES_MIGRATION = `
+  ALTER TABLE threads ADD COLUMN summary TEXT;
+  CREATE TABLE dirty_threads (thread_id TEXT PRIMARY KEY) STRICT, WITHOUT ROWID;
+
+  CREATE TRIGGER messages_summary_insert AFTER INSERT ON messages BEGIN${dirty('NEW.thread_id')}
+  END;
+  CREATE TRIGGER messages_summary_delete AFTER DELETE ON messages BEGIN${dirty('OLD.thread_id')}
+  END;
+  CREATE TRIGGER messages_summary_update AFTER UPDATE OF thread_id, message_id, from_address, to_addresses, cc_addresses, bcc_addresses, subject, preview, size, timestamp, direction ON messages BEGIN${dirty('OLD.thread_id')}${dirty('NEW.thread_id')}
+  END;
+  CREATE TRIGGER labels_summary_insert AFTER INSERT ON message_labels BEGIN${dirty(ofMessage('NEW.message_rowid'))}
+  END;
+  CREATE TRIGGER labels_summary_delete AFTER DELETE ON message_labels BEGIN${dirty(ofMessage('OLD.message_rowid'))}
+  END;
+  CREATE TRIGGER labels_summary_update AFTER UPDATE ON message_labels BEGIN${dirty(ofMessage('OLD.message_rowid'))}${dirty(ofMessage('NEW.message_rowid'))}
+  END;
+  CREATE TRIGGER attachments_summary_insert AFTER INSERT ON attachments BEGIN${dirty(ofMessage('NEW.message_rowid'))}
+  END;
+  CREATE TRIGGER attachments_summary_delete AFTER DELETE ON attachments BEGIN${dirty(ofMessage('OLD.message_rowid'))}
+  END;
+  CREATE TRIGGER attachments_summary_update AFTER UPDATE ON attachments BEGIN${dirty(ofMessage('OLD.message_rowid'))}${dirty(ofMessage('NEW.message_rowid'))}
+  END;
+`;
