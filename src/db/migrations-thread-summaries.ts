@@ -6,15 +6,17 @@
  * whenever a message, label or attachment of the thread changes, by whatever code path; the
  * transaction remakes the summaries of its dirty threads before it commits (src/db/open.ts
  * `onCommit`). A thread whose summary is NULL (stored before this migration, or changed on a
- * connection that had no hook) is summarized from its messages when read, as before.
+ * connection that had no hook) is summarized from its messages when read, as before. `shown`
+ * says, with the summary, whether the default view lists the thread at all.
  */
 const dirty = (thread: string) => `
-    UPDATE threads SET summary = NULL WHERE thread_id = ${thread} AND summary IS NOT NULL;
+    UPDATE threads SET summary = NULL, shown = NULL WHERE thread_id = ${thread} AND summary IS NOT NULL;
     INSERT OR IGNORE INTO dirty_threads (thread_id) SELECT ${thread} WHERE ${thread} IS NOT NULL;`;
 const ofMessage = (rowid: string) => `(SELECT thread_id FROM messages WHERE id = ${rowid})`;
 
 export const THREAD_SUMMARIES_MIGRATION = `
   ALTER TABLE threads ADD COLUMN summary TEXT;
+  ALTER TABLE threads ADD COLUMN shown INTEGER;      -- 1 when the default view shows the thread (a message not hidden), 0 when not; NULL with summary
   CREATE TABLE dirty_threads (thread_id TEXT PRIMARY KEY) STRICT, WITHOUT ROWID;
 
   CREATE TRIGGER messages_summary_insert AFTER INSERT ON messages BEGIN${dirty('NEW.thread_id')}

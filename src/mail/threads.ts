@@ -81,10 +81,10 @@ function remakeDirtySummaries(db: Db): void {
   const rows = prepared(db, `SELECT ${THREAD_COLUMNS} FROM threads t WHERE t.thread_id IN (SELECT value FROM json_each(?))`).all(
     JSON.stringify(dirty.map((d) => d.thread_id)),
   ) as ThreadRow[];
-  const store = prepared(db, 'UPDATE threads SET summary = ? WHERE thread_id = ?');
+  const store = prepared(db, 'UPDATE threads SET summary = ?, shown = ? WHERE thread_id = ?');
   for (const item of threadSummaries(db, rows, STORED_VIEW)) {
     const { inbox_id: _inbox, thread_id, updated_at: _updated, created_at: _created, ...stored } = item;
-    store.run(JSON.stringify(stored satisfies StoredSummary), thread_id);
+    store.run(JSON.stringify(stored satisfies StoredSummary), item.message_count > 0 ? 1 : 0, thread_id);
   }
   prepared(db, 'DELETE FROM dirty_threads').run();
 }
@@ -116,8 +116,14 @@ function filterSql(filters: ThreadFilters, v: Visibility, where: string[], param
   anySubstring("fm.to_addresses || ' ' || coalesce(fm.cc_addresses, '') || ' ' || coalesce(fm.bcc_addresses, '')", filters.recipients, messageConditions, messageParams);
   anySubstring('fm.subject', filters.subject, messageConditions, messageParams);
   // Each substring filter may match a different message of the thread.
-  for (const condition of messageConditions.length ? messageConditions : ['1 = 1']) {
+  for (const condition of messageConditions) {
     where.push(`EXISTS (SELECT 1 FROM messages fm WHERE fm.thread_id = t.thread_id AND ${visible} AND ${condition})`);
+  }
+  if (messageConditions.length === 0) {
+    // Listed only with a visible message; in the stored view the stored `shown` says so without
+    // reading the messages, unless it is not stored.
+    const anyVisible = `EXISTS (SELECT 1 FROM messages fm WHERE fm.thread_id = t.thread_id AND ${visible})`;
+    where.push(isStoredView(v) ? `(t.shown = 1 OR (t.shown IS NULL AND ${anyVisible}))` : anyVisible);
   }
   params.push(...messageParams);
   for (const label of filters.labels ?? []) {

@@ -87,6 +87,15 @@ t.test('stored thread summaries follow every change', async (t) => {
   t.not(listedSummaries(db, rows(db), ALL_VIEW)[0].message_count, 2, 'a view that includes the trash does not use the stored summary');
   t.same(listedSummaries(db, rows(db), ALL_VIEW), threadSummaries(db, rows(db), ALL_VIEW));
 
+  const hiddenThread = receive({ hidden: true }).threadId;
+  check(t, db, 'a thread of hidden mail only');
+  const hiddenRow = db.prepare('SELECT shown, summary FROM threads WHERE thread_id = ?').get(hiddenThread) as { shown: number; summary: string | null };
+  t.equal(hiddenRow.shown, 0, 'stored as not shown in the default view');
+  const listedIds = (view: typeof DEFAULT_VIEW | typeof ALL_VIEW) => listThreads(db, [INBOX], {}, view, { limit: 50, cursor: null, ascending: false }).items.map((i) => i.thread_id);
+  t.notOk(listedIds(DEFAULT_VIEW).includes(hiddenThread), 'the default list leaves it out');
+  t.ok(listedIds(ALL_VIEW).includes(hiddenThread), 'a list that includes hidden mail shows it');
+  t.equal(listedIds(DEFAULT_VIEW).length, rows(db).filter((r) => r.thread_id !== hiddenThread).length, 'every other thread is listed');
+
   db.transaction(() => deleteMessage(db, INBOX, '<m7@example.net>', ALL_VIEW))();
   check(t, db, 'a message deleted');
 
