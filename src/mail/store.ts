@@ -16,7 +16,7 @@ import { deriveText, type DerivedText } from './extract.js';
 export { PREVIEW_LENGTH, previewOf } from './extract.js';
 import { HIDDEN_LABELS, INBOUND_HIDDEN_ORDER, type InboundHiddenLabel } from './labels.js';
 import { messageWithBody } from './messages.js';
-import { threadSummaries } from './threads.js';
+import { keepSummary, threadSummaries } from './threads.js';
 import { displayAddress, type ThreadRow } from './serialize.js';
 import { prepared } from '../db/statements.js';
 import { MAX_MESSAGE_ID, MAX_THREAD_REFS } from './limits.js';
@@ -156,7 +156,9 @@ export function commitInbound(db: Db, input: InboundMail): CommitResult {
     // the hidden label that selected the variant is visible to them, other hidden mail is not.
     const message = messageWithBody(db, rowid, { text: parsed.text, html: parsed.html, extracted_text: derived.extractedText, extracted_html: derived.extractedHtml });
     const thread = prepared(db, 'SELECT rowid AS rid, thread_id, inbox_id, subject, created_at, updated_at FROM threads WHERE thread_id = ?').get(threadId) as ThreadRow;
-    const [summary] = threadSummaries(db, [thread], { excluded: HIDDEN_LABELS.filter((l) => !(hidden as readonly string[]).includes(l)) });
+    const view = { excluded: HIDDEN_LABELS.filter((l) => !(hidden as readonly string[]).includes(l)) };
+    const [summary] = threadSummaries(db, [thread], view);
+    keepSummary(db, summary, view);
     const { seq } = appendEvent(db, {
       eventType: hidden.length ? `message.received.${hidden[0]}` : 'message.received',
       inboxId: inbox.inbox_id,

@@ -81,12 +81,24 @@ function remakeDirtySummaries(db: Db): void {
   const rows = prepared(db, `SELECT ${THREAD_COLUMNS} FROM threads t WHERE t.thread_id IN (SELECT value FROM json_each(?))`).all(
     JSON.stringify(dirty.map((d) => d.thread_id)),
   ) as ThreadRow[];
-  const store = prepared(db, 'UPDATE threads SET summary = ?, shown = ? WHERE thread_id = ?');
-  for (const item of threadSummaries(db, rows, STORED_VIEW)) {
-    const { inbox_id: _inbox, thread_id, updated_at: _updated, created_at: _created, ...stored } = item;
-    store.run(JSON.stringify(stored satisfies StoredSummary), item.message_count > 0 ? 1 : 0, thread_id);
-  }
+  for (const item of threadSummaries(db, rows, STORED_VIEW)) writeSummary(db, item);
   prepared(db, 'DELETE FROM dirty_threads').run();
+}
+
+function writeSummary(db: Db, item: ThreadItem): void {
+  const { inbox_id: _inbox, thread_id, updated_at: _updated, created_at: _created, ...stored } = item;
+  prepared(db, 'UPDATE threads SET summary = ?, shown = ? WHERE thread_id = ?').run(JSON.stringify(stored satisfies StoredSummary), item.message_count > 0 ? 1 : 0, thread_id);
+}
+
+/**
+ * Stores a summary just made in the stored view inside a write transaction (the inbound commit
+ * makes one for its event anyway), so the commit hook need not make it again; a later change in
+ * the same transaction marks the thread dirty again and the hook remakes it.
+ */
+export function keepSummary(db: Db, item: ThreadItem, v: Visibility): void {
+  if (!isStoredView(v)) return;
+  writeSummary(db, item);
+  prepared(db, 'DELETE FROM dirty_threads WHERE thread_id = ?').run(item.thread_id);
 }
 onCommit(remakeDirtySummaries);
 
