@@ -119,12 +119,14 @@ export class EventHub {
   #pollTimer: NodeJS.Timeout | null = null;
   #knownHead: number;
   #closing = false;
+  /** The last log read of this event-loop turn (`#readAfter`). */
+  #shared: { after: number; rows: LogRow[] } | null = null;
 
   constructor(db: Db, bus: Bus, timing: EventStreamTiming) {
     this.#services = {
       db,
       timing,
-      readAfter: (seq) => rawEventsAfter(db, seq, READ_BATCH),
+      readAfter: (seq) => this.#readAfter(seq),
       forget: (connection) => this.#forget(connection),
     };
     this.#knownHead = latestSeq(db);
@@ -152,6 +154,22 @@ export class EventHub {
     this.#stopPolling();
     for (const connection of [...this.#connections]) connection.close(CLOSE_CODE.goingAway, 'svc is stopping');
     await Promise.all([...this.#sockets].map((socket) => closeWithin(socket, SHUTDOWN_GRACE_MS)));
+  }
+
+  /**
+   * The log after `seq`. Every connection at the head asks for the same rows when the head
+   * moves; they are read once per event-loop turn and shared, then forgotten at the end of the
+   * turn, so no connection is sent rows older than a read made in its own turn (a deleted
+   * message's redaction is seen as before). A loop committing meanwhile only means a connection
+   * gets the newer rows at the next notice.
+   */
+  #readAfter(seq: number): LogRow[] {
+    const shared = this.#shared;
+    if (shared?.after === seq) return shared.rows;
+    const rows = rawEventsAfter(this.#services.db, seq, READ_BATCH);
+    if (!this.#shared) setImmediate(() => (this.#shared = null));
+    this.#shared = { after: seq, rows };
+    return rows;
   }
 
   #poll(): void {

@@ -9,6 +9,8 @@ import { batchGetMessagesFor, messageListPage, messageSearchPage, readMessage } 
 import { readThread, threadListPage, threadSearchPage } from './threads.js';
 
 export const READ_OPS = {
+  /** Loads a reader thread and opens its connection (`Readers.start`); answers true. */
+  ping: (_db: Db) => true,
   threadListPage,
   threadSearchPage,
   readThread,

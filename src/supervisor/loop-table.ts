@@ -79,8 +79,8 @@ export const LOOP_YOUNG_GENERATION_MB: Record<LoopName, number | null> = {
 
 /** Messages between the supervisor and a loop worker. */
 export type ToLoop =
-  /** The supervisor's go-ahead after `ready`: no pass begins before it (so a loop the supervisor
-   * has not seen ready has nothing in flight and may be terminated at once). */
+  /** The supervisor's go-ahead after `ready`: no pass begins before it, so a stop that arrives
+   * while the loop is still starting ends it before any pass. */
   | { kind: 'start' }
   | { kind: 'wake' }
   | { kind: 'stop' }

@@ -17,8 +17,8 @@ function taskReason(err: unknown): string | null {
 
 export class LoopSupervisor {
   readonly #workers = new Map<LoopName, Worker>();
-  /** Loops that have opened the database and begun passes; the others have no work in flight. */
-  readonly #ready = new Set<LoopName>();
+  /** Loops told to start; the others have begun no pass. */
+  readonly #started = new Set<LoopName>();
   #stopping = false;
 
   constructor(
@@ -49,9 +49,10 @@ export class LoopSupervisor {
       let ready = false;
       worker.on('message', (m: FromLoop) => {
         if (m.kind === 'ready') {
+          // Stopping already: the stop message waiting for it ends the loop before any pass.
           if (this.#stopping) return;
           ready = true;
-          this.#ready.add(name);
+          this.#started.add(name);
           worker.postMessage({ kind: 'start' } satisfies ToLoop);
           resolve();
         } else if (m.kind === 'bus') this.bus.publish(m.message);
@@ -84,14 +85,15 @@ export class LoopSupervisor {
 
   /**
    * Asks every loop to finish its pass and exit; terminates stragglers after a grace period. A loop
-   * still starting (loading, opening the database, or ready but not yet told to start) has begun no
-   * pass and is terminated at once.
+   * not yet told to start (loading its modules, opening the database, or waiting for the go-ahead)
+   * has begun no pass and is terminated at once, so a stop right after start is not held up by
+   * module loading.
    */
   async stop(): Promise<void> {
     this.#stopping = true;
     const waits = [...this.#workers.entries()].map(([name, worker]) =>
       new Promise<void>((resolve) => {
-        if (!this.#ready.has(name)) {
+        if (!this.#started.has(name)) {
           void worker.terminate().then(() => resolve());
           return;
         }

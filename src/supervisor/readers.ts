@@ -25,15 +25,20 @@ export class Readers {
   readonly #key: Uint8Array;
   readonly #dbFile: string;
   readonly #lanes: Partial<Record<ReadLane, Piscina>> = {};
+  /** Reads not yet answered; closing waits for them (see `close`). */
+  readonly #inFlight = new Set<Promise<unknown>>();
 
   constructor(dbFile: string, dbKey: Buffer) {
     this.#dbFile = dbFile;
     this.#key = new Uint8Array(dbKey);
   }
 
-  /** Starts the read lane's warm thread; called once the service is serving, so it does not slow start-up. */
+  /**
+   * Starts the read lane's warm thread and opens its connection; called once the service is
+   * serving, so it does not slow start-up. As a read in flight, it is waited for by `close`.
+   */
   start(): void {
-    this.#lane('read');
+    this.run('ping').catch(() => undefined);
   }
 
   #lane(name: ReadLane): Piscina {
@@ -50,13 +55,25 @@ export class Readers {
   /** Runs one read request in its lane; an ApiError it raised is thrown again here. */
   async run<K extends ReadOp>(op: K, ...args: ReadArgs<K>): Promise<ReadResult<K>> {
     const task: ReadTask = { op, args };
-    const answer = (await this.#lane(SEARCH_OPS.has(op) ? 'search' : 'read').run(task)) as ReadAnswer;
+    const running = this.#lane(SEARCH_OPS.has(op) ? 'search' : 'read').run(task);
+    this.#inFlight.add(running);
+    void running.then(
+      () => this.#inFlight.delete(running),
+      () => this.#inFlight.delete(running),
+    );
+    const answer = (await running) as ReadAnswer;
     if (answer.ok) return answer.value as ReadResult<K>;
     const { code, message, fix, extra, headers } = answer.error;
     throw new ApiError(code, message, { fix, extra, headers });
   }
 
+  /**
+   * Waits for the reads in flight, then ends the threads. A read in flight may be waiting for its
+   * thread to load, and Node 20 aborts the whole process when a worker is terminated during ES
+   * module instantiation; reads are short, so waiting costs little.
+   */
   async close(): Promise<void> {
+    await Promise.allSettled([...this.#inFlight]);
     await Promise.all(Object.values(this.#lanes).map((pool) => pool.destroy()));
     this.#key.fill(0);
   }

@@ -67,18 +67,21 @@ export async function serve(opts: ServeOptions): Promise<number> {
     void stop(1);
   });
 
-  /** Stop loops → drain HTTP → close the pool and database → zero the key. */
+  /** Stop loops and drain HTTP → close the pool, readers and database → zero the key. */
   function stop(code: number): Promise<number> {
     stopping ??= (async () => {
-      await loops.stop().catch(() => undefined);
-      // The loop has stopped the connector; the tunnel listener drains beside the loopback one.
-      const tunnelClosed = remote?.stop().catch(() => undefined);
+      // Loops stop while the listeners drain: a loop still loading right after start finishes
+      // loading before it can stop, which must not hold up the drain.
+      const loopsStopped = loops.stop().catch(() => undefined);
+      // The remote-access loop stops the connector; then the tunnel listener drains.
+      const tunnelClosed = loopsStopped.then(() => remote?.stop().catch(() => undefined));
       if (app) {
         const drain = app.close();
         const timer = setTimeout(() => app?.server.closeAllConnections(), DRAIN_MS);
         await drain.catch(() => undefined);
         clearTimeout(timer);
       }
+      await loopsStopped;
       await tunnelClosed;
       await edge?.stop().catch(() => undefined);
       await pool.close().catch(() => undefined);

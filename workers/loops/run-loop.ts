@@ -65,6 +65,8 @@ export function runLoop(pass: LoopPass): void {
     if (m.kind === 'stop') {
       stopping = true;
       stopController.abort();
+      // A stop before the go-ahead ends the loop without a pass.
+      started();
     }
     woken = true;
     wake?.();
