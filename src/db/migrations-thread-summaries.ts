@@ -11,30 +11,31 @@
  */
 const dirty = (thread: string) => `
     UPDATE threads SET summary = NULL, shown = NULL WHERE thread_id = ${thread} AND summary IS NOT NULL;
-    INSERT OR IGNORE INTO dirty_threads (thread_id) SELECT ${thread} WHERE ${thread} IS NOT NULL;`;
+    INSERT OR IGNORE INTO dirty_threads (thread_id) SELECT t FROM (SELECT ${thread} AS t) WHERE t IS NOT NULL;`;
 const ofMessage = (rowid: string) => `(SELECT thread_id FROM messages WHERE id = ${rowid})`;
+
+/** One trigger per table and change: the threads it marks, from the old and/or new row. */
+function marks(table: string, columns: string, thread: (row: 'OLD' | 'NEW') => string): string {
+  const changes: ['insert' | 'delete' | 'update', ('OLD' | 'NEW')[]][] = [
+    ['insert', ['NEW']],
+    ['delete', ['OLD']],
+    ['update', ['OLD', 'NEW']],
+  ];
+  return changes
+    .map(([change, rows]) => {
+      const event = change === 'update' && columns ? `UPDATE OF ${columns}` : change.toUpperCase();
+      return `CREATE TRIGGER ${table}_summary_${change} AFTER ${event} ON ${table} BEGIN${rows.map((row) => dirty(thread(row))).join('')}
+  END;`;
+    })
+    .join('\n  ');
+}
 
 export const THREAD_SUMMARIES_MIGRATION = `
   ALTER TABLE threads ADD COLUMN summary TEXT;
   ALTER TABLE threads ADD COLUMN shown INTEGER;      -- 1 when the default view shows the thread (a message not hidden), 0 when not; NULL with summary
   CREATE TABLE dirty_threads (thread_id TEXT PRIMARY KEY) STRICT, WITHOUT ROWID;
 
-  CREATE TRIGGER messages_summary_insert AFTER INSERT ON messages BEGIN${dirty('NEW.thread_id')}
-  END;
-  CREATE TRIGGER messages_summary_delete AFTER DELETE ON messages BEGIN${dirty('OLD.thread_id')}
-  END;
-  CREATE TRIGGER messages_summary_update AFTER UPDATE OF thread_id, message_id, from_address, to_addresses, cc_addresses, bcc_addresses, subject, preview, size, timestamp, direction ON messages BEGIN${dirty('OLD.thread_id')}${dirty('NEW.thread_id')}
-  END;
-  CREATE TRIGGER labels_summary_insert AFTER INSERT ON message_labels BEGIN${dirty(ofMessage('NEW.message_rowid'))}
-  END;
-  CREATE TRIGGER labels_summary_delete AFTER DELETE ON message_labels BEGIN${dirty(ofMessage('OLD.message_rowid'))}
-  END;
-  CREATE TRIGGER labels_summary_update AFTER UPDATE ON message_labels BEGIN${dirty(ofMessage('OLD.message_rowid'))}${dirty(ofMessage('NEW.message_rowid'))}
-  END;
-  CREATE TRIGGER attachments_summary_insert AFTER INSERT ON attachments BEGIN${dirty(ofMessage('NEW.message_rowid'))}
-  END;
-  CREATE TRIGGER attachments_summary_delete AFTER DELETE ON attachments BEGIN${dirty(ofMessage('OLD.message_rowid'))}
-  END;
-  CREATE TRIGGER attachments_summary_update AFTER UPDATE ON attachments BEGIN${dirty(ofMessage('OLD.message_rowid'))}${dirty(ofMessage('NEW.message_rowid'))}
-  END;
+  ${marks('messages', 'thread_id, message_id, from_address, to_addresses, cc_addresses, bcc_addresses, subject, preview, size, timestamp, direction', (row) => `${row}.thread_id`)}
+  ${marks('message_labels', '', (row) => ofMessage(`${row}.message_rowid`))}
+  ${marks('attachments', '', (row) => ofMessage(`${row}.message_rowid`))}
 `;

@@ -46,12 +46,10 @@ export class LoopSupervisor {
     key.fill(0);
     this.#workers.set(name, worker);
     return new Promise((resolve, reject) => {
-      let ready = false;
       worker.on('message', (m: FromLoop) => {
         if (m.kind === 'ready') {
-          // Stopping already: the stop message waiting for it ends the loop before any pass.
+          // Stopping already: stop() terminates a loop it has not told to start.
           if (this.#stopping) return;
-          ready = true;
           this.#started.add(name);
           worker.postMessage({ kind: 'start' } satisfies ToLoop);
           resolve();
@@ -67,7 +65,7 @@ export class LoopSupervisor {
       const died = () => {
         this.#workers.delete(name);
         if (this.#stopping) return;
-        if (!ready) reject(new Error(`loop ${name} failed to start`));
+        if (!this.#started.has(name)) reject(new Error(`loop ${name} failed to start`));
         else this.onCrash(name);
       };
       worker.on('error', died);
