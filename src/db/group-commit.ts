@@ -1,16 +1,22 @@
 /**
  * Group commit for request handlers: writes that become ready in the same event-loop turn share
- * one transaction, so one fsync (synchronous=FULL) covers several requests. Each write runs in its
- * own savepoint: one that throws is rolled back and rejected alone; the others still commit.
- * A write's promise resolves only after the shared commit is durable.
+ * one transaction, and one WAL sync covers them. Each write runs in its own savepoint: one that
+ * throws is rolled back and rejected alone; the others still commit. A write's promise resolves
+ * only after the shared commit is durable.
+ *
+ * The request thread never waits on another thread's write lock or on the disk here: it takes
+ * the write gate (src/db/write-gate.ts) asynchronously, runs the transaction, releases the gate,
+ * and awaits the WAL sync on the libuv pool. Writes that arrive meanwhile form the next group.
  */
-import type { Db } from './open.js';
+import { commitWithoutSync, gateOf, syncWal, type Db } from './open.js';
 
 interface Job {
   fn: () => unknown;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
+
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 
 class GroupCommit {
   #queue: Job[] = [];
@@ -23,27 +29,36 @@ class GroupCommit {
       this.#queue.push({ fn, resolve: resolve as (v: unknown) => void, reject });
       if (!this.#scheduled) {
         this.#scheduled = true;
-        setImmediate(() => this.#flush());
+        setImmediate(() => void this.#flush());
       }
     });
   }
 
-  #flush(): void {
+  async #flush(): Promise<void> {
+    const gate = gateOf(this.db);
+    const gated = gate !== null && (await gate.acquire());
+    // Taken after the wait, so writes queued while the gate was busy join this group.
     const batch = this.#queue.splice(0);
     this.#scheduled = false;
-    const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
+    const outcomes: Outcome[] = [];
     try {
-      this.db
-        .transaction(() => {
-          for (const job of batch) {
-            try {
-              outcomes.push({ ok: true, value: this.db.transaction(job.fn)() });
-            } catch (error) {
-              outcomes.push({ ok: false, error });
-            }
+      commitWithoutSync(this.db, () => {
+        for (const job of batch) {
+          try {
+            outcomes.push({ ok: true, value: this.db.transaction(job.fn)() });
+          } catch (error) {
+            outcomes.push({ ok: false, error });
           }
-        })
-        .immediate();
+        }
+      });
+    } catch (error) {
+      for (const job of batch) job.reject(error);
+      return;
+    } finally {
+      if (gated) gate.release();
+    }
+    try {
+      await syncWal(this.db);
     } catch (error) {
       for (const job of batch) job.reject(error);
       return;

@@ -1,7 +1,9 @@
 /** Opens svc.db with SQLCipher encryption, WAL and migrations. */
+import fs from 'node:fs';
 import Database from 'better-sqlite3-multiple-ciphers';
 import { StartupError } from '../keys/startup-error.js';
 import { MIGRATIONS } from './migrations.js';
+import type { WriteGate } from './write-gate.js';
 
 export type Db = Database.Database;
 
@@ -39,7 +41,7 @@ function sqliteCode(err: unknown): string {
  * Opens (or creates) the database. `migrate` runs pending migrations; loop workers open
  * without it because the supervisor already migrated.
  */
-export function openDatabase(file: string, dbKey: Buffer, opts: { migrate: boolean }): Db {
+export function openDatabase(file: string, dbKey: Buffer, opts: { migrate: boolean; gate?: WriteGate }): Db {
   let db: Db;
   try {
     db = new Database(file);
@@ -64,10 +66,12 @@ export function openDatabase(file: string, dbKey: Buffer, opts: { migrate: boole
       throw err;
     }
     db.pragma('journal_mode = WAL');
-    db.pragma('synchronous = FULL');
+    // Every commit is made durable by syncWal before it returns (or before a group commit's
+    // callers hear of it), outside the write lock; NORMAL keeps SQLite's own fsync out of the lock.
+    db.pragma('synchronous = NORMAL');
     db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     db.pragma('foreign_keys = ON');
-    writeLockUpFront(db);
+    writeLockUpFront(db, opts.gate ?? null);
     if (opts.migrate) migrate(db);
     else checkSchema(db);
     return db;
@@ -94,14 +98,96 @@ export function onCommit(hook: (db: Db) => void): void {
   commitHooks.push(hook);
 }
 
+/** Per connection: the gate shared with the service's other threads, the WAL's descriptor, and syncs in flight. */
+interface Writer {
+  gate: WriteGate | null;
+  walFd: number | null;
+  /** Set while a group commit runs a transaction whose sync it awaits itself (`commitWithoutSync`). */
+  deferSync: boolean;
+  /** The sync running now, and whether another must follow it (commits made while it ran). */
+  syncing: Promise<void> | null;
+  again: Promise<void> | null;
+}
+
+const writers = new WeakMap<Db, Writer>();
+
+function writerOf(db: Db): Writer {
+  const w = writers.get(db);
+  if (!w) throw new Error('not a connection opened by openDatabase');
+  return w;
+}
+
+/** The WAL's descriptor, opened on first use and closed with the connection. */
+function walFd(db: Db, w: Writer): number {
+  if (w.walFd === null) {
+    w.walFd = fs.openSync(`${db.name}-wal`, 'r');
+    const close = db.close.bind(db);
+    db.close = () => {
+      if (w.walFd !== null) fs.closeSync(w.walFd);
+      w.walFd = null;
+      return close();
+    };
+  }
+  return w.walFd;
+}
+
+/**
+ * Durability, as synchronous=FULL gives it, without SQLite's fsync inside the write lock: the
+ * connection runs with synchronous=NORMAL (in WAL mode: consistent after a power loss, never
+ * corrupt) and every commit is followed by an fdatasync of the WAL before its caller goes on.
+ * The sync runs after the lock is released, so other writers need not wait for the disk; a
+ * group commit (src/db/group-commit.ts) awaits it on the libuv pool, off the request thread.
+ */
+function syncWalNow(db: Db, w: Writer): void {
+  fs.fdatasyncSync(walFd(db, w));
+}
+
+/** Resolves once every commit this connection made before the call is on disk. Syncs in flight are shared. */
+export function syncWal(db: Db): Promise<void> {
+  const w = writerOf(db);
+  if (w.again) return w.again;
+  const run = (): Promise<void> =>
+    new Promise<void>((resolve, reject) => fs.fdatasync(walFd(db, w), (err) => (err ? reject(err) : resolve()))).finally(() => {
+      w.syncing = w.again ?? null;
+      w.again = null;
+    });
+  if (!w.syncing) {
+    w.syncing = run();
+    return w.syncing;
+  }
+  // A sync is running, but it may have started before this commit: one more follows it.
+  w.again = w.syncing.then(run, run);
+  return w.again;
+}
+
+/** Whether this thread holds the connection's write gate (a group commit took it before its transaction). */
+export function gateOf(db: Db): WriteGate | null {
+  return writerOf(db).gate;
+}
+
+/** Runs `fn` as one write transaction whose durability the caller awaits with syncWal (group commits). */
+export function commitWithoutSync<T>(db: Db, fn: () => T): T {
+  const w = writerOf(db);
+  w.deferSync = true;
+  try {
+    return db.transaction(fn).immediate();
+  } finally {
+    w.deferSync = false;
+  }
+}
+
 /**
  * The one write-transaction rule (issue 17 §1): `db.transaction(fn)()` takes the write lock up
  * front (BEGIN IMMEDIATE), whatever variant is called, so a transaction never reads and then
- * fails to upgrade (SQLITE_BUSY_SNAPSHOT, which busy_timeout does not cover). When the lock
- * cannot be had, BEGIN is tried again with backoff; `fn` has not run yet then, so retrying it
- * is safe. Nested calls are savepoints inside the outer transaction, as before.
+ * fails to upgrade (SQLITE_BUSY_SNAPSHOT, which busy_timeout does not cover). Within the service
+ * the gate (src/db/write-gate.ts) is taken first, so writers wake the moment the lock is free.
+ * When the lock cannot be had, BEGIN is tried again with backoff; `fn` has not run yet then, so
+ * retrying it is safe. Nested calls are savepoints inside the outer transaction, as before. After
+ * the outermost commit the WAL is synced (above) once the gate is released.
  */
-function writeLockUpFront(db: Db): void {
+function writeLockUpFront(db: Db, gate: WriteGate | null): void {
+  const w: Writer = { gate, walFd: null, deferSync: false, syncing: null, again: null };
+  writers.set(db, w);
   const transaction = db.transaction.bind(db);
   db.transaction = ((fn: (...args: unknown[]) => unknown) => {
     let started = false;
@@ -112,9 +198,7 @@ function writeLockUpFront(db: Db): void {
       if (outermost) for (const hook of commitHooks) hook(db);
       return result;
     });
-    const run = (variant: 'immediate' | 'exclusive', args: unknown[]) => {
-      outermost = !db.inTransaction;
-      if (!outermost) return tx[variant](...args);
+    const attempt = (variant: 'immediate' | 'exclusive', args: unknown[]) => {
       for (let attempt = 0; ; attempt++) {
         started = false;
         try {
@@ -124,6 +208,19 @@ function writeLockUpFront(db: Db): void {
           pauseSync(WRITE_LOCK_BACKOFF_MS[attempt]);
         }
       }
+    };
+    const run = (variant: 'immediate' | 'exclusive', args: unknown[]) => {
+      outermost = !db.inTransaction;
+      if (!outermost) return tx[variant](...args);
+      const gated = gate !== null && !gate.held() && gate.acquireSync();
+      let result: unknown;
+      try {
+        result = attempt(variant, args);
+      } finally {
+        if (gated) gate.release();
+      }
+      if (!w.deferSync) syncWalNow(db, w);
+      return result;
     };
     const immediate = (...args: unknown[]) => run('immediate', args);
     return Object.assign(immediate, { default: immediate, deferred: immediate, immediate, exclusive: (...args: unknown[]) => run('exclusive', args) });

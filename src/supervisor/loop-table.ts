@@ -99,6 +99,8 @@ export interface LoopWorkerData {
   name: LoopName;
   dbFile: string;
   dbKey: Uint8Array;
+  /** The write gate's shared memory (src/db/write-gate.ts). */
+  writeGate: SharedArrayBuffer;
   /** Test-only fault injection (docs/testing.md); null in normal runs. */
   fault: string | null;
 }

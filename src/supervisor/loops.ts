@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { LOOP_NAMES, LOOP_YOUNG_GENERATION_MB, type FromLoop, type LoopName, type LoopWorkerData, type ToLoop } from './loop-table.js';
 import type { Bus } from './bus.js';
 import type { CpuPool } from './pool.js';
+import type { WriteGate } from '../db/write-gate.js';
 
 const loopFile = (name: LoopName) => fileURLToPath(new URL(`../../workers/loops/${name}.js`, import.meta.url));
 
@@ -33,13 +34,13 @@ export class LoopSupervisor {
   }
 
   /** Starts every loop and resolves when all have opened the database. */
-  async start(dbFile: string, dbKey: Buffer, fault: string | null): Promise<void> {
-    await Promise.all(LOOP_NAMES.map((name) => this.#spawn(name, dbFile, dbKey, fault)));
+  async start(dbFile: string, dbKey: Buffer, gate: WriteGate, fault: string | null): Promise<void> {
+    await Promise.all(LOOP_NAMES.map((name) => this.#spawn(name, dbFile, dbKey, gate, fault)));
   }
 
-  #spawn(name: LoopName, dbFile: string, dbKey: Buffer, fault: string | null): Promise<void> {
+  #spawn(name: LoopName, dbFile: string, dbKey: Buffer, gate: WriteGate, fault: string | null): Promise<void> {
     const key = new Uint8Array(dbKey);
-    const data: LoopWorkerData = { name, dbFile, dbKey: key, fault };
+    const data: LoopWorkerData = { name, dbFile, dbKey: key, writeGate: gate.buffer, fault };
     const youngMb = LOOP_YOUNG_GENERATION_MB[name];
     const resourceLimits = youngMb === null ? undefined : { maxYoungGenerationSizeMb: youngMb };
     const worker = new Worker(loopFile(name), { workerData: data, name: `loop:${name}`, resourceLimits });
@@ -69,7 +70,10 @@ export class LoopSupervisor {
         else this.onCrash(name);
       };
       worker.on('error', died);
+      const threadId = worker.threadId;
       worker.on('exit', (code) => {
+        // A loop that died (or was terminated) inside a transaction must not keep the others out.
+        gate.releaseDeadHolder(threadId);
         if (this.#workers.get(name) === worker) {
           if (code !== 0 || !this.#stopping) died();
         }

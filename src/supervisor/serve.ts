@@ -15,6 +15,7 @@ import { Bus } from './bus.js';
 import { LoopSupervisor } from './loops.js';
 import { CpuPool } from './pool.js';
 import { Readers } from './readers.js';
+import { WriteGate } from '../db/write-gate.js';
 import { ensurePageKey } from '../core/pagination.js';
 import type { LoopName } from './loop-table.js';
 import type { LocalEdgeThread } from '../edge/edge-thread.js';
@@ -56,6 +57,8 @@ export async function serve(opts: ServeOptions): Promise<number> {
   const exited = new Promise<number>((r) => (resolveExit = r));
 
   const pool = new CpuPool();
+  /** svc.db's write lock, taken in turn by the request thread and the loops (src/db/write-gate.ts). */
+  const writeGate = new WriteGate();
   const loops = new LoopSupervisor(bus, pool, (name: LoopName) => {
     line(process.stderr, {
       event: 'server.failed',
@@ -104,7 +107,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
     const unlocked = unlockHome(opts.home, opts.init);
     dbKey = unlocked.dbKey;
     const files = homeFiles(opts.home);
-    db = openDatabase(files.db, dbKey, { migrate: true });
+    db = openDatabase(files.db, dbKey, { migrate: true, gate: writeGate });
     fs.chmodSync(files.db, 0o600);
     ensurePageKey(db);
     const readers = new Readers(files.db, dbKey);
@@ -158,7 +161,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
     // database in its own thread, which on a small machine took most of start-up (issue 19),
     // while the request path needs none of them. One that cannot start stops the service, as a
     // loop that dies later does.
-    loops.start(files.db, dbKey, faultSwitch()).catch(() => {
+    loops.start(files.db, dbKey, writeGate, faultSwitch()).catch(() => {
       line(process.stderr, {
         event: 'server.failed',
         code: 'service_unavailable',

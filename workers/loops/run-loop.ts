@@ -5,6 +5,7 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { openDatabase, type Db } from '../../src/db/open.js';
+import { WriteGate } from '../../src/db/write-gate.js';
 import { LOOPS, type FromLoop, type LoopName, type LoopWorkerData, type ToLoop } from '../../src/supervisor/loop-table.js';
 import type { BusMessage } from '../../src/supervisor/bus.js';
 import type { TaskName } from '../pool/tasks.js';
@@ -35,7 +36,7 @@ export function runLoop(pass: LoopPass): void {
   const port = parentPort!;
   const send = (m: FromLoop) => port.postMessage(m);
   const key = Buffer.from(data.dbKey);
-  const db = openDatabase(data.dbFile, key, { migrate: false });
+  const db = openDatabase(data.dbFile, key, { migrate: false, gate: new WriteGate(data.writeGate) });
   key.fill(0);
   data.dbKey.fill(0);
 
