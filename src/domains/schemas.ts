@@ -1,10 +1,22 @@
 /**
- * Response schemas of the owner's domain routes (spec §4.12; src/routes/domains.ts). The
- * serializer sends only the fields declared here; the route pins each to its view at compile
- * time (src/core/validation.ts SameShape), and the web app reads its types from them.
+ * Request and response schemas of the owner's domain routes (spec §4.12; src/routes/domains.ts).
+ * The serializer sends only the fields declared here; the route pins each to its view at compile
+ * time (src/core/validation.ts SameShape), and the web app reads its types from them. Apart from
+ * the store (./store.ts) so that the loops, which move domains but check no request, do not load
+ * typebox (a few MiB per thread).
  */
 import { Type, type Static } from 'typebox';
 import { NullableString } from '../core/schemas.js';
+
+const Flags = {
+  feedback_enabled: Type.Optional(Type.Boolean()),
+  subdomains_enabled: Type.Optional(Type.Boolean()),
+  tracking_enabled: Type.Optional(Type.Boolean()),
+};
+export const CreateDomainBody = Type.Object({ domain: Type.String({ minLength: 1, maxLength: 300 }), ...Flags }, { additionalProperties: false });
+export type CreateDomainBody = Static<typeof CreateDomainBody>;
+export const UpdateDomainBody = Type.Object(Flags, { additionalProperties: false });
+export type UpdateDomainBody = Static<typeof UpdateDomainBody>;
 
 const RecordTypeField = Type.Union([Type.Literal('MX'), Type.Literal('TXT'), Type.Literal('A'), Type.Literal('AAAA')]);
 /** What a list shows of a domain. */

@@ -12,9 +12,9 @@
  * Every change of status (and `domain.verified`) is written as one conditional UPDATE on the
  * status it was read in, so a request that changed it meanwhile wins. The writes here open no
  * transaction: they run inside the caller's (src/requests/domains.ts for the owner's calls, the
- * provisioning loop, the inbound commit for the self-test).
+ * provisioning loop, the inbound commit for the self-test). The request and response schemas are
+ * in ./schemas.ts.
  */
-import { Type, type Static } from 'typebox';
 import type { Db } from '../db/open.js';
 import { uuidv7 } from '../db/ids.js';
 import { appendEvent } from '../events/log.js';
@@ -25,20 +25,12 @@ import { normalizeDomainName } from './names.js';
 import { domainPlan, type PlannedRecord } from './plan.js';
 import type { RecordCheck } from './checks.js';
 import { domainTransition, loopTarget, type DomainStatus, type DomainTransition, type DomainTrigger } from './states.js';
+import type { CreateDomainBody, UpdateDomainBody } from './schemas.js';
 
 export { DOMAIN_STATUSES, ROUTED_STATUSES, type DomainStatus } from './states.js';
+export type { CreateDomainBody, UpdateDomainBody } from './schemas.js';
 /** Statuses in which the edge must not route the domain at all, not even its inboxes. */
 export const UNROUTED_STATUSES: readonly DomainStatus[] = ['tearing_down', 'torn_down'];
-
-const Flags = {
-  feedback_enabled: Type.Optional(Type.Boolean()),
-  subdomains_enabled: Type.Optional(Type.Boolean()),
-  tracking_enabled: Type.Optional(Type.Boolean()),
-};
-export const CreateDomainBody = Type.Object({ domain: Type.String({ minLength: 1, maxLength: 300 }), ...Flags }, { additionalProperties: false });
-export type CreateDomainBody = Static<typeof CreateDomainBody>;
-export const UpdateDomainBody = Type.Object(Flags, { additionalProperties: false });
-export type UpdateDomainBody = Static<typeof UpdateDomainBody>;
 
 export interface DomainRow {
   domain_id: string;

@@ -40,12 +40,8 @@ export const SEALED_VERSION = 1;
 export const SEALED_V2_VERSION = 2;
 /** The first bytes of a v2 object; a v1 object (compact JWE) starts with base64url text, never with these. */
 export const SEALED_V2_MAGIC = Buffer.from('svc-sealed-2\n', 'ascii');
-/**
- * Messages larger than this are sealed as v2. Smaller ones stay v1, which the batch fetch
- * (`POST /objects/fetch`) carries as JSON text; above it the home fetches each object on its own
- * (src/inbound/ingest.ts LARGE_OBJECT_BYTES is this constant).
- */
-export const BINARY_SEAL_MIN_BYTES = 256 * 1024;
+export { BINARY_SEAL_MIN_BYTES } from './sealed-sizes.js';
+import { BINARY_SEAL_MIN_BYTES } from './sealed-sizes.js';
 
 /** An X25519 public key as JWK. Private members (`d`) are not allowed: the edge must never hold them. */
 export const X25519PublicJwk = Type.Object(

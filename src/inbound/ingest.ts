@@ -4,7 +4,7 @@
  * on the object key: a crash between commit and delete neither loses nor duplicates mail,
  * because each recipient's commit is keyed `<object key>:<inbox>` and is skipped when present.
  */
-import { BINARY_SEAL_MIN_BYTES } from '../edge/sealed.js';
+import { BINARY_SEAL_MIN_BYTES } from '../edge/sealed-sizes.js';
 import { isBusyError, type Db } from '../db/open.js';
 import { commitInbound } from '../mail/store.js';
 import { listVerdict } from '../mail/lists.js';

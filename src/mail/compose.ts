@@ -1,25 +1,20 @@
 /**
- * The composing payload (spec §2.4): its schemas for send, reply, reply-all, forward and drafts,
- * and every rule it carries: recipients 1–50, one reply-to, subject length and line breaks,
- * text or html, attachments (count, canonical base64, inline needs a content ID, no URLs) and
- * caller headers (allowed names, sizes, reserved threading headers, no line breaks). The result
- * is a `Composition`: plain validated values that outbound code turns into MIME.
+ * The composing payload (spec §2.4) and every rule it carries: recipients 1–50, one reply-to,
+ * subject length and line breaks, text or html, attachments (count, canonical base64, inline
+ * needs a content ID, no URLs) and caller headers (allowed names, sizes, reserved threading
+ * headers, no line breaks). The result is a `Composition`: plain validated values that outbound
+ * code turns into MIME. The payload's schemas for send, reply, reply-all, forward and drafts are
+ * in ./compose-schemas.ts.
  */
-import { Type, type Static } from 'typebox';
 import addressparser from 'nodemailer/lib/addressparser';
 import { ApiError } from '../core/errors.js';
 import type { Principal } from '../auth/principal.js';
-import { labelEdit, LabelList } from './labels.js';
+import { labelEdit } from './labels.js';
 import { canonicalAddress } from './lists.js';
 import { displayAddress } from './serialize.js';
+import type { AttachmentInput } from './compose-schemas.js';
 import {
-  MAX_ADDRESS_CHARS,
-  MAX_ADDRESS_ITEMS,
-  MAX_ADDRESS_LIST_CHARS,
-  MAX_ATTACHMENT_BASE64_CHARS,
   MAX_ATTACHMENTS,
-  MAX_ATTACHMENTS_INPUT,
-  MAX_BODY_CHARS,
   MAX_HEADER_NAME_BYTES,
   MAX_HEADER_VALUE_BYTES,
   MAX_HEADERS_BYTES,
@@ -27,50 +22,12 @@ import {
   MAX_NON_X_HEADERS,
   MAX_RECIPIENTS,
   MAX_SUBJECT,
-  MAX_SUBJECT_INPUT,
 } from './limits.js';
+
+export type { AttachmentInput, ReplyAllBody, ReplyBody, SendBody } from './compose-schemas.js';
 
 const AUTO_SUBMITTED = ['no', 'auto-generated', 'auto-replied'];
 const RESERVED_HEADERS = ['in-reply-to', 'references'];
-
-/** A string or a list of strings; each string may hold one address or several, comma-separated. */
-export const Addresses = Type.Union([Type.String({ maxLength: MAX_ADDRESS_LIST_CHARS }), Type.Array(Type.String({ maxLength: MAX_ADDRESS_CHARS }), { maxItems: MAX_ADDRESS_ITEMS })]);
-const NullableString = (maxLength: number) => Type.Optional(Type.Union([Type.String({ maxLength }), Type.Null()]));
-
-export const AttachmentInput = Type.Object(
-  {
-    filename: NullableString(255),
-    content_type: NullableString(255),
-    content_disposition: NullableString(32),
-    content_id: NullableString(250),
-    content: NullableString(MAX_ATTACHMENT_BASE64_CHARS),
-    url: NullableString(4096),
-  },
-  { additionalProperties: false },
-);
-export type AttachmentInput = Static<typeof AttachmentInput>;
-
-const common = {
-  reply_to: Type.Optional(Type.Union([Addresses, Type.Null()])),
-  text: NullableString(MAX_BODY_CHARS),
-  html: NullableString(MAX_BODY_CHARS),
-  attachments: Type.Optional(Type.Union([Type.Array(AttachmentInput, { maxItems: MAX_ATTACHMENTS_INPUT }), Type.Null()])),
-  headers: Type.Optional(Type.Union([Type.Record(Type.String(), Type.String(), { maxProperties: 1000 }), Type.Null()])),
-  labels: Type.Optional(Type.Union([LabelList, Type.Null()])),
-  track_opens: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
-};
-const recipients = {
-  to: Type.Optional(Type.Union([Addresses, Type.Null()])),
-  cc: Type.Optional(Type.Union([Addresses, Type.Null()])),
-  bcc: Type.Optional(Type.Union([Addresses, Type.Null()])),
-};
-
-export const SendBody = Type.Object({ ...recipients, subject: NullableString(MAX_SUBJECT_INPUT), ...common }, { additionalProperties: false });
-export const ReplyBody = Type.Object({ ...recipients, reply_all: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])), ...common }, { additionalProperties: false });
-export const ReplyAllBody = Type.Object({ ...common }, { additionalProperties: false });
-export type SendBody = Static<typeof SendBody>;
-export type ReplyBody = Static<typeof ReplyBody>;
-export type ReplyAllBody = Static<typeof ReplyAllBody>;
 
 export interface Recipient {
   /** Bare, lower-cased `local@domain` (domain in punycode). */

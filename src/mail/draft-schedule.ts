@@ -8,7 +8,7 @@
 import type { Db } from '../db/open.js';
 import { prepared } from '../db/statements.js';
 import { NEXT_UPDATED_AT } from './drafts/repository.js';
-import type { DraftRow } from './drafts/schemas.js';
+import type { DraftRow } from './drafts/shapes.js';
 import { draftTransition, nextDraftStatus } from './drafts/states.js';
 
 /** Approved scheduled drafts whose time has come, oldest first (overdue ones included). */

@@ -2,21 +2,24 @@
  * The inbox store (spec §2.1, §4.3): address rules, create with `client_id` idempotency, paged
  * list and search within the caller's scope, patch with metadata merge, and permanent delete of
  * an inbox with everything in it. Access checks and transactions are the caller's
- * (src/requests/inboxes.ts): the writes here run inside its transaction.
+ * (src/requests/inboxes.ts): the writes here run inside its transaction. The request and
+ * response schemas are in ./inbox-schemas.ts, the field limits in ./inbox-limits.ts.
  */
 import { randomBytes } from 'node:crypto';
-import { Type, type Static } from 'typebox';
 import type { Db } from '../db/open.js';
 import { ApiError } from '../core/errors.js';
 import { scopeFilter, type InboxRow } from '../auth/access.js';
 import type { Principal } from '../auth/principal.js';
 import { bumpSearchGeneration, DEFAULT_LIMIT, pageFromRows, readCursor, type PageBinding } from '../core/pagination.js';
 import { redactMessageEvents } from '../events/log.js';
+import { DOMAIN_MAX, METADATA_MAX_BYTES, METADATA_MAX_KEYS, USERNAME_MAX } from './inbox-limits.js';
+import type { CreateInboxBody, InboxResponse, MetadataObject, UpdateInboxBody } from './inbox-schemas.js';
+
+export { CLIENT_ID_MAX, DISPLAY_NAME_MAX, DOMAIN_MAX, METADATA_KEY_MAX, METADATA_MAX_BYTES, METADATA_MAX_KEYS, METADATA_STRING_MAX, USERNAME_MAX } from './inbox-limits.js';
+export type { CreateInboxBody, InboxResponse, UpdateInboxBody } from './inbox-schemas.js';
 
 /** Reserved on every domain for the domain self-test (spec §2.1). */
 export const RESERVED_USERNAME = 'svc-selftest';
-export const USERNAME_MAX = 64;
-export const DOMAIN_MAX = 253;
 /**
  * The domain of an inbox created without one when no registered domain is verified yet: the
  * README's walkthrough domain. `.test` is reserved (RFC 6761), so it can never be someone
@@ -30,62 +33,6 @@ export const LOCAL_DEFAULT_DOMAIN = 'example.test';
 export const SINGLE_POD_ID = 'default';
 /** Likewise the one AgentMail "organization" (the SDK's list entries require `organization_id`). */
 export const SINGLE_ORGANIZATION_ID = 'default';
-export const DISPLAY_NAME_MAX = 256;
-export const CLIENT_ID_MAX = 128;
-export const METADATA_MAX_KEYS = 50;
-export const METADATA_KEY_MAX = 64;
-export const METADATA_STRING_MAX = 1024;
-/** Serialized size of the whole metadata object after a merge. */
-export const METADATA_MAX_BYTES = 8 * 1024;
-
-/** No control characters: the display name ends up in a From header. */
-const DisplayName = Type.String({ maxLength: DISPLAY_NAME_MAX, pattern: '^[^\\u0000-\\u001f\\u007f]*$' });
-const MetadataValue = Type.Union([Type.String({ maxLength: METADATA_STRING_MAX }), Type.Number(), Type.Boolean()]);
-const metadataOptions = { maxProperties: METADATA_MAX_KEYS, propertyNames: { minLength: 1, maxLength: METADATA_KEY_MAX } };
-const Metadata = Type.Record(Type.String(), MetadataValue, metadataOptions);
-/** On patch a `null` value removes the key. */
-const MetadataPatch = Type.Record(Type.String(), Type.Union([MetadataValue, Type.Null()]), metadataOptions);
-export const InboxStatus = Type.Union([Type.Literal('active'), Type.Literal('paused')]);
-
-export const CreateInboxBody = Type.Object(
-  {
-    // null is accepted as "omitted": the AgentMail SDK may send explicit nulls.
-    domain: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: DOMAIN_MAX }), Type.Null()])),
-    username: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: USERNAME_MAX }), Type.Null()])),
-    display_name: Type.Optional(Type.Union([DisplayName, Type.Null()])),
-    status: Type.Optional(InboxStatus),
-    metadata: Type.Optional(Type.Union([Metadata, Type.Null()])),
-    client_id: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: CLIENT_ID_MAX }), Type.Null()])),
-  },
-  { additionalProperties: false },
-);
-export type CreateInboxBody = Static<typeof CreateInboxBody>;
-
-export const UpdateInboxBody = Type.Object(
-  {
-    display_name: Type.Optional(Type.Union([DisplayName, Type.Null()])),
-    status: Type.Optional(InboxStatus),
-    metadata: Type.Optional(Type.Union([MetadataPatch, Type.Null()])),
-  },
-  { additionalProperties: false },
-);
-export type UpdateInboxBody = Static<typeof UpdateInboxBody>;
-
-export const InboxResponse = Type.Object({
-  pod_id: Type.String(),
-  inbox_id: Type.String(),
-  email: Type.String(),
-  username: Type.String(),
-  domain: Type.String(),
-  display_name: Type.Union([Type.String(), Type.Null()]),
-  status: InboxStatus,
-  metadata: Type.Union([Metadata, Type.Null()]),
-  client_id: Type.Union([Type.String(), Type.Null()]),
-  created_at: Type.String(),
-  updated_at: Type.String(),
-});
-export type InboxResponse = Static<typeof InboxResponse>;
-type MetadataObject = Static<typeof Metadata>;
 
 export function inboxResponse(row: InboxRow): InboxResponse {
   return {

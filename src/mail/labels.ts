@@ -2,8 +2,8 @@
  * Label rules (spec §2.3): system state labels are read-only, hidden labels need
  * `label_<name>_read` to be seen, everything else (`unread`, custom labels) is editable.
  * A "visibility" is the set of hidden labels that make a message invisible in one context.
+ * The label edit's schemas are in ./label-schemas.ts.
  */
-import { Type } from 'typebox';
 import type { Db } from '../db/open.js';
 import { ApiError } from '../core/errors.js';
 import { requirePermission } from '../auth/access.js';
@@ -53,16 +53,6 @@ export function listVisibility(p: Principal, flags: IncludeFlags): Visibility {
 export function isVisible(labels: readonly string[], v: Visibility): boolean {
   return !v.excluded.some((l) => labels.includes(l));
 }
-
-/** `add_labels` / `remove_labels`: one label or a list (the AgentMail SDK sends either). */
-export const LabelList = Type.Union([
-  Type.String({ maxLength: 1024 }),
-  Type.Array(Type.String({ maxLength: 1024 }), { maxItems: MAX_LABELS_PER_EDIT }),
-]);
-export const LabelEditBody = {
-  add_labels: Type.Optional(LabelList),
-  remove_labels: Type.Optional(LabelList),
-};
 
 export interface LabelEdit {
   add: string[];

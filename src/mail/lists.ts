@@ -1,14 +1,17 @@
 /**
  * Allow and block lists (spec §2.7, §4.8): the stored entries and the verdict the inbound and
  * outbound pipelines ask for. An entry is a lower-cased address or domain; global entries are
- * stored with inbox_id '' so one primary key covers both levels.
+ * stored with inbox_id '' so one primary key covers both levels. The entry's schema is in
+ * ./list-schemas.ts.
  */
 import { domainToASCII } from 'node:url';
-import { Type, type Static } from 'typebox';
 import type { Db } from '../db/open.js';
 import { ApiError } from '../core/errors.js';
 import { prepared } from '../db/statements.js';
 import { SINGLE_ORGANIZATION_ID, SINGLE_POD_ID } from './inboxes.js';
+import type { ListEntry } from './list-schemas.js';
+
+export type { ListEntry } from './list-schemas.js';
 
 export const DIRECTIONS = ['receive', 'send', 'reply'] as const;
 export const LIST_TYPES = ['allow', 'block'] as const;
@@ -21,21 +24,6 @@ export const REASON_MAX = 500;
 const LOCAL_MAX = 64;
 const ADDRESS_MAX = 254;
 const DOMAIN_MAX = 253;
-
-/** One entry as the API returns it (AgentMail `ListEntry` field names, plus `inbox_id`). */
-export const ListEntrySchema = Type.Object({
-  entry: Type.String(),
-  entry_type: Type.Union([Type.Literal('email'), Type.Literal('domain')]),
-  direction: Type.Union([Type.Literal('receive'), Type.Literal('send'), Type.Literal('reply')]),
-  list_type: Type.Union([Type.Literal('allow'), Type.Literal('block')]),
-  reason: Type.Union([Type.String(), Type.Null()]),
-  inbox_id: Type.Union([Type.String(), Type.Null()]),
-  created_at: Type.String(),
-  /** Constants the AgentMail SDK's types require (docs/agentmail-compat.md); `pod_id` on inbox lists only. */
-  organization_id: Type.String(),
-  pod_id: Type.Optional(Type.String()),
-});
-export type ListEntry = Static<typeof ListEntrySchema>;
 
 /** Which list: global (`inboxId` null) or one inbox's, for one direction and type. */
 export interface ListKey {

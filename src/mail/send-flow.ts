@@ -15,7 +15,7 @@ import { domainDkimKey } from './dkim-keys.js';
 import { draftActor } from './drafts/policy.js';
 import { draftAttachmentContents, draftEvent, draftRow, insertDraft, setDraftStatus } from './drafts/repository.js';
 import { draftTransition, nextApproved, nextDraftStatus, type DraftFrom, type DraftTransition } from './drafts/states.js';
-import type { DraftRow } from './drafts/schemas.js';
+import type { DraftRow } from './drafts/shapes.js';
 import { recordIdempotent, replayIdempotent, type IdempotentKind } from './idempotency.js';
 import {
   deriveForward,

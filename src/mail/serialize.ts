@@ -1,100 +1,12 @@
 /**
  * Stored rows → API shapes. Field names and shapes follow the AgentMail SDK (Message,
- * MessageItem, ThreadItem, Thread, Attachment) where the spec shows no field list. The schemas
- * double as fastify response schemas, so responses are serialized by a compiled serializer.
+ * MessageItem, ThreadItem, Thread, Attachment) where the spec shows no field list. The shapes'
+ * schemas are in ./serialize-schemas.ts, apart so that the loops, which store and send mail but
+ * answer no request, do not load typebox (a few MiB per thread).
  */
-import { Type, type Static, type TSchema } from 'typebox';
+import type { Attachment, Message, MessageItem, ThreadItem } from './serialize-schemas.js';
 
-const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
-const Strings = Type.Array(Type.String());
-
-export const Attachment = Type.Object({
-  attachment_id: Type.String(),
-  filename: Nullable(Type.String()),
-  size: Type.Integer(),
-  content_type: Nullable(Type.String()),
-  content_disposition: Nullable(Type.String()),
-  content_id: Nullable(Type.String()),
-});
-export type Attachment = Static<typeof Attachment>;
-
-const messageItemFields = {
-  inbox_id: Type.String(),
-  thread_id: Type.String(),
-  message_id: Type.String(),
-  labels: Strings,
-  timestamp: Type.String(),
-  from: Type.String(),
-  reply_to: Nullable(Strings),
-  to: Strings,
-  cc: Nullable(Strings),
-  bcc: Nullable(Strings),
-  subject: Nullable(Type.String()),
-  preview: Nullable(Type.String()),
-  attachments: Type.Array(Attachment),
-  in_reply_to: Nullable(Type.String()),
-  references: Nullable(Strings),
-  headers: Type.Record(Type.String(), Type.String()),
-  size: Type.Integer(),
-  updated_at: Type.String(),
-  created_at: Type.String(),
-};
-export const MessageItem = Type.Object(messageItemFields);
-export type MessageItem = Static<typeof MessageItem>;
-
-const messageBodyFields = {
-  text: Nullable(Type.String()),
-  html: Nullable(Type.String()),
-  extracted_text: Nullable(Type.String()),
-  extracted_html: Nullable(Type.String()),
-  send_status: Nullable(Type.String()),
-  send_reason: Nullable(Type.String()),
-};
-export const Message = Type.Object({ ...messageItemFields, ...messageBodyFields });
-export type Message = Static<typeof Message>;
-
-const threadItemFields = {
-  inbox_id: Type.String(),
-  thread_id: Type.String(),
-  labels: Strings,
-  timestamp: Type.String(),
-  received_timestamp: Nullable(Type.String()),
-  sent_timestamp: Nullable(Type.String()),
-  senders: Strings,
-  recipients: Strings,
-  subject: Nullable(Type.String()),
-  preview: Nullable(Type.String()),
-  attachments: Type.Array(Attachment),
-  last_message_id: Type.String(),
-  message_count: Type.Integer(),
-  size: Type.Integer(),
-  updated_at: Type.String(),
-  created_at: Type.String(),
-};
-export const ThreadItem = Type.Object(threadItemFields);
-export type ThreadItem = Static<typeof ThreadItem>;
-
-export const Thread = Type.Object({
-  ...threadItemFields,
-  count: Type.Integer(),
-  limit: Type.Integer(),
-  next_page_token: Type.Optional(Type.String()),
-  messages: Type.Array(Message),
-});
-export type Thread = Static<typeof Thread>;
-
-export const LabelsResult = {
-  message: Type.Object({ message_id: Type.String(), labels: Strings }),
-  thread: Type.Object({ thread_id: Type.String(), labels: Strings }),
-};
-
-export const DownloadLink = Type.Object({ download_url: Type.String(), expires_at: Type.String() });
-export const AttachmentDownload = Type.Object({ ...Attachment.properties, ...DownloadLink.properties });
-/** The raw MIME link with AgentMail's RawMessageResponse fields: which message, and its size in bytes. */
-export const RawMessageDownload = Type.Object({ message_id: Type.String(), size: Type.Integer(), ...DownloadLink.properties });
-
-
-// ---- rows ----
+export type { Attachment, Message, MessageItem, Thread, ThreadItem } from './serialize-schemas.js';
 
 /**
  * Each message row carries its labels (joined by U+001F, which labels never contain) and whether

@@ -4,7 +4,7 @@
  * the draft send and the MCP tools, so every label edit accepts the same input.
  */
 import { Type, type Static } from 'typebox';
-import { LabelEditBody } from '../mail/labels.js';
+import { LabelEditBody } from '../mail/label-schemas.js';
 
 const nullable = <T extends typeof LabelEditBody.add_labels>(t: T) => Type.Optional(Type.Union([t, Type.Null()]));
 

@@ -7,7 +7,6 @@
 import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { ListOf, PageQuery } from '../core/schemas.js';
-import { CreateDomainBody, UpdateDomainBody } from '../domains/store.js';
 import {
   applyDomainFor,
   createDomainFor,
@@ -22,7 +21,7 @@ import {
   type DomainView,
 } from '../requests/domains.js';
 import type { SameShape } from '../core/validation.js';
-import { Domain, DomainItem, DomainPlanResponse } from '../domains/schemas.js';
+import { CreateDomainBody, Domain, DomainItem, DomainPlanResponse, UpdateDomainBody } from '../domains/schemas.js';
 
 const Params = Type.Object({ domain_id: Type.String({ minLength: 1, maxLength: 64 }) });
 const ListQuery = Type.Object(PageQuery);

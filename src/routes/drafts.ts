@@ -24,7 +24,7 @@ import {
 } from '../requests/drafts.js';
 import { DraftAttachmentParams, DraftParams, InboxDraftParams, InboxParams, ListOf, ScopeParams, SendResponse } from '../core/schemas.js';
 import { CreateDraftBody, Draft, DraftItem, UpdateDraftBody } from '../mail/drafts/schemas.js';
-import { AttachmentDownload } from '../mail/serialize.js';
+import { AttachmentDownload } from '../mail/serialize-schemas.js';
 
 /**
  * An approval answers the draft when it stays scheduled, else the send's ids. The serializer

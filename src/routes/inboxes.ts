@@ -1,7 +1,7 @@
 /** Inboxes (spec §4.3): owner or agents with the inbox_* permissions, limited to their scope. */
 import type { FastifyPluginAsync } from 'fastify';
 import { InboxParams, ListOf, PageOnlyQuery } from '../core/schemas.js';
-import { CreateInboxBody, InboxResponse, UpdateInboxBody } from '../mail/inboxes.js';
+import { CreateInboxBody, InboxResponse, UpdateInboxBody } from '../mail/inbox-schemas.js';
 import { createInboxFor, deleteInboxFor, inboxListPage, InboxSearchQuery, inboxSearchPage, readInbox, updateInboxFor } from '../requests/inboxes.js';
 
 /** Response schemas: the serializer sends only these fields. */

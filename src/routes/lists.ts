@@ -6,7 +6,8 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { InboxId, ListOf, PageOnlyQuery, ScopeParams } from '../core/schemas.js';
-import { DIRECTIONS, ListEntrySchema, LIST_TYPES } from '../mail/lists.js';
+import { DIRECTIONS, LIST_TYPES } from '../mail/lists.js';
+import { ListEntrySchema } from '../mail/list-schemas.js';
 import { addListEntry, CreateListEntryBody, ENTRY_INPUT_MAX, listEntriesPage, readListEntry, removeListEntry } from '../requests/lists.js';
 
 const EntryParams = Type.Object({ inbox_id: Type.Optional(InboxId), entry: Type.String({ minLength: 1, maxLength: ENTRY_INPUT_MAX }) });

@@ -8,7 +8,7 @@ import { Type, type Static } from 'typebox';
 import { InboxParams, ListOf, MessageAttachmentParams, MessageId, MessageParams } from '../core/schemas.js';
 import { MessageListQuery, SearchQuery } from '../mail/query.js';
 import { cachedRead } from '../mail/read-cache.js';
-import { AttachmentDownload, LabelsResult, RawMessageDownload, Message, MessageItem } from '../mail/serialize.js';
+import { AttachmentDownload, LabelsResult, RawMessageDownload, Message, MessageItem } from '../mail/serialize-schemas.js';
 import {
   batchEditMessageLabels,
   editMessageLabels,

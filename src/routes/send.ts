@@ -4,7 +4,8 @@
  */
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { InboxParams, MessageParams, ResolveSendResponse, SendResponse } from '../core/schemas.js';
-import { ReplyAllBody, ReplyBody, SendBody, type ComposeInput } from '../mail/compose.js';
+import type { ComposeInput } from '../mail/compose.js';
+import { ReplyAllBody, ReplyBody, SendBody } from '../mail/compose-schemas.js';
 import { ResolveSendBody, resolveSendFor, sendRequest, type SendOperation } from '../requests/send.js';
 
 export const sendRoutes: FastifyPluginAsync = async (app) => {

@@ -7,7 +7,7 @@ import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import { ListOf, ScopeParams, ThreadAttachmentParams, ThreadParams } from '../core/schemas.js';
 import { SearchQuery, ThreadListQuery, ThreadPageQuery } from '../mail/query.js';
 import { cachedRead } from '../mail/read-cache.js';
-import { AttachmentDownload, LabelsResult, Thread, ThreadItem } from '../mail/serialize.js';
+import { AttachmentDownload, LabelsResult, Thread, ThreadItem } from '../mail/serialize-schemas.js';
 import { LabelEditRequest } from '../requests/labels.js';
 import { editThreadLabels, removeThread, threadAttachmentDownload } from '../requests/threads.js';
 

@@ -10,7 +10,7 @@ import { z } from 'zod';
 import * as zm from 'zod/v4-mini';
 import { TOOLS } from '../../src/mcp/tools.js';
 import { camelCase, restBody, type JsonSchema } from '../../src/mcp/arguments.js';
-import { SendBody } from '../../src/mail/compose.js';
+import { SendBody } from '../../src/mail/compose-schemas.js';
 import { UpdateDraftBody } from '../../src/mail/drafts/schemas.js';
 
 /** Arguments no REST schema holds: the idempotency header, the list path segments, the attachment tool's either-or ids. */

@@ -4,12 +4,12 @@
  * vite drops them, so nothing server-side enters the bundle.
  */
 export type { ApiKeyResponse as ApiKey, CreateApiKeyBody, UpdateApiKeyBody } from '../../src/auth/api-keys';
-export type { CreateInboxBody, InboxResponse as Inbox, UpdateInboxBody } from '../../src/mail/inboxes';
-export type { Attachment, Message, MessageItem, Thread, ThreadItem } from '../../src/mail/serialize';
+export type { CreateInboxBody, InboxResponse as Inbox, UpdateInboxBody } from '../../src/mail/inbox-schemas';
+export type { Attachment, Message, MessageItem, Thread, ThreadItem } from '../../src/mail/serialize-schemas';
 export type { Draft, DraftItem, UpdateDraftBody } from '../../src/mail/drafts/schemas';
 export type { CreateWebhookBody, UpdateWebhookBody, WebhookResponse as Webhook } from '../../src/webhooks/webhooks';
-export type { ListEntry } from '../../src/mail/lists';
-export type { ReplyBody, SendBody } from '../../src/mail/compose';
+export type { ListEntry } from '../../src/mail/list-schemas';
+export type { ReplyBody, SendBody } from '../../src/mail/compose-schemas';
 export type { QuarantineItem, Rejection } from '../../src/inbound/schemas';
 export type { ConsentRequestResponse as ConsentRequest, OAuthClient, OAuthGrant } from '../../src/oauth/schemas';
 export type { Domain, DomainItem, DomainPlanResponse as DomainPlan } from '../../src/domains/schemas';

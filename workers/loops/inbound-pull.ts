@@ -25,7 +25,7 @@ import type { ParseLargeReply, ParseLargeRequest } from '../pool/parse-large.js'
 import type { ParsedMail } from '../pool/parse.js';
 import type { DerivedText } from '../../src/mail/extract.js';
 import { COLLECT_AFTER_BYTES, collectGarbage } from '../../src/core/gc.js';
-import { openSealed, type InboundMeta } from '../../src/edge/sealed.js';
+import type { InboundMeta } from '../../src/edge/sealed.js';
 
 /**
  * Sealed objects up to this size are opened and parsed in this loop's own thread: that skips
@@ -105,6 +105,8 @@ function parseInWorker(raw: Buffer): Promise<{ parsed: ParsedMail; derived: Deri
 async function openLarge(sealed: string | Uint8Array, privateJwk: JWK): Promise<OpenedInbound> {
   let opened: { meta: InboundMeta; raw: Buffer };
   try {
+    // Loaded on the first large message, as the pool tasks are on the first small one.
+    const { openSealed } = await import('../../src/edge/sealed.js');
     opened = await openSealed(typeof sealed === 'string' ? Buffer.from(sealed, 'latin1') : sealed, privateJwk, { inPlace: true });
   } catch {
     throw new Error('open_failed');

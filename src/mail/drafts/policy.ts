@@ -14,7 +14,8 @@ import { labelEdit, readVisibility } from '../labels.js';
 import { deriveReply, loadOriginal } from '../outbound.js';
 import { MAX_MESSAGE_BYTES, MAX_MESSAGE_ID, MAX_RECIPIENTS } from '../limits.js';
 import { draftTransition, nextApproved, nextDraftStatus, type DraftActor, type DraftFacts, type DraftTransition } from './states.js';
-import { draftShape, list, type CreateDraftBody, type Draft, type DraftRow, type UpdateDraftBody } from './schemas.js';
+import type { CreateDraftBody, Draft, UpdateDraftBody } from './schemas.js';
+import { draftShape, list, type DraftRow } from './shapes.js';
 import { parseSendAt } from './send-at.js';
 import { addDraftAttachments, draftAttachments, draftByClientId, draftEvent, draftRow, insertDraft, removeDraftAttachments, rewriteDraft, setDraftStatus, type NewDraft } from './repository.js';
 

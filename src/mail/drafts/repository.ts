@@ -13,7 +13,8 @@ import type { PageRequest } from '../messages.js';
 import { stableAttachmentId } from '../store.js';
 import { prepared } from '../../db/statements.js';
 import { draftTransition, nextDraftStatus, type DraftStatus } from './states.js';
-import { type DraftRow, type DraftAttachmentRow, type Draft, type DraftItem, draftShape, draftItemShape, json } from './schemas.js';
+import type { Draft, DraftItem } from './schemas.js';
+import { type DraftRow, type DraftAttachmentRow, draftShape, draftItemShape, json } from './shapes.js';
 
 export function draftRow(db: Db, inboxId: string, draftId: string): DraftRow | null {
   return (prepared(db, 'SELECT rowid, * FROM drafts WHERE inbox_id = ? AND draft_id = ?').get(inboxId, draftId) as DraftRow | undefined) ?? null;
