@@ -134,15 +134,15 @@ export class EventHub {
   }
 
   /** Takes over an upgraded socket whose principal passed the pre-upgrade checks. */
-  accept(socket: WebSocket, principal: Principal, urlResume: UrlResume | null): void {
+  accept(socket: WebSocket, principal: Principal, urlResume: UrlResume | null, headAtOpen: number): void {
     this.#sockets.add(socket);
     socket.once('close', () => this.#sockets.delete(socket));
     if (this.#closing) {
       socket.close(CLOSE_CODE.goingAway, 'svc is stopping');
       return;
     }
-    // Without a resume point the stream starts after the last event that existed at open.
-    const connection = new EventConnection(this.#services, socket, principal, latestSeq(this.#services.db), urlResume);
+    // Without a resume point the stream starts after the last event that existed at open (read before the upgrade answered).
+    const connection = new EventConnection(this.#services, socket, principal, headAtOpen, urlResume);
     this.#connections.add(connection);
     this.#pollTimer ??= setInterval(() => this.#poll(), POLL_MS).unref();
   }

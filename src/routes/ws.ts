@@ -9,7 +9,7 @@ import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { ApiError } from '../core/errors.js';
 import { offeredSubprotocols } from '../auth/gate.js';
-import { seqOfEventId } from '../events/log.js';
+import { latestSeq, seqOfEventId } from '../events/log.js';
 import { EventHub, eventStreamTiming, type UrlResume } from '../events/hub.js';
 import { STREAM_READ_PERMISSIONS, canReadEventStream } from '../events/visibility.js';
 
@@ -40,6 +40,12 @@ export const wsRoutes: FastifyPluginAsync = async (app) => {
 
   /** URL resume points checked before the upgrade, handed to the socket handler. */
   const urlResumes = new WeakMap<FastifyRequest, UrlResume>();
+  /**
+   * The log head before the upgrade answers: a stream without a resume point starts after it. Read
+   * later, in the socket handler, an event a client commits as soon as it sees the socket open
+   * could fall before the start and never reach it.
+   */
+  const headsAtOpen = new WeakMap<FastifyRequest, number>();
 
   app.route<{ Querystring: WsQuery }>({
     method: 'GET',
@@ -64,6 +70,7 @@ export const wsRoutes: FastifyPluginAsync = async (app) => {
         }
         urlResumes.set(request, { eventId, seq });
       }
+      headsAtOpen.set(request, latestSeq(db));
     },
     // A plain GET (no upgrade) after all checks passed: there is no REST route for the event log.
     handler: async () => {
@@ -72,7 +79,7 @@ export const wsRoutes: FastifyPluginAsync = async (app) => {
       });
     },
     wsHandler: (socket, request) => {
-      hub.accept(socket, request.principal!, urlResumes.get(request) ?? null);
+      hub.accept(socket, request.principal!, urlResumes.get(request) ?? null, headsAtOpen.get(request) ?? latestSeq(db));
     },
   });
 };

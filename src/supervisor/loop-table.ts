@@ -58,31 +58,41 @@ export type LoopName = keyof typeof LOOPS;
 export const LOOP_NAMES = Object.keys(LOOPS) as LoopName[];
 
 /**
+ * Which loops share a worker thread. Every thread costs about 7 MiB before it loads anything
+ * (a V8 isolate, Node's bootstrap, the SQLite binding and a connection), so eight threads cost
+ * ~56 MiB at idle whatever the loops load (issue 19, docs/benchmarks.md). The loops are mostly
+ * waiting (on timers, the edge, SMTP, HTTP) and hand CPU work to the pool, so they share one
+ * thread, one event loop and one connection; the inbound-pull loop keeps a thread of its own
+ * because it opens and parses small messages in it, which would delay the others' timers under
+ * an ingest burst. A pass that throws still stops the whole service, naming its loop.
+ */
+export const LOOP_THREADS = {
+  inbound: ['inbound-pull'],
+  background: ['outbox', 'inbound-reconcile', 'delivery-events', 'scheduled-drafts', 'provisioning', 'webhooks', 'remote-access'],
+} as const satisfies Record<string, readonly LoopName[]>;
+
+export type LoopThreadName = keyof typeof LOOP_THREADS;
+
+/**
  * The most a loop thread's young generation may grow to, in MiB. V8 grows it up to 16 MiB per
  * semi-space while a thread compiles its modules and keeps it until a memory-reducing collection
- * long after start-up: eight loops at their defaults held ~35 MiB of empty young space. A loop's
- * objects live for one pass, so a small young generation costs it only more frequent (cheap)
- * scavenges. The inbound-pull loop keeps V8's default: it opens and parses a batch of messages in
- * its own thread, and a small young generation there would promote each message's strings to the
- * old generation.
+ * long after start-up. The background loops' objects live for one pass, so a small young
+ * generation costs them only more frequent (cheap) scavenges. The inbound thread keeps V8's
+ * default: it opens and parses a batch of messages, and a small young generation there would
+ * promote each message's strings to the old generation.
  */
-export const LOOP_YOUNG_GENERATION_MB: Record<LoopName, number | null> = {
-  outbox: 2,
-  'inbound-pull': null,
-  'inbound-reconcile': 2,
-  'delivery-events': 2,
-  'scheduled-drafts': 2,
-  provisioning: 2,
-  webhooks: 2,
-  'remote-access': 2,
+export const LOOP_THREAD_YOUNG_GENERATION_MB: Record<LoopThreadName, number | null> = {
+  inbound: null,
+  background: 4,
 };
 
-/** Messages between the supervisor and a loop worker. */
+/** Messages between the supervisor and a loop thread. */
 export type ToLoop =
   /** The supervisor's go-ahead after `ready`: no pass begins before it, so a stop that arrives
-   * while the loop is still starting ends it before any pass. */
+   * while the thread is still starting ends it before any pass. */
   | { kind: 'start' }
-  | { kind: 'wake' }
+  | { kind: 'wake'; loop: LoopName }
+  /** Every loop of the thread finishes its pass; the thread exits when all have. */
   | { kind: 'stop' }
   | { kind: 'task_result'; id: number; ok: true; value: unknown }
   /** `reason`: a task's own reason code (e.g. `parse_failed`), never an error's details. */
@@ -90,13 +100,16 @@ export type ToLoop =
 export type FromLoop =
   | { kind: 'ready' }
   | { kind: 'stopped' }
+  /** Sent just before the thread dies of a pass that threw, so the failure names the loop. */
+  | { kind: 'crashed'; loop: LoopName }
   | { kind: 'bus'; message: import('./bus.js').BusMessage }
   /** CPU work for the shared Piscina pool, run by the supervisor on the loop's behalf. */
   | { kind: 'task'; id: number; task: import('../../workers/pool/tasks.js').TaskName; input: unknown };
 
-/** What every loop worker receives as workerData. */
+/** What every loop thread receives as workerData. */
 export interface LoopWorkerData {
-  name: LoopName;
+  thread: LoopThreadName;
+  loops: readonly LoopName[];
   dbFile: string;
   dbKey: Uint8Array;
   /** The write gate's shared memory (src/db/write-gate.ts). */

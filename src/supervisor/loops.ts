@@ -1,12 +1,14 @@
-/** Starts one worker_thread per background loop and stops the service if any of them dies. */
+/** Starts the background loops' worker threads (LOOP_THREADS) and stops the service if any of them dies. */
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
-import { LOOP_NAMES, LOOP_YOUNG_GENERATION_MB, type FromLoop, type LoopName, type LoopWorkerData, type ToLoop } from './loop-table.js';
+import { LOOP_THREADS, LOOP_THREAD_YOUNG_GENERATION_MB, type FromLoop, type LoopName, type LoopThreadName, type LoopWorkerData, type ToLoop } from './loop-table.js';
 import type { Bus } from './bus.js';
 import type { CpuPool } from './pool.js';
 import type { WriteGate } from '../db/write-gate.js';
 
-const loopFile = (name: LoopName) => fileURLToPath(new URL(`../../workers/loops/${name}.js`, import.meta.url));
+const THREAD_FILE = fileURLToPath(new URL('../../workers/loops/loop-thread.js', import.meta.url));
+const THREAD_NAMES = Object.keys(LOOP_THREADS) as LoopThreadName[];
+const threadOf = new Map<LoopName, LoopThreadName>(THREAD_NAMES.flatMap((thread) => LOOP_THREADS[thread].map((loop) => [loop, thread] as const)));
 
 const STOP_GRACE_MS = 10_000;
 
@@ -17,44 +19,49 @@ function taskReason(err: unknown): string | null {
 }
 
 export class LoopSupervisor {
-  readonly #workers = new Map<LoopName, Worker>();
-  /** Loops told to start; the others have begun no pass. */
-  readonly #started = new Set<LoopName>();
+  readonly #workers = new Map<LoopThreadName, Worker>();
+  /** Threads told to start; the others have begun no pass. */
+  readonly #started = new Set<LoopThreadName>();
   #stopping = false;
 
   constructor(
     private readonly bus: Bus,
     private readonly pool: CpuPool,
-    /** Called once when a loop dies unexpectedly. */
-    private readonly onCrash: (name: LoopName) => void,
+    /** Called once when a loop dies unexpectedly, with its name (or its thread's, when the thread died otherwise). */
+    private readonly onCrash: (name: string) => void,
   ) {
-    bus.subscribe('wake', (m) => this.#post(m.loop as LoopName, { kind: 'wake' }));
+    bus.subscribe('wake', (m) => this.#wake(m.loop as LoopName));
     // Webhooks deliver new events at once rather than at the next one-second tick.
-    bus.subscribe('event', () => this.#post('webhooks', { kind: 'wake' }));
+    bus.subscribe('event', () => this.#wake('webhooks'));
   }
 
-  /** Starts every loop and resolves when all have opened the database. */
+  /** Starts every loop thread and resolves when all have loaded their loops and opened the database. */
   async start(dbFile: string, dbKey: Buffer, gate: WriteGate, fault: string | null): Promise<void> {
-    await Promise.all(LOOP_NAMES.map((name) => this.#spawn(name, dbFile, dbKey, gate, fault)));
+    await Promise.all(THREAD_NAMES.map((thread) => this.#spawn(thread, dbFile, dbKey, gate, fault)));
   }
 
-  #spawn(name: LoopName, dbFile: string, dbKey: Buffer, gate: WriteGate, fault: string | null): Promise<void> {
+  #spawn(thread: LoopThreadName, dbFile: string, dbKey: Buffer, gate: WriteGate, fault: string | null): Promise<void> {
     const key = new Uint8Array(dbKey);
-    const data: LoopWorkerData = { name, dbFile, dbKey: key, writeGate: gate.buffer, fault };
-    const youngMb = LOOP_YOUNG_GENERATION_MB[name];
+    const data: LoopWorkerData = { thread, loops: LOOP_THREADS[thread], dbFile, dbKey: key, writeGate: gate.buffer, fault };
+    const youngMb = LOOP_THREAD_YOUNG_GENERATION_MB[thread];
     const resourceLimits = youngMb === null ? undefined : { maxYoungGenerationSizeMb: youngMb };
-    const worker = new Worker(loopFile(name), { workerData: data, name: `loop:${name}`, resourceLimits });
+    const worker = new Worker(THREAD_FILE, { workerData: data, name: `loops:${thread}`, resourceLimits });
     key.fill(0);
-    this.#workers.set(name, worker);
+    this.#workers.set(thread, worker);
+    let crashed: string = thread;
     return new Promise((resolve, reject) => {
       worker.on('message', (m: FromLoop) => {
         if (m.kind === 'ready') {
-          // Stopping already: stop() terminates a loop it has not told to start.
+          // Stopping already: stop() terminates a thread it has not told to start.
           if (this.#stopping) return;
-          this.#started.add(name);
+          this.#started.add(thread);
           worker.postMessage({ kind: 'start' } satisfies ToLoop);
           resolve();
         } else if (m.kind === 'bus') this.bus.publish(m.message);
+        else if (m.kind === 'crashed') {
+          crashed = m.loop;
+          died();
+        }
         else if (m.kind === 'task') {
           // Task errors are data for the loop to judge (e.g. quarantine), never a crash here.
           this.pool.run(m.task, m.input).then(
@@ -63,39 +70,43 @@ export class LoopSupervisor {
           );
         }
       });
+      let dead = false;
       const died = () => {
-        this.#workers.delete(name);
+        if (dead) return;
+        dead = true;
+        this.#workers.delete(thread);
         if (this.#stopping) return;
-        if (!this.#started.has(name)) reject(new Error(`loop ${name} failed to start`));
-        else this.onCrash(name);
+        if (!this.#started.has(thread)) reject(new Error(`loop thread ${thread} failed to start`));
+        else this.onCrash(crashed);
       };
       worker.on('error', died);
       const threadId = worker.threadId;
       worker.on('exit', (code) => {
         // A loop that died (or was terminated) inside a transaction must not keep the others out.
         gate.releaseDeadHolder(threadId);
-        if (this.#workers.get(name) === worker) {
+        if (this.#workers.get(thread) === worker) {
           if (code !== 0 || !this.#stopping) died();
         }
       });
     });
   }
 
-  #post(name: LoopName, message: ToLoop): void {
-    this.#workers.get(name)?.postMessage(message);
+  #wake(loop: LoopName): void {
+    const thread = threadOf.get(loop);
+    if (thread) this.#workers.get(thread)?.postMessage({ kind: 'wake', loop } satisfies ToLoop);
   }
 
   /**
-   * Asks every loop to finish its pass and exit; terminates stragglers after a grace period. A loop
-   * not yet told to start (loading its modules, opening the database, or waiting for the go-ahead)
-   * has begun no pass and is terminated at once, so a stop right after start is not held up by
-   * module loading.
+   * Asks every loop to finish its pass and its thread to exit; terminates stragglers after a
+   * grace period. A thread not yet told to start (loading its modules, opening the database, or
+   * waiting for the go-ahead) has begun no pass and is terminated at once, so a stop right after
+   * start is not held up by module loading.
    */
   async stop(): Promise<void> {
     this.#stopping = true;
-    const waits = [...this.#workers.entries()].map(([name, worker]) =>
+    const waits = [...this.#workers.entries()].map(([thread, worker]) =>
       new Promise<void>((resolve) => {
-        if (!this.#started.has(name)) {
+        if (!this.#started.has(thread)) {
           void worker.terminate().then(() => resolve());
           return;
         }
@@ -104,7 +115,7 @@ export class LoopSupervisor {
           clearTimeout(timer);
           resolve();
         });
-        this.#post(name, { kind: 'stop' });
+        worker.postMessage({ kind: 'stop' } satisfies ToLoop);
       }),
     );
     await Promise.all(waits);

@@ -17,7 +17,6 @@ import { CpuPool } from './pool.js';
 import { Readers } from './readers.js';
 import { WriteGate } from '../db/write-gate.js';
 import { ensurePageKey } from '../core/pagination.js';
-import type { LoopName } from './loop-table.js';
 import type { LocalEdgeThread } from '../edge/edge-thread.js';
 import { newSecret } from '../auth/secrets.js';
 import { keepLocalEdgeToken, readTransport, writeTransport } from '../mail/transport.js';
@@ -59,7 +58,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
   const pool = new CpuPool();
   /** svc.db's write lock, taken in turn by the request thread and the loops (src/db/write-gate.ts). */
   const writeGate = new WriteGate();
-  const loops = new LoopSupervisor(bus, pool, (name: LoopName) => {
+  const loops = new LoopSupervisor(bus, pool, (name: string) => {
     line(process.stderr, {
       event: 'server.failed',
       code: 'service_unavailable',

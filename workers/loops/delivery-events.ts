@@ -4,7 +4,7 @@
  * Without an edge there are no reports: an SMTP smart host reports bounces by mail, which the
  * edge turns into reports when the return path routes to it.
  */
-import { runLoop } from './run-loop.js';
+import { loopPass } from './run-loop.js';
 import { readTransport } from '../../src/mail/transport.js';
 import { EdgeClient, type DeliveryReportPage } from '../../src/inbound/edge-client.js';
 import { applyReports, awaitingDeliveryReports, reportCursor, type DeliveryReport } from '../../src/mail/delivery-reports.js';
@@ -15,7 +15,7 @@ const AWAITING_MS = 10 * 60_000;
 
 const awaitingReports = (db: import('../../src/db/open.js').Db) => awaitingDeliveryReports(db, new Date(Date.now() - AWAITING_MS).toISOString());
 
-runLoop(async (ctx) => {
+export default loopPass(async (ctx) => {
   const { edge } = readTransport(ctx.db);
   if (!edge) return 'idle';
   const after = reportCursor(ctx.db);

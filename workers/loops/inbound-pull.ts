@@ -12,7 +12,7 @@
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import type { JWK } from 'jose';
-import { runLoop, type LoopContext } from './run-loop.js';
+import { loopPass, type LoopContext } from './run-loop.js';
 import { INBOUND_COMMIT_RETRY_MS as COMMIT_RETRY_MS } from '../../src/supervisor/loop-table.js';
 import { readTransport } from '../../src/mail/transport.js';
 import { EdgeClient } from '../../src/inbound/edge-client.js';
@@ -153,7 +153,7 @@ async function longPoll(ctx: LoopContext): Promise<void> {
   }
 }
 
-runLoop(async (ctx) => {
+export default loopPass(async (ctx) => {
   if (!polling) {
     polling = true;
     void longPoll(ctx);

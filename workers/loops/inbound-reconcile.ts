@@ -3,7 +3,7 @@
  * committed or rejected are deleted at the edge, anything else wakes the pull loop, and queue
  * entries whose object is missing become `queue_message` quarantine items.
  */
-import { runLoop } from './run-loop.js';
+import { loopPass } from './run-loop.js';
 import { RECONCILE_EDGE_RETRY_MS } from '../../src/supervisor/loop-table.js';
 import { readTransport } from '../../src/mail/transport.js';
 import { EdgeClient } from '../../src/inbound/edge-client.js';
@@ -12,7 +12,7 @@ import { wasHandled } from '../../src/inbound/commit-keys.js';
 
 const PAGE = 500;
 
-runLoop(async ({ db, publish }) => {
+export default loopPass(async ({ db, publish }) => {
   const { edge } = readTransport(db);
   if (!edge) return 'idle';
   const client = new EdgeClient(edge.url, edge.token);

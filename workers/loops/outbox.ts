@@ -6,7 +6,7 @@
  * `handing_over`: the edge is asked whether it has the ref; SMTP cannot be asked → `send_unknown`.
  */
 import os from 'node:os';
-import { runLoop, type LoopContext } from './run-loop.js';
+import { loopPass, type LoopContext } from './run-loop.js';
 import { readTransport, type Transport as TransportConfig } from '../../src/mail/transport.js';
 import { refusedRecipients } from '../../src/mail/outbound.js';
 import { dueOutbox, interruptedOutbox, moveOutbox, nextDue, outboxAction, outboxTransition, type OutboxAction, type OutboxFacts, type OutboxRow, type OutboxTransition } from '../../src/mail/outbox.js';
@@ -126,7 +126,7 @@ async function deliverGroup(ctx: LoopContext, transport: Transport, rows: Outbox
   if (transport instanceof EdgeRelay && jobs.length > 0) ctx.publish({ kind: 'wake', loop: 'delivery-events' });
 }
 
-runLoop(async (ctx) => {
+export default loopPass(async (ctx) => {
   const config = readTransport(ctx.db);
   const transport = transportFor(config);
   if (!recovered) recovered = await recover(ctx, config);

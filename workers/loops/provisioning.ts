@@ -7,7 +7,7 @@
  */
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { runLoop, type LoopContext } from './run-loop.js';
+import { loopPass, type LoopContext } from './run-loop.js';
 import { readTransport } from '../../src/mail/transport.js';
 import { EdgeClient } from '../../src/inbound/edge-client.js';
 import { homeKeyPair } from '../../src/inbound/home-key.js';
@@ -30,7 +30,7 @@ let routedAtEdge: Set<string> | null = null;
 
 const NO_EDGE = 'Waiting for a transport: pair an edge with PUT /v0/owner/transport; the domain is routed as soon as one is configured.';
 
-runLoop(async (ctx) => {
+export default loopPass(async (ctx) => {
   const { db } = ctx;
   const { edge } = readTransport(db);
   let busy = false;

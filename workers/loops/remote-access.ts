@@ -5,7 +5,7 @@
  * tunnel listener) with the running one, start/stop/restart it with backoff, and publish its
  * status in the settings table for `GET /v0/owner/remote`.
  */
-import { runLoop } from './run-loop.js';
+import { loopPass } from './run-loop.js';
 import { ConnectorSupervisor, connectorTiming, type ConnectorConfig } from '../../src/remote/connector.js';
 import { readRemote, readTunnelListener, writeConnectorStatus, STOPPED_CONNECTOR } from '../../src/remote/settings.js';
 import type { Db } from '../../src/db/open.js';
@@ -21,7 +21,7 @@ function wantedConnector(db: Db): ConnectorConfig | null {
   return { command: settings.command, hostname: settings.hostname, port: listener.port };
 }
 
-runLoop(async (ctx) => {
+export default loopPass(async (ctx) => {
   if (!supervisor) {
     const current = new ConnectorSupervisor(connectorTiming(), () => ctx.wakeSelf());
     supervisor = current;

@@ -1,12 +1,12 @@
 /**
  * The shape every background loop shares: wake condition → select work → do it → commit →
- * schedule the next wake. A loop file supplies only `pass`; this runner owns sleeping, waking
- * and stopping. Anything thrown escapes to the supervisor, which stops the whole service.
+ * schedule the next wake. A loop file supplies only its `pass` (its default export); this runner
+ * owns sleeping, waking and stopping. A loop thread (loop-thread.ts) runs several loops, each
+ * with its own runner. Anything a pass throws escapes to the supervisor, which stops the whole
+ * service.
  */
-import { parentPort, workerData } from 'node:worker_threads';
-import { openDatabase, type Db } from '../../src/db/open.js';
-import { WriteGate } from '../../src/db/write-gate.js';
-import { LOOPS, type FromLoop, type LoopName, type LoopWorkerData, type ToLoop } from '../../src/supervisor/loop-table.js';
+import type { Db } from '../../src/db/open.js';
+import { LOOPS, type LoopName } from '../../src/supervisor/loop-table.js';
 import type { BusMessage } from '../../src/supervisor/bus.js';
 import type { TaskName } from '../pool/tasks.js';
 
@@ -31,98 +31,63 @@ export interface LoopContext {
 /** Returns whether the pass did work ('busy') or found none ('idle'), or an explicit next delay. */
 export type LoopPass = (ctx: LoopContext) => Promise<'busy' | 'idle' | { delayMs: number }>;
 
-export function runLoop(pass: LoopPass): void {
-  const data = workerData as LoopWorkerData;
-  const port = parentPort!;
-  const send = (m: FromLoop) => port.postMessage(m);
-  const key = Buffer.from(data.dbKey);
-  const db = openDatabase(data.dbFile, key, { migrate: false, gate: new WriteGate(data.writeGate) });
-  key.fill(0);
-  data.dbKey.fill(0);
+/** A loop file's default export: its pass. */
+export const loopPass = (pass: LoopPass): LoopPass => pass;
 
-  const timing = LOOPS[data.name];
-  let stopping = false;
-  let wake: (() => void) | null = null;
-  let woken = false;
-  let started: () => void;
-  const startSignal = new Promise<void>((resolve) => (started = resolve));
+/** One loop's schedule within its thread: its own sleep, wake and stop. */
+export class LoopRunner {
+  #woken = false;
+  #wake: (() => void) | null = null;
+  #stopping = false;
+  readonly #stopController = new AbortController();
+  readonly ctx: LoopContext;
 
-  const stopController = new AbortController();
-  let nextTaskId = 1;
-  const tasks = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  constructor(
+    readonly name: LoopName,
+    private readonly pass: LoopPass,
+    shared: Omit<LoopContext, 'name' | 'wakeSelf' | 'stopped'>,
+  ) {
+    this.ctx = { ...shared, name, wakeSelf: () => this.wake(), stopped: this.#stopController.signal };
+  }
 
-  port.on('message', (m: ToLoop) => {
-    if (m.kind === 'task_result') {
-      const pending = tasks.get(m.id);
-      tasks.delete(m.id);
-      if (m.ok) pending?.resolve(m.value);
-      else pending?.reject(new Error(m.reason ?? 'pool task failed'));
-      return;
-    }
-    if (m.kind === 'start') {
-      started();
-      return;
-    }
-    if (m.kind === 'stop') {
-      stopping = true;
-      stopController.abort();
-      // A stop before the go-ahead ends the loop without a pass.
-      started();
-    }
-    woken = true;
-    wake?.();
-  });
+  wake(): void {
+    this.#woken = true;
+    this.#wake?.();
+  }
 
-  const ctx: LoopContext = {
-    db,
-    name: data.name,
-    publish: (message) => send({ kind: 'bus', message }),
-    runTask: (task, input) =>
-      new Promise((resolve, reject) => {
-        const id = nextTaskId++;
-        tasks.set(id, { resolve, reject });
-        send({ kind: 'task', id, task, input });
-      }),
-    wakeSelf: () => {
-      woken = true;
-      wake?.();
-    },
-    stopped: stopController.signal,
-    fault: data.fault,
-  };
-  const sleep = (ms: number) =>
-    new Promise<void>((resolve) => {
-      if (woken || stopping) return resolve();
+  stop(): void {
+    this.#stopping = true;
+    this.#stopController.abort();
+    this.wake();
+  }
+
+  #sleep(ms: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      if (this.#woken || this.#stopping) return resolve();
       const timer = setTimeout(resolve, ms);
-      wake = () => {
+      this.#wake = () => {
         clearTimeout(timer);
         resolve();
       };
     });
+  }
 
-  (async () => {
-    send({ kind: 'ready' });
-    // No pass before the supervisor's go-ahead: until then it may terminate this thread at once.
-    await startSignal;
+  /** Passes until stopped. */
+  async run(fault: string | null): Promise<void> {
+    const timing = LOOPS[this.name];
+    const crashFault = fault === `loop-crash:${this.name}`;
     let passes = 0;
-    while (!stopping) {
-      woken = false;
-      if (data.fault === `loop-crash:${data.name}` && passes > 0) throw new Error(`injected fault in ${data.name}`);
-      const result = await pass(ctx);
+    while (!this.#stopping) {
+      this.#woken = false;
+      if (crashFault && passes > 0) throw new Error(`injected fault in ${this.name}`);
+      const result = await this.pass(this.ctx);
       passes++;
       const delay = result === 'busy' ? timing.busyMs : result === 'idle' ? timing.idleMs : Math.min(result.delayMs, timing.idleMs);
       // Crash injection fires on the second pass, late enough that startup has completed and been
       // reported even on a loaded machine (the test waits for server.ready first).
-      await sleep(data.fault === `loop-crash:${data.name}` ? FAULT_DELAY_MS : delay);
-      wake = null;
+      await this.#sleep(crashFault ? FAULT_DELAY_MS : delay);
+      this.#wake = null;
     }
-    db.close();
-    send({ kind: 'stopped' });
-    port.close();
-  })().catch((err) => {
-    // Rethrow outside the promise chain so the worker exits with an error the supervisor sees.
-    setImmediate(() => {
-      throw err;
-    });
-  });
+  }
 }
+

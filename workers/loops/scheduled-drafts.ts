@@ -7,7 +7,7 @@
  * refusal makes it `failed` with the error code as `send_reason`.
  */
 import { inboxById } from '../../src/auth/inbox-lookup.js';
-import { runLoop, type LoopContext } from './run-loop.js';
+import { loopPass, type LoopContext } from './run-loop.js';
 import { LOOPS } from '../../src/supervisor/loop-table.js';
 import { ApiError } from '../../src/core/errors.js';
 import type { Principal } from '../../src/auth/principal.js';
@@ -56,7 +56,7 @@ async function sendDue(ctx: LoopContext, draftId: string, inboxId: string, now: 
   }
 }
 
-runLoop(async (ctx) => {
+export default loopPass(async (ctx) => {
   const { db } = ctx;
   if (!recovered) {
     db.transaction(() => resetInterruptedDrafts(db)).immediate();

@@ -12,7 +12,7 @@
  * nothing, so nothing is delivered. Delivery is at least once: the cursor is written in batches,
  * so after a crash a receiver may see a few events again (same `webhook-id`).
  */
-import { runLoop, type LoopContext } from './run-loop.js';
+import { loopPass, type LoopContext } from './run-loop.js';
 import { WEBHOOK_DISABLE_AFTER_MS as DISABLE_AFTER_MS, WEBHOOK_RETRY_SCHEDULE_MS as RETRY_SCHEDULE_MS } from '../../src/supervisor/loop-table.js';
 import { EventPruneSchedule } from '../../src/events/retention.js';
 import { latestSeq, rawEventsAfter, type RawEvent } from '../../src/events/log.js';
@@ -152,7 +152,7 @@ async function drain(ctx: LoopContext, webhookId: string): Promise<void> {
 const retention = new EventPruneSchedule();
 const running = new Map<string, Promise<void>>();
 
-runLoop(async (ctx) => {
+export default loopPass(async (ctx) => {
   const { db } = ctx;
   retention.pruneIfDue(db);
   const head = latestSeq(db);
