@@ -86,14 +86,23 @@ function fmt(v: number | null, unit = ''): string {
 
 const fmtRatio = (r: number | null) => (r === null ? '—' : `${r >= 10 ? round(r, 1) : r >= 0.1 ? round(r, 2) : Number(r.toPrecision(2))}×`);
 
-function targetOf(s: Summary): { text: string; met: boolean } | null {
-  const t = s.metric.target;
-  if (!t) return null;
-  const value = t.of === 'ratio' ? s.ratio : s.svc;
-  if (value === null) return null;
-  const met = t.op === '>=' ? value >= t.value : value <= t.value;
-  const what = t.of === 'ratio' ? `${t.op === '>=' ? '≥' : '≤'} ${t.value}× baseline` : `${t.op === '>=' ? '≥' : '≤'} ${t.value} ${s.metric.unit}`;
-  return { text: `${what} (issue ${t.issue}): ${met ? 'met' : 'NOT met'}`, met };
+interface TargetCheck {
+  text: string;
+  met: boolean;
+  measured: string;
+}
+
+/** Each target of a figure, checked; a target whose figure was not measured is left out. */
+function targetsOf(s: Summary): TargetCheck[] {
+  const ts = s.metric.target === undefined ? [] : Array.isArray(s.metric.target) ? s.metric.target : [s.metric.target];
+  return ts.flatMap((t) => {
+    const value = t.of === 'ratio' ? s.ratio : t.of === 'peer' ? s.peerRatio : s.svc;
+    if (value === null) return [];
+    const met = t.op === '>=' ? value >= t.value : value <= t.value;
+    const op = t.op === '>=' ? '≥' : '≤';
+    const what = t.of === 'ratio' ? `${op} ${t.value}× baseline` : t.of === 'peer' ? `${op} ${t.value}× peer` : `${op} ${t.value} ${s.metric.unit}`;
+    return [{ text: `${what} (issue ${t.issue}): ${met ? 'met' : 'NOT met'}`, met, measured: t.of === 'value' || t.of === undefined ? fmt(s.svc, s.metric.unit) : fmtRatio(value) }];
+  });
 }
 
 function table(summaries: Summary[], hasPeer: boolean, peerName: string): string[] {
@@ -102,10 +111,10 @@ function table(summaries: Summary[], hasPeer: boolean, peerName: string): string
   head.push('svc, every run', 'target');
   const lines = [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`];
   for (const s of summaries) {
-    const t = targetOf(s);
+    const ts = targetsOf(s);
     const row = [s.metric.label, fmt(s.svc, s.metric.unit), fmt(s.baseline, s.baseline === null ? '' : s.metric.unit), fmtRatio(s.ratio)];
     if (hasPeer) row.push(fmt(s.peer, s.peer === null ? '' : s.metric.unit), fmtRatio(s.peerRatio));
-    row.push(s.svcRuns.map((v) => fmt(v)).join(', ') || '—', t ? t.text : '');
+    row.push(s.svcRuns.map((v) => fmt(v)).join(', ') || '—', ts.map((t) => t.text).join('; '));
     lines.push(`| ${row.join(' | ')} |`);
   }
   return lines;
@@ -181,10 +190,10 @@ export function writeReport(results: Results, dir = benchDir): void {
     if (b.peer_config?.length) out.push('Peer configuration:', '', ...b.peer_config.map((l) => `- ${l}`), '');
     for (const note of b.notes ?? []) out.push(note, '');
     for (const s of summaries) {
-      const t = targetOf(s);
-      if (!t) continue;
-      const line = `${b.title}: ${s.metric.label} — ${t.text.replace(/: (met|NOT met)$/, '')}, measured ${s.metric.target?.of === 'ratio' ? fmtRatio(s.ratio) : fmt(s.svc, s.metric.unit)}`;
-      (t.met ? met : gaps).push(line);
+      for (const t of targetsOf(s)) {
+        const line = `${b.title}: ${s.metric.label} — ${t.text.replace(/: (met|NOT met)$/, '')}, measured ${t.measured}`;
+        (t.met ? met : gaps).push(line);
+      }
     }
   }
 

@@ -79,7 +79,7 @@ process.on('SIGTERM', () => app.close().then(() => process.exit(0)));`,
   };
   console.log(JSON.stringify(figures));
   return [
-    { key: 'ready_ms', label: 'Start-up: spawn → server.ready', unit: 'ms', better: 'lower', svc: figures.svc_ready_ms_median, baseline: figures.baseline_fastify_hello_ready_ms_median, chart: 'latency' },
-    { key: 'idle_rss_mib', label: 'Idle RSS, 5 s after ready', unit: 'MiB', better: 'lower', svc: figures.svc_idle_rss_mib, baseline: figures.baseline_idle_rss_mib },
+    { key: 'ready_ms', label: 'Start-up: spawn → server.ready', unit: 'ms', better: 'lower', svc: figures.svc_ready_ms_median, baseline: figures.baseline_fastify_hello_ready_ms_median, chart: 'latency', target: { op: '<=', value: 700, issue: 19 } },
+    { key: 'idle_rss_mib', label: 'Idle RSS, 5 s after ready', unit: 'MiB', better: 'lower', svc: figures.svc_idle_rss_mib, baseline: figures.baseline_idle_rss_mib, target: { op: '<=', value: 150, issue: 19 } },
   ];
 }

@@ -128,6 +128,13 @@ export const median = (values: number[]): number => {
  * baseline and, where one was measured, the peer's. `ratio` in the report is always svc ÷ baseline
  * (so below 1 is slower for a throughput, faster for a latency); `better` says which way is good.
  */
+export interface Target {
+  op: '>=' | '<=';
+  value: number;
+  of?: 'value' | 'ratio' | 'peer';
+  issue: number;
+}
+
 export interface Metric {
   key: string;
   label: string;
@@ -138,8 +145,8 @@ export interface Metric {
   peer?: number | null;
   /** Which chart the figure belongs in, if any. */
   chart?: 'throughput' | 'latency';
-  /** A target named in an earlier issue, checked on the median of the value (or of the ratio). */
-  target?: { op: '>=' | '<='; value: number; of?: 'value' | 'ratio'; issue: number };
+  /** Targets named in earlier issues, each checked on the median of the value (or of the ratio to the baseline or to the peer). */
+  target?: Target | Target[];
 }
 
 /** Resident set size of a process in MiB (Linux /proc; null when gone or unreadable). */

@@ -212,7 +212,9 @@ function writeLockUpFront(db: Db, gate: WriteGate | null): void {
     const run = (variant: 'immediate' | 'exclusive', args: unknown[]) => {
       outermost = !db.inTransaction;
       if (!outermost) return tx[variant](...args);
-      const gated = gate !== null && !gate.held() && gate.acquireSync();
+      // A group commit has waited for the gate already (and, when that wait timed out, must not
+      // block the request thread waiting again).
+      const gated = gate !== null && !w.deferSync && !gate.held() && gate.acquireSync();
       let result: unknown;
       try {
         result = attempt(variant, args);
@@ -225,6 +227,26 @@ function writeLockUpFront(db: Db, gate: WriteGate | null): void {
     const immediate = (...args: unknown[]) => run('immediate', args);
     return Object.assign(immediate, { default: immediate, deferred: immediate, immediate, exclusive: (...args: unknown[]) => run('exclusive', args) });
   }) as unknown as Db['transaction'];
+  singleWritesAsTransactions(db);
+}
+
+/**
+ * A statement that writes, run outside a transaction (SQLite's autocommit), runs as a transaction
+ * of its own: it takes the gate, and its commit is synced like any other (with
+ * synchronous=NORMAL an autocommit write would otherwise not be durable until some later sync).
+ */
+function singleWritesAsTransactions(db: Db): void {
+  const prepare = db.prepare.bind(db);
+  db.prepare = ((source: string) => {
+    const statement = prepare(source);
+    if (statement.readonly) return statement;
+    for (const method of ['run', 'get', 'all'] as const) {
+      const direct = (statement[method] as (...args: unknown[]) => unknown).bind(statement);
+      const wrapped = (...args: unknown[]) => (db.inTransaction ? direct(...args) : db.transaction(() => direct(...args))());
+      (statement as unknown as Record<string, unknown>)[method] = wrapped;
+    }
+    return statement;
+  }) as Db['prepare'];
 }
 
 /**

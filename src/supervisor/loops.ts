@@ -59,8 +59,11 @@ export class LoopSupervisor {
           resolve();
         } else if (m.kind === 'bus') this.bus.publish(m.message);
         else if (m.kind === 'crashed') {
+          // The service stops now; the thread stays known until it exits, so the stop waits for
+          // its other loops to finish their passes.
           crashed = m.loop;
-          died();
+          if (!this.#stopping) this.onCrash(crashed);
+          reported = true;
         }
         else if (m.kind === 'task') {
           // Task errors are data for the loop to judge (e.g. quarantine), never a crash here.
@@ -70,12 +73,11 @@ export class LoopSupervisor {
           );
         }
       });
-      let dead = false;
+      let reported = false;
       const died = () => {
-        if (dead) return;
-        dead = true;
         this.#workers.delete(thread);
-        if (this.#stopping) return;
+        if (this.#stopping || reported) return;
+        reported = true;
         if (!this.#started.has(thread)) reject(new Error(`loop thread ${thread} failed to start`));
         else this.onCrash(crashed);
       };

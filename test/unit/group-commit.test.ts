@@ -68,13 +68,14 @@ parentPort.postMessage('holding');
 Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, workerData.ms);
 if (workerData.release) {
   parentPort.postMessage('releasing');
+  if (workerData.flag) Atomics.store(new Int32Array(workerData.flag), 0, 1);
   Atomics.store(word, 0, 0);
   Atomics.notify(word, 0);
 }
 `;
 
-function holder(gate: WriteGate, ms: number, release: boolean) {
-  const worker = new Worker(HOLDER, { eval: true, workerData: { gate: gate.buffer, ms, release } });
+function holder(gate: WriteGate, ms: number, release: boolean, flag?: SharedArrayBuffer) {
+  const worker = new Worker(HOLDER, { eval: true, workerData: { gate: gate.buffer, ms, release, flag } });
   const messages: string[] = [];
   const holding = new Promise<void>((resolve, reject) => {
     worker.on('message', (m: string) => {
@@ -143,4 +144,23 @@ t.test('a transaction on a gated connection takes and releases the gate, also wh
   );
   t.notOk(gate.held(), 'released after a transaction that threw');
   t.same(values(db), ['a']);
+});
+
+t.test('a single write outside a transaction runs as a transaction of its own: it waits for the gate and is synced', async (t) => {
+  const gate = new WriteGate();
+  const db = open(gate);
+  t.teardown(() => db.close());
+  const released = new SharedArrayBuffer(4);
+  const other = holder(gate, 300, true, released);
+  await other.holding;
+  db.prepare("INSERT INTO t (v) VALUES ('single')").run();
+  t.equal(Atomics.load(new Int32Array(released), 0), 1, 'the write ran only after the other thread released the gate');
+  t.notOk(gate.held(), 'and released it');
+  const returned = db.prepare("INSERT INTO t (v) VALUES ('returning') RETURNING v").get() as { v: string };
+  t.equal(returned.v, 'returning', 'a write that returns rows works the same way');
+  t.notOk(db.inTransaction);
+  const inside = db.transaction(() => db.prepare("INSERT INTO t (v) VALUES ('inside')").run().changes)();
+  t.equal(inside, 1, 'inside a transaction it is part of that transaction');
+  t.same(values(db), ['inside', 'returning', 'single']);
+  t.equal(await other.exited, 0);
 });

@@ -104,9 +104,10 @@ function parseInWorker(raw: Buffer): Promise<{ parsed: ParsedMail; derived: Deri
  */
 async function openLarge(sealed: string | Uint8Array, privateJwk: JWK): Promise<OpenedInbound> {
   let opened: { meta: InboundMeta; raw: Buffer };
+  // Loaded on the first large message, as the pool tasks are on the first small one (outside the
+  // try: a module that failed to load is the service's fault, not the message's).
+  const { openSealed } = await import('../../src/edge/sealed.js');
   try {
-    // Loaded on the first large message, as the pool tasks are on the first small one.
-    const { openSealed } = await import('../../src/edge/sealed.js');
     opened = await openSealed(typeof sealed === 'string' ? Buffer.from(sealed, 'latin1') : sealed, privateJwk, { inPlace: true });
   } catch {
     throw new Error('open_failed');

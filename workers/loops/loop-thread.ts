@@ -63,20 +63,24 @@ async function hostLoops(): Promise<void> {
   send({ kind: 'ready' });
   // No pass before the supervisor's go-ahead: until then it may terminate this thread at once.
   await startSignal;
+  let crash: LoopCrash | null = null;
   if (!stopping) {
     await Promise.all(
       [...runners.values()].map((runner) =>
         runner.run(data.fault).catch((err: unknown) => {
-          // The supervisor stops the service on this message, naming the loop; the error ends the
-          // thread a little later in any case (an 'error' event that overtook the message would
-          // name only the thread).
+          if (crash) return;
+          // The supervisor stops the service on this message, naming the loop. The other loops
+          // of this thread finish the pass they are in (nothing is cut off mid-handover), then
+          // the error ends the thread.
+          crash = new LoopCrash(err);
           send({ kind: 'crashed', loop: runner.name });
-          throw new LoopCrash(err);
+          for (const other of runners.values()) other.stop();
         }),
       ),
     );
   }
   db.close();
+  if (crash) throw crash;
   send({ kind: 'stopped' });
   port.close();
 }
