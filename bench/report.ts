@@ -134,6 +134,44 @@ function chartGroups(results: Results, kind: 'throughput' | 'latency'): ChartGro
   return groups;
 }
 
+/**
+ * Issue 19's figures when it was filed (one run of each benchmark on a quieter hour of the same
+ * 2-core machine, quoted from the issue), beside this run's medians. Absolute figures move with
+ * the machine's load; the same-run ratios are the comparable part, so both are shown.
+ */
+const BEFORE_ISSUE_19: { bench: string; key: string; before: string; of?: 'value' | 'ratio' | 'peer' }[] = [
+  { bench: 'startup', key: 'ready_ms', before: '1,574 ms (fastify hello 146 ms)' },
+  { bench: 'startup', key: 'idle_rss_mib', before: '311 MiB' },
+  { bench: 'read-api', key: 'threads_rps', before: '0.29× hello', of: 'ratio' },
+  { bench: 'read-api', key: 'threads_uncached_rps', before: '~1,500 req/s, 0.025× hello' },
+  { bench: 'read-api', key: 'threads_uncached_p99_ms', before: '62–116 ms' },
+  { bench: 'read-api', key: 'search_p50_ms', before: '10.7 ms' },
+  { bench: 'read-api', key: 'search_rps', before: '107 req/s' },
+  { bench: 'read-api', key: 'search_loaded_p99_ms', before: '899 ms' },
+  { bench: 'read-api', key: 'cheap_read_under_search_p99_ms', before: '1.0–1.8 s, ~380× its p99 alone', of: 'ratio' },
+  { bench: 'ingest', key: 'committed_msgs_per_s', before: '308 msg/s, 0.32× Postfix (970)', of: 'peer' },
+  { bench: 'ingest', key: 'p50_ms', before: '143 ms' },
+  { bench: 'ingest', key: 'cpu_ms_per_msg', before: '4.74 ms' },
+  { bench: 'ingest', key: 'loaded_rss_mib', before: '528 MiB' },
+  { bench: 'inbound-memory', key: 'one_peak_rise_mib', before: '+0.9 GB, not returned' },
+  { bench: 'send', key: 'msgs_per_s', before: '~210 msg/s, 0.11× nodemailer (1,891)', of: 'ratio' },
+  { bench: 'send', key: 'p99_ms', before: '350 ms' },
+  { bench: 'send', key: 'cpu_ms_per_msg', before: '6.45 ms' },
+];
+
+function beforeAfter(results: Results): string[] {
+  const rows: string[] = [];
+  for (const b of BEFORE_ISSUE_19) {
+    const bench = results.benches[b.bench];
+    const s = bench ? summarize(bench.runs).find((x) => x.metric.key === b.key) : undefined;
+    if (!s) continue;
+    const ratio = b.of === 'ratio' ? ` (${fmtRatio(s.ratio)} baseline)` : b.of === 'peer' ? ` (${fmtRatio(s.peerRatio)} peer)` : '';
+    rows.push(`| ${bench!.title}: ${s.metric.label} | ${b.before} | ${fmt(s.svc, s.metric.unit)}${ratio} |`);
+  }
+  if (rows.length === 0) return [];
+  return ['## Issue 19: before and after', '', "Before: the figures issue 19 was filed with (one run, a quieter hour). After: this run's medians.", '', '| Figure | before (issue 19) | now |', '|---|---|---|', ...rows, ''];
+}
+
 /** Writes bench/REPORT.md and bench/charts/{throughput,latency}.svg from the results. */
 export function writeReport(results: Results, dir = benchDir): void {
   const m = results.machine;
@@ -197,6 +235,7 @@ export function writeReport(results: Results, dir = benchDir): void {
     }
   }
 
+  out.push(...beforeAfter(results));
   out.push('## Targets from earlier issues', '');
   out.push(...(met.length ? met.map((l) => `- Met: ${l}`) : ['- None met in this run.']));
   out.push(...gaps.map((l) => `- **Not met**: ${l}`));

@@ -133,6 +133,9 @@ export default loopPass(async (ctx) => {
   if (!transport) return 'idle';
   const due = dueOutbox(ctx.db, new Date().toISOString(), BATCH);
   for (let i = 0; i < due.length && !ctx.stopped.aborted; i += CONCURRENCY) await deliverGroup(ctx, transport, due.slice(i, i + CONCURRENCY));
+  // A full batch means more may be due: go on at once rather than after the busy wait (2 s),
+  // which left the tail of a burst waiting once the wake-ups of its sends had been spent.
+  if (due.length === BATCH) return { delayMs: 0 };
   if (due.length > 0) return 'busy';
   const next = nextDue(ctx.db);
   return next === null ? 'idle' : { delayMs: Math.max(0, Date.parse(next) - Date.now()) };
