@@ -1,5 +1,5 @@
 /** Mail: inboxes (create, pause, delete), thread lists with filters and search, live updates. */
-import { useState } from 'preact/hooks';
+import { useRef, useState } from 'preact/hooks';
 import { del, enc, get, patch, post, query } from '../api';
 import { useLiveEvents } from '../live';
 import { navigate } from '../router';
@@ -109,10 +109,16 @@ export function ThreadsPage({ inboxId, search }: { inboxId: string; search: URLS
       : `${base}${query({ ...common, labels: label ? [label] : undefined, senders: sender ? [sender] : undefined, subject: subject ? [subject] : undefined, ...Object.fromEntries(include.map((h) => [`include_${h}`, true])) })}`;
     return get<Page<ThreadItem> & { threads: ThreadItem[] }>(url);
   };
+  // Only the newest load may set the list: a reload started for earlier filters (a live event
+  // arrives while the owner searches) can answer after the search and must not replace it.
+  const loads = useRef(0);
   const first = useLoad(async () => {
+    const load = ++loads.current;
     const page = await fetchPage();
-    setPages([page.threads]);
-    setNext(page.next_page_token);
+    if (load === loads.current) {
+      setPages([page.threads]);
+      setNext(page.next_page_token);
+    }
     return page;
   }, [inboxId, key]);
   const more = useAction();
@@ -209,7 +215,9 @@ export function ThreadsPage({ inboxId, search }: { inboxId: string; search: URLS
             disabled={more.busy}
             onClick={() =>
               void more.run(async () => {
+                const load = loads.current;
                 const page = await fetchPage(next);
+                if (load !== loads.current) return; // the filters changed meanwhile
                 setPages((p) => [...p, page.threads]);
                 setNext(page.next_page_token);
               })
