@@ -99,8 +99,12 @@ t.test('stored thread summaries follow every change', async (t) => {
   db.transaction(() => deleteMessage(db, INBOX, '<m7@example.net>', ALL_VIEW))();
   check(t, db, 'a message deleted');
 
-  // Outside any transaction no commit hook runs: the triggers clear the summary instead.
-  db.prepare("INSERT INTO message_labels (message_rowid, label) SELECT id, 'flagged' FROM messages WHERE message_id = '<m3@example.net>'").run();
+  // A single write outside a transaction runs as a transaction of its own (src/db/open.ts), so
+  // the hook remakes the summary at once.
+  db.prepare("INSERT INTO message_labels (message_rowid, label) SELECT id, 'important' FROM messages WHERE message_id = '<m3@example.net>'").run();
+  check(t, db, 'a label written by a single statement outside a transaction');
+  // A write that bypasses the hook altogether (raw SQL through exec): the triggers clear the summary instead.
+  db.exec("INSERT INTO message_labels (message_rowid, label) SELECT id, 'flagged' FROM messages WHERE message_id = '<m3@example.net>'");
   const thread3 = rows(db).find((r) => threadSummaries(db, [r], DEFAULT_VIEW)[0].last_message_id === '<m3@example.net>')!;
   t.equal(thread3.summary, null, 'a label written without the hook clears the stored summary');
   check(t, db, 'after a write without the hook', false);
