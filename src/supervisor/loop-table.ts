@@ -67,24 +67,24 @@ export const LOOP_NAMES = Object.keys(LOOPS) as LoopName[];
  * an ingest burst. A pass that throws still stops the whole service, naming its loop.
  */
 export const LOOP_THREADS = {
-  inbound: ['inbound-pull'],
-  background: ['outbox', 'inbound-reconcile', 'delivery-events', 'scheduled-drafts', 'provisioning', 'webhooks', 'remote-access'],
-} as const satisfies Record<string, readonly LoopName[]>;
-
-export type LoopThreadName = keyof typeof LOOP_THREADS;
+  inbound: { loops: ['inbound-pull'], youngGenerationMb: null },
+  background: { loops: ['outbox', 'inbound-reconcile', 'delivery-events', 'scheduled-drafts', 'provisioning', 'webhooks', 'remote-access'], youngGenerationMb: 4 },
+} as const satisfies Record<string, LoopThread>;
 
 /**
- * The most a loop thread's young generation may grow to, in MiB. V8 grows it up to 16 MiB per
- * semi-space while a thread compiles its modules and keeps it until a memory-reducing collection
- * long after start-up. The background loops' objects live for one pass, so a small young
- * generation costs them only more frequent (cheap) scavenges. The inbound thread keeps V8's
- * default: it opens and parses a batch of messages, and a small young generation there would
- * promote each message's strings to the old generation.
+ * A loop thread: its loops, and the most its young generation may grow to, in MiB (null: V8's
+ * default). V8 grows it up to 16 MiB per semi-space while a thread compiles its modules and keeps
+ * it until a memory-reducing collection long after start-up. The background loops' objects live
+ * for one pass, so a small young generation costs them only more frequent (cheap) scavenges. The
+ * inbound thread keeps V8's default: it opens and parses a batch of messages, and a small young
+ * generation there would promote each message's strings to the old generation.
  */
-export const LOOP_THREAD_YOUNG_GENERATION_MB: Record<LoopThreadName, number | null> = {
-  inbound: null,
-  background: 4,
-};
+export interface LoopThread {
+  loops: readonly LoopName[];
+  youngGenerationMb: number | null;
+}
+
+export type LoopThreadName = keyof typeof LOOP_THREADS;
 
 /** Messages between the supervisor and a loop thread. */
 export type ToLoop =
@@ -108,7 +108,6 @@ export type FromLoop =
 
 /** What every loop thread receives as workerData. */
 export interface LoopWorkerData {
-  thread: LoopThreadName;
   loops: readonly LoopName[];
   dbFile: string;
   dbKey: Uint8Array;

@@ -1,14 +1,14 @@
 /** Starts the background loops' worker threads (LOOP_THREADS) and stops the service if any of them dies. */
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
-import { LOOP_THREADS, LOOP_THREAD_YOUNG_GENERATION_MB, type FromLoop, type LoopName, type LoopThreadName, type LoopWorkerData, type ToLoop } from './loop-table.js';
+import { LOOP_THREADS, type FromLoop, type LoopName, type LoopThreadName, type LoopWorkerData, type ToLoop } from './loop-table.js';
 import type { Bus } from './bus.js';
 import type { CpuPool } from './pool.js';
 import type { WriteGate } from '../db/write-gate.js';
 
 const THREAD_FILE = fileURLToPath(new URL('../../workers/loops/loop-thread.js', import.meta.url));
 const THREAD_NAMES = Object.keys(LOOP_THREADS) as LoopThreadName[];
-const threadOf = new Map<LoopName, LoopThreadName>(THREAD_NAMES.flatMap((thread) => LOOP_THREADS[thread].map((loop) => [loop, thread] as const)));
+const threadOf = new Map<LoopName, LoopThreadName>(THREAD_NAMES.flatMap((thread) => LOOP_THREADS[thread].loops.map((loop) => [loop, thread] as const)));
 
 const STOP_GRACE_MS = 10_000;
 
@@ -42,9 +42,9 @@ export class LoopSupervisor {
 
   #spawn(thread: LoopThreadName, dbFile: string, dbKey: Buffer, gate: WriteGate, fault: string | null): Promise<void> {
     const key = new Uint8Array(dbKey);
-    const data: LoopWorkerData = { thread, loops: LOOP_THREADS[thread], dbFile, dbKey: key, writeGate: gate.buffer, fault };
-    const youngMb = LOOP_THREAD_YOUNG_GENERATION_MB[thread];
-    const resourceLimits = youngMb === null ? undefined : { maxYoungGenerationSizeMb: youngMb };
+    const { loops, youngGenerationMb } = LOOP_THREADS[thread];
+    const data: LoopWorkerData = { loops, dbFile, dbKey: key, writeGate: gate.buffer, fault };
+    const resourceLimits = youngGenerationMb === null ? undefined : { maxYoungGenerationSizeMb: youngGenerationMb };
     const worker = new Worker(THREAD_FILE, { workerData: data, name: `loops:${thread}`, resourceLimits });
     key.fill(0);
     this.#workers.set(thread, worker);

@@ -8,6 +8,7 @@ import t from 'tap';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { LOOP_NAMES, LOOP_THREADS } from '../../src/supervisor/loop-table.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -159,4 +160,9 @@ t.test('no loop loads typebox or jose statically', async (t) => {
     walk(path.join(root, 'workers', 'loops', `${loop}.ts`), []);
     t.same(chains, [], `${loop} loads typebox or jose through`);
   }
+});
+
+t.test('every loop runs in exactly one loop thread', async (t) => {
+  const placed = Object.values(LOOP_THREADS).flatMap((thread) => thread.loops);
+  t.same([...placed].sort(), [...LOOP_NAMES].sort());
 });
