@@ -160,7 +160,7 @@ export function syncWal(db: Db): Promise<void> {
   return w.again;
 }
 
-/** Whether this thread holds the connection's write gate (a group commit took it before its transaction). */
+/** The connection's write gate, if it has one: a group commit takes it (asynchronously) before its transaction. */
 export function gateOf(db: Db): WriteGate | null {
   return writerOf(db).gate;
 }
