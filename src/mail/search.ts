@@ -2,15 +2,23 @@
  * Full-text search over messages_fts (subject, participants, body), ranked by bm25 with the
  * subject weighted highest. Search never returns hidden mail.
  *
- * Hits are read best first in growing batches straight from FTS5 (which ranks in C and keeps
- * only the top K), and only those K rows are joined to messages for scope, time and hidden-label
- * checks. Joining every match instead costs one random page read per match, which on a large
- * store is the whole latency budget. A thread ranks by its best visible hit; the order key of a
- * thread or message is its best hit's (score, rowid), which is also the keyset cursor. Page
- * tokens are bound to the index generation by the routes, so scores never change under a token.
+ * Ranking is exact bm25 within bands of passing matches (in scope, in the time range, visible),
+ * newest first: the first band is the newest BAND passing matches, ranked best first; the next
+ * band is the BAND before it, and so on. A query with up to BAND passing matches (nearly every
+ * real one) is therefore ranked exactly as bm25 over all of them; a broad one shows the best of
+ * the recent mail first instead of scoring every match, which costs about a microsecond per
+ * match (about 17 ms for the 18,750 matches of a broad query at 100,000 messages, issue 19;
+ * docs/mail-store.md, "Search", and docs/benchmarks.md).
+ *
+ * A band is read from FTS5 newest first joined to its message for the scope, time and
+ * visibility checks, so only passing matches are scored. A thread is listed once, in the band of
+ * its newest passing match, at its best hit there; the order key of a thread or message is its
+ * (band, score, rowid), which is also the keyset cursor. Page tokens are bound to the index
+ * generation by the routes, so bands and scores never change under a token.
  */
 import type { Db } from '../db/open.js';
 import type { Cursor } from '../core/pagination.js';
+import { ApiError } from '../core/errors.js';
 import { SEARCH_VISIBILITY, visibleSql } from './labels.js';
 import { messageItems } from './messages.js';
 import { LISTED_THREAD_COLUMNS, listedSummaries, type ListedThreadRow } from './threads.js';
@@ -20,11 +28,10 @@ import { prepared } from '../db/statements.js';
 export const MAX_QUERY_LENGTH = 512;
 /** Column weights for bm25: subject, participants, body. */
 const RANK = 'bm25(messages_fts, 10.0, 4.0, 1.0)';
-/** First batch: this many hits per result wanted; each further batch is GROWTH times larger. */
-const FIRST_BATCH_FACTOR = 4;
-const GROWTH = 4;
-/** Beyond this many best hits, filtering by scope first is cheaper than reading more hits. */
-const MAX_BATCH = 2048;
+/** Passing matches ranked together: exact bm25 below this many, newest bands of it above. */
+export const BAND = 500;
+/** Above every rowid: the top of the first band. */
+const NO_TOP = Number.MAX_SAFE_INTEGER;
 const VISIBLE = visibleSql('m', SEARCH_VISIBILITY);
 
 /**
@@ -54,15 +61,15 @@ export interface SearchRequest {
   cursor: Cursor | null;
 }
 
-interface Hit {
-  id: number;
-  score: number;
-  thread_id: string | null;
-  ok: 0 | 1;
-}
+/** A passing hit of a band, best first, with the band's bounds and size on every row. */
+type BandRow = [id: number, score: number, threadId: string, top: number, floor: number, size: number];
 
-/** Conditions on inbox and time for messages aliased `m` (or unaliased with ''). */
-function scopeSql(r: SearchRequest, params: unknown[], m: 'm.' | ''): string {
+/**
+ * Conditions on inbox and time for messages aliased `m`. With `unindexed` they are checked on the
+ * rows another index found (`+m.inbox_id` keeps SQLite from scanning the inbox by its index).
+ */
+function scopeSql(r: SearchRequest, params: unknown[], unindexed = false): string {
+  const m = unindexed ? '+m.' : 'm.';
   const conditions: string[] = [];
   if (r.inboxIds.length === 1) {
     conditions.push(`${m}inbox_id = ?`);
@@ -82,65 +89,78 @@ function scopeSql(r: SearchRequest, params: unknown[], m: 'm.' | ''): string {
   return conditions.join(' AND ');
 }
 
-/** The best `k` hits in (score, rowid) order, each marked whether it passes scope, time and visibility. */
-function bestHits(db: Db, match: string, r: SearchRequest, k: number): Hit[] {
-  const params: unknown[] = [];
-  const scope = scopeSql(r, params, 'm.');
-  // LEFT JOIN keeps FTS5 as the outer loop and every hit in the count, passing or not.
+/**
+ * The band of the newest BAND passing matches at or below rowid `top`, best first. FTS5 is the
+ * outer loop in rowid order (CROSS JOIN), so bm25 runs only for passing matches of the band.
+ */
+function band(db: Db, match: string, r: SearchRequest, top: number): IterableIterator<BandRow> {
+  const params: unknown[] = [match, top];
+  const scope = scopeSql(r, params);
   return prepared(
     db,
-    `SELECT h.id, h.score, m.thread_id, (m.id IS NOT NULL AND ${scope} AND ${VISIBLE}) AS ok
-     FROM (SELECT rowid AS id, ${RANK} AS score FROM messages_fts WHERE messages_fts MATCH ? ORDER BY score, rowid LIMIT ?) h
-     LEFT JOIN messages m ON m.id = h.id ORDER BY h.score, h.id`,
-  ).all(...params, match, k) as Hit[];
+    `WITH band AS MATERIALIZED (
+       SELECT messages_fts.rowid AS id, ${RANK} AS score, m.thread_id
+       FROM messages_fts CROSS JOIN messages m ON m.id = messages_fts.rowid
+       WHERE messages_fts MATCH ? AND messages_fts.rowid <= ? AND ${scope} AND ${VISIBLE}
+       ORDER BY messages_fts.rowid DESC LIMIT ${BAND})
+     SELECT id, score, thread_id, (SELECT max(id) FROM band), (SELECT min(id) FROM band), (SELECT count(*) FROM band)
+     FROM band ORDER BY score, id`,
+  )
+    .raw(true)
+    .iterate(...params) as IterableIterator<BandRow>;
 }
 
-/**
- * Every passing hit, for queries whose best hits mostly fall outside the caller's scope or time
- * range: the scope is taken from the covering index messages_inbox_time first, so only passing
- * hits are joined to their rows.
- */
-function allPassingHits(db: Db, match: string, r: SearchRequest): Hit[] {
-  const params: unknown[] = [match];
-  const scope = scopeSql(r, params, '');
-  return prepared(
-    db,
-    `WITH h AS MATERIALIZED (SELECT rowid AS id, ${RANK} AS score FROM messages_fts WHERE messages_fts MATCH ?)
-     SELECT h.id, h.score, m.thread_id, 1 AS ok FROM h CROSS JOIN messages m ON m.id = h.id
-     WHERE h.id IN (SELECT id FROM messages WHERE ${scope}) AND ${VISIBLE} ORDER BY h.score, h.id`,
-  ).all(...params) as Hit[];
+/** Whether the thread has a passing match above `top`, i.e. was listed in an earlier band. */
+function listedAbove(db: Db, match: string, r: SearchRequest, threadId: string, top: number): boolean {
+  const params: unknown[] = [threadId, top];
+  const scope = scopeSql(r, params, true);
+  return (
+    prepared(
+      db,
+      `SELECT 1 FROM messages m WHERE m.thread_id = ? AND m.id > ? AND ${scope} AND ${VISIBLE}
+       AND EXISTS (SELECT 1 FROM messages_fts WHERE messages_fts MATCH ? AND messages_fts.rowid = m.id) LIMIT 1`,
+    ).get(...params, match) !== undefined
+  );
 }
 
-const after = (key: [number, number], cursor: Cursor | null) =>
-  cursor === null || key[0] > Number(cursor[0]) || (key[0] === Number(cursor[0]) && key[1] > Number(cursor[1]));
+const isAfter = (score: number, id: number, cursor: [number, number] | null) => cursor === null || score > cursor[0] || (score === cursor[0] && id > cursor[1]);
+
+const staleCursor = () =>
+  new ApiError('page_token_stale', 'The page_token belongs to an earlier version of search.', { fix: 'Start again without page_token.' });
 
 /**
- * Walks hits best first, in batches that grow until `want` keys after the cursor are found or
- * every hit has been seen. `keyOf` names the result a passing hit belongs to (a thread or the
- * message itself); a result's key is its first, i.e. best, hit.
+ * Walks bands from the cursor's, best first within each, until `want` results after the cursor
+ * are found or no band is left. `keyOf` names the result a hit belongs to (a thread or the
+ * message itself); `once` says results may repeat across hits (threads): a result is shown at its
+ * first (best) hit in its band, and not in a later band when it has a passing match above it.
  */
-function rankedResults(db: Db, r: SearchRequest, keyOf: (h: Hit) => string): { key: string; cursor: [number, number] }[] | null {
+function rankedResults(db: Db, r: SearchRequest, keyOf: (h: BandRow) => string, once: boolean): { key: string; cursor: Cursor }[] | null {
   const match = ftsQuery(r.q);
   if (match === null || r.inboxIds.length === 0) return null;
+  if (r.cursor && (r.cursor.length !== 4 || !r.cursor.every((v) => typeof v === 'number'))) throw staleCursor();
   const want = r.limit + 1;
-  for (let k = want * FIRST_BATCH_FACTOR; ; k *= GROWTH) {
-    const complete = k > MAX_BATCH;
-    const batch = complete ? allPassingHits(db, match, r) : bestHits(db, match, r, k);
+  const results: { key: string; cursor: Cursor }[] = [];
+  let [index, top] = r.cursor ? [r.cursor[0] as number, r.cursor[1] as number] : [0, NO_TOP];
+  let after: [number, number] | null = r.cursor ? [r.cursor[2] as number, r.cursor[3] as number] : null;
+  for (;;) {
     const seen = new Set<string>();
-    const results: { key: string; cursor: [number, number] }[] = [];
-    for (const h of batch) {
-      if (!h.ok) continue;
-      const key = keyOf(h);
+    let next: { top: number; floor: number; size: number } | null = null;
+    for (const hit of band(db, match, r, top)) {
+      next ??= { top: hit[3], floor: hit[4], size: hit[5] };
+      const key = keyOf(hit);
       if (seen.has(key)) continue;
       seen.add(key);
-      if (after([h.score, h.id], r.cursor)) results.push({ key, cursor: [h.score, h.id] });
-      if (results.length === want) return results;
+      if (!isAfter(hit[1], hit[0], after)) continue;
+      if (once && index > 0 && listedAbove(db, match, r, key, next.top)) continue;
+      results.push({ key, cursor: [index, next.top, hit[1], hit[0]] });
+      if (results.length === want) return results; // leaving the loop ends the statement
     }
-    if (complete || batch.length < k) return results;
+    if (next === null || next.size < BAND) return results;
+    [index, top, after] = [index + 1, next.floor - 1, null];
   }
 }
 
-function page<T>(results: { key: string; cursor: [number, number] }[] | null, limit: number, load: (keys: string[]) => T[]): { items: T[]; next: Cursor | null } {
+function page<T>(results: { key: string; cursor: Cursor }[] | null, limit: number, load: (keys: string[]) => T[]): { items: T[]; next: Cursor | null } {
   if (!results) return { items: [], next: null };
   const more = results.length > limit;
   const shown = results.slice(0, limit);
@@ -150,7 +170,7 @@ function page<T>(results: { key: string; cursor: [number, number] }[] | null, li
 /** Messages, best match first. */
 export function searchMessages(db: Db, r: SearchRequest): { items: MessageItem[]; next: Cursor | null } {
   return page(
-    rankedResults(db, r, (h) => String(h.id)),
+    rankedResults(db, r, (h) => String(h[0]), false),
     r.limit,
     (keys) => {
       const rows = prepared(db, `SELECT ${MESSAGE_ITEM_COLUMNS} FROM messages m WHERE m.id IN (SELECT value FROM json_each(?))`).all(JSON.stringify(keys.map(Number))) as MessageRow[];
@@ -166,7 +186,7 @@ export function searchMessages(db: Db, r: SearchRequest): { items: MessageItem[]
 /** Threads ranked by their best-matching visible message. */
 export function searchThreads(db: Db, r: SearchRequest): { items: ThreadItem[]; next: Cursor | null } {
   return page(
-    rankedResults(db, r, (h) => h.thread_id!),
+    rankedResults(db, r, (h) => h[2], true),
     r.limit,
     (keys) => {
       const threads = prepared(db, `SELECT ${LISTED_THREAD_COLUMNS} FROM threads t WHERE t.thread_id IN (SELECT value FROM json_each(?))`).all(JSON.stringify(keys)) as ListedThreadRow[];

@@ -1,13 +1,13 @@
 /**
  * Search ranking and paging on a store large enough that the best hits mostly belong to another
- * inbox, so the search reads past its first batches and filters by scope first.
+ * inbox, and that broad queries are ranked in bands of the newest BAND passing matches.
  */
 import t, { type Test } from 'tap';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { openDatabase, type Db } from '../../src/db/open.js';
 import { commitInbound } from '../../src/mail/store.js';
-import { ftsQuery, searchMessages, searchThreads } from '../../src/mail/search.js';
+import { BAND, ftsQuery, searchMessages, searchThreads } from '../../src/mail/search.js';
 import { parseMime, type ParsedMail } from '../../workers/pool/parse.js';
 import { insertInbox } from '../helpers/db.js';
 import { tempDir } from '../helpers/svc.js';
@@ -91,5 +91,67 @@ t.test('paging through many equally ranked threads returns each exactly once', a
   } while (cursor && pages < 40);
   t.equal(repeats, 0, 'no thread twice');
   t.equal(seen.size, 2500, 'every matching thread, across pages');
-  t.equal(pages, 25);
+  t.equal(pages, 25, `25 pages of 100 across ${Math.ceil(2500 / BAND)} bands`);
+});
+
+t.test('a broad query ranks bands of the newest matches; a thread spanning bands is listed once, in its newest band', async (t) => {
+  const db = openDatabase(path.join(tempDir(), 'svc.db'), randomBytes(32), { migrate: true });
+  t.teardown(() => db.close());
+  insertInbox(db, BUSY);
+  const raw = Buffer.from(simpleMail({}));
+  const template = await parseMime(raw);
+  const at = (i: number) => new Date(Date.UTC(2025, 0, 1, 0, 0, i)).toISOString();
+  const fillers = BAND * 2 + 100;
+  db.transaction(() => {
+    // The best match of all is the oldest message; its thread gets a weak reply as the newest.
+    commitInbound(db, { inboxId: BUSY, raw, parsed: { ...template, messageId: '<x0@x.org>', subject: 'Heron heron heron', text: 'heron heron' }, receivedAt: at(0) });
+    for (let i = 1; i <= fillers; i++) {
+      commitInbound(db, {
+        inboxId: BUSY,
+        raw,
+        parsed: { ...template, messageId: `<f${i}@x.org>`, subject: `Note ${i}`, text: `a note that mentions the heron once among ${'other words '.repeat(1 + (i % 7))}` },
+        receivedAt: at(i),
+      });
+    }
+    commitInbound(db, {
+      inboxId: BUSY,
+      raw,
+      parsed: { ...template, messageId: '<x1@x.org>', inReplyTo: '<x0@x.org>', references: ['<x0@x.org>'], subject: 'Re: Heron heron heron', text: `thanks, and one more heron ${'word '.repeat(40)}` },
+      receivedAt: at(fillers + 1),
+    });
+  })();
+
+  const messages: string[] = [];
+  let cursor: (string | number)[] | null = null;
+  let pages = 0;
+  do {
+    const page: ReturnType<typeof searchMessages> = searchMessages(db, { q: 'heron', inboxIds: [BUSY], limit: 100, cursor });
+    messages.push(...page.items.map((m) => m.message_id));
+    cursor = page.next;
+  } while (cursor && ++pages < 50);
+  t.equal(messages.length, fillers + 2, 'every match once, across bands');
+  t.equal(new Set(messages).size, fillers + 2);
+  t.equal(messages.indexOf('<x0@x.org>'), 2 * BAND, 'the best match of all is the oldest: it leads the last band, after the two newer bands');
+  t.ok(messages.indexOf('<x1@x.org>') < BAND, 'the newest match is in the first band');
+  t.equal(messages[0], '<x1@x.org>', 'within the first band bm25 decides: the reply has heron in its subject');
+
+  const threads: string[] = [];
+  cursor = null;
+  pages = 0;
+  do {
+    const page: ReturnType<typeof searchThreads> = searchThreads(db, { q: 'heron', inboxIds: [BUSY], limit: 70, cursor });
+    threads.push(...page.items.map((x) => x.thread_id));
+    cursor = page.next;
+  } while (cursor && ++pages < 80);
+  t.equal(threads.length, fillers + 1, 'every matching thread once: the heron thread is not listed again in the band of its first message');
+  t.equal(new Set(threads).size, fillers + 1);
+  const first = searchThreads(db, { q: 'heron', inboxIds: [BUSY], limit: 1, cursor: null }).items[0];
+  t.equal(first.last_message_id, '<x1@x.org>', 'the heron thread leads the first band');
+  t.equal(threads[0], first.thread_id);
+});
+
+t.test('a cursor from before banded search is stale, not an error', async (t) => {
+  const db = await store(t);
+  t.throws(() => searchThreads(db, { q: 'pelican', inboxIds: [BUSY], limit: 10, cursor: [-3.2, 17] }), { code: 'page_token_stale' }, 'page_token_stale');
+  t.throws(() => searchMessages(db, { q: 'pelican', inboxIds: [BUSY], limit: 10, cursor: [0, 1, 'x', 2] }), { code: 'page_token_stale' }, 'page_token_stale');
 });
