@@ -128,7 +128,7 @@ const BENCHES: Record<string, BenchDef> = {
         notes.push(
           `Search: a repeated search is answered from the read cache like the list above; a new one costs about ${round(one, 1)} ms at one client (p50). ` +
             `Under 50 connections of distinct searches the service answers about ${Math.round(rps)} per second and the rest queue (p50 ${s.search_loaded_p50_ms?.svc ?? '?'} ms): ` +
-            'each search runs in the search lane\'s reader threads (workers/readers/, one per core), where FTS5 scores every match with bm25: a two-word query here matches about 18,750 of the 100,000 messages, and scoring them is most of its cost (docs/benchmarks.md, "Issue 19").',
+            'each search runs in the search lane\'s reader threads (workers/readers/, one per core), where bm25 scores the newest 500 passing matches (docs/mail-store.md, "Search"): a two-word query here matches about 18,750 of the 100,000 messages, and bm25's IDF (FTS5 counts each word's documents, a third of the store, on every query) is about half of its cost, the band's join and scoring most of the rest (docs/benchmarks.md, "Issue 19").',
         );
       }
       const p99 = s.threads_p99_ms;
