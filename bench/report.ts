@@ -9,6 +9,22 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { barChart, type ChartGroup } from './charts.js';
 import { median, round, type Metric } from './util.js';
+import type { StageBreakdown } from './stages.js';
+
+/** Where the time goes: busy ms per message by stage and by thread (bench/stages.ts). */
+function stageTable(b: StageBreakdown): string[] {
+  const total = round(b.rows.reduce((sum, r) => sum + r.ms_per_msg, 0), 2);
+  return [
+    `Where the service's time goes, by stage (${b.title}; busy time per message from V8 CPU profiles of every thread, start-up and blocked waits left out; bench/stages.ts):`,
+    '',
+    '| stage | busy ms per message | share |',
+    '|---|---:|---:|',
+    ...b.rows.filter((r) => r.share_pct >= 0.5).map((r) => `| ${r.stage} | ${r.ms_per_msg} | ${r.share_pct}% |`),
+    `| all stages | ${total} | 100% |`,
+    '',
+    `By thread: ${b.threads.map((t) => `${t.thread} ${t.ms_per_msg} ms`).join(', ')}.`,
+  ];
+}
 
 export interface MachineFacts {
   cpus: number;
@@ -36,6 +52,8 @@ export interface BenchResult {
   /** Why the peer (or anything else) was not measured, if so. */
   skipped?: string[];
   notes?: string[];
+  /** Busy time per message by stage, from one extra profiled run (bench/stages.ts). */
+  stages?: StageBreakdown;
 }
 
 export interface Results {
@@ -227,6 +245,7 @@ export function writeReport(results: Results, dir = benchDir): void {
     out.push('', ...table(summaries, hasPeer, 'peer'), '');
     if (b.peer_config?.length) out.push('Peer configuration:', '', ...b.peer_config.map((l) => `- ${l}`), '');
     for (const note of b.notes ?? []) out.push(note, '');
+    if (b.stages) out.push(...stageTable(b.stages), '');
     for (const s of summaries) {
       for (const t of targetsOf(s)) {
         const line = `${b.title}: ${s.metric.label} — ${t.text.replace(/: (met|NOT met)$/, '')}, measured ${t.measured}`;

@@ -17,6 +17,7 @@ import { benchWebhooks } from './webhooks.js';
 import { benchWsFanout, BURST, BURST_CONCURRENCY, CLIENTS, EVENTS as WS_EVENTS, RATE } from './ws-fanout.js';
 import { benchDir, summarize, writeReport, type BenchResult, type Results } from './report.js';
 import { cpuSnapshot, round, rssMiB, running, sampleMemory, type Metric } from './util.js';
+import { profiled, type StageBreakdown } from './stages.js';
 
 const RUNS = Math.max(1, Number(process.env.BENCH_RUNS ?? 3));
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
@@ -25,6 +26,20 @@ interface Outcome {
   runs: Metric[][];
   skipped?: string[];
   notes?: string[];
+  stages?: StageBreakdown;
+}
+
+/**
+ * The extra profiled run that breaks a benchmark's time down by stage (bench/stages.ts); skipped
+ * with BENCH_STAGES=0. Its failure costs only the breakdown, never the benchmark's figures.
+ */
+async function stagesOf(messages: number, title: string, once: () => Promise<unknown>): Promise<StageBreakdown | undefined> {
+  if (process.env.BENCH_STAGES === '0') return undefined;
+  return profiled(messages, title, once).catch((err: unknown) => {
+    console.error('profiled run failed:', err);
+    for (const child of running) child.kill('SIGTERM');
+    return undefined;
+  });
 }
 
 interface BenchDef {
@@ -128,7 +143,7 @@ const BENCHES: Record<string, BenchDef> = {
         notes.push(
           `Search: a repeated search is answered from the read cache like the list above; a new one costs about ${round(one, 1)} ms at one client (p50). ` +
             `Under 50 connections of distinct searches the service answers about ${Math.round(rps)} per second and the rest queue (p50 ${s.search_loaded_p50_ms?.svc ?? '?'} ms): ` +
-            'each search runs in the search lane\'s reader threads (workers/readers/, one per core), where bm25 scores the newest 500 passing matches (docs/mail-store.md, "Search"): a two-word query here matches about 18,750 of the 100,000 messages, and bm25's IDF (FTS5 counts each word's documents, a third of the store, on every query) is about half of its cost, the band's join and scoring most of the rest (docs/benchmarks.md, "Issue 19").',
+            'each search runs in the search lane\'s reader threads (workers/readers/, one per core), where bm25 scores the newest 500 passing matches (docs/mail-store.md, "Search"): a two-word query here matches about 18,750 of the 100,000 messages, and bm25\'s IDF (FTS5 counts each word\'s documents, a third of the store, on every query) is about half of its cost, the band\'s join and scoring most of the rest (docs/benchmarks.md, "Issue 19").',
         );
       }
       const p99 = s.threads_p99_ms;
@@ -151,7 +166,9 @@ const BENCHES: Record<string, BenchDef> = {
       const skipped = new Set<string>();
       const all: Metric[][] = [];
       for (let r = 0; r < runs; r++) all.push(await ingestRun(skipped));
-      return { runs: all, skipped: [...skipped] };
+      const messages = env('BENCH_INGEST_MESSAGES', 2000);
+      const stages = await stagesOf(messages, `one more run of ${messages} messages with every thread of the service profiled`, benchIngest);
+      return { runs: all, skipped: [...skipped], stages };
     },
     notes: (s, busy) => {
       const rate = s.committed_msgs_per_s?.svc;
@@ -185,7 +202,12 @@ const BENCHES: Record<string, BenchDef> = {
     what: '`POST /v0/inboxes/{inbox}/messages/send` with 16 concurrent API callers, measured from the request to the SMTP sink (the configured smart host) accepting the message: compose, DKIM signing, durable outbox commit and handover.',
     baseline: 'nodemailer sending the same messages straight to the same sink with the same concurrency',
     config: () => [`${env('BENCH_SEND_MESSAGES', 1000)} messages (BENCH_SEND_MESSAGES)`, `${env('BENCH_SEND_CONCURRENCY', 16)} concurrent callers (BENCH_SEND_CONCURRENCY)`, '~2 KB text body', 'smart host: a loopback smtp-server'],
-    run: repeat(benchSend),
+    run: async (runs) => {
+      const { runs: all } = await repeat(benchSend)(runs);
+      const messages = env('BENCH_SEND_MESSAGES', 1000);
+      const stages = await stagesOf(messages, `one more run of ${messages} sends with every thread of the service profiled`, benchSend);
+      return { runs: all, stages };
+    },
     notes: (s) => {
       const rate = s.msgs_per_s?.svc;
       const cpu = s.cpu_ms_per_msg?.svc;
@@ -261,6 +283,7 @@ for (const [name, def] of Object.entries(BENCHES)) {
     config: def.config(),
     ...(def.peer ? { peer: def.peer, peer_config: def.peerConfig } : {}),
     ...(outcome.skipped?.length ? { skipped: outcome.skipped } : {}),
+    ...(outcome.stages ? { stages: outcome.stages } : {}),
   };
   const figures: Figures = Object.fromEntries(summarize(outcome.runs).map((x) => [x.metric.key, x]));
   const notes = [...(outcome.notes ?? []), ...(def.notes?.(figures, entry.host_cpu_busy_pct) ?? [])];
