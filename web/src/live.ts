@@ -3,6 +3,11 @@
  * own origin and the subprotocols `svc.events` + `csrf.<token>`. One socket for the whole app;
  * pages subscribe to the events they care about. The server never reconnects, so this does, with
  * `last_event_id` set to the last event seen so nothing is missed in between.
+ *
+ * A subscription without a resume point starts at the log's head when the socket opens, so an
+ * event committed after a page loaded its data but before that moment is never sent: when such a
+ * subscription is confirmed, every handler is called with `null` ("you may have missed events")
+ * and reloads.
  */
 import { useEffect, useState } from 'preact/hooks';
 import { csrf } from './api';
@@ -17,6 +22,7 @@ export interface LiveEvent {
 export type LiveState = 'off' | 'connecting' | 'live' | 'retrying';
 
 const handlers = new Set<(e: LiveEvent) => void>();
+const resyncs = new Set<() => void>();
 const stateListeners = new Set<(s: LiveState) => void>();
 let socket: WebSocket | null = null;
 let state: LiveState = 'off';
@@ -37,9 +43,11 @@ export function startLive(): void {
   const scheme = window.location.protocol === 'https:' ? 'wss' : 'ws';
   const ws = new WebSocket(`${scheme}://${window.location.host}/v0/ws`, ['svc.events', `csrf.${csrf()}`]);
   socket = ws;
+  let fresh = true;
   ws.onopen = () => {
     const frame: Record<string, unknown> = { type: 'subscribe' };
     if (lastEventId) frame.last_event_id = lastEventId;
+    fresh = !lastEventId;
     ws.send(JSON.stringify(frame));
   };
   ws.onmessage = (msg) => {
@@ -52,6 +60,7 @@ export function startLive(): void {
     if (data.type === 'subscribed') {
       retryDelay = 1000;
       setState('live');
+      if (fresh) for (const r of resyncs) r();
     } else if (data.type === 'ping') ws.send(JSON.stringify({ type: 'pong' }));
     else if (data.type === 'event') {
       const event = data as LiveEvent;
@@ -80,14 +89,22 @@ export function stopLive(): void {
   setState('off');
 }
 
-/** Calls `handler` for each live event whose type starts with one of `prefixes`. */
-export function useLiveEvents(prefixes: string[], handler: (e: LiveEvent) => void, deps: unknown[] = []): void {
+/**
+ * Calls `handler` for each live event whose type starts with one of `prefixes`, and with `null`
+ * when events may have been missed (a subscription started afresh): then it should reload.
+ */
+export function useLiveEvents(prefixes: string[], handler: (e: LiveEvent | null) => void, deps: unknown[] = []): void {
   useEffect(() => {
     const h = (e: LiveEvent) => {
       if (prefixes.some((p) => e.event_type.startsWith(p))) handler(e);
     };
+    const r = () => handler(null);
     handlers.add(h);
-    return () => handlers.delete(h);
+    resyncs.add(r);
+    return () => {
+      handlers.delete(h);
+      resyncs.delete(r);
+    };
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, deps);
 }

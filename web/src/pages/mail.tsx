@@ -125,6 +125,7 @@ export function ThreadsPage({ inboxId, search }: { inboxId: string; search: URLS
 
   // New mail and state changes in this inbox show up without a reload.
   useLiveEvents(['message.', 'draft.'], (e) => {
+    if (!e) return first.reload();
     const m = (e.message ?? e.send ?? e.delivery ?? e.bounce ?? e.failure ?? e.outcome ?? e.draft) as { inbox_id?: string } | undefined;
     if (!m || m.inbox_id === inboxId) first.reload();
   }, [inboxId]);

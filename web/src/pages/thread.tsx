@@ -131,6 +131,7 @@ export function ThreadPage({ inboxId, threadId }: { inboxId: string; threadId: s
   }, [thread.data?.thread_id]);
 
   useLiveEvents(['message.'], (e) => {
+    if (!e) return thread.reload();
     const m = (e.message ?? e.send ?? e.delivery ?? e.bounce ?? e.failure ?? e.outcome ?? e.complaint ?? e.reject) as { thread_id?: string } | undefined;
     if (m?.thread_id === threadId) thread.reload();
   }, [threadId]);
