@@ -71,7 +71,7 @@ function threadOf(profile: CpuProfile): string {
   if (urls.some((u) => u.includes('workers/loops/'))) return urls.some((u) => u.includes('inbound-pull')) && !urls.some((u) => u.includes('loops/outbox')) ? 'inbound loop thread' : 'loop threads';
   if (urls.some((u) => u.includes('workers/pool/'))) return 'pool threads';
   if (urls.some((u) => u.includes('workers/readers/'))) return 'reader threads';
-  if (urls.some((u) => u.includes('src/edge/edge-thread'))) return 'edge thread';
+  if (urls.some((u) => u.includes('node_modules/smtp-server/'))) return 'edge thread';
   return 'request thread';
 }
 

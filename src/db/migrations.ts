@@ -5,6 +5,7 @@ import { OAUTH_MIGRATION } from './migrations-oauth.js';
 import { QUARANTINE_AUTO_RETRY_MIGRATION } from './migrations-quarantine.js';
 import { RAW_PARTS_MIGRATION } from './migrations-raw-parts.js';
 import { THREAD_SUMMARIES_MIGRATION } from './migrations-thread-summaries.js';
+import { CONTENTLESS_FTS_MIGRATION } from './migrations-contentless-fts.js';
 
 export const MIGRATIONS: readonly string[] = [
   // 1: settings and the owner account
@@ -286,4 +287,6 @@ export const MIGRATIONS: readonly string[] = [
   RAW_PARTS_MIGRATION,
   // 12: stored thread summaries, kept by triggers and the commit hook
   THREAD_SUMMARIES_MIGRATION,
+  // 13: the search index keeps no copy of the text it indexes (src/db/migrations-contentless-fts.ts)
+  CONTENTLESS_FTS_MIGRATION,
 ];
