@@ -6,6 +6,7 @@ import { QUARANTINE_AUTO_RETRY_MIGRATION } from './migrations-quarantine.js';
 import { RAW_PARTS_MIGRATION } from './migrations-raw-parts.js';
 import { THREAD_SUMMARIES_MIGRATION } from './migrations-thread-summaries.js';
 import { CONTENTLESS_FTS_MIGRATION } from './migrations-contentless-fts.js';
+import { EXTRACTED_SPAN_MIGRATION } from './migrations-extracted-span.js';
 
 export const MIGRATIONS: readonly string[] = [
   // 1: settings and the owner account
@@ -289,4 +290,6 @@ export const MIGRATIONS: readonly string[] = [
   THREAD_SUMMARIES_MIGRATION,
   // 13: the search index keeps no copy of the text it indexes (src/db/migrations-contentless-fts.ts)
   CONTENTLESS_FTS_MIGRATION,
+  // 14: extracted_text kept as a span of text when it is one (src/db/migrations-extracted-span.ts)
+  EXTRACTED_SPAN_MIGRATION,
 ];

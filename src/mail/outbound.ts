@@ -24,6 +24,7 @@ import { joinThread, MAX_INDEXED_BODY, newThread, previewOf, stableAttachmentId 
 import { prepared } from '../db/statements.js';
 import { readTransport } from './transport.js';
 import { storeRawMime } from './raw-mime.js';
+import { storedExtract } from './extracted-span.js';
 
 export type OutboundKind = 'send' | 'reply' | 'forward';
 
@@ -256,12 +257,13 @@ export function queueOutbound(db: Db, send: PreparedSend, extraLabels: readonly 
     ...(threading.inReplyTo ? { 'In-Reply-To': threading.inReplyTo } : {}),
     ...(threading.references.length ? { References: threading.references.join(' ') } : {}),
   };
+  const stored = storedExtract(c.text, extracted.text);
   const rowid = Number(
     prepared(
       db,
       `INSERT INTO messages (inbox_id, thread_id, message_id, from_address, sender, to_addresses, cc_addresses, bcc_addresses, reply_to, subject, preview,
-         text, html, extracted_text, extracted_html, headers, in_reply_to, refs, size, timestamp, direction, send_status, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'outbound', 'queued', ?, ?)`,
+         text, html, extracted_text, extracted_from, extracted_length, extracted_html, headers, in_reply_to, refs, size, timestamp, direction, send_status, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'outbound', 'queued', ?, ?)`,
     ).run(
       inbox.inbox_id,
       threadId,
@@ -276,7 +278,9 @@ export function queueOutbound(db: Db, send: PreparedSend, extraLabels: readonly 
       previewOf(extracted.text),
       c.text,
       c.html,
-      extracted.text,
+      stored.extracted_text,
+      stored.extracted_from,
+      stored.extracted_length,
       extracted.html,
       JSON.stringify(headers),
       threading.inReplyTo,

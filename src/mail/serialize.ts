@@ -5,6 +5,7 @@
  * answer no request, do not load typebox (a few MiB per thread).
  */
 import type { Attachment, Message, MessageItem, ThreadItem } from './serialize-schemas.js';
+import { readExtract } from './extracted-span.js';
 
 export type { Attachment, Message, MessageItem, Thread, ThreadItem } from './serialize-schemas.js';
 
@@ -18,7 +19,7 @@ const MESSAGE_EXTRAS =
 export const THREAD_MESSAGE_COLUMNS = `m.id, m.thread_id, m.message_id, m.from_address, m.to_addresses, m.cc_addresses, m.bcc_addresses, m.subject, m.preview, m.size, m.timestamp, m.direction, ${MESSAGE_EXTRAS}`;
 /** The messages columns read for items (never the bodies). */
 export const MESSAGE_ITEM_COLUMNS = `${THREAD_MESSAGE_COLUMNS}, m.inbox_id, m.reply_to, m.headers, m.in_reply_to, m.refs, m.send_status, m.send_reason, m.created_at, m.updated_at`;
-export const MESSAGE_BODY_COLUMNS = 'm.text, m.html, m.extracted_text, m.extracted_html';
+export const MESSAGE_BODY_COLUMNS = 'm.text, m.html, m.extracted_text, m.extracted_from, m.extracted_length, m.extracted_html';
 
 export interface ThreadMessageRow {
   id: number;
@@ -53,6 +54,9 @@ export interface MessageBodyRow extends MessageRow {
   text: string | null;
   html: string | null;
   extracted_text: string | null;
+  /** Set when extracted_text is stored as a span of text (migration 14, src/mail/extracted-span.ts). */
+  extracted_from?: number | null;
+  extracted_length?: number | null;
   extracted_html: string | null;
 }
 
@@ -116,7 +120,7 @@ export function messageShape(row: MessageBodyRow, attachments: AttachmentRow[]):
     ...messageItemShape(row, attachments),
     text: row.text,
     html: row.html,
-    extracted_text: row.extracted_text,
+    extracted_text: readExtract(row),
     extracted_html: row.extracted_html,
     send_status: row.send_status,
     send_reason: row.send_reason,

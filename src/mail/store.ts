@@ -12,6 +12,7 @@ import { uuidv7 } from '../db/ids.js';
 import { appendEvent } from '../events/log.js';
 import { bumpSearchGeneration } from '../core/pagination.js';
 import { deriveText, type DerivedText } from './extract.js';
+import { storedExtract } from './extracted-span.js';
 
 export { PREVIEW_LENGTH, previewOf } from './extract.js';
 import { HIDDEN_LABELS, INBOUND_HIDDEN_ORDER, type InboundHiddenLabel } from './labels.js';
@@ -104,12 +105,13 @@ export function commitInbound(db: Db, input: InboundMail): CommitResult {
     const timestamp = input.receivedAt ? new Date(input.receivedAt).toISOString() : new Date().toISOString();
     const threadId = joinThread(db, inbox.inbox_id, [...inReplyTo, ...refs.slice(-MAX_THREAD_REFS)], timestamp) ?? newThread(db, inbox.inbox_id, parsed.subject, timestamp);
 
+    const extract = storedExtract(parsed.text, derived.extractedText);
     const rowid = Number(
       prepared(
         db,
         `INSERT INTO messages (inbox_id, thread_id, message_id, from_address, sender, to_addresses, cc_addresses, bcc_addresses, reply_to, subject, preview,
-           text, html, extracted_text, extracted_html, headers, in_reply_to, refs, size, timestamp, direction, source_key, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'inbound', ?, ?, ?)`,
+           text, html, extracted_text, extracted_from, extracted_length, extracted_html, headers, in_reply_to, refs, size, timestamp, direction, source_key, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'inbound', ?, ?, ?)`,
       ).run(
         inbox.inbox_id,
         threadId,
@@ -123,7 +125,9 @@ export function commitInbound(db: Db, input: InboundMail): CommitResult {
         derived.preview,
         parsed.text,
         parsed.html,
-        derived.extractedText,
+        extract.extracted_text,
+        extract.extracted_from,
+        extract.extracted_length,
         derived.extractedHtml,
         derived.headersJson,
         inReplyTo[0] ?? null,
