@@ -14,6 +14,11 @@ import { tempDir } from '../helpers/svc.js';
 import { simpleMail } from '../helpers/mail.js';
 
 const BUSY = 'busy@example.com';
+/** Both ways a band checks scope: per match on its row, and against the scope's ids gathered first. */
+const PATHS: [string, number | undefined][] = [
+  ['scope checked per match', 0],
+  ['scope gathered first', undefined],
+];
 const QUIET = 'quiet@example.com';
 
 async function store(t: Test): Promise<Db> {
@@ -40,7 +45,7 @@ t.test('ftsQuery turns any text into a safe FTS5 query', async (t) => {
   t.equal(ftsQuery('  ** -- '), null);
 });
 
-t.test('a scoped search finds its few matches behind thousands of better ones elsewhere', async (t) => {
+for (const [way, smallScope] of PATHS) t.test(`a scoped search finds its few matches behind thousands of better ones elsewhere (${way})`, async (t) => {
   const db = await store(t);
   const raw = Buffer.from(simpleMail({}));
   const template = await parseMime(raw);
@@ -52,21 +57,21 @@ t.test('a scoped search finds its few matches behind thousands of better ones el
       receivedAt: new Date(Date.UTC(2025, 1, 1, 0, i)).toISOString(),
     });
   }
-  const result = searchMessages(db, { q: 'pelican', inboxIds: [QUIET], limit: 10, cursor: null });
+  const result = searchMessages(db, { smallScope, q: 'pelican', inboxIds: [QUIET], limit: 10, cursor: null });
   t.same(
     result.items.map((m) => m.message_id),
     ['<quiet0@x.org>', '<quiet1@x.org>', '<quiet2@x.org>'],
     'all three, the shortest (densest) match first',
   );
   t.equal(result.next, null);
-  const threads = searchThreads(db, { q: 'pelican', inboxIds: [QUIET], limit: 2, cursor: null });
+  const threads = searchThreads(db, { smallScope, q: 'pelican', inboxIds: [QUIET], limit: 2, cursor: null });
   t.equal(threads.items.length, 2);
-  const rest = searchThreads(db, { q: 'pelican', inboxIds: [QUIET], limit: 2, cursor: threads.next });
+  const rest = searchThreads(db, { smallScope, q: 'pelican', inboxIds: [QUIET], limit: 2, cursor: threads.next });
   t.same(
     [...threads.items, ...rest.items].map((x) => x.last_message_id),
     ['<quiet0@x.org>', '<quiet1@x.org>', '<quiet2@x.org>'],
   );
-  const timed = searchMessages(db, { q: 'pelican', inboxIds: [QUIET], after: new Date(Date.UTC(2025, 1, 1, 0, 0)).toISOString(), limit: 10, cursor: null });
+  const timed = searchMessages(db, { smallScope, q: 'pelican', inboxIds: [QUIET], after: new Date(Date.UTC(2025, 1, 1, 0, 0)).toISOString(), limit: 10, cursor: null });
   t.same(
     timed.items.map((m) => m.message_id),
     ['<quiet1@x.org>', '<quiet2@x.org>'],
@@ -74,14 +79,14 @@ t.test('a scoped search finds its few matches behind thousands of better ones el
   );
 });
 
-t.test('paging through many equally ranked threads returns each exactly once', async (t) => {
+for (const [way, smallScope] of PATHS) t.test(`paging through many equally ranked threads returns each exactly once (${way})`, async (t) => {
   const db = await store(t);
   const seen = new Set<string>();
   let repeats = 0;
   let cursor: (string | number)[] | null = null;
   let pages = 0;
   do {
-    const page: ReturnType<typeof searchThreads> = searchThreads(db, { q: 'pelican report', inboxIds: [BUSY], limit: 100, cursor });
+    const page: ReturnType<typeof searchThreads> = searchThreads(db, { smallScope, q: 'pelican report', inboxIds: [BUSY], limit: 100, cursor });
     for (const item of page.items) {
       if (seen.has(item.thread_id)) repeats++;
       seen.add(item.thread_id);
@@ -94,7 +99,7 @@ t.test('paging through many equally ranked threads returns each exactly once', a
   t.equal(pages, 25, `25 pages of 100 across ${Math.ceil(2500 / BAND)} bands`);
 });
 
-t.test('a broad query ranks bands of the newest matches; a thread spanning bands is listed once, in its newest band', async (t) => {
+for (const [way, smallScope] of PATHS) t.test(`a broad query ranks bands of the newest matches; a thread spanning bands is listed once, in its newest band (${way})`, async (t) => {
   const db = openDatabase(path.join(tempDir(), 'svc.db'), randomBytes(32), { migrate: true });
   t.teardown(() => db.close());
   insertInbox(db, BUSY);
@@ -125,7 +130,7 @@ t.test('a broad query ranks bands of the newest matches; a thread spanning bands
   let cursor: (string | number)[] | null = null;
   let pages = 0;
   do {
-    const page: ReturnType<typeof searchMessages> = searchMessages(db, { q: 'heron', inboxIds: [BUSY], limit: 100, cursor });
+    const page: ReturnType<typeof searchMessages> = searchMessages(db, { smallScope, q: 'heron', inboxIds: [BUSY], limit: 100, cursor });
     messages.push(...page.items.map((m) => m.message_id));
     cursor = page.next;
   } while (cursor && ++pages < 50);
@@ -139,13 +144,13 @@ t.test('a broad query ranks bands of the newest matches; a thread spanning bands
   cursor = null;
   pages = 0;
   do {
-    const page: ReturnType<typeof searchThreads> = searchThreads(db, { q: 'heron', inboxIds: [BUSY], limit: 70, cursor });
+    const page: ReturnType<typeof searchThreads> = searchThreads(db, { smallScope, q: 'heron', inboxIds: [BUSY], limit: 70, cursor });
     threads.push(...page.items.map((x) => x.thread_id));
     cursor = page.next;
   } while (cursor && ++pages < 80);
   t.equal(threads.length, fillers + 1, 'every matching thread once: the heron thread is not listed again in the band of its first message');
   t.equal(new Set(threads).size, fillers + 1);
-  const first = searchThreads(db, { q: 'heron', inboxIds: [BUSY], limit: 1, cursor: null }).items[0];
+  const first = searchThreads(db, { smallScope, q: 'heron', inboxIds: [BUSY], limit: 1, cursor: null }).items[0];
   t.equal(first.last_message_id, '<x1@x.org>', 'the heron thread leads the first band');
   t.equal(threads[0], first.thread_id);
 });
