@@ -71,13 +71,14 @@ function historyStart(lines: string[]): number {
   return lines.length;
 }
 
-/** Drops leading blank lines (whitespace up to the last line break before the first visible character). */
-function dropLeadingBlankLines(s: string): string {
+/** Where the leading blank lines end: just after the last line break before the first visible character (0 when none). */
+export function leadingBlankLinesEnd(s: string): number {
   const firstVisible = s.search(/\S/);
-  if (firstVisible <= 0) return s;
-  const lastBreak = s.lastIndexOf('\n', firstVisible - 1);
-  return lastBreak < 0 ? s : s.slice(lastBreak + 1);
+  return firstVisible <= 0 ? 0 : s.lastIndexOf('\n', firstVisible - 1) + 1;
 }
+
+/** Drops leading blank lines (whitespace up to the last line break before the first visible character). */
+const dropLeadingBlankLines = (s: string): string => s.slice(leadingBlankLinesEnd(s));
 
 const isQuotedLine = (line: string) => line.trimStart().startsWith('>');
 

@@ -7,6 +7,8 @@
  * well-formed UTF-16 does not read back from SQLite as written, so its offsets would not hold:
  * it keeps a copy.
  */
+import { leadingBlankLinesEnd } from './extract.js';
+
 export interface StoredExtract {
   extracted_text: string | null;
   extracted_from: number | null;
@@ -17,8 +19,7 @@ export function storedExtract(text: string | null, extracted: string | null): St
   const copy = { extracted_text: extracted, extracted_from: null, extracted_length: null };
   if (text === null || extracted === null || extracted.length === 0 || !text.isWellFormed()) return copy;
   const firstVisible = text.search(/\S/);
-  const afterBlankLines = firstVisible > 0 ? text.lastIndexOf('\n', firstVisible - 1) + 1 : 0;
-  for (const from of new Set([0, afterBlankLines, Math.max(0, firstVisible)])) {
+  for (const from of new Set([0, leadingBlankLinesEnd(text), Math.max(0, firstVisible)])) {
     if (text.startsWith(extracted, from)) return { extracted_text: null, extracted_from: from, extracted_length: extracted.length };
   }
   return copy;

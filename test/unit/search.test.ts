@@ -11,6 +11,7 @@ import { BAND, ftsQuery, searchMessages, searchThreads } from '../../src/mail/se
 import { parseMime, type ParsedMail } from '../../workers/pool/parse.js';
 import { insertInbox } from '../helpers/db.js';
 import { tempDir } from '../helpers/svc.js';
+import type { Cursor } from '../../src/core/pagination.js';
 import { simpleMail } from '../helpers/mail.js';
 
 const BUSY = 'busy@example.com';
@@ -20,6 +21,19 @@ const PATHS: [string, number | undefined][] = [
   ['scope gathered first', undefined],
 ];
 const QUIET = 'quiet@example.com';
+
+/** The keys of every page, in order, following next cursors (at most `maxPages` pages). */
+function everyPage(maxPages: number, read: (cursor: Cursor | null) => { keys: string[]; next: Cursor | null }): string[] {
+  const keys: string[] = [];
+  let cursor: Cursor | null = null;
+  for (let pages = 0; pages < maxPages; pages++) {
+    const page = read(cursor);
+    keys.push(...page.keys);
+    cursor = page.next;
+    if (!cursor) break;
+  }
+  return keys;
+}
 
 async function store(t: Test): Promise<Db> {
   const db = openDatabase(path.join(tempDir(), 'svc.db'), randomBytes(32), { migrate: true });
@@ -126,28 +140,20 @@ for (const [way, smallScope] of PATHS) t.test(`a broad query ranks bands of the 
     });
   })();
 
-  const messages: string[] = [];
-  let cursor: (string | number)[] | null = null;
-  let pages = 0;
-  do {
-    const page: ReturnType<typeof searchMessages> = searchMessages(db, { smallScope, q: 'heron', inboxIds: [BUSY], limit: 100, cursor });
-    messages.push(...page.items.map((m) => m.message_id));
-    cursor = page.next;
-  } while (cursor && ++pages < 50);
+  const messages = everyPage(50, (cursor) => {
+    const page = searchMessages(db, { smallScope, q: 'heron', inboxIds: [BUSY], limit: 100, cursor });
+    return { keys: page.items.map((m) => m.message_id), next: page.next };
+  });
   t.equal(messages.length, fillers + 2, 'every match once, across bands');
   t.equal(new Set(messages).size, fillers + 2);
   t.equal(messages.indexOf('<x0@x.org>'), 2 * BAND, 'the best match of all is the oldest: it leads the last band, after the two newer bands');
   t.ok(messages.indexOf('<x1@x.org>') < BAND, 'the newest match is in the first band');
   t.equal(messages[0], '<x1@x.org>', 'within the first band bm25 decides: the reply has heron in its subject');
 
-  const threads: string[] = [];
-  cursor = null;
-  pages = 0;
-  do {
-    const page: ReturnType<typeof searchThreads> = searchThreads(db, { smallScope, q: 'heron', inboxIds: [BUSY], limit: 70, cursor });
-    threads.push(...page.items.map((x) => x.thread_id));
-    cursor = page.next;
-  } while (cursor && ++pages < 80);
+  const threads = everyPage(80, (cursor) => {
+    const page = searchThreads(db, { smallScope, q: 'heron', inboxIds: [BUSY], limit: 70, cursor });
+    return { keys: page.items.map((x) => x.thread_id), next: page.next };
+  });
   t.equal(threads.length, fillers + 1, 'every matching thread once: the heron thread is not listed again in the band of its first message');
   t.equal(new Set(threads).size, fillers + 1);
   const first = searchThreads(db, { smallScope, q: 'heron', inboxIds: [BUSY], limit: 1, cursor: null }).items[0];
