@@ -15,6 +15,7 @@ import { DEFAULT_MAX_MESSAGE_BYTES } from '../edge/limits.js';
 import { parseArgs, parsePort } from './args.js';
 import { CliError, reportCliError } from './exit-codes.js';
 import { isSourceCheckout } from './package-root.js';
+import { limitHeapGrowth } from '../core/heap-limits.js';
 
 export const DEFAULT_EDGE_SMTP_PORT = 2525;
 export const DEFAULT_EDGE_API_PORT = 8026;
@@ -165,6 +166,7 @@ export async function runEdgeCommand(args: string[]): Promise<number> {
     return reportCliError(err, args.includes('--json'));
   }
   const { options } = command;
+  limitHeapGrowth();
   // Everything the edge writes (sealed objects, routing, token) is private to this user.
   process.umask(0o077);
   let edge: Edge | null = null;

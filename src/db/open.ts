@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import Database from 'better-sqlite3-multiple-ciphers';
 import { StartupError } from '../keys/startup-error.js';
 import { MIGRATIONS } from './migrations.js';
+import { WRITER_CACHE_KIB } from '../core/heap-limits.js';
 import type { WriteGate } from './write-gate.js';
 
 export type Db = Database.Database;
@@ -71,6 +72,7 @@ export function openDatabase(file: string, dbKey: Buffer, opts: { migrate: boole
     db.pragma('synchronous = NORMAL');
     db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
     db.pragma('foreign_keys = ON');
+    db.pragma(`cache_size = -${WRITER_CACHE_KIB}`);
     writeLockUpFront(db, opts.gate ?? null);
     if (opts.migrate) migrate(db);
     else checkSchema(db);

@@ -6,6 +6,7 @@
  */
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
 import type { EdgeAddresses, EdgeOptions } from './edge.js';
+import { BUSY_THREAD_YOUNG_MB } from '../core/heap-limits.js';
 
 /** Everything the thread needs to build the edge; `dns` replaces the resolver function, which cannot cross threads. */
 export type EdgeThreadOptions = Omit<EdgeOptions, 'resolver' | 'log'> & { dns: string[] | null };
@@ -32,7 +33,7 @@ export class LocalEdgeThread {
    * thread dies later without being asked to stop.
    */
   static start(options: EdgeThreadOptions, onCrash: () => void): Promise<{ edge: LocalEdgeThread; addresses: EdgeAddresses }> {
-    const worker = new Worker(new URL(import.meta.url), { workerData: { localEdge: options } satisfies ThreadData, name: 'local-edge' });
+    const worker = new Worker(new URL(import.meta.url), { workerData: { localEdge: options } satisfies ThreadData, name: 'local-edge', resourceLimits: { maxYoungGenerationSizeMb: BUSY_THREAD_YOUNG_MB } });
     const edge = new LocalEdgeThread(worker);
     return new Promise((resolve, reject) => {
       let ready = false;

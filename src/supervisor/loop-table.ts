@@ -2,6 +2,7 @@
  * Background loop names and timings (spec §8), in one table, and below it every loop's retry
  * schedule, each with its reason. Loops read their waits from here; nothing else sets them.
  */
+import { BUSY_THREAD_YOUNG_MB } from '../core/heap-limits.js';
 
 export interface LoopTiming {
   /** Sleep after a pass that did work. */
@@ -67,7 +68,7 @@ export const LOOP_NAMES = Object.keys(LOOPS) as LoopName[];
  * an ingest burst. A pass that throws still stops the whole service, naming its loop.
  */
 export const LOOP_THREADS = {
-  inbound: { loops: ['inbound-pull'], youngGenerationMb: null },
+  inbound: { loops: ['inbound-pull'], youngGenerationMb: BUSY_THREAD_YOUNG_MB },
   background: { loops: ['outbox', 'inbound-reconcile', 'delivery-events', 'scheduled-drafts', 'provisioning', 'webhooks', 'remote-access'], youngGenerationMb: 4 },
 } as const satisfies Record<string, LoopThread>;
 
@@ -76,8 +77,9 @@ export const LOOP_THREADS = {
  * default). V8 grows it up to 16 MiB per semi-space while a thread compiles its modules and keeps
  * it until a memory-reducing collection long after start-up. The background loops' objects live
  * for one pass, so a small young generation costs them only more frequent (cheap) scavenges. The
- * inbound thread keeps V8's default: it opens and parses a batch of messages, and a small young
- * generation there would promote each message's strings to the old generation.
+ * inbound thread opens and parses pages of messages: with V8's default its heap reached 95 MiB
+ * under an ingest burst; with BUSY_THREAD_YOUNG_MB and the heap growth limit about 45 MiB, at the
+ * same CPU per message (src/core/heap-limits.ts).
  */
 export interface LoopThread {
   loops: readonly LoopName[];

@@ -22,6 +22,7 @@ import { newSecret } from '../auth/secrets.js';
 import { keepLocalEdgeToken, readTransport, writeTransport } from '../mail/transport.js';
 import { storeCheckServers } from '../domains/checks.js';
 import { RemoteAccess } from '../remote/remote-access.js';
+import { limitHeapGrowth } from '../core/heap-limits.js';
 
 export interface ServeOptions {
   home: string;
@@ -44,6 +45,7 @@ function faultSwitch(): string | null {
 }
 
 export async function serve(opts: ServeOptions): Promise<number> {
+  limitHeapGrowth();
   let dbKey: Buffer | null = null;
   let db: Db | null = null;
   let app: FastifyInstance | null = null;
