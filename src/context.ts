@@ -9,6 +9,7 @@ import type { Db } from './db/open.js';
 import type { Bus } from './supervisor/bus.js';
 import type { CpuPool } from './supervisor/pool.js';
 import type { Readers } from './supervisor/readers.js';
+import type { MessageWaits } from './events/waits.js';
 import type { RemoteAccess } from './remote/remote-access.js';
 
 /** Everything route plugins need, decorated onto the instance as `app.svc`. */
@@ -18,6 +19,8 @@ export interface AppContext {
   pool: CpuPool;
   /** Reader threads: mail reads and search run there, never on the request thread. */
   reads: Readers;
+  /** Requests waiting for the next message (GET …/messages/wait, MCP wait_for_message). */
+  waits: MessageWaits;
   owner: OwnerAccount;
   /** The listener's own origin, e.g. http://127.0.0.1:8025; set once listening. */
   origin: () => string;

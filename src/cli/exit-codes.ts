@@ -4,6 +4,8 @@ import type { ErrorCode } from '../core/errors.js';
 export const EXIT = {
   ok: 0,
   failure: 1,
+  /** `svc messages wait`: no matching message arrived before --timeout. */
+  no_message: 2,
   missing_permission: 4,
   action_required: 6,
   not_supported: 9,
@@ -13,9 +15,10 @@ export const EXIT = {
 /**
  * The API's error codes (ARCHITECTURE §5): commands that call the running service pass them on.
  * Plus the CLI's own: `timeout` (a --timeout ran out while waiting) and `verification_failed`
- * (`svc domains verify` ended in `failed`). Both exit 1.
+ * (`svc domains verify` ended in `failed`), both exit 1; and `no_message` (`svc messages wait` timed
+ * out), exit 2, so a script can tell "nothing came" from a failure.
  */
-export type CliErrorCode = ErrorCode | 'timeout' | 'verification_failed';
+export type CliErrorCode = ErrorCode | 'timeout' | 'verification_failed' | 'no_message';
 
 /** A CLI failure with a code, a message and a fix; `exitCode` follows spec §7.2. */
 export class CliError extends Error {

@@ -8,6 +8,7 @@ import { enc, opt, PAGE_OPTIONS, pageQuery, type Ctx, type Group, type Option } 
 import { inboxOption, resolveInbox } from './inboxes.js';
 import { bodyText, cell, fields, out, pageTable, printJson, type Column, WHOLE } from './output.js';
 import type { Message, MessageItem, Thread, ThreadItem } from '../mail/serialize.js';
+import { DEFAULT_WAIT_S, MAX_WAIT_S } from '../mail/limits.js';
 
 const THREAD_COLUMNS: Column<ThreadItem>[] = [
   ['THREAD', (t) => t.thread_id, WHOLE],
@@ -37,12 +38,16 @@ const FILTER_OPTIONS: Option[] = [
 
 const HIDDEN = ['spam', 'blocked', 'unauthenticated', 'trash'];
 
+/** The hidden kinds of --include, checked. */
+function filterQueryIncludes(ctx: Ctx): string[] {
+  const kinds = ctx.list('include', true);
+  for (const kind of kinds) if (!HIDDEN.includes(kind)) throw new CliError('validation_error', `--include ${kind}: use ${HIDDEN.join(', ')}.`);
+  return kinds;
+}
+
 function filterQuery(ctx: Ctx): Record<string, string | string[] | boolean | number | undefined> {
   const include: Record<string, boolean> = {};
-  for (const kind of ctx.list('include', true)) {
-    if (!HIDDEN.includes(kind)) throw new CliError('validation_error', `--include ${kind}: use ${HIDDEN.join(', ')}.`);
-    include[`include_${kind}`] = true;
-  }
+  for (const kind of filterQueryIncludes(ctx)) include[`include_${kind}`] = true;
   return { ...pageQuery(ctx), labels: ctx.list('label'), before: ctx.str('before'), after: ctx.str('after'), ...include };
 }
 
@@ -214,6 +219,32 @@ export const messages: Group = {
         });
         if (ctx.json) return printJson(page);
         out(pageTable(page, page.messages, MESSAGE_COLUMNS, 'No message matches.'));
+      },
+    },
+    wait: {
+      summary: 'Wait for the next received message that matches, and show it (exit 2 when none came in time).',
+      options: [
+        opt('inbox ADDRESS', 'The inbox (default: every inbox the caller can see).'),
+        opt('after TIME|MESSAGE_ID', 'Only mail received after this RFC 3339 time or this message (default: now).'),
+        opt('from TEXT...', 'From contains.'),
+        opt('to TEXT...', 'To contains.'),
+        opt('subject TEXT...', 'Subject contains.'),
+        opt('timeout SECONDS', `Wait at most this long, 0–${MAX_WAIT_S} (default ${DEFAULT_WAIT_S}).`),
+        opt('include KIND...', 'Also hidden mail: spam, blocked, unauthenticated or trash (needs label_*_read).'),
+      ],
+      examples: ['svc messages wait --inbox signup@example.com --from noreply@service.example --subject verify --timeout 60 --json'],
+      async run(ctx) {
+        const client = await ctx.client();
+        const inbox = ctx.str('inbox');
+        const timeout = ctx.int('timeout', 0, MAX_WAIT_S) ?? DEFAULT_WAIT_S;
+        const include = Object.fromEntries(filterQueryIncludes(ctx).map((kind) => [`include_${kind}`, true]));
+        const m = await client.call<Message | undefined>('GET', inbox ? `${base(inbox)}/wait` : '/v0/messages/wait', {
+          query: { after: ctx.str('after'), from: ctx.list('from'), to: ctx.list('to'), subject: ctx.list('subject'), timeout, ...include },
+          timeoutMs: (timeout + 15) * 1000,
+        });
+        if (!m) throw new CliError('no_message', `No matching message arrived within ${timeout} s.`, 'Wait again, with --after set to the time you started so nothing in between is missed.');
+        if (ctx.json) return printJson(m);
+        out(showMessage(m));
       },
     },
     show: {

@@ -118,6 +118,8 @@ export interface CallOptions {
   /** Query parameters; arrays repeat the parameter (spec §4), undefined values are left out. */
   query?: Record<string, string | number | boolean | string[] | undefined>;
   headers?: Record<string, string>;
+  /** How long to wait for the answer, in ms, when longer than the usual (a request that waits, such as messages/wait). */
+  timeoutMs?: number;
 }
 
 /** The running service as seen by one caller (owner or agent). */
@@ -158,7 +160,7 @@ async function send(target: Target, method: string, path: string, opts: CallOpti
       method,
       headers,
       body: opts.body !== undefined ? JSON.stringify(opts.body) : undefined,
-      signal: AbortSignal.timeout(target.mode === 'owner' ? OWNER_TIMEOUT_MS : AGENT_TIMEOUT_MS),
+      signal: AbortSignal.timeout(opts.timeoutMs ?? (target.mode === 'owner' ? OWNER_TIMEOUT_MS : AGENT_TIMEOUT_MS)),
       redirect: 'error',
     });
   } catch {

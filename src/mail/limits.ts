@@ -72,3 +72,7 @@ export const MAX_REJECT_REASON = 1000;
 
 /** Values of one repeated list filter (e.g. `labels`): a query, not a bulk export. */
 export const MAX_FILTER_VALUES = 20;
+
+/** The longest wait for the next message one request may ask for, in seconds, and the default (docs/waiting.md). */
+export const MAX_WAIT_S = 60;
+export const DEFAULT_WAIT_S = 30;

@@ -7,6 +7,8 @@
 import type { Db } from '../db/open.js';
 import { batchGetMessagesFor, messageListPage, messageSearchPage, readMessage } from './messages.js';
 import { readThread, threadListPage, threadSearchPage } from './threads.js';
+import { startMessageWait, waitedMessage } from './message-waits.js';
+import { receivedAfterSeq } from '../mail/waits.js';
 
 export const READ_OPS = {
   /** Loads a reader thread and opens its connection (`Readers.start`); answers true. */
@@ -18,6 +20,9 @@ export const READ_OPS = {
   messageSearchPage,
   readMessage,
   batchGetMessagesFor,
+  startMessageWait,
+  receivedAfterSeq,
+  waitedMessage,
 } as const;
 
 export type ReadOp = keyof typeof READ_OPS;

@@ -19,13 +19,40 @@ import {
   removeMessage,
 } from '../requests/messages.js';
 import { LabelEditFields, LabelEditRequest } from '../requests/labels.js';
+import { MessageWaitQuery } from '../requests/message-waits.js';
+import type { Principal } from '../auth/principal.js';
+import type { FastifyReply } from 'fastify';
 
 const BatchGet = Type.Object({ message_ids: Type.Array(MessageId, { minItems: 1, maxItems: MAX_BATCH_GET }) }, { additionalProperties: false });
 const BatchUpdate = Type.Object({ message_ids: Type.Array(MessageId, { minItems: 1, maxItems: MAX_BATCH_UPDATE }), ...LabelEditFields }, { additionalProperties: false });
 
 export const messageRoutes: FastifyPluginAsync = async (app) => {
-  const { db, reads } = app.svc;
+  const { db, reads, waits } = app.svc;
   const base = '/inboxes/:inbox_id/messages';
+
+  /** Answers a wait (docs/waiting.md): the message, or 204 when none came in time; ends early if the client leaves. */
+  const waitFor = async (principal: Principal, inboxId: string | undefined, query: MessageWaitQuery, reply: FastifyReply) => {
+    const start = await reads.run('startMessageWait', principal, inboxId, query, new Date().toISOString());
+    const gone = new AbortController();
+    const onClose = () => gone.abort();
+    reply.raw.once('close', onClose);
+    try {
+      const message = await waits.wait(principal, start, gone.signal);
+      return message ?? reply.code(204).send();
+    } finally {
+      reply.raw.off('close', onClose);
+    }
+  };
+  const waitSchema = (params?: typeof InboxParams) => ({
+    config: { auth: 'agent' as const },
+    schema: { ...(params ? { params } : {}), querystring: MessageWaitQuery, response: { 200: Message, 204: Type.Null() } },
+  });
+
+  app.get<{ Params: InboxParams; Querystring: MessageWaitQuery }>(`${base}/wait`, waitSchema(InboxParams), async (request, reply) =>
+    waitFor(request.principal!, request.params.inbox_id, request.query, reply),
+  );
+
+  app.get<{ Querystring: MessageWaitQuery }>('/messages/wait', waitSchema(), async (request, reply) => waitFor(request.principal!, undefined, request.query, reply));
 
   app.get<{ Params: InboxParams; Querystring: MessageListQuery }>(
     base,

@@ -23,6 +23,7 @@ import { keepLocalEdgeToken, readTransport, writeTransport } from '../mail/trans
 import { storeCheckServers } from '../domains/checks.js';
 import { RemoteAccess } from '../remote/remote-access.js';
 import { limitHeapGrowth } from '../core/heap-limits.js';
+import { MessageWaits } from '../events/waits.js';
 
 export interface ServeOptions {
   home: string;
@@ -52,6 +53,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
   let edge: LocalEdgeThread | null = null;
   let remote: RemoteAccess | null = null;
   let reads: Readers | null = null;
+  let waits: MessageWaits | null = null;
   const bus = new Bus();
   let stopping: Promise<number> | null = null;
   let resolveExit!: (code: number) => void;
@@ -79,6 +81,8 @@ export async function serve(opts: ServeOptions): Promise<number> {
       const loopsStopped = loops.stop().catch(() => undefined);
       // The remote-access loop stops the connector; then the tunnel listener drains.
       const tunnelClosed = loopsStopped.then(() => remote?.stop().catch(() => undefined));
+      // Waiting requests answer at once instead of holding the drain for up to a minute.
+      waits?.close();
       if (app) {
         const drain = app.close();
         const timer = setTimeout(() => app?.server.closeAllConnections(), DRAIN_MS);
@@ -113,6 +117,8 @@ export async function serve(opts: ServeOptions): Promise<number> {
     ensurePageKey(db);
     const readers = new Readers(files.db, dbKey);
     reads = readers;
+    const messageWaits = new MessageWaits(readers, bus);
+    waits = messageWaits;
     const owner = new OwnerAccount(db);
     storeCheckServers(db, opts.dns ?? null);
     let smtp: { host: string; port: number } | null = null;
@@ -131,7 +137,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
       smtp = started.smtp;
     }
     const opened = db;
-    remote = new RemoteAccess(db, bus, (tunnelOrigin) => buildApp({ db: opened, bus, pool, reads: readers, owner, origin: () => tunnelOrigin, listener: 'tunnel' }));
+    remote = new RemoteAccess(db, bus, (tunnelOrigin) => buildApp({ db: opened, bus, pool, reads: readers, waits: messageWaits, owner, origin: () => tunnelOrigin, listener: 'tunnel' }));
     // The tunnel listener's record is written before the remote-access loop first reads it.
     try {
       await remote.start();
@@ -139,7 +145,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
       throw new StartupError('service_unavailable', 'TunnelListenFailed', 'svc could not start the remote-access listener on 127.0.0.1.', 'Check that loopback ports are available, then start svc again.');
     }
     let origin = '';
-    app = await buildApp({ db, bus, pool, reads: readers, owner, origin: () => origin, listener: 'local', remote });
+    app = await buildApp({ db, bus, pool, reads: readers, waits: messageWaits, owner, origin: () => origin, listener: 'local', remote });
     try {
       await app.listen({ host: '127.0.0.1', port: opts.port });
     } catch {

@@ -93,6 +93,18 @@ t.test('send takes the body from stdin and attaches a file; the other inbox rece
   t.equal(att.stdout, 'attached notes\n', 'the attachment bytes');
 });
 
+t.test('messages wait: a stored match at once with --after, exit 2 with no_message at the timeout', async (t) => {
+  const got = await arrived('bob@cli.test', 'Quarterly notes');
+  const found = await svcCli(['messages', 'wait', '--inbox', 'bob@cli.test', '--after', '2000-01-01T00:00:00Z', '--subject', 'quarterly', '--timeout', '0', '--json', ...owner]);
+  t.equal(found.code, 0, found.stderr);
+  t.equal(found.json<Msg>().message_id, got.message_id);
+  const none = await svcCli(['messages', 'wait', '--subject', 'never-sent', '--timeout', '1', '--json', ...owner]);
+  t.equal(none.code, 2, 'exit 2: nothing came');
+  t.equal(none.error().error.code, 'no_message');
+  const bad = await svcCli(['messages', 'wait', '--timeout', '61', ...owner]);
+  t.equal(bad.code, 1, 'a timeout over 60 s is refused');
+});
+
 t.test('threads: list, show and label; reply and forward from a file body', async (t) => {
   const got = await arrived('bob@cli.test', 'Quarterly notes');
   const list = await svcCli(['threads', 'list', '--inbox', 'bob@cli.test', '--label', 'unread', '--json', ...owner]);

@@ -103,7 +103,7 @@ t.test('tools/list has every tool, with read-only and destructive annotations', 
   const client = await connect(await keyFor(null));
   const { tools } = await client.listTools();
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
-  const reads = ['list_inboxes', 'search_inboxes', 'get_inbox', 'list_threads', 'search_threads', 'get_thread', 'list_messages', 'search_messages', 'get_message', 'get_attachment', 'list_drafts', 'get_draft', 'list_list_entries', 'get_list_entry'];
+  const reads = ['list_inboxes', 'search_inboxes', 'get_inbox', 'list_threads', 'search_threads', 'get_thread', 'list_messages', 'search_messages', 'get_message', 'wait_for_message', 'get_attachment', 'list_drafts', 'get_draft', 'list_list_entries', 'get_list_entry'];
   const sends = ['send_message', 'reply_to_message', 'reply_all_message', 'forward_message', 'send_draft'];
   const deletes = ['delete_inbox', 'delete_thread', 'delete_draft'];
   const writes = ['create_inbox', 'update_inbox', 'update_thread', 'update_message', 'create_draft', 'update_draft'];
@@ -292,4 +292,28 @@ t.test('list_list_entries: instance-wide lists need a credential without an inbo
   t.equal(global.body.code, 'missing_permission');
   const blocked = await call(client, 'send_message', { inboxId: inbox, to: 'x@spam.example', subject: 'Hi', text: 'Hi' });
   t.equal(blocked.body.code, 'message_rejected', 'the send list applies to MCP sends');
+});
+
+t.test('wait_for_message answers a stored match at once, a new one while waiting, and null at the timeout', async (t) => {
+  const inbox = await newInbox();
+  const other = await newInbox();
+  const client = await connect(await keyFor([inbox]));
+  const before = new Date(Date.now() - 60_000).toISOString();
+  const seeded = await seedMail(db, simpleMail({ from: 'noreply@service.test', to: inbox, subject: 'Your code' }), { inboxId: inbox });
+  const stored = await call(client, 'wait_for_message', { inboxId: inbox, after: before, subject: ['code'], timeout: 0 });
+  t.notOk(stored.isError);
+  t.equal((stored.body.message as { message_id: string }).message_id, seeded.messageId);
+
+  const pending = call(client, 'wait_for_message', { after: seeded.messageId, from: ['noreply@service.test'], timeout: 20 });
+  await new Promise((r) => setTimeout(r, 300));
+  const next = await seedMail(db, simpleMail({ from: 'noreply@service.test', to: inbox, subject: 'Second code' }), { inboxId: inbox });
+  const answered = await pending;
+  t.notOk(answered.isError);
+  t.equal((answered.body.message as { message_id: string }).message_id, next.messageId, 'the instance-wide form, answered by new mail');
+
+  const none = await call(client, 'wait_for_message', { inboxId: inbox, subject: ['never'], timeout: 1 });
+  t.same(none.body, { message: null });
+  const outside = await call(client, 'wait_for_message', { inboxId: other, timeout: 0 });
+  t.ok(outside.isError);
+  t.match(outside.body, { code: 'not_found' });
 });

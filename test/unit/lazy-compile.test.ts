@@ -20,6 +20,7 @@ import { OwnerAccount } from '../../src/owner/owner-account.js';
 import { RemoteAccess } from '../../src/remote/remote-access.js';
 import { lazy, warmSchemas } from '../../src/core/lazy-compile.js';
 import { requestValidatorCompiler } from '../../src/core/validation.js';
+import { MessageWaits } from '../../src/events/waits.js';
 
 t.test('compiled once, on first use or by the warm-up', async (t) => {
   const compiled: string[] = [];
@@ -65,7 +66,7 @@ t.test('every schema of the real app compiles', async (t) => {
   const reads = new Readers(path.join(dir, 'svc.db'), key);
   const bus = new Bus();
   const remote = new RemoteAccess(db, bus, () => Promise.reject(new Error('no tunnel listener in this test')));
-  const app = await buildApp({ db, bus, pool, reads, owner: new OwnerAccount(db), origin: () => 'http://127.0.0.1:1', listener: 'local', remote });
+  const app = await buildApp({ db, bus, pool, reads, waits: new MessageWaits(reads, bus), owner: new OwnerAccount(db), origin: () => 'http://127.0.0.1:1', listener: 'local', remote });
   t.teardown(async () => {
     await app.close();
     await pool.close();

@@ -1,0 +1,109 @@
+/**
+ * What "wait for the next message" reads (issue 20 §1; docs/waiting.md): received messages after
+ * a point in arrival order that match a waiter's filters. The same filter is written twice, once
+ * as SQL (the first check, over stored mail) and once in JavaScript (each newly committed message,
+ * checked against every waiter in memory); both are here, side by side, so they cannot drift:
+ * substrings match case-insensitively as in the list filters (`svc_fold` is `toLowerCase`).
+ */
+import type { Db } from '../db/open.js';
+import { prepared } from '../db/statements.js';
+import { visibleSql, type HiddenLabel, type Visibility } from './labels.js';
+import { fullMessages } from './messages.js';
+import { MESSAGE_BODY_COLUMNS, MESSAGE_ITEM_COLUMNS, type Message, type MessageBodyRow } from './serialize.js';
+
+/** A place in arrival order: messages after it have a later (timestamp, row id). */
+export interface WaitPoint {
+  timestamp: string;
+  id: number;
+}
+
+/** Strictly after `timestamp` (ISO UTC, the stored form), whatever the row id. */
+export const pointAt = (timestamp: string): WaitPoint => ({ timestamp, id: Number.MAX_SAFE_INTEGER });
+
+/** A waiter's filters: every listed value is lower-cased; any value of a list may match. */
+export interface WaitFilters {
+  /** 'all', or the inboxes it covers. */
+  inboxes: 'all' | readonly string[];
+  from: readonly string[];
+  to: readonly string[];
+  subject: readonly string[];
+  excluded: readonly HiddenLabel[];
+}
+
+const RECIPIENTS_SQL = "m.to_addresses || ' ' || coalesce(m.cc_addresses, '') || ' ' || coalesce(m.bcc_addresses, '')";
+
+function anyOf(column: string, values: readonly string[], where: string[], params: unknown[]): void {
+  if (values.length === 0) return;
+  where.push(`(${values.map(() => `instr(svc_fold(${column}), ?) > 0`).join(' OR ')})`);
+  params.push(...values);
+}
+
+/** The point of a received message in the waiter's inboxes, for `after=<message_id>`; null when there is none. */
+export function messagePoint(db: Db, inboxes: 'all' | readonly string[], messageId: string): WaitPoint | null {
+  const inScope = inboxes === 'all' ? '1 = 1' : `m.inbox_id IN (SELECT value FROM json_each(?))`;
+  const params: unknown[] = inboxes === 'all' ? [messageId] : [messageId, JSON.stringify(inboxes)];
+  const row = prepared(db, `SELECT m.timestamp, m.id FROM messages m WHERE m.message_id = ? AND ${inScope} ORDER BY m.timestamp, m.id LIMIT 1`).get(...params) as
+    | WaitPoint
+    | undefined;
+  return row ?? null;
+}
+
+/** The first received message after `after` that passes the filters, oldest first; null when none is stored yet. */
+export function firstReceivedAfter(db: Db, after: WaitPoint, f: WaitFilters): Message | null {
+  const where = ["m.direction = 'inbound'", '(m.timestamp > ? OR (m.timestamp = ? AND m.id > ?))', visibleSql('m', { excluded: f.excluded } satisfies Visibility)];
+  const params: unknown[] = [after.timestamp, after.timestamp, after.id];
+  if (f.inboxes !== 'all') {
+    where.push('m.inbox_id IN (SELECT value FROM json_each(?))');
+    params.push(JSON.stringify(f.inboxes));
+  }
+  anyOf('m.from_address', f.from, where, params);
+  anyOf(RECIPIENTS_SQL, f.to, where, params);
+  anyOf('m.subject', f.subject, where, params);
+  const row = prepared(db, `SELECT ${MESSAGE_ITEM_COLUMNS}, ${MESSAGE_BODY_COLUMNS} FROM messages m WHERE ${where.join(' AND ')} ORDER BY m.timestamp, m.id LIMIT 1`).get(...params) as
+    | MessageBodyRow
+    | undefined;
+  return row ? fullMessages(db, [row])[0]! : null;
+}
+
+/** A newly received message as the waiters' matcher sees it: no body, its labels. */
+export interface ReceivedRow {
+  seq: number;
+  inbox_id: string;
+  id: number;
+  message_id: string;
+  timestamp: string;
+  from_address: string | null;
+  recipients: string;
+  subject: string | null;
+  labels: string[];
+}
+
+/**
+ * The messages received by the events after `afterSeq` (at most `limit`), oldest first, and the
+ * log position they were read up to: everything up to `head` has been looked at, so a waiter whose
+ * position was at least `afterSeq` moves to `head`.
+ */
+export function receivedAfterSeq(db: Db, afterSeq: number, limit: number): { head: number; rows: ReceivedRow[] } {
+  const latest = (prepared(db, 'SELECT coalesce(max(seq), 0) AS s FROM events').get() as { s: number }).s;
+  if (latest <= afterSeq) return { head: Math.max(latest, afterSeq), rows: [] };
+  const rows = prepared(
+    db,
+    `SELECT e.seq, m.inbox_id, m.id, m.message_id, m.timestamp, m.from_address, ${RECIPIENTS_SQL} AS recipients, m.subject,
+            (SELECT json_group_array(l.label) FROM message_labels l WHERE l.message_rowid = m.id) AS labels
+       FROM events e JOIN messages m ON m.id = e.message_rowid
+      WHERE e.seq > ? AND e.seq <= ? AND e.event_type LIKE 'message.received%' AND m.direction = 'inbound'
+      ORDER BY e.seq LIMIT ?`,
+  ).all(afterSeq, latest, limit) as (Omit<ReceivedRow, 'labels'> & { labels: string })[];
+  const head = rows.length === limit ? rows[rows.length - 1]!.seq : latest;
+  return { head, rows: rows.map((r) => ({ ...r, labels: JSON.parse(r.labels) as string[] })) };
+}
+
+const anyIn = (value: string | null, needles: readonly string[]) => needles.length === 0 || (value !== null && needles.some((n) => value.toLowerCase().includes(n)));
+
+/** The in-memory twin of firstReceivedAfter's WHERE clause, for one newly received message. */
+export function matchesWait(row: ReceivedRow, after: WaitPoint, f: WaitFilters): boolean {
+  if (f.inboxes !== 'all' && !f.inboxes.includes(row.inbox_id)) return false;
+  if (row.timestamp < after.timestamp || (row.timestamp === after.timestamp && row.id <= after.id)) return false;
+  if (f.excluded.some((l) => row.labels.includes(l))) return false;
+  return anyIn(row.from_address, f.from) && anyIn(row.recipients, f.to) && anyIn(row.subject, f.subject);
+}
