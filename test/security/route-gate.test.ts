@@ -79,6 +79,8 @@ const AGENT_ROUTES: readonly [RegExp, RegExp][] = [
   [/^(GET|PATCH|DELETE)$/, /^\/v0(\/inboxes\/:inbox_id)?\/threads\/:thread_id$/],
   [/^GET$/, /^\/v0(\/inboxes\/:inbox_id)?\/threads\/:thread_id\/attachments\/:attachment_id$/],
   [/^GET$/, /^\/v0\/inboxes\/:inbox_id\/messages(\/search)?$/],
+  // Issue 20 §1: waiting for the next message, inbox-scoped and over the caller's scope.
+  [/^GET$/, /^\/v0(\/inboxes\/:inbox_id)?\/messages\/wait$/],
   [/^(GET|PATCH|DELETE)$/, /^\/v0\/inboxes\/:inbox_id\/messages\/:message_id$/],
   [/^POST$/, /^\/v0\/inboxes\/:inbox_id\/messages\/(batch-get|batch-update|send)$/],
   [/^GET$/, /^\/v0\/inboxes\/:inbox_id\/messages\/:message_id\/(raw|attachments\/:attachment_id)$/],
@@ -212,7 +214,8 @@ function badRefusal(answer: WireAnswer, method: string, allowShell: boolean): st
 async function sweep(probes: Probe[], authority: string, listenerPort: number, hostHeader: string | undefined, judge: (p: Probe, a: WireAnswer) => string | null): Promise<Violation[]> {
   const violations: Violation[] = [];
   await eachLimited(probes, CONCURRENCY, async (p) => {
-    const target = p.spelling.target(segmentsFor(p.route), authority);
+    // A wait answers when mail comes or at its timeout (30 s by default): the gate is probed without the wait.
+    const target = p.spelling.target(segmentsFor(p.route), authority) + (p.route.url.endsWith('/messages/wait') ? '?timeout=0' : '');
     let answer: WireAnswer;
     try {
       answer = await wireRequest({ port: listenerPort, method: p.route.method, target, host: hostHeader, headers: who.headers(p.kind) });
