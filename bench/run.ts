@@ -15,6 +15,7 @@ import { benchPostfix, PEER_CONFIG } from './peer-postfix.js';
 import { benchSend } from './send.js';
 import { benchWebhooks } from './webhooks.js';
 import { benchWsFanout, BURST, BURST_CONCURRENCY, CLIENTS, EVENTS as WS_EVENTS, RATE } from './ws-fanout.js';
+import { benchWaits, ROUNDS as WAIT_ROUNDS, WAITERS } from './waits.js';
 import { benchDir, summarize, writeReport, type BenchResult, type Results } from './report.js';
 import { cpuSnapshot, round, rssMiB, running, sampleMemory, type Metric } from './util.js';
 import { profiled, type StageBreakdown } from './stages.js';
@@ -232,6 +233,13 @@ const BENCHES: Record<string, BenchDef> = {
     baseline: 'a plain `ws` server on node:http in its own process that broadcasts a same-shaped frame to every client when POSTed, driven by the same injector and measured by the same clients',
     config: () => [`${CLIENTS} clients (BENCH_WS_CLIENTS)`, `paced: ${WS_EVENTS} events (BENCH_WS_EVENTS) at ${RATE}/s (BENCH_WS_RATE)`, `burst: ${BURST} events (BENCH_WS_BURST), ${BURST_CONCURRENCY} callers`, 'clients in the benchmark process, no compression'],
     run: repeat(benchWsFanout),
+  },
+  waits: {
+    title: 'Waiting for the next message',
+    what: `${WAITERS.toLocaleString('en-US')} requests wait on \`GET /v0/inboxes/{inbox}/messages/wait\` (one API key, the round's subject) on \`svc serve --local-edge\`; one matching message then arrives over SMTP. Latency from the message's commit (the millisecond in the uuidv7 \`event_id\` of its \`message.received\` event) to each waiter's answer; also the service's CPU while the requests wait with no mail arriving, and its RSS rise with them waiting (issue 20 §1).`,
+    baseline: 'the same event delivered to one WebSocket client subscribed to message.received, from the same commit',
+    config: () => [`${WAITERS} waiting requests (BENCH_WAITERS)`, `${WAIT_ROUNDS} rounds, one message each (BENCH_WAIT_ROUNDS)`, 'clients in the benchmark process, keep-alive connections'],
+    run: repeat(benchWaits),
   },
 };
 

@@ -7,6 +7,7 @@ import { RAW_PARTS_MIGRATION } from './migrations-raw-parts.js';
 import { THREAD_SUMMARIES_MIGRATION } from './migrations-thread-summaries.js';
 import { CONTENTLESS_FTS_MIGRATION } from './migrations-contentless-fts.js';
 import { EXTRACTED_SPAN_MIGRATION } from './migrations-extracted-span.js';
+import { ACTIONS_MIGRATION } from './migrations-actions.js';
 
 export const MIGRATIONS: readonly string[] = [
   // 1: settings and the owner account
@@ -292,4 +293,6 @@ export const MIGRATIONS: readonly string[] = [
   CONTENTLESS_FTS_MIGRATION,
   // 14: extracted_text kept as a span of text when it is one (src/db/migrations-extracted-span.ts)
   EXTRACTED_SPAN_MIGRATION,
+  // 15: one-time codes and action links of received mail (src/db/migrations-actions.ts)
+  ACTIONS_MIGRATION,
 ];

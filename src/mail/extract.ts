@@ -13,6 +13,7 @@
  * looks at a bounded prefix of it: no regex that can backtrack over a run of the body, a
  * hand-written HTML scanner, and the pattern tests only on lines short enough to be markers.
  */
+import { extractActions, type ExtractedActions } from './actions.js';
 
 /**
  * Extraction reads at most this many UTF-16 units of a body. The new part of a reply is at its
@@ -326,9 +327,24 @@ export interface DerivedText {
   preview: string | null;
   /** headerRecord() as JSON. */
   headersJson: string;
+  /** extractActions() as JSON: the one-time codes and action links (issue 20 §2). */
+  actionsJson: string;
 }
 
-export function deriveText(parsed: { text: string | null; html: string | null; headers: [string, string][] }): DerivedText {
+export function deriveText(parsed: { subject: string | null; text: string | null; html: string | null; headers: [string, string][] }): DerivedText {
   const extractedText = extractText(parsed.text);
-  return { extractedText, extractedHtml: extractHtml(parsed.html), preview: previewOf(extractedText), headersJson: JSON.stringify(headerRecord(parsed.headers)) };
+  const headers = headerRecord(parsed.headers);
+  return {
+    extractedText,
+    extractedHtml: extractHtml(parsed.html),
+    preview: previewOf(extractedText),
+    headersJson: JSON.stringify(headers),
+    actionsJson: JSON.stringify(actionsOf(parsed.subject, parsed.text, parsed.html, headers)),
+  };
+}
+
+/** The codes and action links of a received message from its subject, bodies and header record (stored or just parsed). */
+export function actionsOf(subject: string | null, text: string | null, html: string | null, headers: Record<string, string>): ExtractedActions {
+  const listUnsubscribe = Object.entries(headers).find(([name]) => name.toLowerCase() === 'list-unsubscribe')?.[1] ?? null;
+  return extractActions({ subject, text, html, listUnsubscribe });
 }

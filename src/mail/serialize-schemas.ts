@@ -48,6 +48,13 @@ const messageBodyFields = {
   html: Nullable(Type.String()),
   extracted_text: Nullable(Type.String()),
   extracted_html: Nullable(Type.String()),
+  /** One-time codes and action links of a received message (issue 20 §2, docs/extraction.md); null for sent mail. */
+  extracted: Nullable(
+    Type.Object({
+      codes: Type.Array(Type.Object({ value: Type.String(), context: Type.String() })),
+      links: Type.Array(Type.Object({ url: Type.String(), text: Nullable(Type.String()), kind: Type.String() })),
+    }),
+  ),
   send_status: Nullable(Type.String()),
   send_reason: Nullable(Type.String()),
 };

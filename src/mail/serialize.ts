@@ -6,6 +6,8 @@
  */
 import type { Attachment, Message, MessageItem, ThreadItem } from './serialize-schemas.js';
 import { readExtract } from './extracted-span.js';
+import { actionsOf } from './extract.js';
+import type { ExtractedActions } from './actions.js';
 
 export type { Attachment, Message, MessageItem, Thread, ThreadItem } from './serialize-schemas.js';
 
@@ -19,7 +21,7 @@ const MESSAGE_EXTRAS =
 export const THREAD_MESSAGE_COLUMNS = `m.id, m.thread_id, m.message_id, m.from_address, m.to_addresses, m.cc_addresses, m.bcc_addresses, m.subject, m.preview, m.size, m.timestamp, m.direction, ${MESSAGE_EXTRAS}`;
 /** The messages columns read for items (never the bodies). */
 export const MESSAGE_ITEM_COLUMNS = `${THREAD_MESSAGE_COLUMNS}, m.inbox_id, m.reply_to, m.headers, m.in_reply_to, m.refs, m.send_status, m.send_reason, m.created_at, m.updated_at`;
-export const MESSAGE_BODY_COLUMNS = 'm.text, m.html, m.extracted_text, m.extracted_from, m.extracted_length, m.extracted_html';
+export const MESSAGE_BODY_COLUMNS = 'm.text, m.html, m.extracted_text, m.extracted_from, m.extracted_length, m.extracted_html, m.actions';
 
 export interface ThreadMessageRow {
   id: number;
@@ -58,6 +60,8 @@ export interface MessageBodyRow extends MessageRow {
   extracted_from?: number | null;
   extracted_length?: number | null;
   extracted_html: string | null;
+  /** extractActions() JSON of a received message (migration 15); NULL for sent mail and mail stored before. */
+  actions: string | null;
 }
 
 /** The row's labels, sorted. */
@@ -115,6 +119,18 @@ export function messageItemShape(row: MessageRow, attachments: AttachmentRow[]):
   };
 }
 
+/**
+ * The codes and action links of a received message (issue 20 §2): as stored at receipt, or, for
+ * mail stored before migration 15, found now from the stored subject, bodies and headers (reads
+ * run in reader threads, and the work is bounded). Sent mail has none: null.
+ */
+function extractedOf(row: MessageBodyRow): ExtractedActions | null {
+  if (row.direction !== 'inbound') return null;
+  if (row.actions) return JSON.parse(row.actions) as ExtractedActions;
+  const headers = row.headers === null ? {} : (JSON.parse(row.headers) as Record<string, string>);
+  return actionsOf(row.subject, row.text, row.html, headers);
+}
+
 export function messageShape(row: MessageBodyRow, attachments: AttachmentRow[]): Message {
   return {
     ...messageItemShape(row, attachments),
@@ -122,6 +138,7 @@ export function messageShape(row: MessageBodyRow, attachments: AttachmentRow[]):
     html: row.html,
     extracted_text: readExtract(row),
     extracted_html: row.extracted_html,
+    extracted: extractedOf(row),
     send_status: row.send_status,
     send_reason: row.send_reason,
   };

@@ -110,8 +110,8 @@ export function commitInbound(db: Db, input: InboundMail): CommitResult {
       prepared(
         db,
         `INSERT INTO messages (inbox_id, thread_id, message_id, from_address, sender, to_addresses, cc_addresses, bcc_addresses, reply_to, subject, preview,
-           text, html, extracted_text, extracted_from, extracted_length, extracted_html, headers, in_reply_to, refs, size, timestamp, direction, source_key, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'inbound', ?, ?, ?)`,
+           text, html, extracted_text, extracted_from, extracted_length, extracted_html, actions, headers, in_reply_to, refs, size, timestamp, direction, source_key, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'inbound', ?, ?, ?)`,
       ).run(
         inbox.inbox_id,
         threadId,
@@ -129,6 +129,7 @@ export function commitInbound(db: Db, input: InboundMail): CommitResult {
         extract.extracted_from,
         extract.extracted_length,
         derived.extractedHtml,
+        derived.actionsJson,
         derived.headersJson,
         inReplyTo[0] ?? null,
         json(refs),
@@ -158,7 +159,7 @@ export function commitInbound(db: Db, input: InboundMail): CommitResult {
 
     // The event carries the message and its thread as a reader of this event type sees them:
     // the hidden label that selected the variant is visible to them, other hidden mail is not.
-    const message = messageWithBody(db, rowid, { text: parsed.text, html: parsed.html, extracted_text: derived.extractedText, extracted_html: derived.extractedHtml });
+    const message = messageWithBody(db, rowid, { text: parsed.text, html: parsed.html, extracted_text: derived.extractedText, extracted_html: derived.extractedHtml, actions: derived.actionsJson });
     const thread = prepared(db, 'SELECT rowid AS rid, thread_id, inbox_id, subject, created_at, updated_at FROM threads WHERE thread_id = ?').get(threadId) as ThreadRow;
     const view = { excluded: HIDDEN_LABELS.filter((l) => !(hidden as readonly string[]).includes(l)) };
     const [summary] = threadSummaries(db, [thread], view);

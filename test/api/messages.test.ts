@@ -324,7 +324,7 @@ t.test('DELETE message removes it for good and redacts its event payload in the 
   t.equal((await api(svc.url, 'DELETE', messagesPath(inbox, `/${enc('<multi-1@example.org>')}`), { token: deleter })).status, 404, 'deleting twice: not found');
   const event = db.prepare('SELECT payload FROM events WHERE seq = ?').get(root.seq) as { payload: string };
   const payload = JSON.parse(event.payload);
-  t.match(payload.message, { message_id: '<multi-1@example.org>', subject: null, preview: null, text: null, html: null, extracted_text: null, extracted_html: null, headers: null, attachments: null, redacted: true });
+  t.match(payload.message, { message_id: '<multi-1@example.org>', subject: null, preview: null, text: null, html: null, extracted_text: null, extracted_html: null, extracted: null, headers: null, attachments: null, redacted: true });
   t.notMatch(event.payload, /Site photos|invoice|site photo/i, 'no subject, body or attachment name remains');
   const sibling = JSON.parse((db.prepare('SELECT payload FROM events WHERE seq = ?').get(reply.seq) as { payload: string }).payload);
   t.equal(sibling.message.text.trim(), 'keep me', 'the other message\'s event keeps its own content');
