@@ -237,7 +237,7 @@ const BENCHES: Record<string, BenchDef> = {
   waits: {
     title: 'Waiting for the next message',
     what: `${WAITERS.toLocaleString('en-US')} requests wait on \`GET /v0/inboxes/{inbox}/messages/wait\` (one API key, the round's subject) on \`svc serve --local-edge\`; one matching message then arrives over SMTP. Latency from the message's commit (the millisecond in the uuidv7 \`event_id\` of its \`message.received\` event) to each waiter's answer; also the service's CPU while the requests wait with no mail arriving, and its RSS rise with them waiting (issue 20 §1).`,
-    baseline: 'the same event delivered to one WebSocket client subscribed to message.received, from the same commit',
+    baseline: 'a plain node:http server in its own process holding as many long-polls and answering them all with the same JSON body when POSTed, measured from the POST by the same clients',
     config: () => [`${WAITERS} waiting requests (BENCH_WAITERS)`, `${WAIT_ROUNDS} rounds, one message each (BENCH_WAIT_ROUNDS)`, 'clients in the benchmark process, keep-alive connections'],
     run: repeat(benchWaits),
   },

@@ -29,7 +29,13 @@ interface Waiter {
   seen: number;
   /** A matched message is being read for the answer: no other candidate until it is settled. */
   reading: boolean;
-  settle: (result: Message | null | ApiError) => void;
+  settle: (result: WaitAnswer | null | ApiError) => void;
+}
+
+/** A wait's answer: the message, and its JSON made once for every waiter it answers. */
+export interface WaitAnswer {
+  message: Message;
+  json: string;
 }
 
 export class MessageWaits {
@@ -55,8 +61,8 @@ export class MessageWaits {
    * Waits for a message that passes `start`'s filters, up to its timeout; null when none came.
    * `start.found` answers at once. `signal` ends the wait when the client goes away.
    */
-  wait(principal: Principal, start: WaitStart, signal?: AbortSignal): Promise<Message | null> {
-    if (start.found) return Promise.resolve(start.found);
+  wait(principal: Principal, start: WaitStart, signal?: AbortSignal): Promise<WaitAnswer | null> {
+    if (start.found) return Promise.resolve({ message: start.found, json: JSON.stringify(start.found) });
     if (this.#closed) return Promise.reject(stopping());
     if (start.timeoutMs === 0 || signal?.aborted) return Promise.resolve(null);
     const held = this.#perCredential.get(principal.id) ?? 0;
@@ -123,12 +129,22 @@ export class MessageWaits {
           if (waiting.length === 0) break;
           const from = Math.min(...waiting.map((w) => w.seen));
           const { head, rows } = await this.#reads.run('receivedAfterSeq', from, SCAN_BATCH);
+          // Waiters that one message answers for the same credential and hidden labels share one read of it.
+          const groups = new Map<string, { row: ReceivedRow; waiters: Waiter[] }>();
           for (const waiter of waiting) {
             if (!this.#waiters.has(waiter) || waiter.reading || waiter.seen < from) continue;
             const match = rows.find((row) => row.seq > waiter.seen && matchesWait(row, waiter.start.after, waiter.start.filters));
-            if (match) this.#answer(waiter, match);
-            else waiter.seen = Math.max(waiter.seen, head);
+            if (!match) {
+              waiter.seen = Math.max(waiter.seen, head);
+              continue;
+            }
+            const p = waiter.principal;
+            const key = `${match.seq}\u0000${p.kind}\u0000${p.id}\u0000${p.tokenId ?? ''}\u0000${waiter.start.filters.excluded.join(',')}`;
+            const group = groups.get(key);
+            if (group) group.waiters.push(waiter);
+            else groups.set(key, { row: match, waiters: [waiter] });
           }
+          for (const { row, waiters } of groups.values()) this.#answer(waiters, row);
           if (rows.length === SCAN_BATCH) this.#again = true;
         } while (this.#again && !this.#closed);
       } catch {
@@ -139,19 +155,29 @@ export class MessageWaits {
     })();
   }
 
-  /** Reads a matched message for the answer; a skipped one moves the waiter past it and looks again. */
-  #answer(waiter: Waiter, row: ReceivedRow): void {
-    waiter.reading = true;
+  /**
+   * Reads a matched message once for waiters of one credential and answers them all; a skipped
+   * one (not readable for them now) moves them past it, and they look again.
+   */
+  #answer(waiters: Waiter[], row: ReceivedRow): void {
+    const [first] = waiters;
+    for (const waiter of waiters) waiter.reading = true;
     void this.#reads
-      .run('waitedMessage', waiter.principal, row.inbox_id, row.message_id, waiter.start.filters.excluded)
+      .run('waitedMessage', first!.principal, row.inbox_id, row.message_id, first!.start.filters.excluded)
       .then((result) => {
-        if (result.status === 'found') waiter.settle(result.message);
-        else if (result.status === 'revoked') waiter.settle(unauthorized('The credential was revoked or expired while waiting.'));
-        else waiter.seen = row.seq;
+        const answer = result.status === 'found' ? { message: result.message, json: JSON.stringify(result.message) } : null;
+        for (const waiter of waiters) {
+          if (answer) waiter.settle(answer);
+          else if (result.status === 'revoked') waiter.settle(unauthorized('The credential was revoked or expired while waiting.'));
+          else waiter.seen = row.seq;
+        }
       })
-      .catch((err: unknown) => waiter.settle(err instanceof ApiError ? err : new ApiError('service_unavailable', 'The message could not be read.', { fix: 'Wait again.' })))
+      .catch((err: unknown) => {
+        const failure = err instanceof ApiError ? err : new ApiError('service_unavailable', 'The message could not be read.', { fix: 'Wait again.' });
+        for (const waiter of waiters) waiter.settle(failure);
+      })
       .finally(() => {
-        waiter.reading = false;
+        for (const waiter of waiters) waiter.reading = false;
         this.#scan();
       });
   }

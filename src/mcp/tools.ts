@@ -306,7 +306,7 @@ export const TOOLS: McpTool[] = [
     annotations: withTitle(READ, 'Wait For Message'),
     run: async ({ svc, principal }, a) => {
       const start = await svc.reads.run('startMessageWait', principal, a.inboxId, restOf<MessageWaitQuery>(MessageWaitQuery, a), new Date().toISOString());
-      return { message: await svc.waits.wait(principal, start) };
+      return { message: (await svc.waits.wait(principal, start))?.message ?? null };
     },
   }),
   tool<Args<typeof MessageParams>>({

@@ -37,8 +37,9 @@ export const messageRoutes: FastifyPluginAsync = async (app) => {
     const onClose = () => gone.abort();
     reply.raw.once('close', onClose);
     try {
-      const message = await waits.wait(principal, start, gone.signal);
-      return message ?? reply.code(204).send();
+      const answer = await waits.wait(principal, start, gone.signal);
+      // The message's JSON is made once for all the waiters it answers (it has the Message shape already).
+      return answer ? reply.type('application/json; charset=utf-8').send(answer.json) : reply.code(204).send();
     } finally {
       reply.raw.off('close', onClose);
     }
