@@ -28,7 +28,7 @@ export const BUSY_THREAD_YOUNG_MB = 8;
  */
 export const WRITER_CACHE_KIB = 4_096;
 
-/** Applies HEAP_GROWING_PERCENT to every isolate of the process; called first thing by `svc serve` and `svc edge`. */
+/** Applies HEAP_GROWING_PERCENT to every isolate of the process; called by `svc serve` once it is ready, and by `svc edge`. */
 export function limitHeapGrowth(): void {
   v8.setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
 }

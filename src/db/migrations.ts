@@ -8,6 +8,7 @@ import { THREAD_SUMMARIES_MIGRATION } from './migrations-thread-summaries.js';
 import { CONTENTLESS_FTS_MIGRATION } from './migrations-contentless-fts.js';
 import { EXTRACTED_SPAN_MIGRATION } from './migrations-extracted-span.js';
 import { ACTIONS_MIGRATION } from './migrations-actions.js';
+import { MANIPULATION_MIGRATION } from './migrations-manipulation.js';
 
 export const MIGRATIONS: readonly string[] = [
   // 1: settings and the owner account
@@ -295,4 +296,6 @@ export const MIGRATIONS: readonly string[] = [
   EXTRACTED_SPAN_MIGRATION,
   // 15: one-time codes and action links of received mail (src/db/migrations-actions.ts)
   ACTIONS_MIGRATION,
+  // 16: the manipulation verdict and each inbox's correspondent domains (src/db/migrations-manipulation.ts)
+  MANIPULATION_MIGRATION,
 ];

@@ -70,7 +70,7 @@ export function seqOfEventId(db: Db, eventId: string): number | null {
   return row?.seq ?? null;
 }
 
-const REDACTED_MESSAGE_FIELDS = ['subject', 'preview', 'text', 'html', 'extracted_text', 'extracted_html', 'extracted', 'headers', 'attachments'] as const;
+const REDACTED_MESSAGE_FIELDS = ['subject', 'preview', 'text', 'html', 'extracted_text', 'extracted_html', 'extracted', 'manipulation', 'headers', 'attachments'] as const;
 
 /**
  * Deleting a message removes its body, subject, preview, headers and attachment metadata from

@@ -14,6 +14,7 @@
  * hand-written HTML scanner, and the pattern tests only on lines short enough to be markers.
  */
 import { extractActions, type ExtractedActions } from './actions.js';
+import { assessManipulation, type ManipulationVerdict } from './manipulation.js';
 
 /**
  * Extraction reads at most this many UTF-16 units of a body. The new part of a reply is at its
@@ -329,6 +330,8 @@ export interface DerivedText {
   headersJson: string;
   /** extractActions() as JSON: the one-time codes and action links (issue 20 §2). */
   actionsJson: string;
+  /** The manipulation verdict of the content (issue 20 §3); the sender check needs the inbox and is added at the commit. */
+  manipulation: ManipulationVerdict;
 }
 
 export function deriveText(parsed: { subject: string | null; text: string | null; html: string | null; headers: [string, string][] }): DerivedText {
@@ -340,7 +343,13 @@ export function deriveText(parsed: { subject: string | null; text: string | null
     preview: previewOf(extractedText),
     headersJson: JSON.stringify(headers),
     actionsJson: JSON.stringify(actionsOf(parsed.subject, parsed.text, parsed.html, headers)),
+    manipulation: contentVerdict(parsed.subject, parsed.text, parsed.html),
   };
+}
+
+/** The manipulation verdict of a message's content alone (hidden text, instructions to an AI, prompt syntax, invisible characters). */
+export function contentVerdict(subject: string | null, text: string | null, html: string | null): ManipulationVerdict {
+  return assessManipulation({ subject, text, html, senderDomain: null, knownDomains: [] });
 }
 
 /** The codes and action links of a received message from its subject, bodies and header record (stored or just parsed). */

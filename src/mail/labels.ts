@@ -18,6 +18,11 @@ export type HiddenLabel = (typeof HIDDEN_LABELS)[number];
 /** Hidden labels inbound mail can arrive with, in the order that picks the event variant (§6.2 rule 1). */
 export const INBOUND_HIDDEN_ORDER = ['blocked', 'spam', 'unauthenticated'] as const;
 export type InboundHiddenLabel = (typeof INBOUND_HIDDEN_ORDER)[number];
+/**
+ * Set on received mail with a manipulation finding (issue 20 §3, docs/manipulation.md). Advisory:
+ * the mail is delivered as usual; its spelling is fixed, and it can be removed (a false positive).
+ */
+export const SUSPICIOUS_LABEL = 'suspicious';
 
 export const MAX_LABEL_LENGTH = 64;
 export const MAX_LABELS_PER_EDIT = 50;
@@ -25,7 +30,7 @@ export const MAX_LABELS_PER_EDIT = 50;
 const SYSTEM = new Set<string>(SYSTEM_LABELS);
 const HIDDEN = new Set<string>(HIDDEN_LABELS);
 /** Names whose spelling is fixed: any case variant means the reserved label. */
-const RESERVED = new Set<string>([...SYSTEM_LABELS, ...HIDDEN_LABELS, 'unread']);
+const RESERVED = new Set<string>([...SYSTEM_LABELS, ...HIDDEN_LABELS, 'unread', SUSPICIOUS_LABEL]);
 
 export const labelPermission = (label: HiddenLabel) => `label_${label}_read` as const satisfies Permission;
 

@@ -50,7 +50,7 @@ export function fullMessages(db: Db, rows: MessageBodyRow[]): Message[] {
 }
 
 /** A body as stored, in the column names of MessageBodyRow. */
-export type MessageBody = Pick<MessageBodyRow, 'text' | 'html' | 'extracted_text' | 'extracted_html' | 'actions'>;
+export type MessageBody = Pick<MessageBodyRow, 'text' | 'html' | 'extracted_text' | 'extracted_html' | 'actions' | 'manipulation'>;
 
 /**
  * One message, full shape, with the body its caller has just written instead of reading it back:

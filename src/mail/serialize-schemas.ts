@@ -55,6 +55,8 @@ const messageBodyFields = {
       links: Type.Array(Type.Object({ url: Type.String(), text: Nullable(Type.String()), kind: Type.String() })),
     }),
   ),
+  /** The advisory manipulation verdict of a received message (issue 20 §3, docs/manipulation.md); null for sent mail. */
+  manipulation: Nullable(Type.Object({ suspicious: Type.Boolean(), findings: Type.Array(Type.Object({ reason: Type.String(), detail: Type.String() })) })),
   send_status: Nullable(Type.String()),
   send_reason: Nullable(Type.String()),
 };

@@ -6,7 +6,8 @@
  */
 import type { Attachment, Message, MessageItem, ThreadItem } from './serialize-schemas.js';
 import { readExtract } from './extracted-span.js';
-import { actionsOf } from './extract.js';
+import { actionsOf, contentVerdict } from './extract.js';
+import type { ManipulationVerdict } from './manipulation.js';
 import type { ExtractedActions } from './actions.js';
 
 export type { Attachment, Message, MessageItem, Thread, ThreadItem } from './serialize-schemas.js';
@@ -21,7 +22,7 @@ const MESSAGE_EXTRAS =
 export const THREAD_MESSAGE_COLUMNS = `m.id, m.thread_id, m.message_id, m.from_address, m.to_addresses, m.cc_addresses, m.bcc_addresses, m.subject, m.preview, m.size, m.timestamp, m.direction, ${MESSAGE_EXTRAS}`;
 /** The messages columns read for items (never the bodies). */
 export const MESSAGE_ITEM_COLUMNS = `${THREAD_MESSAGE_COLUMNS}, m.inbox_id, m.reply_to, m.headers, m.in_reply_to, m.refs, m.send_status, m.send_reason, m.created_at, m.updated_at`;
-export const MESSAGE_BODY_COLUMNS = 'm.text, m.html, m.extracted_text, m.extracted_from, m.extracted_length, m.extracted_html, m.actions';
+export const MESSAGE_BODY_COLUMNS = 'm.text, m.html, m.extracted_text, m.extracted_from, m.extracted_length, m.extracted_html, m.actions, m.manipulation';
 
 export interface ThreadMessageRow {
   id: number;
@@ -62,6 +63,8 @@ export interface MessageBodyRow extends MessageRow {
   extracted_html: string | null;
   /** extractActions() JSON of a received message (migration 15); NULL for sent mail and mail stored before. */
   actions: string | null;
+  /** The manipulation verdict JSON of a received message (migration 16); NULL for sent mail and mail stored before. */
+  manipulation: string | null;
 }
 
 /** The row's labels, sorted. */
@@ -131,6 +134,17 @@ function extractedOf(row: MessageBodyRow): ExtractedActions | null {
   return actionsOf(row.subject, row.text, row.html, headers);
 }
 
+/**
+ * The advisory manipulation verdict of a received message (issue 20 §3): as stored at receipt, or,
+ * for mail stored before migration 16, the content checks run now (the sender check needs the
+ * inbox's correspondents as they were, so older mail goes without it). Sent mail: null.
+ */
+function manipulationOf(row: MessageBodyRow): ManipulationVerdict | null {
+  if (row.direction !== 'inbound') return null;
+  if (row.manipulation) return JSON.parse(row.manipulation) as ManipulationVerdict;
+  return contentVerdict(row.subject, row.text, row.html);
+}
+
 export function messageShape(row: MessageBodyRow, attachments: AttachmentRow[]): Message {
   return {
     ...messageItemShape(row, attachments),
@@ -139,6 +153,7 @@ export function messageShape(row: MessageBodyRow, attachments: AttachmentRow[]):
     extracted_text: readExtract(row),
     extracted_html: row.extracted_html,
     extracted: extractedOf(row),
+    manipulation: manipulationOf(row),
     send_status: row.send_status,
     send_reason: row.send_reason,
   };

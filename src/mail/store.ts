@@ -12,10 +12,11 @@ import { uuidv7 } from '../db/ids.js';
 import { appendEvent } from '../events/log.js';
 import { bumpSearchGeneration } from '../core/pagination.js';
 import { deriveText, type DerivedText } from './extract.js';
+import { domainOf, knownDomains, rememberCorrespondent, withSenderCheck } from './correspondents.js';
 import { storedExtract } from './extracted-span.js';
 
 export { PREVIEW_LENGTH, previewOf } from './extract.js';
-import { HIDDEN_LABELS, INBOUND_HIDDEN_ORDER, type InboundHiddenLabel } from './labels.js';
+import { HIDDEN_LABELS, INBOUND_HIDDEN_ORDER, SUSPICIOUS_LABEL, type InboundHiddenLabel } from './labels.js';
 import { messageWithBody } from './messages.js';
 import { keepSummary, threadSummaries } from './threads.js';
 import { displayAddress, type ThreadRow } from './serialize.js';
@@ -86,6 +87,8 @@ export function commitInbound(db: Db, input: InboundMail): CommitResult {
   const parsedId = messageIds(parsed.messageId)[0];
   const inReplyTo = messageIds(parsed.inReplyTo);
   const refs = parsed.references.flatMap((r) => messageIds(r));
+  const senderDomain = domainOf(from?.address);
+  const verdict = withSenderCheck(derived.manipulation, senderDomain, knownDomains(db, input.inboxId));
   return db.transaction((): CommitResult => {
     if (input.sourceKey !== undefined) {
       const same = prepared(db, 'SELECT id, message_id, thread_id FROM messages WHERE source_key = ?').get(input.sourceKey) as
@@ -106,12 +109,13 @@ export function commitInbound(db: Db, input: InboundMail): CommitResult {
     const threadId = joinThread(db, inbox.inbox_id, [...inReplyTo, ...refs.slice(-MAX_THREAD_REFS)], timestamp) ?? newThread(db, inbox.inbox_id, parsed.subject, timestamp);
 
     const extract = storedExtract(parsed.text, derived.extractedText);
+    const hidden = INBOUND_HIDDEN_ORDER.filter((l) => input.hiddenLabels?.includes(l));
     const rowid = Number(
       prepared(
         db,
         `INSERT INTO messages (inbox_id, thread_id, message_id, from_address, sender, to_addresses, cc_addresses, bcc_addresses, reply_to, subject, preview,
-           text, html, extracted_text, extracted_from, extracted_length, extracted_html, actions, headers, in_reply_to, refs, size, timestamp, direction, source_key, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'inbound', ?, ?, ?)`,
+           text, html, extracted_text, extracted_from, extracted_length, extracted_html, actions, manipulation, headers, in_reply_to, refs, size, timestamp, direction, source_key, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'inbound', ?, ?, ?)`,
       ).run(
         inbox.inbox_id,
         threadId,
@@ -130,6 +134,7 @@ export function commitInbound(db: Db, input: InboundMail): CommitResult {
         extract.extracted_length,
         derived.extractedHtml,
         derived.actionsJson,
+        JSON.stringify(verdict),
         derived.headersJson,
         inReplyTo[0] ?? null,
         json(refs),
@@ -141,9 +146,10 @@ export function commitInbound(db: Db, input: InboundMail): CommitResult {
       ).lastInsertRowid,
     );
 
-    const hidden = INBOUND_HIDDEN_ORDER.filter((l) => input.hiddenLabels?.includes(l));
     const addLabel = prepared(db, 'INSERT OR IGNORE INTO message_labels (message_rowid, label) VALUES (?, ?)');
-    for (const label of ['received', 'unread', ...hidden]) addLabel.run(rowid, label);
+    for (const label of ['received', 'unread', ...hidden, ...(verdict.suspicious ? [SUSPICIOUS_LABEL] : [])]) addLabel.run(rowid, label);
+    // Only clean mail vouches for its sender's domain (src/mail/correspondents.ts).
+    if (!verdict.suspicious && hidden.length === 0) rememberCorrespondent(db, inbox.inbox_id, senderDomain, timestamp);
 
     const addAttachment = prepared(
       db,
@@ -159,7 +165,7 @@ export function commitInbound(db: Db, input: InboundMail): CommitResult {
 
     // The event carries the message and its thread as a reader of this event type sees them:
     // the hidden label that selected the variant is visible to them, other hidden mail is not.
-    const message = messageWithBody(db, rowid, { text: parsed.text, html: parsed.html, extracted_text: derived.extractedText, extracted_html: derived.extractedHtml, actions: derived.actionsJson });
+    const message = messageWithBody(db, rowid, { text: parsed.text, html: parsed.html, extracted_text: derived.extractedText, extracted_html: derived.extractedHtml, actions: derived.actionsJson, manipulation: JSON.stringify(verdict) });
     const thread = prepared(db, 'SELECT rowid AS rid, thread_id, inbox_id, subject, created_at, updated_at FROM threads WHERE thread_id = ?').get(threadId) as ThreadRow;
     const view = { excluded: HIDDEN_LABELS.filter((l) => !(hidden as readonly string[]).includes(l)) };
     const [summary] = threadSummaries(db, [thread], view);

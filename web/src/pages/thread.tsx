@@ -62,6 +62,22 @@ async function download(inboxId: string, messageId: string, attachmentId: string
   a.remove();
 }
 
+/** The advisory manipulation verdict (docs/manipulation.md): why this mail may try to steer an agent. */
+function ManipulationWarning({ findings }: { findings: { reason: string; detail: string }[] }) {
+  return (
+    <div class="warning" role="note" data-testid="manipulation-warning">
+      <strong>This message may try to manipulate an AI agent.</strong> It was delivered as usual; svc only warns.
+      <ul>
+        {findings.map((f) => (
+          <li key={f.reason}>
+            <code>{f.reason}</code>: {f.detail}
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}
+
 function MessageView({ message, onChanged }: { message: Message; onChanged: () => void }) {
   const action = useAction();
   const base = `/v0/inboxes/${enc(message.inbox_id)}/messages/${enc(message.message_id)}`;
@@ -80,6 +96,7 @@ function MessageView({ message, onChanged }: { message: Message; onChanged: () =
       </div>
       <Labels labels={message.labels} />
       {message.send_reason && <div class="muted small">Send status: {message.send_status} ({message.send_reason})</div>}
+      {message.manipulation?.suspicious && <ManipulationWarning findings={message.manipulation.findings} />}
       <MailBody message={message} />
       {message.attachments.length > 0 && (
         <div class="attachments">

@@ -1,0 +1,49 @@
+/**
+ * The domains an inbox corresponds with (issue 20 §3, docs/manipulation.md): the senders of its
+ * clean received mail and the recipients of its sent mail. A received message whose sender's
+ * domain imitates one of them (`paypa1.com` for `paypal.com`) gets the `lookalike_sender` finding.
+ * A domain joins only through clean mail, so a lookalike never vouches for itself.
+ */
+import type { Db } from '../db/open.js';
+import { prepared } from '../db/statements.js';
+import { assessManipulation, type ManipulationVerdict } from './manipulation.js';
+
+/** Domains compared per received message: the inbox's most recent ones. */
+export const MAX_KNOWN_DOMAINS = 500;
+
+/** The domain of a bare address, lower-cased; null when there is none. */
+export function domainOf(address: string | null | undefined): string | null {
+  if (!address) return null;
+  const at = address.lastIndexOf('@');
+  const domain = at >= 0 ? address.slice(at + 1).trim().toLowerCase() : '';
+  return domain.length > 0 && domain.length <= 253 ? domain : null;
+}
+
+/** The inbox's correspondent domains, most recent first. */
+export function knownDomains(db: Db, inboxId: string): string[] {
+  return (prepared(db, 'SELECT domain FROM correspondent_domains WHERE inbox_id = ? ORDER BY last_seen DESC LIMIT ?').all(inboxId, MAX_KNOWN_DOMAINS) as { domain: string }[]).map(
+    (r) => r.domain,
+  );
+}
+
+/** Records that the inbox corresponds with `domain` (inside the caller's transaction). */
+export function rememberCorrespondent(db: Db, inboxId: string, domain: string | null, at: string): void {
+  if (domain === null) return;
+  prepared(db, 'INSERT INTO correspondent_domains (inbox_id, domain, last_seen) VALUES (?, ?, ?) ON CONFLICT (inbox_id, domain) DO UPDATE SET last_seen = max(last_seen, excluded.last_seen)').run(
+    inboxId,
+    domain,
+    at,
+  );
+}
+
+/**
+ * The content verdict with the sender check added: a sender domain imitating a known one is a
+ * finding. Only the sender is assessed here (no bodies): the content was assessed where the
+ * message was parsed (src/mail/extract.ts deriveText).
+ */
+export function withSenderCheck(verdict: ManipulationVerdict, senderDomain: string | null, known: readonly string[]): ManipulationVerdict {
+  if (senderDomain === null || known.length === 0 || verdict.findings.some((f) => f.reason === 'lookalike_sender')) return verdict;
+  const sender = assessManipulation({ subject: null, text: null, html: null, senderDomain, knownDomains: known });
+  const lookalike = sender.findings.find((f) => f.reason === 'lookalike_sender');
+  return lookalike ? { suspicious: true, findings: [...verdict.findings, lookalike] } : verdict;
+}
