@@ -17,6 +17,7 @@
  *   mailto:, the only non-http link kept, as an agent can send that mail). The kind comes from the
  *   anchor text, else the URL, else the words around a link whose text says nothing ("click here").
  */
+import { closingTagAt, readTag } from './html-tags.js';
 
 /** Characters of each body (text, HTML) scanned: codes and action links sit near the top of real mail. */
 export const MAX_SCANNED_CHARS = 256 * 1024;
@@ -295,63 +296,16 @@ interface Tag {
   end: number;
 }
 
-const isTagNameChar = (c: number) => isAsciiAlnum(c) || c === 0x3a || c === 0x2d || c === 0x5f;
-const isTagSpace = (c: number) => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0c || c === 0x0d;
+const ANCHOR_ATTRIBUTES = new Set(['href', 'alt']);
 
-/** The tag starting at `lt` (its `<` followed by a letter or `/` and a letter), read once forward. */
-function readTag(html: string, lt: number): Tag {
-  const n = html.length;
-  const closing = html.charCodeAt(lt + 1) === 0x2f;
-  let p = lt + (closing ? 2 : 1);
-  const nameStart = p;
-  while (p < n && isTagNameChar(html.charCodeAt(p))) p++;
-  // Names longer than any real element's are not compared, so not copied either.
-  const name = p - nameStart <= 16 ? html.slice(nameStart, p).toLowerCase() : '';
-  const tag: Tag = { name, closing, href: null, alt: null, end: n };
-  while (p < n) {
-    const c = html.charCodeAt(p);
-    if (c === 0x3e /* > */) {
-      tag.end = p + 1;
-      return tag;
-    }
-    if (isTagSpace(c) || c === 0x2f) {
-      p++;
-      continue;
-    }
-    const attrStart = p++; // the first character belongs to the name even when it is '='
-    while (p < n && !isTagSpace(html.charCodeAt(p)) && html.charCodeAt(p) !== 0x3e && html.charCodeAt(p) !== 0x2f && html.charCodeAt(p) !== 0x3d) p++;
-    const attrName = p - attrStart <= 4 ? html.slice(attrStart, p).toLowerCase() : '';
-    while (p < n && isTagSpace(html.charCodeAt(p))) p++;
-    if (html.charCodeAt(p) !== 0x3d /* = */) continue;
-    p++;
-    while (p < n && isTagSpace(html.charCodeAt(p))) p++;
-    let valueStart = p;
-    let valueEnd: number;
-    const quote = html.charCodeAt(p);
-    if (quote === 0x22 || quote === 0x27) {
-      const close = html.indexOf(quote === 0x22 ? '"' : "'", p + 1);
-      if (close === -1) return tag; // an unterminated quote swallows the rest
-      valueStart = p + 1;
-      valueEnd = close;
-      p = close + 1;
-    } else {
-      while (p < n && !isTagSpace(html.charCodeAt(p)) && html.charCodeAt(p) !== 0x3e) p++;
-      valueEnd = p;
-    }
-    if (valueEnd - valueStart > MAX_ATTRIBUTE_CHARS) continue;
-    // The first of a repeated attribute wins, as in browsers.
-    if (attrName === 'href' && tag.href === null) tag.href = decodeAttribute(html.slice(valueStart, valueEnd));
-    else if (attrName === 'alt' && tag.alt === null) tag.alt = decodeAttribute(html.slice(valueStart, valueEnd));
-  }
-  return tag;
-}
-
-/** Where the closing tag of a hidden-content element starts, or the input length. */
-function hiddenContentEnd(html: string, from: number, name: string): number {
-  for (let k = html.indexOf('</', from); k !== -1; k = html.indexOf('</', k + 2)) {
-    if (html.slice(k + 2, k + 2 + name.length).toLowerCase() === name) return k;
-  }
-  return html.length;
+/** The tag starting at `lt` with its `href` and `alt`, entities decoded (src/mail/html-tags.ts reads it). */
+function tagAt(html: string, lt: number): Tag {
+  const raw = readTag(html, lt, ANCHOR_ATTRIBUTES, 4);
+  const value = (name: string): string | null => {
+    const span = raw.attributes.get(name);
+    return span && span.end - span.start <= MAX_ATTRIBUTE_CHARS ? decodeAttribute(html.slice(span.start, span.end)) : null;
+  };
+  return { name: raw.name, closing: raw.closing, href: value('href'), alt: value('alt'), end: raw.end };
 }
 
 function renderHtml(html: string): Page {
@@ -384,7 +338,7 @@ function renderHtml(html: string): Page {
       pos = lt + 1;
       continue;
     }
-    const tag = readTag(html, lt);
+    const tag = tagAt(html, lt);
     pos = tag.end;
     if (tag.name === 'a') {
       closeAnchor(); // anchors do not nest; a new one ends the open one
@@ -396,7 +350,7 @@ function renderHtml(html: string): Page {
       if (lastClosed !== null && lastClosed.textEnd === text.length) lastClosed.endsLine = true;
       text.breakLine();
     } else if (!tag.closing && HIDDEN_CONTENT_ELEMENTS.has(tag.name)) {
-      pos = hiddenContentEnd(html, pos, tag.name);
+      pos = closingTagAt(html, pos, tag.name);
     }
   }
   closeAnchor();

@@ -30,6 +30,7 @@
  * - A detail shows at most MAX_EVIDENCE_CHARS of evidence with invisible characters as U+XXXX,
  *   and is at most MAX_DETAIL_CHARS long.
  */
+import { closingTagAt, readTag } from './html-tags.js';
 import { domainToASCII, domainToUnicode } from 'node:url';
 
 /** Characters of each body (text, HTML) scanned: an attack aimed at a model sits where a model reads. */
@@ -426,64 +427,28 @@ interface Tag {
   end: number;
 }
 
-const isTagNameChar = (c: number) => isAsciiAlnum(c) || c === 0x3a || c === 0x2d || c === 0x5f;
-const isTagSpace = (c: number) => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0c || c === 0x0d;
+const HIDING_ATTRIBUTES = new Set(['style', 'bgcolor', 'color', 'hidden']);
+/** Characters of a colour attribute read: more is not a colour. */
+const MAX_COLOR_ATTRIBUTE_CHARS = 64;
 
-/** The tag starting at `lt` (its `<` followed by a letter or `/` and a letter), read once forward. */
-function readTag(html: string, lt: number): Tag {
-  const n = html.length;
-  const closing = html.charCodeAt(lt + 1) === 0x2f;
-  let p = lt + (closing ? 2 : 1);
-  const nameStart = p;
-  while (p < n && isTagNameChar(html.charCodeAt(p))) p++;
-  // Names longer than any element compared here are not copied.
-  const name = p - nameStart <= 16 ? html.slice(nameStart, p).toLowerCase() : '';
-  const tag: Tag = { name, closing, style: null, bgcolor: null, color: null, hidden: false, end: n };
-  while (p < n) {
-    const c = html.charCodeAt(p);
-    if (c === 0x3e /* > */) {
-      tag.end = p + 1;
-      return tag;
-    }
-    if (isTagSpace(c) || c === 0x2f) {
-      p++;
-      continue;
-    }
-    const attrStart = p++; // the first character belongs to the name even when it is '='
-    while (p < n && !isTagSpace(html.charCodeAt(p)) && html.charCodeAt(p) !== 0x3e && html.charCodeAt(p) !== 0x2f && html.charCodeAt(p) !== 0x3d) p++;
-    const attrName = p - attrStart <= 7 ? html.slice(attrStart, p).toLowerCase() : '';
-    if (attrName === 'hidden') tag.hidden = true;
-    while (p < n && isTagSpace(html.charCodeAt(p))) p++;
-    if (html.charCodeAt(p) !== 0x3d /* = */) continue;
-    p++;
-    while (p < n && isTagSpace(html.charCodeAt(p))) p++;
-    let valueStart = p;
-    let valueEnd: number;
-    const quote = html.charCodeAt(p);
-    if (quote === 0x22 || quote === 0x27) {
-      const close = html.indexOf(quote === 0x22 ? '"' : "'", p + 1);
-      if (close === -1) return tag; // an unterminated quote swallows the rest
-      valueStart = p + 1;
-      valueEnd = close;
-      p = close + 1;
-    } else {
-      while (p < n && !isTagSpace(html.charCodeAt(p)) && html.charCodeAt(p) !== 0x3e) p++;
-      valueEnd = p;
-    }
-    // The first of a repeated attribute wins, as in browsers.
-    if (attrName === 'style' && tag.style === null) tag.style = decodeText(html, valueStart, valueEnd);
-    else if (attrName === 'bgcolor' && tag.bgcolor === null) tag.bgcolor = html.slice(valueStart, Math.min(valueEnd, valueStart + 64));
-    else if (attrName === 'color' && tag.color === null) tag.color = html.slice(valueStart, Math.min(valueEnd, valueStart + 64));
-  }
-  return tag;
-}
-
-/** Where the closing tag of an unseen-content element starts, or the input length. */
-function contentEnd(html: string, from: number, name: string): number {
-  for (let k = html.indexOf('</', from); k !== -1; k = html.indexOf('</', k + 2)) {
-    if (html.slice(k + 2, k + 2 + name.length).toLowerCase() === name) return k;
-  }
-  return html.length;
+/** The tag starting at `lt` with the attributes that can hide its text (src/mail/html-tags.ts reads it). */
+function tagAt(html: string, lt: number): Tag {
+  const raw = readTag(html, lt, HIDING_ATTRIBUTES, 7);
+  const span = (name: string) => raw.attributes.get(name) ?? null;
+  const style = span('style');
+  const colour = (name: string) => {
+    const s = span(name);
+    return s ? html.slice(s.start, Math.min(s.end, s.start + MAX_COLOR_ATTRIBUTE_CHARS)) : null;
+  };
+  return {
+    name: raw.name,
+    closing: raw.closing,
+    style: style ? decodeText(html, style.start, style.end) : null,
+    bgcolor: colour('bgcolor'),
+    color: colour('color'),
+    hidden: raw.attributes.has('hidden'),
+    end: raw.end,
+  };
 }
 
 function renderHtml(html: string): Page {
@@ -584,7 +549,7 @@ function renderHtml(html: string): Page {
       pos = lt + 1;
       continue;
     }
-    const tag = readTag(html, lt);
+    const tag = tagAt(html, lt);
     pos = tag.end;
     if (tag.closing) {
       if (tag.name === 'system' && openSystem !== null) promptElement ??= { name: 'system', hiding: openSystem.hiding };
@@ -594,7 +559,7 @@ function renderHtml(html: string): Page {
     }
     const unseenWhere = UNSEEN_CONTENT.get(tag.name);
     if (unseenWhere !== undefined) {
-      const end = contentEnd(html, pos, tag.name);
+      const end = closingTagAt(html, pos, tag.name);
       keepUnseen(unseenWhere, html.slice(pos, end));
       pos = end;
       continue;

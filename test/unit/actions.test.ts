@@ -223,13 +223,14 @@ function fastest(source: ActionSource): number {
 
 t.test('hostile input: bounded output, and time at most linear in the size', async (t) => {
   for (const { name, build } of HOSTILE) {
-    const small = { ...EMPTY, ...build(64 * KiB) };
+    const small = { ...EMPTY, ...build(16 * KiB) };
     const large = { ...EMPTY, ...build(256 * KiB) };
-    assertBounded(t, extractActions(small), `${name} (64 KiB)`);
+    assertBounded(t, extractActions(small), `${name} (16 KiB)`);
     assertBounded(t, extractActions(large), `${name} (256 KiB)`);
     const smallMs = fastest(small);
     const largeMs = fastest(large);
-    t.ok(largeMs < 10 * smallMs + 10, `${name}: 256 KiB in ${largeMs.toFixed(1)} ms, 64 KiB in ${smallMs.toFixed(1)} ms`);
+    // 16× the input: linear is about 16× the time, quadratic about 256×; the margin absorbs a busy machine.
+    t.ok(largeMs < 64 * smallMs + 20, `${name}: 256 KiB in ${largeMs.toFixed(1)} ms, 16 KiB in ${smallMs.toFixed(1)} ms`);
   }
 });
 
