@@ -228,16 +228,20 @@ function readable(s: string): string {
     pending = 0;
     lineStart = false;
     if (c >= 0xff01 && c <= 0xff5e) c -= 0xfee0;
-    else c = HOMOGLYPHS.get(c) ?? c;
+    else if (c >= 0x80) c = HOMOGLYPHS.get(c) ?? c; // every look-alike is outside ASCII
     out[n++] = c;
   }
   return fromCodes(out, n);
 }
 
+/**
+ * UTF-16 code units as a string, decoded natively (spreading them into String.fromCharCode was
+ * most of the check's time). A lone surrogate becomes U+FFFD, which matches no phrase either.
+ * Typed arrays use the platform's byte order, little-endian on every platform Node supports.
+ */
+const UTF16 = new TextDecoder('utf-16le');
 function fromCodes(codes: Uint16Array, length: number): string {
-  const parts: string[] = [];
-  for (let k = 0; k < length; k += 8_192) parts.push(String.fromCharCode(...codes.subarray(k, Math.min(length, k + 8_192))));
-  return parts.join('');
+  return UTF16.decode(new Uint8Array(codes.buffer, codes.byteOffset, length * 2));
 }
 
 // ---------------------------------------------------------------------------------------------
