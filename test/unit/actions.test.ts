@@ -7,6 +7,7 @@ import t, { type Test } from 'tap';
 import { performance } from 'node:perf_hooks';
 import { extractActions, MAX_CODES, MAX_LINKS, MAX_SCANNED_CHARS, type ActionSource, type ExtractedActions } from '../../src/mail/actions.js';
 import { CORPUS } from '../fixtures/actions-corpus.js';
+import { assertLinear } from '../helpers/linear.js';
 
 const EMPTY: ActionSource = { subject: null, text: null, html: null, listUnsubscribe: null };
 const ACTION_KINDS = new Set(['verification', 'magic_link', 'password_reset', 'unsubscribe']);
@@ -210,28 +211,8 @@ function assertBounded(t: Test, result: ExtractedActions, name: string): void {
   t.ok(result.links.every((l) => l.url.isWellFormed() && (l.text === null || l.text.isWellFormed())), `${name}: well-formed strings`);
 }
 
-/** The fastest of a few runs, in ms: the least disturbed by whatever else the machine is doing. */
-function fastest(source: ActionSource): number {
-  let best = Infinity;
-  for (let run = 0; run < 5; run++) {
-    const start = performance.now();
-    extractActions(source);
-    best = Math.min(best, performance.now() - start);
-  }
-  return best;
-}
-
 t.test('hostile input: bounded output, and time at most linear in the size', async (t) => {
-  for (const { name, build } of HOSTILE) {
-    const small = { ...EMPTY, ...build(16 * KiB) };
-    const large = { ...EMPTY, ...build(256 * KiB) };
-    assertBounded(t, extractActions(small), `${name} (16 KiB)`);
-    assertBounded(t, extractActions(large), `${name} (256 KiB)`);
-    const smallMs = fastest(small);
-    const largeMs = fastest(large);
-    // 16× the input: linear is about 16× the time, quadratic about 256×; the margin absorbs a busy machine.
-    t.ok(largeMs < 64 * smallMs + 20, `${name}: 256 KiB in ${largeMs.toFixed(1)} ms, 16 KiB in ${smallMs.toFixed(1)} ms`);
-  }
+  assertLinear(t, HOSTILE.map(({ name, build }) => ({ name, build: (size: number) => ({ ...EMPTY, ...build(size) }) })), extractActions, (result, label) => assertBounded(t, result, label));
 });
 
 t.test('hostile input: only MAX_SCANNED_CHARS of each body is read', async (t) => {

@@ -7,6 +7,7 @@ import t, { type Test } from 'tap';
 import { performance } from 'node:perf_hooks';
 import { assessManipulation, looksLike, MAX_SCANNED_CHARS, type ManipulationReason, type ManipulationSource, type ManipulationVerdict } from '../../src/mail/manipulation.js';
 import { ATTACKS, inTagCharacters, KNOWN_DOMAINS, ORDINARY } from '../fixtures/manipulation-corpus.js';
+import { assertLinear } from '../helpers/linear.js';
 
 const EMPTY: ManipulationSource = { subject: null, text: null, html: null, senderDomain: null, knownDomains: [] };
 const REASONS: ManipulationReason[] = ['hidden_text', 'ai_instructions', 'prompt_syntax', 'invisible_unicode', 'lookalike_sender'];
@@ -375,28 +376,8 @@ function assertBounded(t: Test, verdict: ManipulationVerdict, name: string): voi
   t.ok(verdict.findings.every((f) => f.detail.length <= 160 && f.detail.isWellFormed() && !UNSAFE.test(f.detail)), `${name}: short, safe details`);
 }
 
-/** The fastest of a few runs, in ms: the least disturbed by whatever else the machine is doing. */
-function fastest(source: ManipulationSource): number {
-  let best = Infinity;
-  for (let run = 0; run < 5; run++) {
-    const start = performance.now();
-    assessManipulation(source);
-    best = Math.min(best, performance.now() - start);
-  }
-  return best;
-}
-
 t.test('hostile input: bounded output, and time at most linear in the size', async (t) => {
-  for (const { name, build } of HOSTILE) {
-    const small = { ...EMPTY, ...build(16 * KiB) };
-    const large = { ...EMPTY, ...build(256 * KiB) };
-    assertBounded(t, assessManipulation(small), `${name} (16 KiB)`);
-    assertBounded(t, assessManipulation(large), `${name} (256 KiB)`);
-    const smallMs = fastest(small);
-    const largeMs = fastest(large);
-    // 16× the input: linear is about 16× the time, quadratic about 256×; the margin absorbs a busy machine.
-    t.ok(largeMs < 64 * smallMs + 20, `${name}: 256 KiB in ${largeMs.toFixed(1)} ms, 16 KiB in ${smallMs.toFixed(1)} ms`);
-  }
+  assertLinear(t, HOSTILE.map(({ name, build }) => ({ name, build: (size: number) => ({ ...EMPTY, ...build(size) }) })), assessManipulation, (result, label) => assertBounded(t, result, label));
 });
 
 t.test('hostile input: a megabyte of each kind returns quickly, cut at MAX_SCANNED_CHARS', async (t) => {

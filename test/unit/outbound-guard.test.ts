@@ -8,6 +8,7 @@ import t, { type Test } from 'tap';
 import { performance } from 'node:perf_hooks';
 import { GUARD_DETECTORS, inspectOutgoing, MAX_SCANNED_CHARS, type GuardDetector, type GuardFinding, type GuardSource } from '../../src/mail/outbound-guard.js';
 import { CLEAN, HOME_SECRETS, LEAKS, seeded } from '../fixtures/outbound-guard-corpus.js';
+import { assertLinear } from '../helpers/linear.js';
 
 const ALL = new Set<GuardDetector>(GUARD_DETECTORS);
 const EMPTY: GuardSource = { subject: null, text: null, html: null, attachments: [], homeSecrets: [] };
@@ -383,28 +384,8 @@ const HOSTILE: { name: string; build: (size: number) => Partial<GuardSource> }[]
   { name: 'home secrets sharing a start', build: (size) => ({ text: 'a'.repeat(size), homeSecrets: Array.from({ length: 50 }, (_, i) => `${'a'.repeat(100)}${i}b`) }) },
 ];
 
-/** The fastest of a few runs, in ms: the least disturbed by whatever else the machine is doing. */
-function fastest(source: GuardSource): number {
-  let best = Infinity;
-  for (let run = 0; run < 5; run++) {
-    const start = performance.now();
-    inspectOutgoing(source, ALL);
-    best = Math.min(best, performance.now() - start);
-  }
-  return best;
-}
-
 t.test('hostile input: bounded output, and time at most linear in the size', async (t) => {
-  for (const { name, build } of HOSTILE) {
-    const small = { ...EMPTY, ...build(16 * KiB) };
-    const large = { ...EMPTY, ...build(256 * KiB) };
-    assertWellFormed(t, inspectOutgoing(small, ALL), `${name} (16 KiB)`);
-    assertWellFormed(t, inspectOutgoing(large, ALL), `${name} (256 KiB)`);
-    const smallMs = fastest(small);
-    const largeMs = fastest(large);
-    // 16× the input: linear is about 16× the time, quadratic about 256×; the margin absorbs a busy machine.
-    t.ok(largeMs < 64 * smallMs + 20, `${name}: 256 KiB in ${largeMs.toFixed(1)} ms, 16 KiB in ${smallMs.toFixed(1)} ms`);
-  }
+  assertLinear(t, HOSTILE.map(({ name, build }) => ({ name, build: (size: number) => ({ ...EMPTY, ...build(size) }) })), (s) => inspectOutgoing(s, ALL), (result, label) => assertWellFormed(t, result, label));
 });
 
 t.test('hostile input: a megabyte of each kind returns quickly, cut at MAX_SCANNED_CHARS', async (t) => {
