@@ -4,12 +4,12 @@
  * not load typebox, a few MiB per thread.
  */
 import { Type, type Static } from 'typebox';
-import { PermissionsInput } from './permission-schemas.js';
+import { PermissionsInput, SendPolicySchema } from './permission-schemas.js';
 
 export const NAME_MAX = 128;
 export const SCOPE_MAX_INBOXES = 1000;
 
-const SendPolicyField = Type.Union([Type.Literal('direct'), Type.Literal('approval'), Type.Literal('read_only')]);
+const SendPolicyField = SendPolicySchema;
 const Name = Type.Union([Type.String({ maxLength: NAME_MAX }), Type.Null()]);
 const Address = Type.String({ minLength: 3, maxLength: 320 });
 

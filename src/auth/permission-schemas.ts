@@ -13,3 +13,6 @@ export const PermissionsInput = Type.Union([
   Type.Array(Type.String(), { maxItems: 200 }),
 ]);
 export type PermissionsInput = Static<typeof PermissionsInput>;
+
+/** A credential's send policy (src/auth/principal.ts SEND_POLICIES). */
+export const SendPolicySchema = Type.Union([Type.Literal('direct'), Type.Literal('approval'), Type.Literal('guarded'), Type.Literal('read_only')]);

@@ -1,7 +1,13 @@
 /** Who is calling: the owner (bearer or browser session) or an agent (API key, OAuth token). */
 import type { Permission } from './permissions.js';
 
-export type SendPolicy = 'direct' | 'approval' | 'read_only';
+/**
+ * What a credential's sends do (spec §2.9; docs/guarded.md): `direct` queues them, `approval`
+ * makes each a draft awaiting the owner, `guarded` queues them unless the outbound guard finds
+ * something that must not leave without the owner (src/mail/guard.ts), `read_only` cannot send.
+ */
+export const SEND_POLICIES = ['direct', 'approval', 'guarded', 'read_only'] as const;
+export type SendPolicy = (typeof SEND_POLICIES)[number];
 
 export interface Principal {
   kind: 'owner' | 'session' | 'api_key' | 'oauth';

@@ -5,6 +5,7 @@
 import { CliError } from './exit-codes.js';
 import { enc, opt, PAGE_OPTIONS, pageQuery, type Ctx, type Group } from './commands.js';
 import { PERMISSIONS } from '../auth/permissions.js';
+import { SEND_POLICIES } from '../auth/principal.js';
 import { fields, out, pageTable, printJson, type Column, WHOLE } from './output.js';
 import type { ApiKeyResponse } from '../auth/api-keys.js';
 
@@ -23,7 +24,7 @@ const COLUMNS: Column<ApiKey>[] = [
   ['EXPIRES', (k) => k.expires_at],
 ];
 
-const POLICIES = ['direct', 'approval', 'read_only'];
+const POLICIES: readonly string[] = SEND_POLICIES;
 
 function permissions(ctx: Ctx): string[] | undefined {
   const names = ctx.list('permissions', true);
@@ -85,7 +86,7 @@ export const group: Group = {
       summary: 'Create an API key; its secret is printed once.',
       options: [
         opt('permissions NAME...', 'Granted permissions, comma-separated or repeated; `all` for every one (required).'),
-        opt('send-policy POLICY', 'direct, approval or read_only (required).'),
+        opt('send-policy POLICY', 'direct, approval, guarded or read_only (required).'),
         opt('inbox ADDRESS...', 'Restrict the key to this inbox (default: every inbox).'),
         opt('name NAME', 'A name to recognise it.'),
         opt('expires-at TIME', 'RFC 3339 time when it stops working.'),

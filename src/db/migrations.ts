@@ -9,6 +9,7 @@ import { CONTENTLESS_FTS_MIGRATION } from './migrations-contentless-fts.js';
 import { EXTRACTED_SPAN_MIGRATION } from './migrations-extracted-span.js';
 import { ACTIONS_MIGRATION } from './migrations-actions.js';
 import { MANIPULATION_MIGRATION } from './migrations-manipulation.js';
+import { GUARD_MIGRATION } from './migrations-guard.js';
 
 export const MIGRATIONS: readonly string[] = [
   // 1: settings and the owner account
@@ -298,4 +299,12 @@ export const MIGRATIONS: readonly string[] = [
   ACTIONS_MIGRATION,
   // 16: the manipulation verdict and each inbox's correspondent domains (src/db/migrations-manipulation.ts)
   MANIPULATION_MIGRATION,
+  // 17: the guarded send policy, why the guard held a draft, each inbox's correspondent addresses (src/db/migrations-guard.ts)
+  GUARD_MIGRATION,
 ];
+
+/**
+ * Migrations (by their 1-based number) that rebuild a table other tables reference: they run
+ * with foreign keys off (so a DROP does not cascade), and the keys are checked before they commit.
+ */
+export const FOREIGN_KEYS_OFF: ReadonlySet<number> = new Set([17]);

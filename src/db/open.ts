@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import Database from 'better-sqlite3-multiple-ciphers';
 import { StartupError } from '../keys/startup-error.js';
-import { MIGRATIONS } from './migrations.js';
+import { FOREIGN_KEYS_OFF, MIGRATIONS } from './migrations.js';
 import { WRITER_CACHE_KIB } from '../core/heap-limits.js';
 import type { WriteGate } from './write-gate.js';
 
@@ -278,15 +278,23 @@ function checkSchema(db: Db): void {
   if (version !== MIGRATIONS.length) throw failed('SchemaMismatch', `The database schema is at version ${version}, expected ${MIGRATIONS.length}.`);
 }
 
-function migrate(db: Db): void {
+export function migrate(db: Db): void {
   const version = db.pragma('user_version', { simple: true }) as number;
   if (version > MIGRATIONS.length) {
     throw failed('SchemaTooNew', `The database schema (version ${version}) is newer than this svc understands (${MIGRATIONS.length}).`);
   }
   for (let v = version; v < MIGRATIONS.length; v++) {
-    db.transaction(() => {
-      db.exec(MIGRATIONS[v]);
-      db.pragma(`user_version = ${v + 1}`);
-    })();
+    // A table rebuild (SQLite's twelve steps) needs foreign keys off, which only changes outside a transaction.
+    const keysOff = FOREIGN_KEYS_OFF.has(v + 1);
+    if (keysOff) db.pragma('foreign_keys = OFF');
+    try {
+      db.transaction(() => {
+        db.exec(MIGRATIONS[v]);
+        if (keysOff && (db.pragma('foreign_key_check') as unknown[]).length > 0) throw failed('MigrationFailed', `Schema migration ${v + 1} would break a reference between tables.`);
+        db.pragma(`user_version = ${v + 1}`);
+      })();
+    } finally {
+      if (keysOff) db.pragma('foreign_keys = ON');
+    }
   }
 }

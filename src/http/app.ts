@@ -12,6 +12,7 @@ import type { Principal } from '../auth/principal.js';
 import { httpGate, noRoute } from '../auth/gate.js';
 import { noteChange } from '../db/stamp.js';
 import { ownerRoutes } from '../routes/owner.js';
+import { ownerGuardRoutes } from '../routes/owner-guard.js';
 import { transportRoutes } from '../routes/transport.js';
 import { inboundRoutes } from '../routes/inbound.js';
 import { inboxRoutes } from '../routes/inboxes.js';
@@ -173,6 +174,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
 
   await app.register(ownerRoutes, { prefix: '/v0/owner' });
   await app.register(transportRoutes, { prefix: '/v0/owner' });
+  await app.register(ownerGuardRoutes, { prefix: '/v0/owner' });
   await app.register(inboundRoutes, { prefix: '/v0/owner' });
   await app.register(ownerOAuthRoutes, { prefix: '/v0/owner' });
   await app.register(oauthRoutes);

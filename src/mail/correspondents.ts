@@ -2,7 +2,8 @@
  * The domains an inbox corresponds with (issue 20 §3, docs/manipulation.md): the senders of its
  * clean received mail and the recipients of its sent mail. A received message whose sender's
  * domain imitates one of them (`paypa1.com` for `paypal.com`) gets the `lookalike_sender` finding.
- * A domain joins only through clean mail, so a lookalike never vouches for itself.
+ * A domain joins only through clean mail, so a lookalike never vouches for itself. The same goes
+ * for each address (correspondent_addresses), which the guarded send policy reads.
  */
 import type { Db } from '../db/open.js';
 import { prepared } from '../db/statements.js';
@@ -46,4 +47,21 @@ export function withSenderCheck(verdict: ManipulationVerdict, senderDomain: stri
   const sender = assessManipulation({ subject: null, text: null, html: null, senderDomain, knownDomains: known });
   const lookalike = sender.findings.find((f) => f.reason === 'lookalike_sender');
   return lookalike ? { suspicious: true, findings: [...verdict.findings, lookalike] } : verdict;
+}
+
+/** The bare address of a display form (`Name <a@b>` or `a@b`), lower-cased. */
+export function bareAddress(display: string): string {
+  const lt = display.lastIndexOf('<');
+  const gt = display.lastIndexOf('>');
+  return (lt >= 0 && gt > lt ? display.slice(lt + 1, gt) : display).trim().toLowerCase();
+}
+
+/**
+ * Records that the inbox knows an address (inside the caller's transaction): `introducedAt` is
+ * the time of the send that first wrote to it, null when it first wrote to the inbox. The guarded
+ * policy counts first contacts made by sends against its daily limit (src/mail/guard.ts).
+ */
+export function rememberAddress(db: Db, inboxId: string, address: string | null | undefined, introducedAt: string | null): void {
+  if (!address || address.length > 320) return;
+  prepared(db, 'INSERT OR IGNORE INTO correspondent_addresses (inbox_id, address, introduced_at) VALUES (?, ?, ?)').run(inboxId, address.toLowerCase(), introducedAt);
 }

@@ -25,7 +25,7 @@ import { prepared } from '../db/statements.js';
 import { readTransport } from './transport.js';
 import { storeRawMime } from './raw-mime.js';
 import { storedExtract } from './extracted-span.js';
-import { domainOf, rememberCorrespondent } from './correspondents.js';
+import { domainOf, rememberAddress, rememberCorrespondent } from './correspondents.js';
 
 export type OutboundKind = 'send' | 'reply' | 'forward';
 
@@ -301,7 +301,11 @@ export function queueOutbound(db: Db, send: PreparedSend, extraLabels: readonly 
   c.attachments.forEach((a, i) => addAttachment.run(rowid, stableAttachmentId(messageId, i), a.filename, a.contentType, a.contentDisposition, a.contentId, a.content.byteLength, a.content));
   storeRawMime(db, rowid, send.raw);
   // Whom the inbox writes to, it corresponds with: a lookalike of their domains is flagged (docs/manipulation.md).
-  for (const r of [...c.to, ...c.cc, ...c.bcc]) rememberCorrespondent(db, inbox.inbox_id, domainOf(r.address), timestamp);
+  for (const r of [...c.to, ...c.cc, ...c.bcc]) {
+    rememberCorrespondent(db, inbox.inbox_id, domainOf(r.address), timestamp);
+    // A first contact counts against the guarded policy's daily limit (src/mail/guard.ts).
+    rememberAddress(db, inbox.inbox_id, r.address, timestamp);
+  }
   const participants = [from, ...c.to.map((r) => r.display), ...c.cc.map((r) => r.display)].join(' ');
   prepared(db, 'INSERT INTO messages_fts (rowid, subject, participants, body) VALUES (?, ?, ?, ?)').run(rowid, c.subject ?? '', participants, (c.text ?? '').slice(0, MAX_INDEXED_BODY));
   bumpSearchGeneration(db);

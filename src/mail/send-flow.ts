@@ -13,7 +13,8 @@ import type { Principal } from '../auth/principal.js';
 import { parseRecipients, type Composition } from './compose.js';
 import { domainDkimKey } from './dkim-keys.js';
 import { draftActor } from './drafts/policy.js';
-import { draftAttachmentContents, draftEvent, draftRow, insertDraft, setDraftStatus } from './drafts/repository.js';
+import { draftAttachmentContents, draftEvent, draftRow, insertDraft, setDraftStatus, setGuardFindings } from './drafts/repository.js';
+import { guardFindings, heldBecause, type GuardFinding } from './guard.js';
 import { draftTransition, nextApproved, nextDraftStatus, type DraftFrom, type DraftTransition } from './drafts/states.js';
 import type { DraftRow } from './drafts/shapes.js';
 import { recordIdempotent, replayIdempotent, type IdempotentKind } from './idempotency.js';
@@ -58,11 +59,16 @@ export interface SendResult {
   thread_id: string;
 }
 
-export const approvalRequired = (draftId: string) =>
-  new ApiError('approval_required', 'This credential sends only with the owner’s approval: the message was saved as a draft awaiting approval.', {
-    fix: 'Wait for the owner to approve the draft (event `draft.approved`, then `draft.sent`), or ask for a `direct` send policy.',
-    extra: { draft_id: draftId },
-  });
+export const approvalRequired = (draftId: string, held: readonly GuardFinding[] = []) =>
+  held.length === 0
+    ? new ApiError('approval_required', 'This credential sends only with the owner’s approval: the message was saved as a draft awaiting approval.', {
+        fix: 'Wait for the owner to approve the draft (event `draft.approved`, then `draft.sent`), or ask for a `direct` send policy.',
+        extra: { draft_id: draftId },
+      })
+    : new ApiError('approval_required', `The outbound guard held this message for the owner’s approval: ${heldBecause(held)}. It was saved as a draft awaiting approval.`, {
+        fix: 'Wait for the owner to approve the draft (event `draft.approved`, then `draft.sent`); if it should not carry this, delete the draft and send it without.',
+        extra: { draft_id: draftId, reasons: held.map((f) => ({ detector: f.detector, detail: f.detail })) },
+      });
 
 const readOnly = () =>
   new ApiError('missing_permission', 'This credential has the `read_only` send policy and cannot send mail.', { fix: 'Ask the owner for a key with the `direct` or `approval` send policy.' });
@@ -117,7 +123,7 @@ function derive(db: Db, inbox: InboxRow, source: SendSource): { kind: OutboundKi
   return { kind, composition, threading: { threadId: null, inReplyTo: null, references: [] } };
 }
 
-/** The draft an approval-policy send becomes: what was asked, not yet merged with a forwarded original. */
+/** The draft an approval-policy (or held guarded) send becomes: what was asked, not yet merged with a forwarded original. */
 function approvalDraft(db: Db, ctx: SendContext, inbox: InboxRow, step: DraftTransition, source: Extract<SendSource, { type: 'new' }>, derived: { composition: Composition; threading: Threading }): DraftRow {
   const base = { inboxId: inbox.inbox_id, status: nextDraftStatus(step, 'new')!, approved: nextApproved(step, false, draftActor(ctx.principal)), createdBy: ctx.principal.id };
   if (source.kind === 'forward') return insertDraft(db, { ...base, composition: source.composition, forwardOf: source.original!.messageId });
@@ -147,10 +153,17 @@ export async function performSend(ctx: SendContext, spec: SendSpec): Promise<Sen
   const trigger = source.type === 'draft' && source.approve ? 'approve' : 'send';
   const facts = { actor: draftActor(principal), approved: source.type === 'draft' && (source.approve || source.draft.approved === 1), sendAtAhead: false };
   const decide = (from: DraftFrom) => draftTransition(from, trigger, facts);
-  const step = decide(source.type === 'draft' ? source.draft.send_status : 'new');
+  let step = decide(source.type === 'draft' ? source.draft.send_status : 'new');
   if (source.type === 'draft') sendable(step, source.draft);
 
   const derived = derive(db, inbox, source);
+  // A guarded credential's send goes out unless the guard finds what must wait for the owner
+  // (src/mail/guard.ts); an approved draft already has the owner's word.
+  const held = principal.sendPolicy === 'guarded' && !facts.approved ? guardFindings(db, inbox.inbox_id, derived.composition, { draftId: source.type === 'draft' ? source.draft.draft_id : null }) : [];
+  if (held.length > 0) {
+    facts.actor = draftActor(principal, true);
+    step = decide(source.type === 'draft' ? source.draft.send_status : 'new');
+  }
   const prepared = await prepareSend(inbox, derived.kind, derived.composition, derived.threading, ctx.compose, await domainDkimKey(db, inbox.domain));
   sendChecks(db, inbox, derived.kind, derived.composition);
 
@@ -165,16 +178,22 @@ export async function performSend(ctx: SendContext, spec: SendSpec): Promise<Sen
       let events = step.events;
       if (source.type === 'new') {
         draft = approvalDraft(db, ctx, inbox, step, source, derived);
+        if (held.length > 0) {
+          setGuardFindings(db, draft.draft_id, held);
+          draft = draftRow(db, inbox.inbox_id, draft.draft_id)!;
+        }
       } else {
         const current = draftRow(db, inbox.inbox_id, source.draft.draft_id);
         if (!current) throw new ApiError('not_found', 'The draft was deleted.', { fix: 'Create a new draft.' });
         const currentStep = sendable(decide(current.send_status), current);
         // Already waiting (`unchanged`): asking again would move its version and spoil the owner's approve.
         if (nextDraftStatus(currentStep, current.send_status) === current.send_status) {
+          if (held.length > 0) setGuardFindings(db, current.draft_id, held);
           if (idempotency) recordIdempotent(db, inbox.inbox_id, idempotency.key, idempotency.hash, { kind: 'approval', messageId: null, threadId: null, draftId: current.draft_id });
           return current.draft_id;
         }
         setDraftStatus(db, current.draft_id, nextDraftStatus(currentStep, current.send_status)!, { approved: nextApproved(currentStep, current.approved === 1, facts.actor) });
+        if (held.length > 0) setGuardFindings(db, current.draft_id, held);
         draft = draftRow(db, inbox.inbox_id, source.draft.draft_id)!;
         events = currentStep.events;
       }
@@ -184,7 +203,7 @@ export async function performSend(ctx: SendContext, spec: SendSpec): Promise<Sen
     }).immediate();
     seqs.forEach(ctx.publish);
     if (draftId === null) return replayed(replayIdempotent(db, inbox.inbox_id, idempotency!.key, idempotency!.hash))!;
-    throw approvalRequired(draftId);
+    throw approvalRequired(draftId, held);
   }
   if (typeof step.to === 'object' && step.to.refused === 'read_only_send') throw readOnly();
 

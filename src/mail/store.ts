@@ -12,7 +12,7 @@ import { uuidv7 } from '../db/ids.js';
 import { appendEvent } from '../events/log.js';
 import { bumpSearchGeneration } from '../core/pagination.js';
 import { deriveText, type DerivedText } from './extract.js';
-import { domainOf, knownDomains, rememberCorrespondent, withSenderCheck } from './correspondents.js';
+import { domainOf, knownDomains, rememberAddress, rememberCorrespondent, withSenderCheck } from './correspondents.js';
 import { storedExtract } from './extracted-span.js';
 
 export { PREVIEW_LENGTH, previewOf } from './extract.js';
@@ -149,7 +149,10 @@ export function commitInbound(db: Db, input: InboundMail): CommitResult {
     const addLabel = prepared(db, 'INSERT OR IGNORE INTO message_labels (message_rowid, label) VALUES (?, ?)');
     for (const label of ['received', 'unread', ...hidden, ...(verdict.suspicious ? [SUSPICIOUS_LABEL] : [])]) addLabel.run(rowid, label);
     // Only clean mail vouches for its sender's domain (src/mail/correspondents.ts).
-    if (!verdict.suspicious && hidden.length === 0) rememberCorrespondent(db, inbox.inbox_id, senderDomain, timestamp);
+    if (!verdict.suspicious && hidden.length === 0) {
+      rememberCorrespondent(db, inbox.inbox_id, senderDomain, timestamp);
+      rememberAddress(db, inbox.inbox_id, from?.address, null);
+    }
 
     const addAttachment = prepared(
       db,

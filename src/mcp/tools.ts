@@ -351,7 +351,7 @@ export const TOOLS: McpTool[] = [
     name: 'send_message',
     title: 'Send Message',
     description:
-      'Send a new message from an inbox. Returns {message_id, thread_id} once queued. Under the approval send policy the message becomes a draft awaiting the owner (error approval_required with draft_id).',
+      'Send a new message from an inbox. Returns {message_id, thread_id} once queued. Under the approval send policy, or when the guarded policy finds a secret, card number or the like (or many first-time recipients), the message becomes a draft awaiting the owner (error approval_required with draft_id and, when guarded, reasons).',
     from: [path(InboxParams), body(SendBody, composeOptions)],
     extra: idempotencyKey,
     annotations: withTitle(SEND, 'Send Message'),
@@ -443,7 +443,7 @@ export const TOOLS: McpTool[] = [
   tool<Args<typeof InboxDraftParams> & IdempotencyKey>({
     name: 'send_draft',
     title: 'Send Draft',
-    description: 'Send a draft now, overriding any schedule. Returns {message_id, thread_id}. Under the approval send policy the draft waits for the owner (approval_required).',
+    description: 'Send a draft now, overriding any schedule. Returns {message_id, thread_id}. Under the approval send policy, or when the guarded policy holds it, the draft waits for the owner (approval_required).',
     from: [path(InboxDraftParams), body(SendDraftBody)],
     extra: idempotencyKey,
     annotations: withTitle(SEND, 'Send Draft'),

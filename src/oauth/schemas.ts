@@ -6,10 +6,11 @@
  */
 import { Type, type Static } from 'typebox';
 import { ListOf, NullableString } from '../core/schemas.js';
+import { SendPolicySchema } from '../auth/permission-schemas.js';
 
 /** Every known permission name with whether it is granted (src/auth/permissions.ts permissionObject). */
 const PermissionFlags = Type.Record(Type.String(), Type.Boolean());
-const SendPolicy = Type.Union([Type.Literal('direct'), Type.Literal('approval'), Type.Literal('read_only')]);
+const SendPolicy = SendPolicySchema;
 
 /** RFC 9728 protected resource metadata, for `/mcp` or `/v0`. */
 export const ResourceMetadataResponse = Type.Object({

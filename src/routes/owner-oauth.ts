@@ -8,7 +8,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
 import { InboxId, PageQuery } from '../core/schemas.js';
 import { SCOPE_MAX_INBOXES } from '../auth/api-key-schemas.js';
-import { PermissionsInput } from '../auth/permission-schemas.js';
+import { PermissionsInput, SendPolicySchema } from '../auth/permission-schemas.js';
 import { approveConsent, consentView, denyConsent, oauthClientPage, purgeOAuthClients, revokeOAuthGrant } from '../requests/oauth.js';
 import { ConsentDecisionResponse, ConsentRequestResponse, OAuthClientPage, PurgeClientsResponse } from '../oauth/schemas.js';
 
@@ -21,7 +21,7 @@ const Approve = Type.Object(
   {
     inbox_ids: Type.Array(InboxId, { minItems: 1, maxItems: SCOPE_MAX_INBOXES }),
     permissions: PermissionsInput,
-    send_policy: Type.Union([Type.Literal('direct'), Type.Literal('approval'), Type.Literal('read_only')]),
+    send_policy: SendPolicySchema,
   },
   { additionalProperties: false },
 );

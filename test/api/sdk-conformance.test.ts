@@ -44,7 +44,7 @@ const INBOX_EXTENSIONS = ['username', 'domain', 'status'];
 const WEBHOOK_EXTENSIONS = ['inbox_id', 'failure_count', 'dropped_count', 'disabled_reason', 'last_error_code', 'last_success_at'];
 const API_KEY_EXTENSIONS = ['send_policy', 'inbox_ids', 'permissions.message_reply'];
 const MESSAGE_EXTENSIONS = ['send_status', 'send_reason', 'extracted', 'manipulation'];
-const DRAFT_EXTENSIONS = ['state', 'thread_id', 'message_id', 'send_reason'];
+const DRAFT_EXTENSIONS = ['state', 'thread_id', 'message_id', 'send_reason', 'guard_findings'];
 const DOMAIN_EXTENSIONS = ['verified_at', 'checked_at', 'selftest'];
 const EXTENSIONS: Record<string, string[]> = {
   'inboxes.Inbox': INBOX_EXTENSIONS,

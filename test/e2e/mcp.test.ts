@@ -23,7 +23,7 @@ const clients: Client[] = [];
 const ALL = ['inbox_read', 'message_read', 'message_send', 'message_reply', 'message_update', 'draft_read', 'draft_create', 'draft_send', 'list_entry_read'];
 const enc = encodeURIComponent;
 const newInbox = () => createInbox(svc, `mcp${++n}@home.example`);
-const keyFor = async (inboxes: string[] | null, permissions = ALL, sendPolicy: 'direct' | 'approval' | 'read_only' = 'direct') =>
+const keyFor = async (inboxes: string[] | null, permissions = ALL, sendPolicy: 'direct' | 'approval' | 'guarded' | 'read_only' = 'direct') =>
   (await createApiKey(svc, { permissions, inboxIds: inboxes, sendPolicy })).secret;
 
 async function connect(token: string): Promise<Client> {
@@ -194,6 +194,20 @@ t.test('the approval send policy turns a send into a draft: approval_required wi
   const draft = await call(client, 'get_draft', { inboxId: inbox, draftId: res.body.draft_id });
   t.notOk(draft.isError);
   t.match(draft.body, { draft_id: res.body.draft_id, subject: 'Needs approval', state: 'pending_approval' });
+});
+
+t.test('the guarded send policy: clean mail goes out, a credential is held with approval_required and the reasons', async (t) => {
+  const inbox = await newInbox();
+  const client = await connect(await keyFor([inbox], ALL, 'guarded'));
+  const clean = await call(client, 'send_message', { inboxId: inbox, to: 'bob@remote.example', subject: 'Guarded clean', text: 'See you at ten.' });
+  t.notOk(clean.isError, JSON.stringify(clean.body));
+  t.match(clean.body, { message_id: String });
+  const held = await call(client, 'send_message', { inboxId: inbox, to: 'bob@remote.example', subject: 'Guarded key', text: 'token ghp_R8x2Kq7LmN4pT9vB3cZ6wY1dF5hJ0sAeGu2i' });
+  t.ok(held.isError);
+  t.match(held.body, { name: 'ApprovalRequiredError', code: 'approval_required', draft_id: String, reasons: [{ detector: 'credentials', detail: /GitHub/ }] });
+  t.notMatch(JSON.stringify(held.body), 'ghp_R8x2Kq7LmN4pT9vB3cZ6wY1dF5hJ0sAeGu2i');
+  const draft = await call(client, 'get_draft', { inboxId: inbox, draftId: held.body.draft_id });
+  t.match(draft.body, { state: 'pending_approval', guard_findings: [{ detector: 'credentials' }] });
 });
 
 t.test('the read_only send policy cannot send: missing_permission', async (t) => {

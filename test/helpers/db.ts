@@ -33,7 +33,7 @@ export function insertInbox(db: Db, address: string): string {
 }
 
 /** For tests without a running service: inserts an API key row the way the api-keys route stores it; returns the secret. */
-export function insertApiKey(db: Db, opts: { permissions: string[]; inboxIds?: string[] | null; sendPolicy?: 'direct' | 'approval' | 'read_only'; expiresAt?: string | null }): { id: string; secret: string } {
+export function insertApiKey(db: Db, opts: { permissions: string[]; inboxIds?: string[] | null; sendPolicy?: 'direct' | 'approval' | 'guarded' | 'read_only'; expiresAt?: string | null }): { id: string; secret: string } {
   const secret = API_KEY_PREFIX + randomBytes(32).toString('base64url');
   const id = uuidv7();
   const now = new Date().toISOString();

@@ -18,7 +18,7 @@ export interface ApiKeyOptions {
   permissions: string[];
   /** null or omitted: every inbox. Each must exist (the API refuses a scope naming an unknown inbox). */
   inboxIds?: string[] | null;
-  sendPolicy?: 'direct' | 'approval' | 'read_only';
+  sendPolicy?: 'direct' | 'approval' | 'guarded' | 'read_only';
   name?: string;
   /** RFC 3339, in the future (the API refuses a past one); omitted: the key does not expire. */
   expiresAt?: string;
@@ -43,7 +43,7 @@ export async function createApiKey(svc: RunningSvc, opts: ApiKeyOptions): Promis
 /** What the owner may change on a key (spec §2.9): permissions are replaced, not merged. */
 export interface ApiKeyPatch {
   permissions?: string[];
-  sendPolicy?: 'direct' | 'approval' | 'read_only';
+  sendPolicy?: 'direct' | 'approval' | 'guarded' | 'read_only';
   name?: string | null;
 }
 

@@ -34,6 +34,7 @@ import { CpuPool } from '../../src/supervisor/pool.js';
 import { RemoteAccess } from '../../src/remote/remote-access.js';
 import type { AppContext } from '../../src/context.js';
 import { ownerRoutes } from '../../src/routes/owner.js';
+import { ownerGuardRoutes } from '../../src/routes/owner-guard.js';
 import { transportRoutes } from '../../src/routes/transport.js';
 import { inboundRoutes } from '../../src/routes/inbound.js';
 import { ownerOAuthRoutes } from '../../src/routes/owner-oauth.js';
@@ -123,7 +124,7 @@ async function declaredRoutes(): Promise<Declared[]> {
     await app.register(cookie);
     await app.register(websocket);
     await app.register(httpGate, ctx);
-    for (const routes of [ownerRoutes, transportRoutes, inboundRoutes, ownerOAuthRoutes, remoteRoutes(remote)]) await app.register(routes, { prefix: '/v0/owner' });
+    for (const routes of [ownerRoutes, transportRoutes, ownerGuardRoutes, inboundRoutes, ownerOAuthRoutes, remoteRoutes(remote)]) await app.register(routes, { prefix: '/v0/owner' });
     await app.register(oauthRoutes);
     await app.register(mcpRoutes);
     for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, sendRoutes, draftRoutes, listRoutes, downloadRoutes, wsRoutes, domainRoutes, webhookRoutes]) {

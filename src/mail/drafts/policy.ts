@@ -9,15 +9,16 @@ import type { Db } from '../../db/open.js';
 import { type InboxRow, requirePermission } from '../../auth/access.js';
 import { ApiError, notFound } from '../../core/errors.js';
 import { isOwner, type Principal } from '../../auth/principal.js';
-import { checkAttachmentCount, checkSubject, composition, decodeAttachment, dedupeRecipients, parseRecipients, tooLarge, type Recipient } from '../compose.js';
+import { checkAttachmentCount, checkSubject, composition, decodeAttachment, dedupeRecipients, parseRecipients, tooLarge, type Composition, type Recipient } from '../compose.js';
 import { labelEdit, readVisibility } from '../labels.js';
-import { deriveReply, loadOriginal } from '../outbound.js';
+import { deriveForward, deriveReply, loadOriginal, originalAttachments, type OriginalMessage } from '../outbound.js';
+import { guardFindings, type GuardFinding } from '../guard.js';
 import { MAX_MESSAGE_BYTES, MAX_MESSAGE_ID, MAX_RECIPIENTS } from '../limits.js';
 import { draftTransition, nextApproved, nextDraftStatus, type DraftActor, type DraftFacts, type DraftTransition } from './states.js';
 import type { CreateDraftBody, Draft, UpdateDraftBody } from './schemas.js';
 import { draftShape, list, type DraftRow } from './shapes.js';
 import { parseSendAt } from './send-at.js';
-import { addDraftAttachments, draftAttachments, draftByClientId, draftEvent, draftRow, insertDraft, removeDraftAttachments, rewriteDraft, setDraftStatus, type NewDraft } from './repository.js';
+import { addDraftAttachments, draftAttachmentContents, draftAttachments, draftByClientId, draftEvent, draftRow, insertDraft, removeDraftAttachments, rewriteDraft, setDraftStatus, setGuardFindings, type NewDraft } from './repository.js';
 
 /**
  * The approve call's `expected_updated_at`, when given, must be the draft's current version:
@@ -57,8 +58,19 @@ const readOnlyScheduling = () =>
     fix: 'Leave out `send_at` (the owner can send or schedule the draft), or ask for the `direct` or `approval` send policy.',
   });
 
-/** The caller as the draft table sees it: the owner and `direct` credentials keep approval, others withdraw it. */
-export const draftActor = (p: Principal): DraftActor => (isOwner(p) || p.sendPolicy === 'direct' ? 'owner_or_direct' : p.sendPolicy);
+/**
+ * The caller as the draft table sees it: the owner and `direct` credentials keep approval, others
+ * withdraw it. A `guarded` credential acts as `direct` until the outbound guard holds what it
+ * sends or schedules (`held`), and then as `approval` (src/mail/guard.ts, docs/guarded.md).
+ */
+export const draftActor = (p: Principal, held = false): DraftActor =>
+  isOwner(p) || p.sendPolicy === 'direct' || (p.sendPolicy === 'guarded' && !held) ? 'owner_or_direct' : p.sendPolicy === 'guarded' ? 'approval' : p.sendPolicy;
+
+/** The guarded policy's findings for what a draft would send (a forward with its original), read before any transaction. */
+function guardedDraft(db: Db, inboxId: string, c: Composition, original: OriginalMessage | null, draftId: string | null): GuardFinding[] {
+  const sent = original === null ? c : deriveForward(original, c, originalAttachments(db, original.rowid)).composition;
+  return guardFindings(db, inboxId, sent, { draftId });
+}
 
 const draftConflict = (state: 'sent' | 'rejected' | 'sending') =>
   state === 'sending'
@@ -105,6 +117,8 @@ export interface NewDraftCreate {
   earlier: null;
   draft: NewDraft;
   events: DraftTransition['events'];
+  /** Why the guarded policy holds the schedule for the owner; null when it did not look. */
+  guard: GuardFinding[] | null;
 }
 /** What checkDraftCreate found: the draft of an earlier create with the same `client_id`, or a new one. */
 export type DraftCreate = { earlier: DraftWrite } | NewDraftCreate;
@@ -122,6 +136,8 @@ export interface DraftUpdate {
   added: ReturnType<typeof decodeAttachment>[];
   labels: ReturnType<typeof labelEdit>;
   actor: DraftActor;
+  /** The guarded policy looked at the draft as the patch leaves it (a schedule): its findings, and the version it read. */
+  guard: { findings: GuardFinding[]; updatedAt: string } | null;
 }
 
 /**
@@ -132,8 +148,8 @@ export interface DraftUpdate {
  * → limits. createDraft then writes it in the caller's transaction.
  */
 export function checkDraftCreate(db: Db, p: Principal, inbox: Pick<InboxRow, 'inbox_id'>, body: CreateDraftBody): DraftCreate {
-  const actor = draftActor(p);
-  const step = body.send_at != null ? (requirePermission(p, 'draft_send'), scheduleStart(actor)) : allowed(draftTransition('new', 'create', { sendAt: 'unchanged', actor }));
+  let actor = draftActor(p);
+  let step = body.send_at != null ? (requirePermission(p, 'draft_send'), scheduleStart(actor)) : allowed(draftTransition('new', 'create', { sendAt: 'unchanged', actor }));
   const inReplyTo = body.in_reply_to ?? null;
   const forwardOf = body.forward_of ?? null;
   if (inReplyTo !== null || forwardOf !== null) requirePermission(p, 'message_read');
@@ -162,6 +178,12 @@ export function checkDraftCreate(db: Db, p: Principal, inbox: Pick<InboxRow, 'in
   }
   checkDraftLimits(c.to, c.cc, c.bcc, c.attachments.length, estimate(c.attachments.map((a) => a.content.byteLength), c.text, c.html));
 
+  // A guarded schedule starts approved only if the guard finds nothing in what it will send.
+  const guard = p.sendPolicy === 'guarded' && sendAt !== null ? guardedDraft(db, inbox.inbox_id, c, forwardOf !== null ? original : null, null) : null;
+  if (guard && guard.length > 0) {
+    actor = draftActor(p, true);
+    step = scheduleStart(actor);
+  }
   const status = nextDraftStatus(step, 'new')!;
   const draft: NewDraft = {
     inboxId: inbox.inbox_id,
@@ -176,7 +198,7 @@ export function checkDraftCreate(db: Db, p: Principal, inbox: Pick<InboxRow, 'in
     approved: nextApproved(step, false, actor),
     createdBy: isOwner(p) ? 'owner' : p.id,
   };
-  return { earlier: null, draft, events: step.events };
+  return { earlier: null, draft, events: step.events, guard };
 }
 
 /**
@@ -188,7 +210,11 @@ export function createDraft(db: Db, create: NewDraftCreate): DraftWrite {
   const { draft, events } = create;
   const raced = draft.clientId == null ? null : draftByClientId(db, draft.inboxId, draft.clientId);
   if (raced) return { draft: draftShape(raced, draftAttachments(db, raced.draft_id)), seqs: [], wake: false };
-  const row = insertDraft(db, draft);
+  let row = insertDraft(db, draft);
+  if (create.guard && create.guard.length > 0) {
+    setGuardFindings(db, row.draft_id, create.guard);
+    row = draftRow(db, draft.inboxId, row.draft_id)!;
+  }
   const seqs = events.map((e) => draftEvent(db, e, row));
   return { draft: draftShape(row, draftAttachments(db, row.draft_id)), seqs, wake: draft.status === 'scheduled' };
 }
@@ -204,7 +230,7 @@ export function createDraft(db: Db, create: NewDraftCreate): DraftWrite {
  * applies it inside the caller's transaction, deciding on the row as it is then.
  */
 export function checkDraftUpdate(db: Db, p: Principal, inbox: Pick<InboxRow, 'inbox_id'>, draftId: string, body: UpdateDraftBody): DraftUpdate {
-  const actor = draftActor(p);
+  let actor = draftActor(p);
   if (typeof body.send_at === 'string') {
     requirePermission(p, 'draft_send');
     scheduleStart(actor);
@@ -212,6 +238,8 @@ export function checkDraftUpdate(db: Db, p: Principal, inbox: Pick<InboxRow, 'in
   const facts = (row: DraftRow): DraftFacts => ({ actor, sendAt: body.send_at === undefined ? 'unchanged' : body.send_at === null ? 'cleared' : 'set', approved: row.approved === 1 });
   const before = draftRow(db, inbox.inbox_id, draftId);
   if (!before) throw notFound('draft');
+  // A draft waiting for the owner stays the owner's to decide, whatever a guarded credential changes.
+  if (p.sendPolicy === 'guarded' && before.send_status === 'pending_approval') actor = draftActor(p, true);
   allowed(draftTransition(before.send_status, 'patch', facts(before)));
 
   const sendAt = typeof body.send_at === 'string' ? parseSendAt(body.send_at) : body.send_at;
@@ -221,7 +249,28 @@ export function checkDraftUpdate(db: Db, p: Principal, inbox: Pick<InboxRow, 'in
   const subject = body.subject === undefined ? undefined : checkSubject(body.subject);
   const added = (body.add_attachments ?? []).map(decodeAttachment);
   const labels = labelEdit(p, body.add_labels, body.remove_labels);
-  return { inboxId: inbox.inbox_id, draftId, body, facts, sendAt, replyTo, fields, subject, added, labels, actor };
+  // A guarded schedule stays (or becomes) approved only if the guard finds nothing in the draft as the patch leaves it.
+  const schedules = typeof body.send_at === 'string' || (before.send_status === 'scheduled' && body.send_at !== null);
+  let guard: DraftUpdate['guard'] = null;
+  if (p.sendPolicy === 'guarded' && before.send_status !== 'pending_approval' && schedules) {
+    const stored = (json: string | null, name: string) => parseRecipients(list(json) ?? [], name);
+    const after: Composition = {
+      to: fields.to ?? stored(before.to_addresses, 'to'),
+      cc: fields.cc ?? stored(before.cc_addresses, 'cc'),
+      bcc: fields.bcc ?? stored(before.bcc_addresses, 'bcc'),
+      replyTo: [],
+      subject: subject === undefined ? before.subject : subject,
+      text: body.text === undefined ? before.text : body.text,
+      html: body.html === undefined ? before.html : body.html,
+      attachments: [...draftAttachmentContents(db, before.draft_id, new Set(body.remove_attachments ?? [])), ...added],
+      headers: {},
+      labels: [],
+    };
+    const original = before.forward_of ? loadOriginal(db, inbox.inbox_id, before.forward_of, { excluded: [] }) : null;
+    guard = { findings: guardedDraft(db, inbox.inbox_id, after, original, before.draft_id), updatedAt: before.updated_at };
+    if (guard.findings.length > 0) actor = draftActor(p, true);
+  }
+  return { inboxId: inbox.inbox_id, draftId, body, facts, sendAt, replyTo, fields, subject, added, labels, actor, guard };
 }
 
 /** Applies a checked patch (see checkDraftUpdate); runs inside the caller's transaction. */
@@ -229,6 +278,9 @@ export function updateDraft(db: Db, update: DraftUpdate): DraftWrite {
   const { body, facts, sendAt, replyTo, fields, subject, added, labels, actor } = update;
   const row = draftRow(db, update.inboxId, update.draftId);
   if (!row) throw notFound('draft');
+  if (update.guard && row.updated_at !== update.guard.updatedAt) {
+    throw new ApiError('conflict', 'The draft changed while this edit was being checked; nothing was changed.', { fix: 'Read the draft again and repeat the edit.' });
+  }
   const step = allowed(draftTransition(row.send_status, 'patch', facts(row)));
   const stored = (json: string | null, name: string) => parseRecipients(list(json) ?? [], name);
   const [to, cc, bcc] = dedupeRecipients(fields.to ?? stored(row.to_addresses, 'to'), fields.cc ?? stored(row.cc_addresses, 'cc'), fields.bcc ?? stored(row.bcc_addresses, 'bcc'));
@@ -257,6 +309,7 @@ export function updateDraft(db: Db, update: DraftUpdate): DraftWrite {
   });
   removeDraftAttachments(db, row.draft_id, removed);
   addDraftAttachments(db, row.draft_id, added);
+  if (update.guard) setGuardFindings(db, row.draft_id, update.guard.findings);
   const after = draftRow(db, update.inboxId, row.draft_id)!;
   const seqs = step.events.map((e) => draftEvent(db, e, after));
   return { draft: draftShape(after, draftAttachments(db, after.draft_id)), seqs, wake: status === 'scheduled' || row.send_status === 'scheduled' };

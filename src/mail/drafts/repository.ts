@@ -24,9 +24,11 @@ export function draftAttachments(db: Db, draftId: string): DraftAttachmentRow[] 
   return prepared(db, 'SELECT attachment_id, filename, content_type, content_disposition, content_id, size FROM draft_attachments WHERE draft_id = ? ORDER BY position').all(draftId) as DraftAttachmentRow[];
 }
 
-export function draftAttachmentContents(db: Db, draftId: string): OutgoingAttachment[] {
-  const rows = prepared(db, 'SELECT filename, content_type, content_disposition, content_id, content FROM draft_attachments WHERE draft_id = ? ORDER BY position').all(draftId) as StoredAttachmentRow[];
-  return rows.map(outgoingAttachment);
+export function draftAttachmentContents(db: Db, draftId: string, except: ReadonlySet<string> = new Set()): OutgoingAttachment[] {
+  const rows = prepared(db, 'SELECT attachment_id, filename, content_type, content_disposition, content_id, content FROM draft_attachments WHERE draft_id = ? ORDER BY position').all(
+    draftId,
+  ) as (StoredAttachmentRow & { attachment_id: string })[];
+  return rows.filter((r) => !except.has(r.attachment_id)).map(outgoingAttachment);
 }
 
 export function readDraft(db: Db, inboxId: string, draftId: string): Draft | null {
@@ -96,12 +98,18 @@ export function addDraftAttachments(db: Db, draftId: string, attachments: readon
 }
 
 /** Appends a `draft.*` event for the draft as it now stands; returns its seq. */
-export function draftEvent(db: Db, eventType: `draft.${'created' | 'approval_required' | 'approved' | 'rejected' | 'sent'}`, row: Pick<DraftRow, 'inbox_id' | 'draft_id' | 'message_id' | 'thread_id'>): number {
+export function draftEvent(
+  db: Db,
+  eventType: `draft.${'created' | 'approval_required' | 'approved' | 'rejected' | 'sent'}`,
+  row: Pick<DraftRow, 'inbox_id' | 'draft_id' | 'message_id' | 'thread_id'> & Partial<Pick<DraftRow, 'guard_findings'>>,
+): number {
   const payload = {
     inbox_id: row.inbox_id,
     draft_id: row.draft_id,
     timestamp: new Date().toISOString(),
     ...(row.message_id ? { message_id: row.message_id, thread_id: row.thread_id } : {}),
+    // Why the guarded policy asks the owner (src/mail/guard.ts); never a secret, only where and what.
+    ...(eventType === 'draft.approval_required' && row.guard_findings ? { guard_findings: JSON.parse(row.guard_findings) as unknown } : {}),
   };
   return appendEvent(db, { eventType, inboxId: row.inbox_id, payloadKey: 'draft', payload }).seq;
 }
@@ -119,6 +127,14 @@ export function setDraftStatus(db: Db, draftId: string, status: DraftStatus, fie
     `UPDATE drafts SET send_status = ?, send_reason = ?, message_id = coalesce(?, message_id), thread_id = coalesce(?, thread_id),
        approved = coalesce(?, approved), updated_at = ${NEXT_UPDATED_AT} WHERE draft_id = ?`,
   ).run(status, fields.reason ?? null, fields.messageId ?? null, fields.threadId ?? null, fields.approved === undefined ? null : fields.approved ? 1 : 0, new Date().toISOString(), draftId);
+}
+
+/**
+ * Records why the guarded policy held the draft (null: it did not, or a clean edit since). Runs
+ * inside the caller's transaction, beside the write that changed the draft's state.
+ */
+export function setGuardFindings(db: Db, draftId: string, findings: readonly { detector: string; detail: string }[] | null): void {
+  prepared(db, 'UPDATE drafts SET guard_findings = ? WHERE draft_id = ?').run(findings && findings.length ? JSON.stringify(findings) : null, draftId);
 }
 
 export function draftByClientId(db: Db, inboxId: string, clientId: string): DraftRow | null {

@@ -30,6 +30,8 @@ const draftItemFields = {
   /** svc extension: the full state, including those the SDK's `send_status` cannot name. */
   state: Type.Unsafe<DraftStatus>(Type.Union(DRAFT_STATUSES.map((s) => Type.Literal(s)))),
   send_reason: Nullable(Type.String()),
+  /** svc extension: why the `guarded` send policy held this draft for the owner (docs/guarded.md); null when it did not. */
+  guard_findings: Nullable(Type.Array(Type.Object({ detector: Type.String(), detail: Type.String() }))),
   send_at: Nullable(Type.String()),
   message_id: Nullable(Type.String()),
   thread_id: Nullable(Type.String()),

@@ -31,6 +31,8 @@ export interface DraftRow {
   send_at: string | null;
   send_status: DraftStatus;
   send_reason: string | null;
+  /** JSON `[{detector, detail}]`: why the guarded policy held the draft for the owner (src/mail/guard.ts). */
+  guard_findings: string | null;
   approved: number;
   created_by: string | null;
   message_id: string | null;
@@ -46,6 +48,12 @@ export interface DraftAttachmentRow {
   content_disposition: string | null;
   content_id: string | null;
   size: number;
+}
+
+/** A reason the outbound guard held a draft (src/mail/guard.ts GuardFinding). */
+export interface GuardFindingShape {
+  detector: string;
+  detail: string;
 }
 
 export const list = (json: string | null): string[] | null => (json ? (JSON.parse(json) as string[]) : null);
@@ -68,6 +76,7 @@ export function draftItemShape(row: DraftRow, attachments: DraftAttachmentRow[])
     ...(sdkSendStatus === null ? {} : { send_status: sdkSendStatus }),
     state: row.send_status,
     send_reason: row.send_reason,
+    guard_findings: row.guard_findings ? (JSON.parse(row.guard_findings) as GuardFindingShape[]) : null,
     send_at: row.send_at,
     message_id: row.message_id,
     thread_id: row.thread_id,
