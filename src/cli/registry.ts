@@ -22,6 +22,7 @@ export const GROUPS: Record<string, { summary: string; load: Loader }> = {
   webhooks: { summary: 'deliver events to your URLs', load: async () => (await import('./webhooks.js')).group },
   lists: { summary: 'allow and block lists; rejected inbound mail', load: async () => (await import('./lists.js')).group },
   domains: { summary: 'register domains, zone file, apply and verify (owner)', load: async () => (await import('./domains.js')).group },
+  metrics: { summary: 'mail event counts and usage totals over time; unread and awaiting-approval counts', load: async () => (await import('./metrics.js')).group },
   quarantine: { summary: 'inbound mail that could not be processed: list, retry, delete (owner)', load: async () => (await import('./quarantine.js')).group },
   transport: { summary: 'pair with an edge, SMTP smart host (owner)', load: async () => (await import('./transport.js')).group },
   remote: { summary: 'remote access through a tunnel (owner)', load: async () => (await import('./remote.js')).group },

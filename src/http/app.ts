@@ -18,6 +18,7 @@ import { inboundRoutes } from '../routes/inbound.js';
 import { inboxRoutes } from '../routes/inboxes.js';
 import { apiKeyRoutes } from '../routes/api-keys.js';
 import { threadRoutes } from '../routes/threads.js';
+import { metricRoutes } from '../routes/metrics.js';
 import { messageRoutes } from '../routes/messages.js';
 import { sendRoutes } from '../routes/send.js';
 import { draftRoutes } from '../routes/drafts.js';
@@ -180,7 +181,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(oauthRoutes);
   if (ctx.remote) await app.register(remoteRoutes(ctx.remote), { prefix: '/v0/owner' });
   await app.register(mcpRoutes);
-  for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, sendRoutes, draftRoutes, listRoutes, downloadRoutes, wsRoutes, domainRoutes, webhookRoutes]) {
+  for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, sendRoutes, draftRoutes, listRoutes, downloadRoutes, wsRoutes, domainRoutes, webhookRoutes, metricRoutes]) {
     await app.register(routes, { prefix: '/v0' });
   }
   // The owner web app is for the owner's own browser: never on the tunnel listener (spec §5.2).

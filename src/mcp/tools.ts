@@ -25,6 +25,8 @@ import { LabelEditRequest } from '../requests/labels.js';
 import { ENTRY_INPUT_MAX, listEntriesPage, readListEntry } from '../requests/lists.js';
 import { editMessageLabels, messageAttachmentDownload } from '../requests/messages.js';
 import { MessageWaitQuery } from '../requests/message-waits.js';
+import { MetricEventsQuery, MetricUsageQuery } from '../requests/metrics.js';
+import { MAX_METRICS_BUCKETS, MAX_METRICS_PERIOD_S, METRIC_EVENT_TYPES, MIN_METRICS_PERIOD_S, USAGE_TYPES } from '../mail/metrics.js';
 import { DEFAULT_WAIT_S, MAX_WAIT_S } from '../mail/limits.js';
 import { sendRequest, type SendOperation } from '../requests/send.js';
 import { editThreadLabels, removeThread, threadAttachmentDownload } from '../requests/threads.js';
@@ -228,6 +230,58 @@ export const TOOLS: McpTool[] = [
     from: [scopePath(ScopeParams), query(SearchQuery, { describe: timeBounds('threads') })],
     annotations: withTitle(READ, 'Search Threads'),
     run: ({ svc, principal }, a) => svc.reads.run('threadSearchPage', principal, a.inboxId, restOf(SearchQuery, a)),
+  }),
+  tool<Args<typeof ScopeParams> & Args<typeof MetricEventsQuery>>({
+    name: 'get_metrics',
+    title: 'Get Metrics',
+    description:
+      'Count mail events over time for an inbox (or every reachable inbox): received (and its spam/blocked/unauthenticated variants with the label permission), sent, delivered, bounced, complained, rejected. ' +
+      'Returns {"<event type>": [{timestamp, count}]} (AgentMail\'s metrics.queryEvents); without `period` each point is one event time, with it counts are summed per bucket; empty buckets are left out.',
+    from: [
+      scopePath(ScopeParams),
+      query(MetricEventsQuery, {
+        describe: {
+          eventTypes: `Event types to count (default: every one you may see): ${METRIC_EVENT_TYPES.join(', ')}`,
+          start: 'Window start, RFC 3339 (default: 24 hours before end; at most 90 days ago)',
+          end: 'Window end, RFC 3339 (default and latest: now)',
+          period: `Bucket size in seconds, ${MIN_METRICS_PERIOD_S} to ${MAX_METRICS_PERIOD_S}, buckets aligned to UTC`,
+          limit: `Points per series, 1 to ${MAX_METRICS_BUCKETS} (default ${MAX_METRICS_BUCKETS})`,
+          descending: 'Newest point first',
+        },
+      }),
+    ],
+    annotations: withTitle(READ, 'Get Metrics'),
+    run: ({ svc, principal }, a) => svc.reads.run('metricEvents', principal, a.inboxId, restOf<MetricEventsQuery>(MetricEventsQuery, a)),
+  }),
+  tool<Args<typeof ScopeParams> & Args<typeof MetricUsageQuery>>({
+    name: 'get_usage',
+    title: 'Get Usage',
+    description:
+      'Running totals over time for an inbox (or every reachable inbox): storage_bytes, message_count, thread_count, and inbox_count instance-wide. ' +
+      'Returns {"<usage type>": [{timestamp, value}]} (AgentMail\'s metrics.queryUsage); each point is a bucket start with the total reached by its end, so the newest is the current total.',
+    from: [
+      scopePath(ScopeParams),
+      query(MetricUsageQuery, {
+        describe: {
+          usageTypes: `Usage types (default: every one the scope carries): ${USAGE_TYPES.join(', ')}`,
+          start: 'Window start, RFC 3339 (default: 24 hours before end; at most 90 days ago)',
+          end: 'Window end, RFC 3339 (default and latest: now)',
+          period: `Bucket size in seconds, ${MIN_METRICS_PERIOD_S} to ${MAX_METRICS_PERIOD_S}, buckets aligned to UTC; range / period at most ${MAX_METRICS_BUCKETS} (default hourly, daily past ~41 days)`,
+          limit: `Points per series, 1 to ${MAX_METRICS_BUCKETS} (default ${MAX_METRICS_BUCKETS})`,
+          descending: 'Newest point first',
+        },
+      }),
+    ],
+    annotations: withTitle(READ, 'Get Usage'),
+    run: ({ svc, principal }, a) => svc.reads.run('metricUsage', principal, a.inboxId, restOf<MetricUsageQuery>(MetricUsageQuery, a)),
+  }),
+  tool<Args<typeof ScopeParams>>({
+    name: 'get_counts',
+    title: 'Get Counts',
+    description: 'Live counts for an inbox (or every reachable inbox): unread mail (not spam, blocked, unauthenticated or trash) and, with draft_read, drafts awaiting the owner\'s approval. Returns {unread, pending_approval?, inboxes: [{inbox_id, unread, pending_approval?}]}, listing inboxes with something to count.',
+    from: [scopePath(ScopeParams)],
+    annotations: withTitle(READ, 'Get Counts'),
+    run: ({ svc, principal }, a) => svc.reads.run('metricCounts', principal, a.inboxId),
   }),
   tool<Args<typeof ThreadParams>>({
     name: 'get_thread',

@@ -9,6 +9,7 @@ import { batchGetMessagesFor, messageListPage, messageSearchPage, readMessage } 
 import { readThread, threadListPage, threadSearchPage } from './threads.js';
 import { startMessageWait, waitedMessage } from './message-waits.js';
 import { receivedAfterSeq } from '../mail/waits.js';
+import { metricCounts, metricEvents, metricUsage } from './metrics.js';
 
 export const READ_OPS = {
   /** Loads a reader thread and opens its connection (`Readers.start`); answers true. */
@@ -23,11 +24,17 @@ export const READ_OPS = {
   startMessageWait,
   receivedAfterSeq,
   waitedMessage,
+  metricEvents,
+  metricUsage,
+  metricCounts,
 } as const;
 
 export type ReadOp = keyof typeof READ_OPS;
 export type ReadArgs<K extends ReadOp> = Parameters<(typeof READ_OPS)[K]> extends [Db, ...infer Rest] ? Rest : never;
 export type ReadResult<K extends ReadOp> = ReturnType<(typeof READ_OPS)[K]>;
 
-/** Searches run in their own lane, so a cheap read never waits behind them (issue 19). */
-export const SEARCH_OPS: ReadonlySet<ReadOp> = new Set(['threadSearchPage', 'messageSearchPage']);
+/**
+ * Searches run in their own lane, so a cheap read never waits behind them (issue 19); so do the
+ * metrics series, which walk a window of up to 90 days (issue 20 §5).
+ */
+export const SEARCH_OPS: ReadonlySet<ReadOp> = new Set(['threadSearchPage', 'messageSearchPage', 'metricEvents', 'metricUsage']);

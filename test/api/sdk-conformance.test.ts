@@ -294,6 +294,13 @@ t.test('every supported SDK method answers what the SDK declares', async (t) => 
   await c('domains.update', () => client.domains.update(domain.domainId, { feedbackEnabled: true }));
   await c('domains.delete', () => client.domains.delete(domain.domainId));
 
+  // Usage metrics (docs/metrics.md), over the mail sent and received above.
+  await c('metrics.queryEvents', () => client.metrics.queryEvents());
+  await c('metrics.queryEvents', () => client.metrics.queryEvents({ eventTypes: ['message.sent', 'message.received'], period: 3600, descending: true, limit: 5 }));
+  await c('metrics.queryUsage', () => client.metrics.queryUsage({ period: 3600 }));
+  await c('inboxes.metrics.queryEvents', () => client.inboxes.metrics.queryEvents(bob.inboxId, { period: 60 }));
+  await c('inboxes.metrics.queryUsage', () => client.inboxes.metrics.queryUsage(bob.inboxId, { usageTypes: ['message_count', 'storage_bytes'], start: new Date(Date.now() - 3_600_000) }));
+
   // Deletes last.
   await c('inboxes.messages.delete', () => client.inboxes.messages.delete(bob.inboxId, msgId));
   await c('threads.delete', () => client.threads.delete(threadId));
@@ -307,14 +314,12 @@ t.test('every supported SDK method answers what the SDK declares', async (t) => 
 
 /**
  * The SDK's methods svc does not serve, with what they answer (docs/agentmail-compat.md): 404
- * `not_found`, because svc has no such route (pods, organizations, accounts, metrics, providers,
+ * `not_found`, because svc has no such route (pods, organizations, accounts, providers,
  * AgentMail sign-up, event history) or, for `domains.verify`, no such domain (svc's verify of a
  * real domain answers a body the SDK does not expect). `websockets.connect` speaks AgentMail's
  * socket protocol, and `fetch` is the SDK's raw passthrough, not a resource method.
  */
 const NOT_SUPPORTED: Record<string, number> = {
-  'inboxes.metrics.queryEvents': 404,
-  'inboxes.metrics.queryUsage': 404,
   'inboxes.events.list': 404,
   'inboxes.authorize': 404,
   'accounts.list': 404,
@@ -324,8 +329,6 @@ const NOT_SUPPORTED: Record<string, number> = {
   'auth.me': 404,
   'domains.verify': 404,
   'domains.getSetupLink': 404,
-  'metrics.queryEvents': 404,
-  'metrics.queryUsage': 404,
   'organizations.get': 404,
   'providers.list': 404,
   'providers.search': 404,

@@ -105,6 +105,27 @@ t.test('messages wait: a stored match at once with --after, exit 2 with no_messa
   t.equal(bad.code, 1, 'a timeout over 60 s is refused');
 });
 
+t.test('metrics: event counts and usage as a table and JSON, live counts, bad input refused', async (t) => {
+  await arrived('bob@cli.test', 'Quarterly notes');
+  const events = await svcCli(['metrics', 'events', '--inbox', 'bob@cli.test', '--type', 'message.received', '--period', '3600', '--json', ...owner]);
+  t.equal(events.code, 0, events.stderr);
+  const received = events.json<Record<string, { count: number }[]>>()['message.received'];
+  t.ok(received.reduce((n, b) => n + b.count, 0) >= 1, 'bob received mail');
+  const table = await svcCli(['metrics', 'events', '--type', 'message.sent,message.received', '--period', '86400', ...owner]);
+  t.equal(table.code, 0, table.stderr);
+  t.match(table.stdout, /TIME\s+message\.received\s+message\.sent/, 'one column per type, in the API\'s order');
+  t.match(table.stdout, /TOTAL/);
+  const usage = await svcCli(['metrics', 'usage', '--inbox', 'bob@cli.test', '--type', 'message_count', '--descending', '--limit', '1', '--json', ...owner]);
+  t.equal(usage.code, 0, usage.stderr);
+  t.ok(usage.json<{ message_count: { value: number }[] }>().message_count[0].value >= 1);
+  const counts = await svcCli(['metrics', 'counts', ...owner]);
+  t.equal(counts.code, 0, counts.stderr);
+  t.match(counts.stdout, /INBOX\s+UNREAD\s+AWAITING APPROVAL/);
+  const bad = await svcCli(['metrics', 'events', '--start', 'yesterday', '--json', ...owner]);
+  t.equal(bad.code, 1);
+  t.equal(bad.error().error.code, 'validation_error');
+});
+
 t.test('threads: list, show and label; reply and forward from a file body', async (t) => {
   const got = await arrived('bob@cli.test', 'Quarterly notes');
   const list = await svcCli(['threads', 'list', '--inbox', 'bob@cli.test', '--label', 'unread', '--json', ...owner]);

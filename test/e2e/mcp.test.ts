@@ -103,7 +103,7 @@ t.test('tools/list has every tool, with read-only and destructive annotations', 
   const client = await connect(await keyFor(null));
   const { tools } = await client.listTools();
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
-  const reads = ['list_inboxes', 'search_inboxes', 'get_inbox', 'list_threads', 'search_threads', 'get_thread', 'list_messages', 'search_messages', 'get_message', 'wait_for_message', 'get_attachment', 'list_drafts', 'get_draft', 'list_list_entries', 'get_list_entry'];
+  const reads = ['list_inboxes', 'search_inboxes', 'get_inbox', 'list_threads', 'search_threads', 'get_thread', 'list_messages', 'search_messages', 'get_message', 'wait_for_message', 'get_metrics', 'get_usage', 'get_counts', 'get_attachment', 'list_drafts', 'get_draft', 'list_list_entries', 'get_list_entry'];
   const sends = ['send_message', 'reply_to_message', 'reply_all_message', 'forward_message', 'send_draft'];
   const deletes = ['delete_inbox', 'delete_thread', 'delete_draft'];
   const writes = ['create_inbox', 'update_inbox', 'update_thread', 'update_message', 'create_draft', 'update_draft'];
@@ -330,4 +330,25 @@ t.test('wait_for_message answers a stored match at once, a new one while waiting
   const outside = await call(client, 'wait_for_message', { inboxId: other, timeout: 0 });
   t.ok(outside.isError);
   t.match(outside.body, { code: 'not_found' });
+});
+
+t.test('get_metrics, get_usage and get_counts count the credential\'s own inboxes, with its permissions', async (t) => {
+  const inbox = await newInbox();
+  const other = await newInbox();
+  const client = await connect(await keyFor([inbox], ['message_read']));
+  await seedMail(db, simpleMail({ from: 'a@elsewhere.test', to: inbox, subject: 'counted' }), { inboxId: inbox });
+  await seedMail(db, simpleMail({ from: 'a@elsewhere.test', to: other, subject: 'not counted' }), { inboxId: other });
+  const events = await call(client, 'get_metrics', { eventTypes: ['message.received'], period: 3600 });
+  t.notOk(events.isError);
+  t.equal((events.body['message.received'] as { count: number }[]).reduce((n, b) => n + b.count, 0), 1, 'only the key\'s inbox');
+  const usage = await call(client, 'get_usage', { inboxId: inbox, usageTypes: ['message_count'], descending: true, limit: 1 });
+  t.same((usage.body.message_count as { value: number }[]).map((p) => p.value), [1]);
+  const counts = await call(client, 'get_counts', {});
+  t.same(counts.body, { unread: 1, inboxes: [{ inbox_id: inbox, unread: 1 }] });
+  const outside = await call(client, 'get_metrics', { inboxId: other });
+  t.match(outside.body, { code: 'not_found' });
+  const bad = await call(client, 'get_metrics', { period: 0 });
+  t.ok(bad.isError);
+  const spam = await call(client, 'get_metrics', { eventTypes: ['message.received.spam'] });
+  t.match(spam.body, { code: 'missing_permission' });
 });

@@ -96,6 +96,8 @@ const AGENT_ROUTES: readonly [RegExp, RegExp][] = [
   [/^(GET|PATCH|DELETE)$/, /^\/v0(\/inboxes\/:inbox_id)?\/webhooks\/:webhook_id$/],
   [/^(GET|PATCH)$/, /^\/v0(\/inboxes\/:inbox_id)?\/webhooks\/:webhook_id\/headers$/],
   [/^GET$/, /^\/v0\/ws$/],
+  // Issue 20 §5: usage metrics (AgentMail's metrics API) and live counts, inbox-scoped and over the caller's scope.
+  [/^GET$/, /^\/v0(\/inboxes\/:inbox_id)?\/metrics\/(events|usage|counts)$/],
 ];
 
 function specAccess(route: RouteEntry): SpecAccess | undefined {

@@ -37,6 +37,7 @@ import { ownerRoutes } from '../../src/routes/owner.js';
 import { ownerGuardRoutes } from '../../src/routes/owner-guard.js';
 import { transportRoutes } from '../../src/routes/transport.js';
 import { inboundRoutes } from '../../src/routes/inbound.js';
+import { metricRoutes } from '../../src/routes/metrics.js';
 import { ownerOAuthRoutes } from '../../src/routes/owner-oauth.js';
 import { oauthRoutes } from '../../src/routes/oauth.js';
 import { remoteRoutes } from '../../src/routes/remote.js';
@@ -127,7 +128,7 @@ async function declaredRoutes(): Promise<Declared[]> {
     for (const routes of [ownerRoutes, transportRoutes, ownerGuardRoutes, inboundRoutes, ownerOAuthRoutes, remoteRoutes(remote)]) await app.register(routes, { prefix: '/v0/owner' });
     await app.register(oauthRoutes);
     await app.register(mcpRoutes);
-    for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, sendRoutes, draftRoutes, listRoutes, downloadRoutes, wsRoutes, domainRoutes, webhookRoutes]) {
+    for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, sendRoutes, draftRoutes, listRoutes, downloadRoutes, wsRoutes, domainRoutes, webhookRoutes, metricRoutes]) {
       await app.register(routes, { prefix: '/v0' });
     }
     await app.register(webAppRoutes);

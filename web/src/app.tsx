@@ -13,6 +13,7 @@ import { routes, type RouteContext } from './routes';
 
 const NAV: { href: string; label: string }[] = [
   { href: '/inboxes', label: 'Mail' },
+  { href: '/dashboard', label: 'Dashboard' },
   { href: '/approvals', label: 'Approvals' },
   { href: '/send-unknown', label: 'Send unknown' },
   { href: '/scheduled', label: 'Scheduled' },

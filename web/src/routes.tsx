@@ -5,6 +5,7 @@ import { ApiKeysPage } from './pages/api-keys';
 import { ComposePage } from './pages/compose';
 import { ConsentPage } from './pages/consent';
 import { ApprovalsPage, ScheduledPage, SendUnknownPage } from './pages/control';
+import { DashboardPage } from './pages/dashboard';
 import { DomainsPage } from './pages/domains';
 import { ListsPage } from './pages/lists';
 import { InboxesPage, ThreadsPage } from './pages/mail';
@@ -20,6 +21,7 @@ export interface RouteContext {
 type Render = (params: Record<string, string>, ctx: RouteContext) => ComponentChildren;
 
 export const routes: [string, Render][] = [
+  ['/dashboard', () => <DashboardPage />],
   ['/inboxes', () => <InboxesPage />],
   ['/inboxes/:inbox', (p, ctx) => <ThreadsPage inboxId={p.inbox} search={ctx.search} />],
   ['/inboxes/:inbox/threads/:thread', (p) => <ThreadPage inboxId={p.inbox} threadId={p.thread} />],
