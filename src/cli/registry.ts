@@ -25,6 +25,7 @@ export const GROUPS: Record<string, { summary: string; load: Loader }> = {
   metrics: { summary: 'mail event counts and usage totals over time; unread and awaiting-approval counts', load: async () => (await import('./metrics.js')).group },
   quarantine: { summary: 'inbound mail that could not be processed: list, retry, delete (owner)', load: async () => (await import('./quarantine.js')).group },
   transport: { summary: 'pair with an edge, SMTP smart host (owner)', load: async () => (await import('./transport.js')).group },
+  guard: { summary: 'what holds a guarded key\'s sends for your approval (owner)', load: async () => (await import('./guard.js')).group },
   remote: { summary: 'remote access through a tunnel (owner)', load: async () => (await import('./remote.js')).group },
   completion: { summary: 'print a bash or zsh completion script', load: async () => (await import('./completion.js')).group },
 };

@@ -5,7 +5,8 @@
  */
 import type { FastifyPluginAsync } from 'fastify';
 import { Type, type Static } from 'typebox';
-import { checkGuardPatch, guardSettingsView, GUARD_CHECKS, MAX_NEW_LIMIT, MAX_OWNER_SECRETS, MAX_SECRET_CHARS, writeGuardSettings, type GuardSettingsView } from '../mail/guard.js';
+import { GUARD_CHECKS, MAX_NEW_LIMIT, MAX_OWNER_SECRETS, MAX_SECRET_CHARS, type GuardSettingsView } from '../mail/guard.js';
+import { readGuardFor, writeGuardFor } from '../requests/guard.js';
 import type { SameShape } from '../core/validation.js';
 
 const Limit = Type.Integer({ minimum: 0, maximum: MAX_NEW_LIMIT });
@@ -28,12 +29,9 @@ const guardShape: SameShape<Static<typeof GuardResponse>, GuardSettingsView> = t
 const response = { 200: GuardResponse };
 
 export const ownerGuardRoutes: FastifyPluginAsync = async (app) => {
-  const { db } = app.svc;
+  const svc = app.svc;
 
-  app.get('/guard', { config: { auth: 'owner' }, schema: { response } }, async () => guardSettingsView(db));
+  app.get('/guard', { config: { auth: 'owner' }, schema: { response } }, async () => readGuardFor(svc));
 
-  app.patch<{ Body: Static<typeof GuardPatch> }>('/guard', { config: { auth: 'owner' }, schema: { body: GuardPatch, response } }, async (request) => {
-    const patch = checkGuardPatch(request.body);
-    return db.transaction(() => writeGuardSettings(db, patch))();
-  });
+  app.patch<{ Body: Static<typeof GuardPatch> }>('/guard', { config: { auth: 'owner' }, schema: { body: GuardPatch, response } }, async (request) => writeGuardFor(svc, request.body));
 };

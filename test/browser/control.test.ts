@@ -99,6 +99,49 @@ t.test('a scheduled draft is listed and can be unscheduled', async (t) => {
   t.match(draft.body, { state: 'draft', send_at: null });
 });
 
+t.test('a send held by the outbound guard shows its reasons in Approvals (issue 20 §4)', async (t) => {
+  const guarded = await api<{ api_key: string }>(svc.url, 'POST', '/v0/api-keys', {
+    ...owner,
+    body: { name: 'guarded agent', inbox_id: 'agent@local.test', permissions: ['message_send', 'message_read', 'draft_read'], send_policy: 'guarded' },
+  });
+  await page.goto(svc.url + '/approvals');
+  await page.locator('[data-live="live"]').waitFor();
+  const res = await api<{ code: string; draft_id: string }>(svc.url, 'POST', '/v0/inboxes/agent%40local.test/messages/send', {
+    token: guarded.body.api_key,
+    body: { to: 'boss@local.test', subject: 'Deploy keys', text: 'The key is AKIAZ7QF3XK2MPLW4NRD, keep it safe.' },
+  });
+  t.equal(res.body.code, 'approval_required');
+  const warning = page.locator(`[data-draft="${res.body.draft_id}"] [data-testid="guard-findings"]`);
+  await warning.waitFor();
+  t.match(await warning.textContent(), /Held by the outbound guard.*credentials.*AWS access key/i);
+  t.notMatch(await warning.textContent(), /AKIAZ7QF3XK2MPLW4NRD/, 'the reason names the kind of secret, not the secret');
+  await screenshot(page, 'approvals-guarded');
+});
+
+t.test('the owner tunes the outbound guard on the API keys page', async (t) => {
+  await page.goto(svc.url + '/api-keys');
+  const section = page.locator('[data-testid="guard-settings"]');
+  const credentials = section.getByRole('checkbox', { name: /API keys, access tokens and passwords/ });
+  await credentials.waitFor();
+  t.ok(await credentials.isChecked(), 'every check starts on');
+  // The box follows the stored setting: it turns off once svc has stored the change.
+  await credentials.click();
+  await section.locator('input[name="guard-credentials"]:not(:checked)').waitFor();
+  const readGuard = async () => (await api<{ checks: { name: string; enabled: boolean }[]; secrets: { hint: string }[] }>(svc.url, 'GET', '/v0/owner/guard', owner)).body;
+  const deadline = Date.now() + 10_000;
+  while ((await readGuard()).checks.find((c) => c.name === 'credentials')!.enabled && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  t.equal((await readGuard()).checks.find((c) => c.name === 'credentials')!.enabled, false, 'stored');
+  await section.getByLabel('Secret to guard').fill('my-bank-pin-and-password-7781');
+  await section.getByRole('button', { name: 'Add secret' }).click();
+  await section.locator('[data-testid="guard-secrets"] li', { hasText: '…7781' }).waitFor();
+  t.notMatch(await section.textContent(), /my-bank-pin/, 'the page shows the last 4 characters only');
+  t.match((await readGuard()).secrets, [{ hint: '…7781' }]);
+  await screenshot(page, 'guard-settings');
+  await credentials.click();
+  await section.locator('input[name="guard-credentials"]:checked').waitFor();
+  t.same(page.problems, [], 'no script errors');
+});
+
 t.test('a send whose answer was lost is resolved from the send-unknown queue', async (t) => {
   await page.goto(svc.url + '/send-unknown');
   await page.getByText('No message has an unknown outcome.').waitFor();

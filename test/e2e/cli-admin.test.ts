@@ -57,6 +57,35 @@ t.test('transport: pair an edge from a token file, set a smart host, show withou
   t.equal(agent.code, 4, 'owner only');
 });
 
+t.test('guard: show the checks, switch one off, tune the limits, add a secret from stdin, remove it (issue 20 §4)', async (t) => {
+  const show = await svcCli(['guard', 'show', ...owner]);
+  t.equal(show.code, 0, show.stderr);
+  t.match(show.stdout, /credentials: +on +API keys/);
+  t.match(show.stdout, /first contacts: +at most 10 per message, 30 per 24 hours/);
+  const set = await svcCli(['guard', 'set', '--off', 'new_recipients,iban', '--per-day', '50', '--json', ...owner]);
+  t.equal(set.code, 0, set.stderr);
+  const view = set.json<{ checks: { name: string; enabled: boolean }[]; new_recipients: { per_message: number; per_day: number } }>();
+  t.same(view.checks.filter((c) => !c.enabled).map((c) => c.name), ['iban', 'new_recipients']);
+  t.same(view.new_recipients, { per_message: 10, per_day: 50 }, 'the limit not given is kept');
+  const secretFile = path.join(dir, 'guard-secret');
+  fs.writeFileSync(secretFile, 'the-family-bank-password-4471\n');
+  const added = await svcCli(['guard', 'set', '--add-secret-file', secretFile, '--json', ...owner]);
+  t.equal(added.code, 0, added.stderr);
+  const secrets = added.json<{ secrets: { secret_id: string; hint: string }[] }>().secrets;
+  t.match(secrets, [{ hint: '…4471' }]);
+  t.notMatch(added.stdout + (await svcCli(['guard', 'show', ...owner])).stdout, /family-bank/, 'never printed');
+  const removed = await svcCli(['guard', 'set', '--remove-secret', secrets[0].secret_id, '--on', 'iban,new_recipients', '--per-day', '30', '--json', ...owner]);
+  t.same(removed.json<{ secrets: unknown[] }>().secrets, []);
+  const unknown = await svcCli(['guard', 'set', '--off', 'telepathy', '--json', ...owner]);
+  t.equal(unknown.code, 1);
+  t.equal(unknown.error().error.code, 'validation_error');
+  const agent = await svcCli(['guard', 'show'], { env: agentEnv(svc.url, agentKey) });
+  t.equal(agent.code, 4, 'owner only');
+  const key = await svcCli(['api-keys', 'create', '--permissions', 'message_send', '--send-policy', 'guarded', '--json', ...owner]);
+  t.equal(key.code, 0, key.stderr);
+  t.equal(key.json<{ send_policy: string }>().send_policy, 'guarded');
+});
+
 t.test('remote: show, enable with a connector command, disable', async (t) => {
   const enable = await svcCli(['remote', 'enable', '--hostname', 'mail.admin.example', '--command', 'sleep 30', '--json', ...owner]);
   t.equal(enable.code, 0, enable.stderr);

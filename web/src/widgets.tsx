@@ -16,6 +16,7 @@ export const PERMISSION_GROUPS: [string, string[]][] = [
 export const SEND_POLICIES: [string, string][] = [
   ['approval', 'approval — sends wait for you in Approvals'],
   ['direct', 'direct — sends go out at once'],
+  ['guarded', 'guarded — sends go out at once unless the outbound guard holds them for you'],
   ['read_only', 'read only — no sending'],
 ];
 

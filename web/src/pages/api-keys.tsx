@@ -4,6 +4,7 @@ import { del, enc, get, patch, post } from '../api';
 import { ErrorBox, Loading, Page, confirmed, formValues, useAction, useLoad, when } from '../ui';
 import { checkedValues, InboxChecklist, PermissionChecklist, SEND_POLICIES } from '../widgets';
 import type { ApiKey, CreateApiKeyBody, Inbox, UpdateApiKeyBody } from '../api-types';
+import type { GuardSettingsView } from '../../../src/mail/guard';
 
 export function ApiKeysPage() {
   const keys = useLoad(() => get<{ api_keys: ApiKey[] }>('/v0/api-keys?limit=100'), []);
@@ -141,6 +142,86 @@ export function ApiKeysPage() {
           </tbody>
         </table>
       </div>
+      <GuardSettings />
     </Page>
+  );
+}
+
+/**
+ * The outbound guard of the `guarded` send policy (docs/guarded.md): which checks hold a send for
+ * the owner, the first-contact limits, and the owner's own secrets, shown by their last 4 characters.
+ */
+function GuardSettings() {
+  const guard = useLoad(() => get<GuardSettingsView>('/v0/owner/guard'), []);
+  const action = useAction();
+  const change = (body: unknown) =>
+    action.run(async () => {
+      guard.set(await patch<GuardSettingsView>('/v0/owner/guard', body));
+    });
+  const g = guard.data;
+  return (
+    <section data-testid="guard-settings">
+      <h2>Outbound guard</h2>
+      <p class="small muted">
+        Keys and apps with the <code>guarded</code> send policy send at once, unless one of these checks finds something in the message; then it waits for you in Approvals with the reasons.
+      </p>
+      <ErrorBox error={action.error} />
+      <Loading loaded={guard} />
+      {g && (
+        <div class="card">
+          <fieldset>
+            <legend>Checks</legend>
+            {g.checks.map((c) => (
+              <label class="check" key={c.name}>
+                <input type="checkbox" name={`guard-${c.name}`} checked={c.enabled} disabled={action.busy} onChange={(e) => void change({ checks: { [c.name]: e.currentTarget.checked } })} /> {c.description}{' '}
+                <code class="small muted">{c.name}</code>
+              </label>
+            ))}
+          </fieldset>
+          <form
+            class="row"
+            onSubmit={(e) => {
+              e.preventDefault();
+              const v = formValues(e.currentTarget);
+              void change({ new_recipients: { per_message: Number(v.per_message), per_day: Number(v.per_day) } });
+            }}
+          >
+            <label>
+              First contacts per message
+              <input name="per_message" type="number" min={0} max={100000} required defaultValue={String(g.new_recipients.per_message)} key={`m${g.new_recipients.per_message}`} />
+            </label>
+            <label>
+              First contacts per 24 hours
+              <input name="per_day" type="number" min={0} max={100000} required defaultValue={String(g.new_recipients.per_day)} key={`d${g.new_recipients.per_day}`} />
+            </label>
+            <button disabled={action.busy}>Save limits</button>
+          </form>
+          <h3>Your secrets</h3>
+          <p class="small muted">Strings that must never leave in mail (passwords, account numbers). They are kept in the encrypted database and shown only by their last 4 characters.</p>
+          <ul class="plain" data-testid="guard-secrets">
+            {g.secrets.map((x) => (
+              <li key={x.secret_id}>
+                <code>{x.hint}</code> <span class="small muted">added {when(x.created_at)}</span>{' '}
+                <button class="small danger" disabled={action.busy} onClick={() => void change({ remove_secrets: [x.secret_id] })}>
+                  Remove
+                </button>
+              </li>
+            ))}
+          </ul>
+          <form
+            class="row"
+            onSubmit={(e) => {
+              e.preventDefault();
+              const form = e.currentTarget;
+              const v = formValues(form);
+              void change({ add_secrets: [v.secret] }).then((ok) => ok && form.reset());
+            }}
+          >
+            <input name="secret" type="password" autocomplete="off" minLength={16} maxLength={256} required aria-label="Secret to guard" placeholder="a secret of 16 characters or more" />
+            <button disabled={action.busy}>Add secret</button>
+          </form>
+        </div>
+      )}
+    </section>
   );
 }

@@ -60,6 +60,18 @@ function PendingDraft({ item, onDone, onDecided }: { item: DraftItem; onDone: ()
       {(item.bcc ?? []).length > 0 && <div class="muted small">bcc {item.bcc!.join(', ')}</div>}
       {item.attachments.length > 0 && <div class="muted small">attachments: {item.attachments.map((a) => a.filename ?? '(unnamed)').join(', ')}</div>}
       {item.send_at && <div class="muted small">sends {when(item.send_at)}</div>}
+      {item.guard_findings && item.guard_findings.length > 0 && (
+        <div class="warning" role="note" data-testid="guard-findings">
+          <strong>Held by the outbound guard.</strong> The agent’s key is <code>guarded</code>; this is why it waits for you:
+          <ul>
+            {item.guard_findings.map((f) => (
+              <li key={f.detector}>
+                <code>{f.detector}</code>: {f.detail}
+              </li>
+            ))}
+          </ul>
+        </div>
+      )}
       {!open && <div class="item-sub">{item.preview}</div>}
       <div class="actions" style={{ margin: '0.5rem 0' }}>
         <button class="small" onClick={() => setOpen(!open)}>
