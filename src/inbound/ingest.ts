@@ -7,6 +7,8 @@
 import { BINARY_SEAL_MIN_BYTES } from '../edge/sealed-sizes.js';
 import { isBusyError, type Db } from '../db/open.js';
 import { commitInbound } from '../mail/store.js';
+import { senderVerdicts } from '../mail/correspondents.js';
+import type { ManipulationVerdict } from '../mail/manipulation.js';
 import { listVerdict } from '../mail/lists.js';
 import type { InboundAuth } from '../edge/sealed.js';
 import type { OpenedInbound } from '../../workers/pool/tasks.js';
@@ -71,8 +73,19 @@ function deferral(err: unknown): CommitDeferred {
   return new CommitDeferred(isBusyError(err) ? 'storage_busy' : 'storage_failure');
 }
 
+/** The recipients' inboxes of an opened object, lower-cased, once each. */
+const recipientInboxes = (opened: OpenedInbound) => new Set(opened.envelope.rcpt_to.map((r) => r.toLowerCase()));
+
+/**
+ * Each recipient inbox's manipulation verdict (the sender check against its correspondents),
+ * computed before the commit's transaction: the sender's domain is a stranger's input.
+ */
+function verdictsOf(deps: IngestDeps, opened: OpenedInbound, known: Map<string, string[]> = new Map()): Map<string, ManipulationVerdict> {
+  return senderVerdicts(deps.db, recipientInboxes(opened), opened.derived.manipulation, opened.parsed.from[0]?.address, known);
+}
+
 /** Commits every routed recipient of an opened object; returns the event seqs to publish. Throws when a commit fails. */
-function commitRecipients(deps: IngestDeps, objectKey: string, opened: OpenedInbound): number[] {
+function commitRecipients(deps: IngestDeps, objectKey: string, opened: OpenedInbound, verdicts: Map<string, ManipulationVerdict>): number[] {
   const { db } = deps;
   const seqs: number[] = [];
   const sender = (opened.parsed.from[0]?.address ?? opened.envelope.mail_from).toLowerCase();
@@ -80,7 +93,7 @@ function commitRecipients(deps: IngestDeps, objectKey: string, opened: OpenedInb
   if (opened.spam?.verdict === 'spam') hiddenBase.push('spam');
   if (isUnauthenticated(opened.auth)) hiddenBase.push('unauthenticated');
 
-  for (const inboxId of new Set(opened.envelope.rcpt_to.map((r) => r.toLowerCase()))) {
+  for (const inboxId of recipientInboxes(opened)) {
     const sourceKey = commitKey(objectKey, inboxId);
     if (isCommitHandled(db, sourceKey)) continue;
     // The domain self-test (docs/domains.md) is consumed here, never stored as mail.
@@ -102,6 +115,7 @@ function commitRecipients(deps: IngestDeps, objectKey: string, opened: OpenedInb
       parsed: opened.parsed,
       raw: opened.raw,
       derived: opened.derived,
+      manipulation: verdicts.get(inboxId),
       sourceKey,
       hiddenLabels,
       receivedAt: opened.envelope.received_at,
@@ -131,7 +145,8 @@ export async function ingestObject(deps: IngestDeps, key: string, size: number |
   }
   let seqs: number[];
   try {
-    seqs = db.transaction(() => commitRecipients(deps, key, opened))();
+    const verdicts = verdictsOf(deps, opened);
+    seqs = db.transaction(() => commitRecipients(deps, key, opened, verdicts))();
   } catch (err) {
     if (isStorageTrouble(err)) {
       const deferred = deferral(err);
@@ -292,8 +307,10 @@ function commitOpened(deps: IngestDeps, ready: Opened[]): string[] {
   if (ready.length === 0) return [];
   let committed = ready;
   let seqs: number[] = [];
+  const known = new Map<string, string[]>();
+  const verdicts = new Map(ready.map((o) => [o.key, verdictsOf(deps, o.mail, known)]));
   try {
-    seqs = db.transaction(() => ready.flatMap((o) => commitRecipients(deps, o.key, o.mail)))();
+    seqs = db.transaction(() => ready.flatMap((o) => commitRecipients(deps, o.key, o.mail, verdicts.get(o.key)!)))();
   } catch (err) {
     if (isStorageTrouble(err)) {
       const deferred = deferral(err);
@@ -304,7 +321,7 @@ function commitOpened(deps: IngestDeps, ready: Opened[]): string[] {
     committed = [];
     for (const o of ready) {
       try {
-        seqs.push(...db.transaction(() => commitRecipients(deps, o.key, o.mail))());
+        seqs.push(...db.transaction(() => commitRecipients(deps, o.key, o.mail, verdicts.get(o.key)!))());
         committed.push(o);
       } catch (objectErr) {
         if (isStorageTrouble(objectErr)) {

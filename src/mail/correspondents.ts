@@ -49,6 +49,28 @@ export function withSenderCheck(verdict: ManipulationVerdict, senderDomain: stri
   return lookalike ? { suspicious: true, findings: [...verdict.findings, lookalike] } : verdict;
 }
 
+/**
+ * The verdict of one received message for each inbox it goes to, the sender check added, read
+ * before the commit's transaction so that a stranger's domain is never compared while the write
+ * lock is held (src/inbound/ingest.ts). `known` caches each inbox's domains across a batch.
+ */
+export function senderVerdicts(
+  db: Db,
+  inboxIds: Iterable<string>,
+  content: ManipulationVerdict,
+  senderAddress: string | null | undefined,
+  known: Map<string, string[]> = new Map(),
+): Map<string, ManipulationVerdict> {
+  const senderDomain = domainOf(senderAddress);
+  const out = new Map<string, ManipulationVerdict>();
+  for (const inboxId of inboxIds) {
+    let domains = known.get(inboxId);
+    if (domains === undefined) known.set(inboxId, (domains = knownDomains(db, inboxId)));
+    out.set(inboxId, withSenderCheck(content, senderDomain, domains));
+  }
+  return out;
+}
+
 /** The bare address of a display form (`Name <a@b>` or `a@b`), lower-cased. */
 export function bareAddress(display: string): string {
   const lt = display.lastIndexOf('<');

@@ -12,6 +12,7 @@ import { uuidv7 } from '../db/ids.js';
 import { appendEvent } from '../events/log.js';
 import { bumpSearchGeneration } from '../core/pagination.js';
 import { deriveText, type DerivedText } from './extract.js';
+import type { ManipulationVerdict } from './manipulation.js';
 import { domainOf, knownDomains, rememberAddress, rememberCorrespondent, withSenderCheck } from './correspondents.js';
 import { storedExtract } from './extracted-span.js';
 
@@ -36,6 +37,11 @@ export interface InboundMail {
   receivedAt?: string;
   /** deriveText(parsed), computed where the MIME was parsed; computed here, before the transaction, when absent. */
   derived?: DerivedText;
+  /**
+   * The manipulation verdict with the sender check (correspondents.ts senderVerdicts), computed by
+   * a caller that commits inside a transaction of its own; computed here when absent.
+   */
+  manipulation?: ManipulationVerdict;
 }
 
 export interface CommitResult {
@@ -88,7 +94,7 @@ export function commitInbound(db: Db, input: InboundMail): CommitResult {
   const inReplyTo = messageIds(parsed.inReplyTo);
   const refs = parsed.references.flatMap((r) => messageIds(r));
   const senderDomain = domainOf(from?.address);
-  const verdict = withSenderCheck(derived.manipulation, senderDomain, knownDomains(db, input.inboxId));
+  const verdict = input.manipulation ?? withSenderCheck(derived.manipulation, senderDomain, knownDomains(db, input.inboxId));
   return db.transaction((): CommitResult => {
     if (input.sourceKey !== undefined) {
       const same = prepared(db, 'SELECT id, message_id, thread_id FROM messages WHERE source_key = ?').get(input.sourceKey) as
