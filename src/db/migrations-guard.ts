@@ -10,8 +10,9 @@
  * - `correspondent_addresses`: the addresses each inbox has mailed or received clean mail from,
  *   so that the guard can count recipients it writes to for the first time. `introduced_at` is
  *   set when a send made the address known (NULL when it first wrote to the inbox); the backfill
- *   takes the senders of clean received mail and the recipients of sent mail, all as already
- *   known (their time is outside any volume window).
+ *   takes the senders of clean received mail (not spam, blocked, unauthenticated or suspicious)
+ *   and the recipients of mail that was sent, all as already known (their time is outside any
+ *   volume window).
  */
 const ADDRESS_OF = (column: string) =>
   `lower(trim(CASE WHEN instr(${column}, '<') > 0 AND instr(${column}, '>') > instr(${column}, '<')
@@ -69,10 +70,11 @@ export const GUARD_MIGRATION = `
   INSERT OR IGNORE INTO correspondent_addresses (inbox_id, address)
     SELECT m.inbox_id, m.sender FROM messages m
      WHERE m.direction = 'inbound' AND instr(m.sender, '@') > 0
-       AND NOT EXISTS (SELECT 1 FROM message_labels l WHERE l.message_rowid = m.id AND l.label IN ('spam', 'blocked', 'unauthenticated'));
+       AND NOT EXISTS (SELECT 1 FROM message_labels l WHERE l.message_rowid = m.id AND l.label IN ('spam', 'blocked', 'unauthenticated', 'suspicious'));
   INSERT OR IGNORE INTO correspondent_addresses (inbox_id, address)
     SELECT m.inbox_id, ${ADDRESS_OF('r.value')} FROM messages m,
            json_each(json_array(json(m.to_addresses), json(coalesce(m.cc_addresses, '[]')), json(coalesce(m.bcc_addresses, '[]')))) AS g,
            json_each(g.value) AS r
-     WHERE m.direction = 'outbound' AND instr(r.value, '@') > 0;
+     WHERE m.direction = 'outbound' AND instr(r.value, '@') > 0
+       AND EXISTS (SELECT 1 FROM message_labels l WHERE l.message_rowid = m.id AND l.label IN ('sent', 'delivered'));
 `;

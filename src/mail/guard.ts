@@ -31,9 +31,12 @@ import { bareAddress } from './correspondents.js';
 export const GUARD_CHECKS = [...GUARD_DETECTORS, 'new_recipients'] as const;
 export type GuardCheck = (typeof GUARD_CHECKS)[number];
 
-/** A reason the guard held a send: which check, and where and what (never the secret itself). */
+/**
+ * A reason the guard held a send: which check, and where and what (never the secret itself).
+ * `unchecked`: a field longer than the content detectors read, held so that nothing unread leaves.
+ */
 export interface GuardFinding {
-  detector: GuardCheck;
+  detector: GuardCheck | 'unchecked';
   detail: string;
 }
 
@@ -186,6 +189,8 @@ const TEXT_TYPES = /^(text\/|application\/(json|xml|x-yaml|yaml|toml|x-sh|x-shel
 const TEXT_NAMES = /\.(txt|md|csv|tsv|json|ya?ml|toml|ini|cfg|conf|env|pem|key|crt|pub|asc|gpg|sh|bash|zsh|ps1|py|js|ts|sql|xml|html?|log|properties|npmrc|pgpass|netrc)$|(^|\/)\.?(env|netrc|npmrc|pgpass|credentials|id_rsa|id_ed25519|id_ecdsa)$/i;
 /** Bytes of an attachment decoded for the detectors: they read MAX_SCANNED_CHARS characters at most. */
 const MAX_DECODED_BYTES = MAX_SCANNED_CHARS * 4;
+/** Header values and display names scanned (a header line is far shorter). */
+const MAX_OTHER_CHARS = 16 * 1024;
 
 /**
  * An attachment as text the detectors read, or null for a binary file. Text-like by its type or
@@ -223,6 +228,7 @@ function firstContactsToday(db: Db, inboxId: string, now: number, excludeDraftId
     for (const json of [d.to_addresses, d.cc_addresses, d.bcc_addresses]) if (json) for (const display of JSON.parse(json) as string[]) pending.push(bareAddress(display));
   }
   for (const address of firstContacts(db, inboxId, pending)) out.add(address);
+  for (const reserved of RESERVED.get(inboxId)?.values() ?? []) for (const address of reserved) out.add(address);
   return out;
 }
 
@@ -251,18 +257,65 @@ export function guardFindings(db: Db, inboxId: string, c: Composition, opts: { n
   const findings: GuardFinding[] = [];
   if (enabled.size > 0) {
     const attachments: { filename: string | null; text: string }[] = [];
+    const unread: string[] = [];
     for (const a of c.attachments) {
       const text = attachmentText(a);
-      if (text !== null) attachments.push({ filename: a.filename, text });
+      if (text === null) continue;
+      attachments.push({ filename: a.filename, text });
+      if (a.content.byteLength > MAX_DECODED_BYTES || text.length > MAX_SCANNED_CHARS) unread.push(`attachment ${JSON.stringify((a.filename ?? 'unnamed').slice(0, 40))}`);
     }
-    const found: DetectorFinding[] = inspectOutgoing({ subject: c.subject, text: c.text, html: c.html, attachments, homeSecrets: enabled.has('home_secrets') ? homeSecrets(db, s) : [] }, enabled);
+    for (const [where, value] of [['the subject', c.subject], ['the text', c.text], ['the HTML', c.html]] as const) if (value !== null && value.length > MAX_SCANNED_CHARS) unread.push(where);
+    const found: DetectorFinding[] = inspectOutgoing(
+      { subject: c.subject, text: c.text, html: c.html, attachments, homeSecrets: enabled.has('home_secrets') ? homeSecrets(db, s) : [], other: otherFields(c) },
+      enabled,
+    );
     findings.push(...found);
+    // What the detectors do not read could hold anything: held rather than let out unread (fail closed).
+    if (unread.length > 0) findings.push({ detector: 'unchecked', detail: `${unread.join(', ')} ${unread.length === 1 ? 'is' : 'are'} longer than the guard reads (${MAX_SCANNED_CHARS / 1024} KiB of text)` });
   }
   if (!s.disabled.includes('new_recipients')) {
     const volume = volumeFinding(db, inboxId, [...c.to, ...c.cc, ...c.bcc], s.new_recipients, opts.now ?? Date.now(), opts.draftId ?? null);
     if (volume) findings.push(volume);
   }
   return findings;
+}
+
+/** The other text a message carries: the caller's header values, recipients' display names, attachment file names. */
+function otherFields(c: Composition): { where: string; text: string }[] {
+  const out: { where: string; text: string }[] = [];
+  for (const [name, value] of Object.entries(c.headers)) out.push({ where: `the ${name.slice(0, 40)} header`, text: value.slice(0, MAX_OTHER_CHARS) });
+  const names = [...c.to, ...c.cc, ...c.bcc, ...c.replyTo].map((r) => r.display).join('\n');
+  if (names !== '') out.push({ where: 'the recipients', text: names.slice(0, MAX_OTHER_CHARS * 4) });
+  const files = c.attachments.map((a) => a.filename ?? '').filter((f) => f !== '').join('\n');
+  if (files !== '') out.push({ where: 'the attachment names', text: files.slice(0, MAX_OTHER_CHARS) });
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// First contacts being sent right now
+
+/**
+ * First contacts of guarded sends that passed the guard and are being queued, per inbox: counted
+ * by the daily limit until their commit, so that sends racing each other cannot together pass it.
+ */
+const RESERVED = new Map<string, Map<symbol, readonly string[]>>();
+
+/** Counts `addresses` as first contacts of `inboxId` until the returned release is called (after the send's commit, or its failure). */
+export function reserveFirstContacts(inboxId: string, addresses: readonly string[]): () => void {
+  if (addresses.length === 0) return () => undefined;
+  const token = Symbol('send');
+  let forInbox = RESERVED.get(inboxId);
+  if (!forInbox) RESERVED.set(inboxId, (forInbox = new Map()));
+  forInbox.set(token, addresses);
+  return () => {
+    forInbox.delete(token);
+    if (forInbox.size === 0 && RESERVED.get(inboxId) === forInbox) RESERVED.delete(inboxId);
+  };
+}
+
+/** This message's recipients that the inbox has never corresponded with (the reservation a passing send makes). */
+export function firstContactsOf(db: Db, inboxId: string, c: Composition): string[] {
+  return firstContacts(db, inboxId, [...c.to, ...c.cc, ...c.bcc].slice(0, MAX_RECIPIENTS).map((r) => r.address.toLowerCase()));
 }
 
 /** One sentence naming the checks that held a send, for the `approval_required` message. */

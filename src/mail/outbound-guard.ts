@@ -61,6 +61,8 @@ export interface GuardSource {
   attachments: readonly { filename: string | null; text: string }[];
   /** Exact secrets of this home that must never leave (API key secrets, tokens), each at least 16 characters. */
   homeSecrets: readonly string[];
+  /** Other text the message carries, scanned after the attachments: header values, display names, file names. */
+  other?: readonly { where: string; text: string }[];
 }
 
 /** Characters of each field and attachment scanned: a leak sits in what a reader sees, not past half a megabyte. */
@@ -73,6 +75,8 @@ const MAX_HOME_SECRETS = 1_000;
 const MIN_HOME_SECRET_CHARS = 16;
 /** Characters of a home secret matched (its start): that many random characters identify it, and they bound the automaton. */
 const MAX_HOME_SECRET_CHARS = 256;
+/** Other fields scanned (header values, display names, file names): a message has at most a few hundred. */
+const MAX_OTHER_FIELDS = 1_000;
 /** Characters of a finding's detail. */
 const MAX_DETAIL_CHARS = 160;
 /** Characters of an attachment's file name shown in a detail. */
@@ -161,6 +165,14 @@ function fieldsOf(source: GuardSource): Field[] {
       if (a === null || typeof a !== 'object') continue;
       const { filename, text } = a as { filename?: unknown; text?: unknown };
       add(attachmentName(filename, i), text);
+    }
+  }
+  const other: unknown = source?.other;
+  if (Array.isArray(other)) {
+    for (const o of other.slice(0, MAX_OTHER_FIELDS)) {
+      if (o === null || typeof o !== 'object') continue;
+      const { where, text } = o as { where?: unknown; text?: unknown };
+      if (typeof where === 'string') add(where.slice(0, MAX_DETAIL_CHARS / 2), text);
     }
   }
   return fields;

@@ -14,7 +14,7 @@ import { parseRecipients, type Composition } from './compose.js';
 import { domainDkimKey } from './dkim-keys.js';
 import { draftActor } from './drafts/policy.js';
 import { draftAttachmentContents, draftEvent, draftRow, insertDraft, setDraftStatus, setGuardFindings } from './drafts/repository.js';
-import { guardFindings, heldBecause, type GuardFinding } from './guard.js';
+import { firstContactsOf, guardFindings, heldBecause, reserveFirstContacts, type GuardFinding } from './guard.js';
 import { draftTransition, nextApproved, nextDraftStatus, type DraftFrom, type DraftTransition } from './drafts/states.js';
 import type { DraftRow } from './drafts/shapes.js';
 import { recordIdempotent, replayIdempotent, type IdempotentKind } from './idempotency.js';
@@ -73,13 +73,19 @@ export const approvalRequired = (draftId: string, held: readonly GuardFinding[] 
 const readOnly = () =>
   new ApiError('missing_permission', 'This credential has the `read_only` send policy and cannot send mail.', { fix: 'Ask the owner for a key with the `direct` or `approval` send policy.' });
 
-function replayed(result: ReturnType<typeof replayIdempotent>): SendResult | null {
+function replayed(result: ReturnType<typeof replayIdempotent>, db?: Db): SendResult | null {
   if (!result) return null;
-  if (result.kind === 'approval') throw approvalRequired(result.draftId!);
+  if (result.kind === 'approval') throw approvalRequired(result.draftId!, db ? heldReasons(db, result.draftId!) : []);
   return { message_id: result.messageId!, thread_id: result.threadId! };
 }
 
 const ALL_VISIBLE = { excluded: [] } as const;
+
+/** Why the guard held a draft, for a replayed answer (the draft may be gone or decided since: then none). */
+function heldReasons(db: Db, draftId: string): GuardFinding[] {
+  const row = db.prepare("SELECT guard_findings FROM drafts WHERE draft_id = ? AND send_status = 'pending_approval'").get(draftId) as { guard_findings: string | null } | undefined;
+  return row?.guard_findings ? (JSON.parse(row.guard_findings) as GuardFinding[]) : [];
+}
 
 /** The composition and threading a draft sends as: stored fields, plus the forwarded original. */
 function fromDraft(db: Db, inboxId: string, d: DraftRow): { kind: OutboundKind; composition: Composition; threading: Threading } {
@@ -146,7 +152,7 @@ export async function performSend(ctx: SendContext, spec: SendSpec): Promise<Sen
   const { db, principal } = ctx;
   const { inbox, source, idempotency } = spec;
   if (idempotency) {
-    const earlier = replayed(replayIdempotent(db, inbox.inbox_id, idempotency.key, idempotency.hash));
+    const earlier = replayed(replayIdempotent(db, inbox.inbox_id, idempotency.key, idempotency.hash), db);
     if (earlier) return earlier;
   }
   // The draft table decides what this send does to a draft; a final draft is refused before any work.
@@ -158,12 +164,37 @@ export async function performSend(ctx: SendContext, spec: SendSpec): Promise<Sen
 
   const derived = derive(db, inbox, source);
   // A guarded credential's send goes out unless the guard finds what must wait for the owner
-  // (src/mail/guard.ts); an approved draft already has the owner's word.
-  const held = principal.sendPolicy === 'guarded' && !facts.approved ? guardFindings(db, inbox.inbox_id, derived.composition, { draftId: source.type === 'draft' ? source.draft.draft_id : null }) : [];
+  // (src/mail/guard.ts). It checks every send of the credential, a draft's too: a draft's
+  // `approved` flag may be a guarded schedule's own, not the owner's word, and the owner's
+  // approval of a schedule is carried out by the scheduled-drafts loop, not by the agent.
+  const guarded = principal.sendPolicy === 'guarded';
+  const held = guarded ? guardFindings(db, inbox.inbox_id, derived.composition, { draftId: source.type === 'draft' ? source.draft.draft_id : null }) : [];
   if (held.length > 0) {
     facts.actor = draftActor(principal, true);
+    facts.approved = false;
     step = decide(source.type === 'draft' ? source.draft.send_status : 'new');
   }
+  // A passing guarded send's first contacts count against the day until it is queued (or fails).
+  const release = guarded && held.length === 0 ? reserveFirstContacts(inbox.inbox_id, firstContactsOf(db, inbox.inbox_id, derived.composition)) : () => undefined;
+  try {
+    return await sendPrepared(ctx, spec, { derived, held, step, facts, decide });
+  } finally {
+    release();
+  }
+}
+
+interface Decided {
+  derived: ReturnType<typeof derive>;
+  held: GuardFinding[];
+  step: DraftTransition;
+  facts: { actor: ReturnType<typeof draftActor>; approved: boolean; sendAtAhead: boolean };
+  decide: (from: DraftFrom) => DraftTransition;
+}
+
+/** performSend once the send is decided: compose, check, then the approval draft or the queueing commit. */
+async function sendPrepared(ctx: SendContext, spec: SendSpec, { derived, held, step, facts, decide }: Decided): Promise<SendResult> {
+  const { db } = ctx;
+  const { inbox, source, idempotency } = spec;
   const prepared = await prepareSend(inbox, derived.kind, derived.composition, derived.threading, ctx.compose, await domainDkimKey(db, inbox.domain));
   sendChecks(db, inbox, derived.kind, derived.composition);
 
@@ -202,7 +233,7 @@ export async function performSend(ctx: SendContext, spec: SendSpec): Promise<Sen
       return draft.draft_id;
     }).immediate();
     seqs.forEach(ctx.publish);
-    if (draftId === null) return replayed(replayIdempotent(db, inbox.inbox_id, idempotency!.key, idempotency!.hash))!;
+    if (draftId === null) return replayed(replayIdempotent(db, inbox.inbox_id, idempotency!.key, idempotency!.hash), db)!;
     throw approvalRequired(draftId, held);
   }
   if (typeof step.to === 'object' && step.to.refused === 'read_only_send') throw readOnly();

@@ -196,3 +196,95 @@ t.test('a huge hostile body is answered, never a 5xx', async (t) => {
   t.ok(res.status === 200 || res.status === 403, `answered ${res.status}`);
   t.ok(Date.now() - started < 30_000, 'in bounded time');
 });
+
+t.test('a clean schedule, unscheduled and filled with a secret, is checked again when sent (review finding 1)', async (t) => {
+  const inbox = await newInbox();
+  const token = await guardedKey(inbox);
+  const created = await api<DraftBody>(svc.url, 'POST', drafts(inbox), { token, body: { to: 'x@remote.example', subject: 'later', text: 'hello', send_at: later() } });
+  t.equal(created.body.state, 'scheduled');
+  const edited = await api<DraftBody>(svc.url, 'PATCH', drafts(inbox, `/${enc(created.body.draft_id)}`), { token, body: { send_at: null, text: `${AWS_KEY} marker-unsched-1` } });
+  t.equal(edited.status, 200, edited.text);
+  const send = await api<ErrorBody>(svc.url, 'POST', drafts(inbox, `/${enc(created.body.draft_id)}/send`), { token, body: {} });
+  t.equal(send.status, 403);
+  t.equal(send.body.code, 'approval_required');
+  t.match(send.body.reasons, [{ detector: 'credentials' }]);
+  await settle();
+  t.notOk(sinkHas('marker-unsched-1'), 'nothing left');
+});
+
+t.test('what the owner approved cannot be redirected: new recipients on an approved schedule are held again (review finding 2)', async (t) => {
+  const inbox = await newInbox();
+  const token = await guardedKey(inbox);
+  const held = await api<DraftBody>(svc.url, 'POST', drafts(inbox, ''), { token, body: { to: 'colleague@remote.example', subject: 'k', text: `${AWS_KEY} marker-redirect-1`, send_at: later() } });
+  t.equal(held.body.state, 'pending_approval');
+  const approved = await api<DraftBody>(svc.url, 'POST', drafts(inbox, `/${enc(held.body.draft_id)}/approve`), { token: svc.ownerToken, body: {} });
+  t.equal(approved.status, 200, approved.text);
+  t.equal((await ownerRead(inbox, held.body.draft_id)).state, 'scheduled');
+  const redirect = await api<DraftBody>(svc.url, 'PATCH', drafts(inbox, `/${enc(held.body.draft_id)}`), { token, body: { send_at: null, to: ['attacker@evil.example'] } });
+  t.equal(redirect.status, 200, redirect.text);
+  t.equal(redirect.body.guard_findings, null, 'no stale reasons on a draft that no longer waits');
+  const send = await api<ErrorBody>(svc.url, 'POST', drafts(inbox, `/${enc(held.body.draft_id)}/send`), { token, body: {} });
+  t.equal(send.body.code, 'approval_required', 'the agent’s own send is checked, not covered by the owner’s approval');
+  const reschedule = await api<DraftBody>(svc.url, 'PATCH', drafts(inbox, `/${enc(held.body.draft_id)}`), { token, body: { send_at: later() } });
+  t.equal(reschedule.status, 409, 'and it waits for the owner again');
+  await settle();
+  t.notOk(sinkHas('marker-redirect-1'));
+});
+
+t.test('a secret in a header, a display name or an attachment’s file name is held (review finding 3)', async (t) => {
+  const inbox = await newInbox();
+  const token = await guardedKey(inbox);
+  const send = (body: Record<string, unknown>) => api<ErrorBody>(svc.url, 'POST', `/v0/inboxes/${enc(inbox)}/messages/send`, { token, body: { subject: 's', text: 'marker-fields', ...body } });
+  const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0]).toString('base64');
+  for (const [what, body, where] of [
+    ['a header', { to: 'x@remote.example', headers: { 'X-Note': AWS_KEY } }, /X-Note header/],
+    ['a display name', { to: `"${AWS_KEY}" <x@remote.example>` }, /recipients/],
+    ['a file name', { to: 'x@remote.example', attachments: [{ filename: `${AWS_KEY}.png`, content_type: 'image/png', content: png }] }, /attachment names/],
+  ] as const) {
+    const res = await send(body);
+    t.equal(res.body.code, 'approval_required', what);
+    t.match(res.body.reasons, [{ detector: 'credentials', detail: where }], what);
+  }
+  await settle();
+  t.notOk(sinkHas('marker-fields'));
+});
+
+t.test('text past what the guard reads is held, not let out unread (review finding 4)', async (t) => {
+  const inbox = await newInbox();
+  const token = await guardedKey(inbox);
+  const text = `${'All quiet on the western front. '.repeat(17_000)}\n${AWS_KEY} marker-long-1`;
+  t.ok(text.length > 512 * 1024);
+  const res = await api<ErrorBody>(svc.url, 'POST', `/v0/inboxes/${enc(inbox)}/messages/send`, { token, body: { to: 'x@remote.example', subject: 'long', text } });
+  t.equal(res.body.code, 'approval_required');
+  t.match(res.body.reasons, [{ detector: 'unchecked', detail: /the text is longer than the guard reads/ }]);
+  await settle();
+  t.notOk(sinkHas('marker-long-1'));
+});
+
+t.test('a replayed held send still gives its reasons (review finding 5)', async (t) => {
+  const inbox = await newInbox();
+  const token = await guardedKey(inbox);
+  const body = { to: 'x@remote.example', subject: 'again', text: `${AWS_KEY}` };
+  const headers = { 'idempotency-key': 'guarded-replay-reasons' };
+  await api(svc.url, 'POST', `/v0/inboxes/${enc(inbox)}/messages/send`, { token, body, headers });
+  const again = await api<ErrorBody & { message: string }>(svc.url, 'POST', `/v0/inboxes/${enc(inbox)}/messages/send`, { token, body, headers });
+  t.equal(again.body.code, 'approval_required');
+  t.match(again.body.reasons, [{ detector: 'credentials' }]);
+  t.match(again.body.message, /outbound guard/);
+});
+
+t.test('racing sends cannot together pass the daily first-contact limit (review finding 8)', async (t) => {
+  const inbox = await newInbox();
+  const token = await guardedKey(inbox);
+  const limits = (await api<{ new_recipients: { per_message: number; per_day: number } }>(svc.url, 'GET', '/v0/owner/guard', { token: svc.ownerToken })).body.new_recipients;
+  await api(svc.url, 'PATCH', '/v0/owner/guard', { token: svc.ownerToken, body: { new_recipients: { per_day: 3 } } });
+  t.teardown(() => api(svc.url, 'PATCH', '/v0/owner/guard', { token: svc.ownerToken, body: { new_recipients: limits } }));
+  const results = await Promise.all(
+    Array.from({ length: 6 }, (_, i) =>
+      api<ErrorBody & { message_id?: string }>(svc.url, 'POST', `/v0/inboxes/${enc(inbox)}/messages/send`, { token, body: { to: [`r${i}a@race.example`, `r${i}b@race.example`], subject: `race ${i}`, text: 'hello' } }),
+    ),
+  );
+  const passed = results.filter((r) => r.status === 200).length;
+  t.equal(passed, 1, `one send of two first contacts passes a limit of 3, the others are held (${results.map((r) => r.status).join(',')})`);
+  t.equal(results.filter((r) => r.body.code === 'approval_required').length, 5);
+});

@@ -32,7 +32,12 @@ function at16(): Database.Database {
   message.run('<in1@x>', 'friend@partner.example', '["a@home.example"]', null, NOW, 'inbound', NOW, NOW);
   const spam = Number(message.run('<in2@x>', 'spammer@bad.example', '["a@home.example"]', null, NOW, 'inbound', NOW, NOW).lastInsertRowid);
   db.prepare("INSERT INTO message_labels (message_rowid, label) VALUES (?, 'spam')").run(spam);
-  message.run('<out1@home.example>', 'a@home.example', '["Bob <Bob@Remote.example>", "carol@remote.example"]', '["Dan <dan@remote.example>"]', NOW, 'outbound', NOW, NOW);
+  const flagged = Number(message.run('<in3@x>', 'lookalike@paypa1.example', '["a@home.example"]', null, NOW, 'inbound', NOW, NOW).lastInsertRowid);
+  db.prepare("INSERT INTO message_labels (message_rowid, label) VALUES (?, 'suspicious')").run(flagged);
+  const sent = Number(message.run('<out1@home.example>', 'a@home.example', '["Bob <Bob@Remote.example>", "carol@remote.example"]', '["Dan <dan@remote.example>"]', NOW, 'outbound', NOW, NOW).lastInsertRowid);
+  db.prepare("INSERT INTO message_labels (message_rowid, label) VALUES (?, 'sent')").run(sent);
+  const failed = Number(message.run('<out2@home.example>', 'a@home.example', '["never@bounced.example"]', null, NOW, 'outbound', NOW, NOW).lastInsertRowid);
+  db.prepare("INSERT INTO message_labels (message_rowid, label) VALUES (?, 'failed')").run(failed);
   return db;
 }
 
@@ -55,7 +60,7 @@ t.test('migration 17 keeps every key, grant, code and token, and accepts `guarde
   t.equal((db.prepare('SELECT count(*) AS c FROM oauth_tokens').get() as { c: number }).c, 0, 'deleting a grant still deletes its tokens');
 });
 
-t.test('migration 17 backfills correspondent addresses: clean senders and sent-to recipients, as already known', async (t) => {
+t.test('migration 17 backfills correspondent addresses: clean senders and sent-to recipients, as already known (not spam, suspicious or failed)', async (t) => {
   const db = at16();
   t.teardown(() => db.close());
   migrate(db);

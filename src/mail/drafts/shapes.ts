@@ -76,7 +76,8 @@ export function draftItemShape(row: DraftRow, attachments: DraftAttachmentRow[])
     ...(sdkSendStatus === null ? {} : { send_status: sdkSendStatus }),
     state: row.send_status,
     send_reason: row.send_reason,
-    guard_findings: row.guard_findings ? (JSON.parse(row.guard_findings) as GuardFindingShape[]) : null,
+    // Why it waits for the owner (or why the owner refused it); once it moved on, the reasons no longer describe it.
+    guard_findings: row.guard_findings && (row.send_status === 'pending_approval' || row.send_status === 'rejected') ? (JSON.parse(row.guard_findings) as GuardFindingShape[]) : null,
     send_at: row.send_at,
     message_id: row.message_id,
     thread_id: row.thread_id,
