@@ -39,7 +39,7 @@ console.log('ready 127.0.0.1:' + a.udp.port);`;
 export async function serveLocalEdge(tmpPrefix: string, dnsServer: string, nodeFlags: string[] = [], env: NodeJS.ProcessEnv = process.env) {
   const home = path.join(fs.mkdtempSync(path.join(os.tmpdir(), tmpPrefix)), 'home');
   let smtpPort = 0;
-  const svc = await spawnUntil([...nodeFlags, path.join(root, 'bin', 'svc'), 'serve', '--init', '--home', home, '--local-edge', '--edge-dns', dnsServer], (line) => {
+  const svc = await spawnUntil([...nodeFlags, path.join(root, 'bin', 'svc'), 'serve', '--init', '--home', home, '--port', '0', '--local-edge', '--smtp-port', '0', '--edge-dns', dnsServer], (line) => {
     try {
       const data = JSON.parse(line) as { event?: string; url?: string; smtp?: string };
       if (data.event !== 'server.ready') return null;

@@ -45,7 +45,7 @@ async function measure(args: string[], ready: (line: string) => boolean, sampleR
 
 export async function benchStartup(): Promise<Metric[]> {
   const home = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-')), 'home');
-  const svcArgs = [path.join(root, 'bin', 'svc'), 'serve', '--home', home];
+  const svcArgs = [path.join(root, 'bin', 'svc'), 'serve', '--home', home, '--port', '0'];
   await measure([...svcArgs, '--init'], (l) => l.includes('server.ready'), false);
 
   const helloFile = path.join(os.tmpdir(), `svc-bench-hello-${process.pid}.mjs`);

@@ -63,7 +63,7 @@ process.on('SIGTERM', () => app.close().then(() => process.exit(0)));`,
 export const profileFlags = () => (process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []);
 
 export function startSvc(home: string, init = false): Promise<Child> {
-  return spawnUntil([...profileFlags(), path.join(root, 'bin', 'svc'), 'serve', '--home', home, ...(init ? ['--init'] : [])], (l) => {
+  return spawnUntil([...profileFlags(), path.join(root, 'bin', 'svc'), 'serve', '--home', home, '--port', '0', ...(init ? ['--init'] : [])], (l) => {
     try {
       const data = JSON.parse(l) as { event?: string; url?: string };
       return data.event === 'server.ready' ? (data.url ?? null) : null;

@@ -24,7 +24,7 @@ async function main(argv: string[]): Promise<number> {
         const home = resolveHome({ home: flags.home as string | undefined, flavor: flavorOf(flags.flavor) });
         const localEdge = flags['local-edge'] === true
           ? {
-              smtpPort: parsePort(flags['smtp-port'], 0, true),
+              smtpPort: flags['smtp-port'] === undefined ? null : parsePort(flags['smtp-port'], 0, true),
               dns: typeof flags['edge-dns'] === 'string' ? flags['edge-dns'].split(',').map((s) => s.trim()).filter(Boolean) : null,
               relayPort: flags['relay-port'] === undefined ? null : parsePort(flags['relay-port'], 25, false),
             }
@@ -34,7 +34,8 @@ async function main(argv: string[]): Promise<number> {
         }
         // Name servers for the home's domain checks (docs/domains.md); default: the --edge-dns servers.
         const dns = typeof flags.dns === 'string' ? flags.dns.split(',').map((s) => s.trim()).filter(Boolean) : (localEdge?.dns ?? null);
-        return await serve({ home, init: flags.init === true, port: parsePort(flags.port, 0, true), localEdge, dns });
+        const flavor = flavorOf(flags.flavor);
+        return await serve({ home, flavor, init: flags.init === true, port: flags.port === undefined ? null : parsePort(flags.port, 0, true), localEdge, dns });
       }
       case 'edge': {
         const { runEdgeCommand } = await import('./edge.js');
@@ -47,6 +48,14 @@ async function main(argv: string[]): Promise<number> {
       case 'oauth': {
         const { runOAuthCommand } = await import('./oauth.js');
         return await runOAuthCommand(rest);
+      }
+      case '--version':
+      case '-v':
+      case 'version': {
+        const { packageRoot } = await import('./package-root.js');
+        const pkg = JSON.parse((await import('node:fs')).readFileSync(`${packageRoot}/package.json`, 'utf8')) as { version: string };
+        process.stdout.write(json ? `${JSON.stringify({ version: pkg.version, node: process.versions.node })}\n` : `svc ${pkg.version} (Node.js ${process.versions.node})\n`);
+        return 0;
       }
       case undefined:
       case 'help':

@@ -13,8 +13,10 @@ import { UNOBSERVED, type ObservedState, type ServiceLogs, type ServiceSpec } fr
 import { parseArgs, parsePort } from './args.js';
 import { CliError, EXIT, reportCliError } from './exit-codes.js';
 import { isSourceCheckout, packageRoot } from './package-root.js';
+import { DEFAULT_SERVICE_PORT } from '../core/ports.js';
 
-export const DEFAULT_SERVICE_PORT = 8025;
+/** The installed service's port: the same fixed default as `svc serve` (src/core/ports.ts). */
+export { DEFAULT_SERVICE_PORT };
 /** A healthy service answers its status route at once; a slow answer counts as unhealthy. */
 export const HEALTH_TIMEOUT_MS = 1000;
 const HEALTH_PATH = '/v0/owner/status';

@@ -11,13 +11,20 @@ import { BUSY_THREAD_YOUNG_MB } from '../core/heap-limits.js';
 /** Everything the thread needs to build the edge; `dns` replaces the resolver function, which cannot cross threads. */
 export type EdgeThreadOptions = Omit<EdgeOptions, 'resolver' | 'log'> & { dns: string[] | null };
 
-type FromEdgeThread = { kind: 'ready'; addresses: EdgeAddresses } | { kind: 'failed' } | { kind: 'stopped' };
+type FromEdgeThread = { kind: 'ready'; addresses: EdgeAddresses } | { kind: 'failed'; message: string | null } | { kind: 'stopped' };
 type ToEdgeThread = { kind: 'stop' };
 interface ThreadData {
   localEdge: EdgeThreadOptions;
 }
 
 const STOP_GRACE_MS = 10_000;
+
+/** The built-in edge did not start; `reason` is the edge's own message (it names the port), when it gave one. */
+export class LocalEdgeStartFailed extends Error {
+  constructor(readonly reason: string | null) {
+    super(reason ?? 'the built-in edge could not start');
+  }
+}
 
 export class LocalEdgeThread {
   readonly #worker: Worker;
@@ -41,7 +48,7 @@ export class LocalEdgeThread {
         if (m.kind === 'ready') {
           ready = true;
           resolve({ edge, addresses: m.addresses });
-        } else if (m.kind === 'failed') reject(new Error('the built-in edge could not start'));
+        } else if (m.kind === 'failed') reject(new LocalEdgeStartFailed(m.message));
       });
       const died = () => {
         if (!ready) reject(new Error('the built-in edge thread exited before it was ready'));
@@ -74,14 +81,16 @@ export class LocalEdgeThread {
 }
 
 async function runThread(port: NonNullable<typeof parentPort>, options: EdgeThreadOptions): Promise<void> {
-  const [{ Edge }, { dnsResolver }] = await Promise.all([import('./edge.js'), import('./auth.js')]);
+  const [{ Edge, EdgeStartError }, { dnsResolver }] = await Promise.all([import('./edge.js'), import('./auth.js')]);
   const { dns, ...rest } = options;
   const edge = new Edge({ ...rest, resolver: dns ? dnsResolver(dns) : undefined });
   try {
     port.postMessage({ kind: 'ready', addresses: await edge.start() } satisfies FromEdgeThread);
-  } catch {
+  } catch (err) {
     await edge.stop().catch(() => undefined);
-    port.postMessage({ kind: 'failed' } satisfies FromEdgeThread);
+    // The edge's own start errors name what failed (the port); nothing else is passed on.
+    const message = err instanceof EdgeStartError ? err.message : null;
+    port.postMessage({ kind: 'failed', message } satisfies FromEdgeThread);
     port.close();
     return;
   }

@@ -24,13 +24,17 @@ import { storeCheckServers } from '../domains/checks.js';
 import { RemoteAccess } from '../remote/remote-access.js';
 import { limitHeapGrowth } from '../core/heap-limits.js';
 import { MessageWaits } from '../events/waits.js';
+import { DEFAULT_LOCAL_SMTP_PORT, DEFAULT_SERVICE_PORT, DEV_PORT_TRIES, firstFreePort, isAddressInUse } from '../core/ports.js';
+import type { Flavor } from '../keys/home.js';
 
 export interface ServeOptions {
   home: string;
   init: boolean;
-  port: number;
-  /** Run the built-in edge in-process on loopback and pair with it (ARCHITECTURE §6). */
-  localEdge: { smtpPort: number; dns: string[] | null; relayPort?: number | null } | null;
+  /** `--port`; null: DEFAULT_SERVICE_PORT (src/core/ports.ts), or the next free one for a development home. */
+  port: number | null;
+  flavor?: Flavor;
+  /** Run the built-in edge in-process on loopback and pair with it (ARCHITECTURE §6); `smtpPort` null: DEFAULT_LOCAL_SMTP_PORT likewise. */
+  localEdge: { smtpPort: number | null; dns: string[] | null; relayPort?: number | null } | null;
   /** Name servers for the domain checks (`--dns`); null: the system's (docs/domains.md). */
   dns?: string[] | null;
 }
@@ -122,7 +126,8 @@ export async function serve(opts: ServeOptions): Promise<number> {
     storeCheckServers(db, opts.dns ?? null);
     let smtp: { host: string; port: number } | null = null;
     if (opts.localEdge) {
-      const started = await startLocalEdge(db, opts.home, opts.localEdge, () => {
+      const smtpPort = await portToUse(opts.localEdge.smtpPort, DEFAULT_LOCAL_SMTP_PORT, opts.flavor, 'edge.port_changed', 'SMTP port', '--smtp-port');
+      const started = await startLocalEdge(db, opts.home, { ...opts.localEdge, smtpPort }, () => {
         line(process.stderr, {
           event: 'server.failed',
           code: 'service_unavailable',
@@ -145,13 +150,22 @@ export async function serve(opts: ServeOptions): Promise<number> {
     }
     let origin = '';
     app = await buildApp({ db, bus, pool, reads: readers, waits: messageWaits, owner, origin: () => origin, listener: 'local', remote });
+    const wanted = await portToUse(opts.port, DEFAULT_SERVICE_PORT, opts.flavor, 'server.port_changed', 'port', '--port');
     try {
-      await app.listen({ host: '127.0.0.1', port: opts.port });
-    } catch {
-      throw new StartupError('service_unavailable', 'ListenFailed', `svc could not listen on 127.0.0.1:${opts.port}.`, 'Choose another port with --port, or stop the program that uses it.');
+      await app.listen({ host: '127.0.0.1', port: wanted });
+    } catch (err) {
+      if (isAddressInUse(err)) {
+        throw new StartupError(
+          'service_unavailable',
+          'PortInUse',
+          `Port ${wanted} on 127.0.0.1 is already in use, so svc cannot listen there.`,
+          `Stop the program that uses port ${wanted} (another svc? \`svc status\` shows it), or start with --port N (and install the background service with \`svc service install --port N\`).`,
+        );
+      }
+      throw new StartupError('service_unavailable', 'ListenFailed', `svc could not listen on 127.0.0.1:${wanted}.`, 'Choose another port with --port, or stop the program that uses it.');
     }
     const address = app.server.address();
-    const port = typeof address === 'object' && address ? address.port : opts.port;
+    const port = typeof address === 'object' && address ? address.port : wanted;
     origin = `http://127.0.0.1:${port}`;
 
     try {
@@ -193,9 +207,24 @@ export async function serve(opts: ServeOptions): Promise<number> {
  * `--local-edge`: the built-in edge on loopback, its data under <home>/edge, its API token kept in
  * the database, and the home paired with it on every start (its API port changes each time).
  */
-async function startLocalEdge(db: Db, home: string, opts: NonNullable<ServeOptions['localEdge']>, onCrash: () => void): Promise<{ edge: LocalEdgeThread; smtp: { host: string; port: number } }> {
+/**
+ * The port to listen on: the one asked for, else the default; a development home whose default
+ * is taken moves to the next free one and says so on stdout (production fails on the default
+ * with an error naming it, docs/ports.md).
+ */
+async function portToUse(asked: number | null, fallback: number, flavor: Flavor | undefined, event: string, what: string, flag: string): Promise<number> {
+  if (asked !== null) return asked;
+  if (flavor !== 'development') return fallback;
+  const port = await firstFreePort('127.0.0.1', fallback, DEV_PORT_TRIES);
+  if (port !== fallback) {
+    line(process.stdout, { event, wanted: fallback, port, message: `The default ${what} ${fallback} is in use, so this development svc uses ${port}.`, fix: `Stop the program that uses ${fallback}, or choose a port with ${flag}.` });
+  }
+  return port;
+}
+
+async function startLocalEdge(db: Db, home: string, opts: NonNullable<ServeOptions['localEdge']> & { smtpPort: number }, onCrash: () => void): Promise<{ edge: LocalEdgeThread; smtp: { host: string; port: number } }> {
   // Loaded only when asked for: a home paired with a remote edge never loads the SMTP stack.
-  const { LocalEdgeThread } = await import('../edge/edge-thread.js');
+  const { LocalEdgeThread, LocalEdgeStartFailed } = await import('../edge/edge-thread.js');
   const token = keepLocalEdgeToken(db, newSecret('edge_'));
   let started;
   try {
@@ -212,8 +241,14 @@ async function startLocalEdge(db: Db, home: string, opts: NonNullable<ServeOptio
       },
       onCrash,
     );
-  } catch {
-    throw new StartupError('service_unavailable', 'LocalEdgeFailed', 'The built-in edge could not start.', 'Check that the SMTP port is free (choose another with --smtp-port) and the home is writable.');
+  } catch (err) {
+    const reason = err instanceof LocalEdgeStartFailed ? err.reason : null;
+    throw new StartupError(
+      'service_unavailable',
+      'LocalEdgeFailed',
+      reason ? `The built-in edge could not start: ${reason}` : `The built-in edge could not start (SMTP on 127.0.0.1:${opts.smtpPort}).`,
+      `Stop the program that uses SMTP port ${opts.smtpPort}, or choose another with --smtp-port N; check that the home is writable.`,
+    );
   }
   const { edge, addresses: bound } = started;
   const current = readTransport(db);

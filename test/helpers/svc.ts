@@ -33,10 +33,23 @@ export interface StartOptions {
   env?: NodeJS.ProcessEnv;
 }
 
+/**
+ * Tests run many services side by side: each listens on a free port (`--port 0`, and
+ * `--smtp-port 0` for the built-in edge) unless the test chose one, or asked for the fixed
+ * defaults with `--default-ports` (a test-only marker removed here; test/e2e/stable-ports.test.ts).
+ */
+export function testPorts(args: string[]): string[] {
+  if (args.includes('--default-ports')) return args.filter((a) => a !== '--default-ports');
+  const out = [...args];
+  if (!out.includes('--port')) out.push('--port', '0');
+  if (out.includes('--local-edge') && !out.includes('--smtp-port')) out.push('--smtp-port', '0');
+  return out;
+}
+
 /** Spawns svc serve and waits for `server.ready` (or rejects with what it printed). */
 export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
   const home = opts.home ?? path.join(tempDir(), 'home');
-  const args = ['serve', '--home', home, ...(opts.init === false ? [] : ['--init']), ...(opts.args ?? [])];
+  const args = testPorts(['serve', '--home', home, ...(opts.init === false ? [] : ['--init']), ...(opts.args ?? [])]);
   const proc = spawn(process.execPath, [svcBin, ...args], { env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const stdoutLines: Record<string, unknown>[] = [];
   let stderr = '';
@@ -71,7 +84,7 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
 
 /** Runs svc serve expecting it to fail; returns the exit code and the parsed stderr line. */
 export async function failingStart(opts: StartOptions & { home: string }): Promise<{ code: number | null; failure: Record<string, unknown>; stderr: string; stdout: string }> {
-  const args = ['serve', '--home', opts.home, ...(opts.init ? ['--init'] : []), ...(opts.args ?? [])];
+  const args = testPorts(['serve', '--home', opts.home, ...(opts.init ? ['--init'] : []), ...(opts.args ?? [])]);
   const proc = spawn(process.execPath, [svcBin, ...args], { env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   let stdout = '';
