@@ -7,13 +7,19 @@
  * src/mail/outbound.ts). Each is counted once per message, in the bucket of the message's
  * `timestamp` (received or queued time, UTC). Deleted mail is no longer counted.
  *
- * Every query walks the index `messages_inbox_time` (inbox, time) over the window only and reads
+ * Event queries walk the index `messages_inbox_time` (inbox, time) over the window only and read
  * no message row: labels come from `message_labels`' primary key and stored sizes from the length
- * of the raw MIME parts, which SQLite reads from the record header without the bytes. The limits
- * below bound the window, the bucket count and the answer.
+ * of the raw MIME parts, which SQLite reads from the record header without the bytes. Usage totals
+ * also need what came before the window: one aggregate over the same index, so their cost grows
+ * with the inboxes' whole history (docs/metrics.md, "Cost and bounds"). The limits below bound the
+ * window, the bucket count and the answer.
+ *
+ * Usage counts only mail the caller can read (hidden labels per `readVisibility`); event counts
+ * gate the hidden variants by permission in src/requests/metrics.ts.
  */
 import type { Db } from '../db/open.js';
 import { prepared } from '../db/statements.js';
+import { HIDDEN_LABELS, visibleSql, type Visibility } from './labels.js';
 
 /** The event types of AgentMail's metrics API (the SDK's MetricEventType), in its order. */
 export const METRIC_EVENT_TYPES = [
@@ -71,70 +77,86 @@ const LABEL_BITS_SQL = `CAST(total(CASE label ${Object.entries(BITS)
   .map(([label, bit]) => `WHEN '${label}' THEN ${bit}`)
   .join(' ')} ELSE 0 END) AS INTEGER)`;
 
-/** The message event types one message counts for, from its label bits. */
-function eventTypesOf(bits: number): MetricEventType[] {
-  const types: MetricEventType[] = [];
-  if (bits & BITS.received) {
-    // Spec §6.2 rule 1: blocked, then spam, then unauthenticated picks the variant.
-    if (bits & BITS.blocked) types.push('message.received.blocked');
-    else if (bits & BITS.spam) types.push('message.received.spam');
-    else if (bits & BITS.unauthenticated) types.push('message.received.unauthenticated');
-    else types.push('message.received');
-  }
-  if (bits & BITS.sent) types.push('message.sent');
-  if (bits & BITS.delivered) types.push('message.delivered');
-  if (bits & BITS.bounced) types.push('message.bounced');
-  if (bits & BITS.complained) types.push('message.complained');
-  if (bits & BITS.rejected) types.push('message.rejected');
-  return types;
-}
+/**
+ * The message event types as a test on a message's label bits: `(bits & mask) = value`. The
+ * received variants follow spec §6.2 rule 1: blocked, then spam, then unauthenticated.
+ */
+const { received: R, spam: S, blocked: B, unauthenticated: U } = BITS;
+const EVENT_BITS: Record<Exclude<MetricEventType, 'domain.verified'>, readonly [mask: number, value: number]> = {
+  'message.received': [R | B | S | U, R],
+  'message.received.spam': [R | B | S, R | S],
+  'message.received.blocked': [R | B, R | B],
+  'message.received.unauthenticated': [R | B | S | U, R | U],
+  'message.sent': [BITS.sent, BITS.sent],
+  'message.delivered': [BITS.delivered, BITS.delivered],
+  'message.bounced': [BITS.bounced, BITS.bounced],
+  'message.complained': [BITS.complained, BITS.complained],
+  'message.rejected': [BITS.rejected, BITS.rejected],
+};
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** SQL for the bucket key of a stored ISO time column: epoch seconds floored to the period, or the time itself. */
-const bucketSql = (column: string, periodS: number | null) => (periodS === null ? column : `(CAST(strftime('%s', ${column}) AS INTEGER) / ${periodS}) * ${periodS}`);
+/**
+ * SQL for the bucket key of a stored ISO time column: epoch seconds floored to the period (bound
+ * as the named parameter `@period`; better-sqlite3 binds numbers as REAL, hence the CASTs for an
+ * integer division), or the time itself when there is no period.
+ */
+const bucketSql = (column: string, periodS: number | null) => (periodS === null ? column : `(CAST(strftime('%s', ${column}) AS INTEGER) / CAST(@period AS INTEGER)) * CAST(@period AS INTEGER)`);
 const bucketTimestamp = (key: number | string) => (typeof key === 'number' ? iso(key * 1000) : key);
 
-/** The first `limit` buckets of a sparse series, in time order (newest first when descending). */
-function series(counts: Map<number | string, number>, w: MetricsWindow): MetricBucket[] {
-  const keys = [...counts.keys()].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-  if (w.descending) keys.reverse();
-  return keys.slice(0, w.limit).map((k) => ({ timestamp: bucketTimestamp(k), count: counts.get(k)! }));
+/** The buckets of a sparse series (at most `limit` of them, from SQL), in time order (newest first when descending). */
+function series(rows: { b: number | string; n: number }[], w: MetricsWindow): MetricBucket[] {
+  const sorted = [...rows].sort((x, y) => (x.b < y.b ? -1 : x.b > y.b ? 1 : 0));
+  if (w.descending) sorted.reverse();
+  return sorted.slice(0, w.limit).map((r) => ({ timestamp: bucketTimestamp(r.b), count: r.n }));
 }
 
 /**
  * Event counts per type for the given inboxes (their ids, already scoped), sparse: buckets with
  * no event are left out. `domain.verified` is counted only when `withDomains` (the owner's
  * instance-wide query); other inboxes' mail is never read.
+ *
+ * One pass over the window: each message's label bits are read once, matched against the wanted
+ * types, grouped per type and bucket, and SQLite keeps the first `limit` buckets of each type
+ * (ROW_NUMBER over the groups, in the asked order), so at most `limit` rows per type reach
+ * JavaScript — also without `period`, where every distinct event time is its own bucket.
  */
 export function countMetricEvents(db: Db, inboxIds: readonly string[], types: readonly MetricEventType[], w: MetricsWindow, withDomains: boolean): Record<string, MetricBucket[]> {
-  const wanted = new Set(types);
-  const perType = new Map<MetricEventType, Map<number | string, number>>(types.map((t) => [t, new Map()]));
-  if (types.some((t) => t !== 'domain.verified') && inboxIds.length > 0) {
+  const perType = new Map<MetricEventType, { b: number | string; n: number }[]>(types.map((t) => [t, []]));
+  const dir = w.descending ? 'DESC' : 'ASC';
+  const messageTypes = types.filter((t): t is Exclude<MetricEventType, 'domain.verified'> => t !== 'domain.verified');
+  const period = w.periodS === null ? {} : { period: w.periodS };
+  if (messageTypes.length > 0 && inboxIds.length > 0) {
+    // CROSS JOIN keeps the window's messages as the outer loop: each is read once, then matched
+    // against the few wanted types.
     const rows = prepared(
       db,
-      `SELECT b, bits, count(*) AS n FROM (
-         SELECT ${bucketSql('m.timestamp', w.periodS)} AS b,
-                (SELECT ${LABEL_BITS_SQL} FROM message_labels WHERE message_rowid = m.id) AS bits
-           FROM messages m INDEXED BY messages_inbox_time
-          WHERE m.inbox_id IN (SELECT value FROM json_each(?)) AND m.timestamp >= ? AND m.timestamp < ?
-       ) GROUP BY b, bits`,
-    ).all(JSON.stringify(inboxIds), iso(w.startMs), iso(w.endMs)) as { b: number | string; bits: number; n: number }[];
-    for (const row of rows) {
-      for (const type of eventTypesOf(row.bits)) {
-        if (!wanted.has(type)) continue;
-        const counts = perType.get(type)!;
-        counts.set(row.b, (counts.get(row.b) ?? 0) + row.n);
-      }
-    }
+      `SELECT type, b, n FROM (
+         SELECT ty.type AS type, e.b AS b, count(*) AS n, row_number() OVER (PARTITION BY ty.type ORDER BY e.b ${dir}) AS rn
+           FROM (SELECT ${bucketSql('m.timestamp', w.periodS)} AS b,
+                        (SELECT ${LABEL_BITS_SQL} FROM message_labels WHERE message_rowid = m.id) AS bits
+                   FROM messages m INDEXED BY messages_inbox_time
+                  WHERE m.inbox_id IN (SELECT value FROM json_each(@inboxes)) AND m.timestamp >= @start AND m.timestamp < @end) e
+          CROSS JOIN (SELECT json_extract(value, '$[0]') AS type, json_extract(value, '$[1]') AS mask, json_extract(value, '$[2]') AS want FROM json_each(@types)) ty
+          WHERE (e.bits & ty.mask) = ty.want
+          GROUP BY ty.type, e.b
+       ) WHERE rn <= @limit`,
+    ).all({
+      inboxes: JSON.stringify(inboxIds),
+      types: JSON.stringify(messageTypes.map((t) => [t, ...EVENT_BITS[t]])),
+      start: iso(w.startMs),
+      end: iso(w.endMs),
+      limit: w.limit,
+      ...period,
+    }) as { type: MetricEventType; b: number | string; n: number }[];
+    for (const row of rows) perType.get(row.type)!.push(row);
   }
-  if (wanted.has('domain.verified') && withDomains) {
-    const rows = prepared(db, `SELECT ${bucketSql('verified_at', w.periodS)} AS b, count(*) AS n FROM domains WHERE verified_at >= ? AND verified_at < ? GROUP BY b`).all(
-      iso(w.startMs),
-      iso(w.endMs),
-    ) as { b: number | string; n: number }[];
-    const counts = perType.get('domain.verified')!;
-    for (const row of rows) counts.set(row.b, row.n);
+  if (perType.has('domain.verified') && withDomains) {
+    const rows = prepared(
+      db,
+      `SELECT ${bucketSql('verified_at', w.periodS)} AS b, count(*) AS n FROM domains WHERE verified_at >= @start AND verified_at < @end GROUP BY b ORDER BY b ${dir} LIMIT @limit`,
+    ).all({ start: iso(w.startMs), end: iso(w.endMs), limit: w.limit, ...period }) as { b: number | string; n: number }[];
+    perType.set('domain.verified', rows);
   }
   return Object.fromEntries(types.map((t) => [t, series(perType.get(t)!, w)]));
 }
@@ -150,6 +172,15 @@ export function usageBuckets(w: MetricsWindow & { periodS: number }): number {
  * the total reached by the bucket's end (by `end` for the last, partial one), so the newest point
  * of a window ending now is the current total. Counted: messages and their stored raw MIME bytes,
  * threads, inboxes (instance-wide) and domains (the owner's instance-wide query).
+ *
+ * Only mail the caller can read counts: a message carrying a hidden label in `v.excluded` (the
+ * caller's read visibility, src/mail/labels.ts `readVisibility`) is left out of every total, and a
+ * thread counts from its first message the caller can read (a thread of hidden mail only is not
+ * counted, as thread lists leave it out) — so the series never shows when hidden mail arrived.
+ *
+ * Messages: one aggregate over the index `messages_inbox_time` for the total before the window,
+ * and one grouped by bucket over the window. Threads: one pass over the inboxes' threads
+ * (`threads_inbox`), finding each one's first readable message through `messages_thread`.
  */
 export function usageSeries(
   db: Db,
@@ -157,57 +188,73 @@ export function usageSeries(
   types: readonly UsageType[],
   w: MetricsWindow & { periodS: number },
   scope: { instanceWide: boolean; withDomains: boolean },
+  v: Visibility,
 ): Record<string, UsagePoint[]> {
   const period = w.periodS;
   const firstS = Math.floor(w.startMs / 1000 / period) * period;
   const n = usageBuckets(w);
-  const firstIso = iso(firstS * 1000);
-  const endIso = iso(w.endMs);
+  const grid = { first: iso(firstS * 1000), end: iso(w.endMs), firstS, period };
   const ids = JSON.stringify(inboxIds);
-  /** Bucket index of a time column: -1 before the grid (the baseline), else its bucket. */
-  const indexSql = (column: string) => `CASE WHEN ${column} < ? THEN -1 ELSE (CAST(strftime('%s', ${column}) AS INTEGER) - ${firstS}) / ${period} END`;
-  const increments = (rows: { i: number; v: number }[]): number[] => {
-    const steps = new Array<number>(n + 1).fill(0); // [0] the baseline, [i + 1] bucket i
-    for (const r of rows) steps[Math.min(n, r.i + 1)]! += r.v;
+  /** Bucket index of a time column within the grid (bound as `@firstS`, `@period`). */
+  const indexSql = (column: string) => `(CAST(strftime('%s', ${column}) AS INTEGER) - CAST(@firstS AS INTEGER)) / CAST(@period AS INTEGER)`;
+  /** Running totals from the total before the grid and the increments per bucket index. */
+  const running = (base: number, rows: { i: number; v: number }[]): number[] => {
+    const steps = new Array<number>(n).fill(0);
+    for (const r of rows) steps[Math.max(0, Math.min(n - 1, r.i))]! += r.v;
     const totals: number[] = [];
-    let running = steps[0]!;
-    for (let i = 0; i < n; i++) totals.push((running += steps[i + 1]!));
+    let total = base;
+    for (let i = 0; i < n; i++) totals.push((total += steps[i]!));
     return totals;
   };
 
   const answered = new Map<UsageType, number[]>();
   const wants = (t: UsageType) => types.includes(t);
-  if (wants('message_count') || wants('storage_bytes')) {
+  if ((wants('message_count') || wants('storage_bytes')) && inboxIds.length > 0) {
     const bytes = wants('storage_bytes') ? '(SELECT total(length(bytes)) FROM raw_message_parts WHERE message_rowid = m.id)' : '0';
-    const rows = prepared(
+    const visible = visibleSql('m', v);
+    const before = prepared(
       db,
-      `SELECT ${indexSql('m.timestamp')} AS i, count(*) AS n, total(${bytes}) AS bytes
-         FROM messages m INDEXED BY messages_inbox_time
-        WHERE m.inbox_id IN (SELECT value FROM json_each(?)) AND m.timestamp < ?
+      `SELECT count(*) AS n, total(${bytes}) AS bytes FROM messages m INDEXED BY messages_inbox_time
+        WHERE m.inbox_id IN (SELECT value FROM json_each(@ids)) AND m.timestamp < @first AND ${visible}`,
+    ).get({ ids, first: grid.first }) as { n: number; bytes: number };
+    const within = prepared(
+      db,
+      `SELECT ${indexSql('m.timestamp')} AS i, count(*) AS n, total(${bytes}) AS bytes FROM messages m INDEXED BY messages_inbox_time
+        WHERE m.inbox_id IN (SELECT value FROM json_each(@ids)) AND m.timestamp >= @first AND m.timestamp < @end AND ${visible}
         GROUP BY i`,
-    ).all(firstIso, ids, endIso) as { i: number; n: number; bytes: number }[];
-    if (wants('message_count')) answered.set('message_count', increments(rows.map((r) => ({ i: r.i, v: r.n }))));
-    if (wants('storage_bytes')) answered.set('storage_bytes', increments(rows.map((r) => ({ i: r.i, v: r.bytes }))));
+    ).all({ ids, ...grid }) as { i: number; n: number; bytes: number }[];
+    if (wants('message_count')) answered.set('message_count', running(before.n, within.map((r) => ({ i: r.i, v: r.n }))));
+    if (wants('storage_bytes')) answered.set('storage_bytes', running(before.bytes, within.map((r) => ({ i: r.i, v: r.bytes }))));
+  } else {
+    for (const t of ['message_count', 'storage_bytes'] as const) if (wants(t)) answered.set(t, running(0, []));
   }
   if (wants('thread_count')) {
+    // A thread counts from its first message the caller can read: the first of messages_thread's
+    // (thread_id, timestamp) entries that passes the visibility test. MATERIALIZED: found once
+    // per thread (a flattened subquery would be run again for each use of `first`).
     const rows = prepared(
       db,
-      `SELECT ${indexSql('t.created_at')} AS i, count(*) AS v FROM threads t INDEXED BY threads_inbox
-        WHERE t.inbox_id IN (SELECT value FROM json_each(?)) AND t.created_at < ? GROUP BY i`,
-    ).all(firstIso, ids, endIso) as { i: number; v: number }[];
-    answered.set('thread_count', increments(rows));
+      `WITH f AS MATERIALIZED (
+         SELECT (SELECT m.timestamp FROM messages m INDEXED BY messages_thread WHERE m.thread_id = t.thread_id AND ${visibleSql('m', v)} ORDER BY m.timestamp LIMIT 1) AS first
+           FROM threads t INDEXED BY threads_inbox WHERE t.inbox_id IN (SELECT value FROM json_each(@ids))
+       )
+       SELECT CASE WHEN first < @first THEN -1 ELSE ${indexSql('first')} END AS i, count(*) AS v FROM f WHERE first < @end GROUP BY i`,
+    ).all({ ids, ...grid }) as { i: number; v: number }[];
+    answered.set('thread_count', running(rows.find((r) => r.i === -1)?.v ?? 0, rows.filter((r) => r.i >= 0)));
   }
   if (wants('inbox_count') && scope.instanceWide) {
-    const rows = prepared(db, `SELECT ${indexSql('created_at')} AS i, count(*) AS v FROM inboxes WHERE inbox_id IN (SELECT value FROM json_each(?)) AND created_at < ? GROUP BY i`).all(
-      firstIso,
-      ids,
-      endIso,
-    ) as { i: number; v: number }[];
-    answered.set('inbox_count', increments(rows));
+    const rows = prepared(
+      db,
+      `SELECT CASE WHEN created_at < @first THEN -1 ELSE ${indexSql('created_at')} END AS i, count(*) AS v FROM inboxes
+        WHERE inbox_id IN (SELECT value FROM json_each(@ids)) AND created_at < @end GROUP BY i`,
+    ).all({ ids, ...grid }) as { i: number; v: number }[];
+    answered.set('inbox_count', running(rows.find((r) => r.i === -1)?.v ?? 0, rows.filter((r) => r.i >= 0)));
   }
   if (wants('domain_count') && scope.instanceWide && scope.withDomains) {
-    const rows = prepared(db, `SELECT ${indexSql('created_at')} AS i, count(*) AS v FROM domains WHERE created_at < ? GROUP BY i`).all(firstIso, endIso) as { i: number; v: number }[];
-    answered.set('domain_count', increments(rows));
+    const rows = prepared(db, `SELECT CASE WHEN created_at < @first THEN -1 ELSE ${indexSql('created_at')} END AS i, count(*) AS v FROM domains WHERE created_at < @end GROUP BY i`).all(
+      grid,
+    ) as { i: number; v: number }[];
+    answered.set('domain_count', running(rows.find((r) => r.i === -1)?.v ?? 0, rows.filter((r) => r.i >= 0)));
   }
 
   const out: Record<string, UsagePoint[]> = {};
@@ -227,12 +274,20 @@ export interface InboxCounts {
   pending_approval?: number;
 }
 
+/** Unread mail as the inbox view shows it: labelled `unread`, no hidden label. */
+const NOT_HIDDEN = visibleSql('m', { excluded: HIDDEN_LABELS });
+
 /**
  * Live counts per inbox (svc extension, docs/metrics.md): unread mail as the inbox view shows it
  * (no hidden label), and drafts awaiting the owner's approval when `withDrafts`. Only inboxes with
  * something to count are listed.
+ *
+ * The cost follows the caller's scope: for a caller whose inboxes are the whole home (`wholeHome`)
+ * the `unread` labels are walked once through `message_labels_label`; otherwise each of the
+ * caller's inboxes is counted through `messages_inbox_time`, so a key scoped to one inbox never
+ * reads the rest of the home's unread mail.
  */
-export function liveCounts(db: Db, inboxIds: readonly string[], withDrafts: boolean): InboxCounts[] {
+export function liveCounts(db: Db, inboxIds: readonly string[], withDrafts: boolean, wholeHome: boolean): InboxCounts[] {
   const ids = JSON.stringify(inboxIds);
   const byInbox = new Map<string, InboxCounts>();
   const entry = (inboxId: string) => {
@@ -240,15 +295,26 @@ export function liveCounts(db: Db, inboxIds: readonly string[], withDrafts: bool
     if (!e) byInbox.set(inboxId, (e = { inbox_id: inboxId, unread: 0, ...(withDrafts ? { pending_approval: 0 } : {}) }));
     return e;
   };
-  const unread = prepared(
-    db,
-    `SELECT m.inbox_id AS inbox_id, count(*) AS n
-       FROM message_labels l INDEXED BY message_labels_label CROSS JOIN messages m ON m.id = l.message_rowid
-      WHERE l.label = 'unread' AND m.inbox_id IN (SELECT value FROM json_each(?))
-        AND NOT EXISTS (SELECT 1 FROM message_labels h WHERE h.message_rowid = l.message_rowid AND h.label IN ('spam', 'blocked', 'unauthenticated', 'trash'))
-      GROUP BY m.inbox_id`,
-  ).all(ids) as { inbox_id: string; n: number }[];
-  for (const r of unread) entry(r.inbox_id).unread = r.n;
+  if (wholeHome) {
+    const unread = prepared(
+      db,
+      `SELECT m.inbox_id AS inbox_id, count(*) AS n
+         FROM message_labels l INDEXED BY message_labels_label CROSS JOIN messages m ON m.id = l.message_rowid
+        WHERE l.label = 'unread' AND m.inbox_id IN (SELECT value FROM json_each(?)) AND ${NOT_HIDDEN}
+        GROUP BY m.inbox_id`,
+    ).all(ids) as { inbox_id: string; n: number }[];
+    for (const r of unread) entry(r.inbox_id).unread = r.n;
+  } else {
+    const count = prepared(
+      db,
+      `SELECT count(*) AS n FROM messages m INDEXED BY messages_inbox_time
+        WHERE m.inbox_id = ? AND EXISTS (SELECT 1 FROM message_labels u WHERE u.message_rowid = m.id AND u.label = 'unread') AND ${NOT_HIDDEN}`,
+    );
+    for (const inboxId of inboxIds) {
+      const { n } = count.get(inboxId) as { n: number };
+      if (n > 0) entry(inboxId).unread = n;
+    }
+  }
   if (withDrafts) {
     const pending = prepared(
       db,

@@ -13,7 +13,7 @@ import type { Db } from '../db/open.js';
 import { inboxFor, requirePermission } from '../auth/access.js';
 import { hasPermission, isOwner, type Principal } from '../auth/principal.js';
 import { ApiError } from '../core/errors.js';
-import { labelPermission } from '../mail/labels.js';
+import { labelPermission, readVisibility } from '../mail/labels.js';
 import { queryList, scopeInboxes } from '../mail/query.js';
 import {
   countMetricEvents,
@@ -149,14 +149,16 @@ export function metricUsage(db: Db, p: Principal, inboxId: string | undefined, q
       `Narrow the range or give a larger \`period\` (at least ${Math.ceil((window.endMs - window.startMs) / 1000 / (MAX_METRICS_BUCKETS - 1))} seconds for this range).`,
     );
   }
-  return usageSeries(db, inboxIds, types, window, { instanceWide: inboxId === undefined, withDomains: inboxId === undefined && isOwner(p) });
+  // Only mail the caller can read is counted: hidden mail (spam, blocked, unauthenticated,
+  // trash) without the matching `label_*_read` is left out, as a direct read would 404 it.
+  return usageSeries(db, inboxIds, types, window, { instanceWide: inboxId === undefined, withDomains: inboxId === undefined && isOwner(p) }, readVisibility(p));
 }
 
 /** `GET /v0/metrics/counts` and `/v0/inboxes/{inbox_id}/metrics/counts` (svc extension): unread and awaiting approval. */
 export function metricCounts(db: Db, p: Principal, inboxId: string | undefined) {
   const inboxIds = metricInboxes(db, p, inboxId);
   const withDrafts = hasPermission(p, 'draft_read');
-  const inboxes = liveCounts(db, inboxIds, withDrafts);
+  const inboxes = liveCounts(db, inboxIds, withDrafts, inboxId === undefined && p.inboxScope === 'all');
   const sum = (f: (c: (typeof inboxes)[number]) => number) => inboxes.reduce((n, c) => n + f(c), 0);
   return { unread: sum((c) => c.unread), ...(withDrafts ? { pending_approval: sum((c) => c.pending_approval ?? 0) } : {}), inboxes };
 }

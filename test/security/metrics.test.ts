@@ -61,8 +61,10 @@ t.test('metrics respect scope, permissions and bounds', async (t) => {
     t.notOk('message.received.spam' in agentView.body, 'no hidden variant without its label permission');
     t.notOk('domain.verified' in agentView.body);
     const usage = await get('/v0/metrics/usage?usage_types=message_count&usage_types=inbox_count', reader);
-    t.equal(usage.body.message_count!.at(-1)!.value, 2, 'mine@ holds 2 messages');
+    t.equal(usage.body.message_count!.at(-1)!.value, 1, 'mine@ holds 2 messages, one of them spam the key cannot read');
     t.equal(usage.body.inbox_count!.at(-1)!.value, 1);
+    const spamUsage = await get('/v0/metrics/usage?usage_types=message_count', spamReader);
+    t.equal(spamUsage.body.message_count!.at(-1)!.value, 2, 'with label_spam_read the spam counts');
     const counts = await get('/v0/metrics/counts', reader);
     t.same(counts.body, { unread: 1, inboxes: [{ inbox_id: mine, unread: 1 }] }, 'no draft counts without draft_read; spam is not counted as unread');
   });
@@ -77,6 +79,57 @@ t.test('metrics respect scope, permissions and bounds', async (t) => {
     const domains = await get('/v0/metrics/events?event_types=domain.verified', reader);
     t.equal(domains.status, 403);
     t.equal(domains.body.code, 'missing_permission');
+  });
+
+  await t.test('usage never reveals hidden mail the key cannot read: spam, blocked, unauthenticated and trash leave every series unchanged', async (t) => {
+    await api(svc.url, 'POST', '/v0/inboxes', { token: owner, body: { username: 'hush', domain: 'metsec.test' } });
+    const hush = 'hush@metsec.test';
+    const hushKey = async (permissions: string[]) =>
+      (await api<{ api_key: string }>(svc.url, 'POST', '/v0/api-keys', { token: owner, body: { name: 'h', inbox_ids: [hush], permissions } })).body.api_key;
+    const hushReader = await hushKey(['message_read']);
+    const hushSpamReader = await hushKey(['message_read', 'label_spam_read']);
+    const since = enc(new Date(Date.now() - 10 * 60_000).toISOString());
+    const types = 'usage_types=message_count&usage_types=thread_count&usage_types=storage_bytes';
+    // Per minute and per second (the finest grid, where an arrival time would show), inbox and instance-wide forms.
+    const paths = [`/v0/inboxes/${enc(hush)}/metrics/usage?period=60&start=${since}&${types}`, `/v0/inboxes/${enc(hush)}/metrics/usage?period=1&start=${since}&${types}`, `/v0/metrics/usage?period=60&start=${since}&${types}`];
+    /** Per series: the distinct values and the current total (time moves on between calls, so the grid may shift). */
+    const view = async (token: string) => {
+      const out: Record<string, { values: number[]; last: number }> = {};
+      for (const path of paths) {
+        const res = await get(path, token);
+        t.equal(res.status, 200, path);
+        for (const type of ['message_count', 'thread_count', 'storage_bytes']) {
+          const values = res.body[type]!.map((p) => p.value!);
+          out[`${path.split('?')[0]} ${path.includes('period=1&') ? 's' : 'min'} ${type}`] = { values: [...new Set(values)].sort((a, b) => a - b), last: values.at(-1)! };
+        }
+      }
+      return out;
+    };
+    await seedMail(svc.home, simpleMail({ from: 'friend@elsewhere.test', to: hush, subject: 'visible' }), { inboxId: hush });
+    const before = await view(hushReader);
+    t.equal(before[`/v0/inboxes/${enc(hush)}/metrics/usage min message_count`]!.last, 1);
+    t.equal(before[`/v0/inboxes/${enc(hush)}/metrics/usage min thread_count`]!.last, 1);
+    const visibleBytes = before[`/v0/inboxes/${enc(hush)}/metrics/usage min storage_bytes`]!.last;
+    t.ok(visibleBytes > 0);
+
+    for (const label of ['spam', 'blocked', 'unauthenticated'] as const) {
+      await seedMail(svc.home, simpleMail({ from: `${label}@elsewhere.test`, to: hush, subject: `hidden ${label}`, body: 'x'.repeat(5000) }), { inboxId: hush, hiddenLabels: [label] });
+    }
+    const trashed = await seedMail(svc.home, simpleMail({ from: 'old@elsewhere.test', to: hush, subject: 'hidden trash', body: 'y'.repeat(5000) }), { inboxId: hush });
+    const trash = await api(svc.url, 'PATCH', `/v0/inboxes/${enc(hush)}/messages/${enc(trashed.messageId)}`, { token: owner, body: { add_labels: ['trash'] } });
+    t.equal(trash.status, 200, trash.text);
+    const listed = await api<{ count: number }>(svc.url, 'GET', `/v0/inboxes/${enc(hush)}/messages`, { token: hushReader });
+    t.equal(listed.body.count, 1, 'the message list shows the key one message');
+
+    t.same(await view(hushReader), before, 'message_read only: every usage series is as before the hidden mail');
+    const spamView = await view(hushSpamReader);
+    t.equal(spamView[`/v0/inboxes/${enc(hush)}/metrics/usage min message_count`]!.last, 2, 'label_spam_read: the spam message counts');
+    t.equal(spamView[`/v0/inboxes/${enc(hush)}/metrics/usage min thread_count`]!.last, 2, 'and its thread');
+    t.ok(spamView[`/v0/inboxes/${enc(hush)}/metrics/usage min storage_bytes`]!.last > visibleBytes + 5000, 'and its bytes');
+    t.equal(spamView['/v0/metrics/usage min message_count']!.last, 2, 'instance-wide too');
+    const ownerView = await get(`/v0/inboxes/${enc(hush)}/metrics/usage?${types}`, owner);
+    t.equal(ownerView.body.message_count!.at(-1)!.value, 5, 'the owner counts everything');
+    t.equal(ownerView.body.thread_count!.at(-1)!.value, 5);
   });
 
   await t.test('bad input is a 400 validation_error with a message and a fix', async (t) => {
