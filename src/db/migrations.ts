@@ -1,5 +1,6 @@
 /** Numbered schema migrations; `PRAGMA user_version` records how many have run. */
 import { DOMAINS_MIGRATION } from './migrations-domains.js';
+import { DNS_PROVIDER_MIGRATION } from './migrations-dns-provider.js';
 import { WEBHOOKS_MIGRATION } from './migrations-webhooks.js';
 import { OAUTH_MIGRATION } from './migrations-oauth.js';
 import { QUARANTINE_AUTO_RETRY_MIGRATION } from './migrations-quarantine.js';
@@ -301,6 +302,8 @@ export const MIGRATIONS: readonly string[] = [
   MANIPULATION_MIGRATION,
   // 17: the guarded send policy, why the guard held a draft, each inbox's correspondent addresses (src/db/migrations-guard.ts)
   GUARD_MIGRATION,
+  // 18: what svc published through the DNS provider per domain (src/db/migrations-dns-provider.ts)
+  DNS_PROVIDER_MIGRATION,
 ];
 
 /**

@@ -48,6 +48,10 @@ export interface DomainRow {
   created_at: string;
   updated_at: string;
   verified_at: string | null;
+  /** What svc published through the DNS provider (migration 18, docs/dns-providers.md). */
+  dns_zone: string | null;
+  dns_added: string;
+  dns_published_at: string | null;
 }
 
 export interface DomainRecordView {
@@ -245,10 +249,20 @@ export function teardownDomain(db: Db, domainId: string): DomainRow {
  */
 export function transition(db: Db, domainId: string, from: DomainStatus, trigger: DomainTrigger, reason: string | null, set: Record<string, string | null> = {}): boolean {
   const to = loopTarget(from, trigger);
-  const reset = domainTransition(from, trigger)?.resetsVerification ? `, ${RESET_VERIFICATION}` : '';
+  // Entering provisioning publishes the plan through the DNS provider again (docs/dns-providers.md).
+  const reset = (domainTransition(from, trigger)?.resetsVerification ? `, ${RESET_VERIFICATION}` : '') + (to === 'provisioning' ? ', dns_published_at = NULL' : '');
   const extra = Object.keys(set).map((k) => `, ${k} = ?`).join('');
   const result = db.prepare(`UPDATE domains SET status = ?, reason = ?${reset}${extra}, updated_at = ? WHERE domain_id = ? AND status = ?`).run(to, reason, ...Object.values(set), now(), domainId, from);
   return result.changes === 1;
+}
+
+/**
+ * Records what svc now owns in the domain's zone after a publish (status provisioning) or a
+ * removal (status tearing_down, `added` empty), only if the domain is still in `status`.
+ */
+export function recordDnsPublished(db: Db, domainId: string, status: DomainStatus, zone: string, added: unknown[], published: boolean): boolean {
+  const at = now();
+  return db.prepare('UPDATE domains SET dns_zone = ?, dns_added = ?, dns_published_at = ?, reason = NULL, updated_at = ? WHERE domain_id = ? AND status = ?').run(zone, JSON.stringify(added), published ? at : null, at, domainId, status).changes === 1;
 }
 
 /** Notes a reason without changing the status (e.g. "waiting for a transport"). */

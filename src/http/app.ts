@@ -14,6 +14,7 @@ import { noteChange } from '../db/stamp.js';
 import { ownerRoutes } from '../routes/owner.js';
 import { ownerGuardRoutes } from '../routes/owner-guard.js';
 import { transportRoutes } from '../routes/transport.js';
+import { dnsProviderRoutes } from '../routes/dns-provider.js';
 import { inboundRoutes } from '../routes/inbound.js';
 import { inboxRoutes } from '../routes/inboxes.js';
 import { apiKeyRoutes } from '../routes/api-keys.js';
@@ -175,6 +176,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
 
   await app.register(ownerRoutes, { prefix: '/v0/owner' });
   await app.register(transportRoutes, { prefix: '/v0/owner' });
+  await app.register(dnsProviderRoutes, { prefix: '/v0/owner' });
   await app.register(ownerGuardRoutes, { prefix: '/v0/owner' });
   await app.register(inboundRoutes, { prefix: '/v0/owner' });
   await app.register(ownerOAuthRoutes, { prefix: '/v0/owner' });

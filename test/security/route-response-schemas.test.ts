@@ -36,6 +36,7 @@ import type { AppContext } from '../../src/context.js';
 import { ownerRoutes } from '../../src/routes/owner.js';
 import { ownerGuardRoutes } from '../../src/routes/owner-guard.js';
 import { transportRoutes } from '../../src/routes/transport.js';
+import { dnsProviderRoutes } from '../../src/routes/dns-provider.js';
 import { inboundRoutes } from '../../src/routes/inbound.js';
 import { metricRoutes } from '../../src/routes/metrics.js';
 import { ownerOAuthRoutes } from '../../src/routes/owner-oauth.js';
@@ -125,7 +126,7 @@ async function declaredRoutes(): Promise<Declared[]> {
     await app.register(cookie);
     await app.register(websocket);
     await app.register(httpGate, ctx);
-    for (const routes of [ownerRoutes, transportRoutes, ownerGuardRoutes, inboundRoutes, ownerOAuthRoutes, remoteRoutes(remote)]) await app.register(routes, { prefix: '/v0/owner' });
+    for (const routes of [ownerRoutes, transportRoutes, dnsProviderRoutes, ownerGuardRoutes, inboundRoutes, ownerOAuthRoutes, remoteRoutes(remote)]) await app.register(routes, { prefix: '/v0/owner' });
     await app.register(oauthRoutes);
     await app.register(mcpRoutes);
     for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, sendRoutes, draftRoutes, listRoutes, downloadRoutes, wsRoutes, domainRoutes, webhookRoutes, metricRoutes]) {

@@ -3,7 +3,10 @@
  * applied domains and the home's public key) to the edge when it changed, and all of it every 5
  * minutes regardless. Then it drives the domain state machine (docs/domains.md):
  * provisioning → verifying once the edge routes the domain; the DNS checks and the self-test of
- * verifying domains; tearing_down → torn_down once the edge no longer routes it.
+ * verifying domains; tearing_down → torn_down once the edge no longer routes it. With a DNS
+ * provider configured (docs/dns-providers.md), a provisioning domain's records are published
+ * through it before it moves on to verifying, and a tearing_down domain's records that svc added
+ * are removed before it is torn_down.
  */
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
@@ -15,7 +18,10 @@ import { desiredRouting } from '../../src/inbound/routing.js';
 import { uuidv7 } from '../../src/db/ids.js';
 import { domainPlan } from '../../src/domains/plan.js';
 import { checkRecords, checkServers } from '../../src/domains/checks.js';
-import { domainRowsIn, noteReason, recordChecks, recordSelftestSent, selftestAddress, SELFTEST_HEADER, transition, type DomainRow } from '../../src/domains/store.js';
+import { domainRowsIn, noteReason, recordChecks, recordDnsPublished, recordSelftestSent, selftestAddress, SELFTEST_HEADER, transition, type DomainRow } from '../../src/domains/store.js';
+import { dnsProviderFor, readDnsProvider, zoneFor, type StoredDnsProvider } from '../../src/domains/providers/config.js';
+import { plannedToDns, providerFailure, publishPlan, unpublish } from '../../src/domains/providers/publish.js';
+import type { DnsRecord } from '../../src/domains/providers/provider.js';
 import { EdgeRelay, SmtpSmartHost, type Transport } from '../../src/outbound/transports.js';
 import type { MimeSpec } from '../pool/compose.js';
 
@@ -33,12 +39,13 @@ const NO_EDGE = 'Waiting for a transport: pair an edge with PUT /v0/owner/transp
 export default loopPass(async (ctx) => {
   const { db } = ctx;
   const { edge } = readTransport(db);
-  let busy = false;
+  const dnsProvider = readDnsProvider(db);
+  let busy = await syncDns(ctx, dnsProvider, edge !== null);
   if (!edge) {
     lastPushed = '';
     routedAtEdge = null;
-    // Nothing routes anything without an edge: a teardown is complete at once.
-    for (const d of domainRowsIn(db, ['tearing_down'])) busy = transition(db, d.domain_id, 'tearing_down', 'unrouted', null) || busy;
+    // Nothing routes anything without an edge: a teardown is complete at once (once svc's records are out of DNS).
+    for (const d of domainRowsIn(db, ['tearing_down'])) busy = tearDownDone(db, d, dnsProvider) || busy;
     for (const d of domainRowsIn(db, ['provisioning'])) noteReason(db, d.domain_id, 'provisioning', NO_EDGE);
     return busy ? 'busy' : 'idle';
   }
@@ -57,21 +64,73 @@ export default loopPass(async (ctx) => {
       for (const d of domainRowsIn(db, ['provisioning'])) noteReason(db, d.domain_id, 'provisioning', `The edge at ${edge.url} did not accept the routing yet; retrying every 10 s.`);
     }
   }
-  if (routedAtEdge) busy = followRouting(ctx, routedAtEdge) || busy;
+  if (routedAtEdge) busy = followRouting(ctx, routedAtEdge, dnsProvider) || busy;
   busy = (await verifyDomains(ctx)) || busy;
   return busy ? 'busy' : 'idle';
 });
 
 /** Status changes that wait for the edge's routing: provisioned and torn-down domains. */
-function followRouting({ db }: LoopContext, routed: Set<string>): boolean {
+function followRouting({ db }: LoopContext, routed: Set<string>, dnsProvider: StoredDnsProvider | null): boolean {
   let changed = false;
   for (const d of domainRowsIn(db, ['provisioning'])) {
-    if (routed.has(d.domain)) changed = transition(db, d.domain_id, 'provisioning', 'routed', null) || changed;
+    // With a DNS provider, verification starts only once the records are published.
+    if (routed.has(d.domain) && (!dnsProvider || d.dns_published_at)) changed = transition(db, d.domain_id, 'provisioning', 'routed', null) || changed;
   }
   for (const d of domainRowsIn(db, ['tearing_down'])) {
-    if (!routed.has(d.domain)) changed = transition(db, d.domain_id, 'tearing_down', 'unrouted', null) || changed;
+    if (!routed.has(d.domain)) changed = tearDownDone(db, d, dnsProvider) || changed;
   }
   return changed;
+}
+
+const addedRecords = (d: DomainRow) => JSON.parse(d.dns_added) as DnsRecord[];
+
+/**
+ * tearing_down → torn_down once svc's own records are out of DNS. When the provider that
+ * published them is no longer configured, svc cannot remove them: the reason lists them.
+ */
+function tearDownDone(db: LoopContext['db'], d: DomainRow, dnsProvider: StoredDnsProvider | null): boolean {
+  const left = addedRecords(d);
+  if (left.length > 0 && dnsProvider) return false;
+  const reason = left.length > 0
+    ? `No DNS provider is configured any more, so svc could not remove the ${left.length} records it published in ${d.dns_zone}; remove them by hand: ${left.map((r) => `${r.type} ${r.name} ${r.priority !== undefined ? `${r.priority} ` : ''}${r.value.length > 60 ? `${r.value.slice(0, 60)}…` : r.value}`).join('; ')}.`
+    : null;
+  return transition(db, d.domain_id, 'tearing_down', 'unrouted', reason);
+}
+
+/**
+ * The DNS provider's part: publish the plan of each provisioning domain not yet published in this
+ * apply (only with an edge: without one the MX would be a placeholder), and remove the records of
+ * each tearing_down domain. A failure is the domain's reason and is tried again next pass.
+ */
+async function syncDns({ db }: LoopContext, config: StoredDnsProvider | null, hasEdge: boolean): Promise<boolean> {
+  if (!config) return false;
+  const provider = dnsProviderFor(config);
+  let worked = false;
+  if (hasEdge) {
+    for (const d of domainRowsIn(db, ['provisioning'])) {
+      if (d.dns_published_at) continue;
+      const zone = zoneFor(d.domain, config.zones);
+      try {
+        // Records published in another zone (the zones setting changed) are taken back first.
+        if (d.dns_zone && d.dns_zone !== zone) await unpublish(provider, d.dns_zone, addedRecords(d));
+        const plan = await domainPlan(db, d.domain, { domainId: d.domain_id });
+        const added = await publishPlan(provider, zone, plannedToDns(plan.records, config.ttl), d.dns_zone === zone ? addedRecords(d) : []);
+        worked = recordDnsPublished(db, d.domain_id, 'provisioning', zone, added, true) || worked;
+      } catch (err) {
+        noteReason(db, d.domain_id, 'provisioning', `svc could not publish the domain's records: ${providerFailure(provider, err)} svc tries again every 10 s; fix the provider with PUT /v0/owner/dns-provider.`);
+      }
+    }
+  }
+  for (const d of domainRowsIn(db, ['tearing_down'])) {
+    if (addedRecords(d).length === 0 || !d.dns_zone) continue;
+    try {
+      await unpublish(provider, d.dns_zone, addedRecords(d));
+      worked = recordDnsPublished(db, d.domain_id, 'tearing_down', d.dns_zone, [], false) || worked;
+    } catch (err) {
+      noteReason(db, d.domain_id, 'tearing_down', `svc could not remove the records it published: ${providerFailure(provider, err)} svc tries again every 10 s.`);
+    }
+  }
+  return worked;
 }
 
 /** Verifying domains: check DNS, then send the self-test; a self-test that never arrives fails. */

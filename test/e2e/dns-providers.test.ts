@@ -1,0 +1,130 @@
+/**
+ * Domains publish their own records (issue 21 §2, docs/dns-providers.md), against real DNS
+ * servers from Debian packages on loopback: Knot through RFC 2136 + TSIG, PowerDNS through its
+ * HTTP API. Through svc's API: configure the provider, register a domain, apply → the records
+ * are in the real server → the domain checks ask that server → self-test → `verified`. Re-apply
+ * adds nothing twice. Teardown removes exactly what apply added; the owner's own records stay.
+ */
+import t from 'tap';
+import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
+import { dnsServersMissing, startKnot, startPowerDns, type RunningKnot, type RunningPowerDns } from '../helpers/dns-servers.js';
+import { until } from '../helpers/until.js';
+
+interface Domain { domain_id: string; domain: string; status: string; reason: string | null; records: { type: string; name: string; value: string; status: string; reason?: string }[] }
+
+const missing = dnsServersMissing();
+if (missing) {
+  t.skip(missing);
+} else {
+  const owner = <T = Record<string, unknown>>(svc: RunningSvc, method: string, path: string, body?: unknown) => api<T>(svc.url, method, path, { token: svc.ownerToken, body });
+
+  async function domainIn(svc: RunningSvc, id: string, statuses: string[], timeout = 30_000): Promise<Domain> {
+    let last: Domain | undefined;
+    try {
+      return await until(
+        `status ${statuses.join('/')}`,
+        async () => {
+          last = (await owner<Domain>(svc, 'GET', `/v0/domains/${id}`)).body;
+          return statuses.includes(last.status) ? last : undefined;
+        },
+        timeout,
+      );
+    } catch (err) {
+      throw new Error(`${(err as Error).message}; last: ${JSON.stringify(last)}`);
+    }
+  }
+
+  async function register(svc: RunningSvc, domain: string): Promise<Domain> {
+    const res = await owner<Domain>(svc, 'POST', '/v0/domains', { domain });
+    if (res.status !== 200) throw new Error(`register: ${res.status} ${res.text}`);
+    return res.body;
+  }
+
+  t.test('RFC 2136 with TSIG (Knot): apply publishes, verified, re-apply adds nothing, teardown removes exactly what apply added', async (t) => {
+    const knot: RunningKnot = await startKnot({ zone: 'knot.test', keyName: 'svc-update', algorithm: 'hmac-sha256', records: ['owner TXT "kept by the owner"', 'mx.agents A 192.0.2.7'] });
+    const svc = await startSvc({ args: ['--local-edge', '--dns', knot.server, '--edge-dns', knot.server] });
+    t.teardown(async () => {
+      await svc.stop();
+      await knot.stop();
+    });
+
+    const put = await owner(svc, 'PUT', '/v0/owner/dns-provider', { kind: 'rfc2136', server: '127.0.0.1', port: knot.port, key_name: 'svc-update', algorithm: 'hmac-sha256', secret: knot.secret, zones: ['knot.test'] });
+    t.equal(put.status, 200, put.text);
+    t.same(put.body, { configured: true, provider: { kind: 'rfc2136', server: '127.0.0.1', port: knot.port, transport: 'tcp', key_name: 'svc-update', algorithm: 'hmac-sha256', secret_set: true, zones: ['knot.test'], ttl: 3600 } });
+
+    const d = await register(svc, 'agents.knot.test');
+    t.equal((await owner(svc, 'POST', `/v0/domains/${d.domain_id}/apply`)).status, 202);
+    const verified = await domainIn(svc, d.domain_id, ['verified', 'failed']);
+    t.equal(verified.status, 'verified', verified.reason ?? '');
+    t.ok(verified.records.every((r) => r.status === 'valid'), 'every record valid, checked against Knot');
+
+    t.same(knot.dig('agents.knot.test', 'MX'), ['10 mx.agents.knot.test.']);
+    t.same(knot.dig('mx.agents.knot.test', 'A').sort(), ['127.0.0.1', '192.0.2.7'], 'svc added its A; the owner\'s A at the same name stays');
+    t.same(knot.dig('_dmarc.agents.knot.test', 'TXT'), ['"v=DMARC1; p=quarantine; adkim=r; aspf=r"']);
+    const dkim = verified.records.find((r) => r.name.includes('._domainkey.'))!;
+    t.match(knot.dig(dkim.name, 'TXT').join(''), /v=DKIM1; k=rsa; p=/);
+
+    t.equal((await owner<Domain>(svc, 'POST', `/v0/domains/${d.domain_id}/apply`)).body.status, 'verified');
+    t.equal(knot.dig('agents.knot.test', 'MX').length, 1);
+
+    await owner(svc, 'POST', `/v0/domains/${d.domain_id}/teardown`);
+    await domainIn(svc, d.domain_id, ['torn_down']);
+    t.same(knot.dig('agents.knot.test', 'MX'), [], 'the MX svc added is gone');
+    t.same(knot.dig('agents.knot.test', 'TXT'), [], 'the SPF svc added is gone');
+    t.same(knot.dig('_dmarc.agents.knot.test', 'TXT'), []);
+    t.same(knot.dig(dkim.name, 'TXT'), []);
+    t.same(knot.dig('mx.agents.knot.test', 'A'), ['192.0.2.7'], 'the owner\'s A record stays');
+    t.same(knot.dig('owner.knot.test', 'TXT'), ['"kept by the owner"']);
+
+    // Apply again after teardown publishes again, once.
+    await owner(svc, 'POST', `/v0/domains/${d.domain_id}/apply`);
+    t.equal((await domainIn(svc, d.domain_id, ['verified', 'failed'])).status, 'verified');
+    t.same(knot.dig('agents.knot.test', 'MX'), ['10 mx.agents.knot.test.']);
+    t.same(knot.dig('mx.agents.knot.test', 'A').sort(), ['127.0.0.1', '192.0.2.7']);
+  });
+
+  t.test('a record the owner already had is kept at teardown; an existing SPF is not doubled', async (t) => {
+    const knot = await startKnot({ zone: 'own.test', keyName: 'svc-update', records: ['@ TXT "v=spf1 mx -all"', '@ MX 10 mx.own.test.'] });
+    const svc = await startSvc({ args: ['--local-edge', '--dns', knot.server, '--edge-dns', knot.server] });
+    t.teardown(async () => {
+      await svc.stop();
+      await knot.stop();
+    });
+    await owner(svc, 'PUT', '/v0/owner/dns-provider', { kind: 'rfc2136', server: '127.0.0.1', port: knot.port, transport: 'udp', key_name: 'svc-update', secret: knot.secret });
+    const d = await register(svc, 'own.test');
+    await owner(svc, 'POST', `/v0/domains/${d.domain_id}/apply`);
+    t.equal((await domainIn(svc, d.domain_id, ['verified', 'failed'])).status, 'verified');
+    t.same(knot.dig('own.test', 'TXT'), ['"v=spf1 mx -all"'], 'one SPF record');
+    await owner(svc, 'POST', `/v0/domains/${d.domain_id}/teardown`);
+    await domainIn(svc, d.domain_id, ['torn_down']);
+    t.same(knot.dig('own.test', 'TXT'), ['"v=spf1 mx -all"'], 'the owner\'s SPF stays');
+    t.same(knot.dig('own.test', 'MX'), ['10 mx.own.test.'], 'the owner\'s MX (the same as planned) stays');
+    t.same(knot.dig('_dmarc.own.test', 'TXT'), [], 'what svc added is gone');
+  });
+
+  t.test('PowerDNS HTTP API: apply publishes, verified; teardown removes exactly what apply added', async (t) => {
+    const pdns: RunningPowerDns = await startPowerDns({ zone: 'pdns.test', records: [{ name: 'pdns.test.', type: 'TXT', content: '"google-site-verification=abc"' }] });
+    const svc = await startSvc({ args: ['--local-edge', '--dns', pdns.server, '--edge-dns', pdns.server] });
+    t.teardown(async () => {
+      await svc.stop();
+      await pdns.stop();
+    });
+    const put = await owner(svc, 'PUT', '/v0/owner/dns-provider', { kind: 'powerdns', url: pdns.url, api_key: pdns.apiKey });
+    t.equal(put.status, 200, put.text);
+    t.same(put.body, { configured: true, provider: { kind: 'powerdns', url: pdns.url, server_id: 'localhost', api_key_set: true, zones: [], ttl: 3600 } });
+
+    const d = await register(svc, 'pdns.test');
+    await owner(svc, 'POST', `/v0/domains/${d.domain_id}/apply`);
+    const verified = await domainIn(svc, d.domain_id, ['verified', 'failed']);
+    t.equal(verified.status, 'verified', verified.reason ?? '');
+    t.same(await pdns.contents('pdns.test', 'pdns.test.', 'MX'), ['10 mx.pdns.test.']);
+    t.same((await pdns.contents('pdns.test', 'pdns.test.', 'TXT')).sort(), ['"google-site-verification=abc"', '"v=spf1 mx -all"']);
+
+    await owner(svc, 'POST', `/v0/domains/${d.domain_id}/teardown`);
+    await domainIn(svc, d.domain_id, ['torn_down']);
+    t.same(await pdns.contents('pdns.test', 'pdns.test.', 'MX'), []);
+    t.same(await pdns.contents('pdns.test', 'pdns.test.', 'TXT'), ['"google-site-verification=abc"'], 'the owner\'s TXT stays');
+    t.same(await pdns.contents('pdns.test', '_dmarc.pdns.test.', 'TXT'), []);
+    t.same(await pdns.contents('pdns.test', 'mx.pdns.test.', 'A'), []);
+  });
+}
