@@ -8,6 +8,7 @@ import { enc, opt, PAGE_OPTIONS, pageQuery, type Ctx, type Group } from './comma
 import type { ServiceClient } from './owner-client.js';
 import type { Domain as FullDomain, DomainItem } from '../domains/schemas.js';
 import { cell, fields, itemsTable, out, pageTable, printJson, type Column, WHOLE } from './output.js';
+import type { DnsProviderResponse } from '../domains/providers/schemas.js';
 
 type DomainRecord = FullDomain['records'][number];
 /** A list item, or the full domain (its records and self-test only on the full one). */
@@ -116,6 +117,21 @@ async function startAndWait(ctx: Ctx, action: 'apply' | 'verify'): Promise<void>
 }
 
 const waitOptions = [opt('timeout SECONDS', `Stop waiting after this long (default ${DEFAULT_TIMEOUT_S}, exit 1 with code timeout).`), opt('no-wait', 'Return at once instead of waiting for a final state.')];
+
+function showProvider(ctx: Ctx, v: DnsProviderResponse, lead?: string): void {
+  if (ctx.json) return printJson(v);
+  const p = v.provider;
+  const rows: [string, string | null | undefined][] = !p
+    ? [['provider', 'none (apply asks you to create the records by hand)']]
+    : p.kind === 'rfc2136'
+      ? [['provider', 'RFC 2136 dynamic updates with TSIG'], ['server', `${p.server}:${p.port} over ${p.transport.toUpperCase()}`], ['key', `${p.key_name} (${p.algorithm})${p.secret_set ? ', secret set' : ''}`]]
+      : [['provider', 'PowerDNS HTTP API'], ['url', p.url], ['server id', p.server_id], ['api key', p.api_key_set ? 'set' : 'not set']];
+  if (p) rows.push(['zones', p.zones.length ? p.zones.join(', ') : 'each domain is its own zone'], ['ttl', String(p.ttl)]);
+  out((lead ? `${lead}\n` : '') + fields(rows));
+}
+
+/** A secret from --NAME-file (FILE or - for stdin; trailing newline dropped), never from the command line. */
+const secretFile = (ctx: Ctx, name: string) => ctx.file(`${name}-file`)?.toString('utf8').replace(/\r?\n$/, '');
 
 export const group: Group = {
   name: 'domains',
@@ -233,6 +249,61 @@ export const group: Group = {
         await client.call('DELETE', `/v0/domains/${enc(id)}`);
         if (ctx.json) return printJson({ deleted: true, domain_id: id });
         out(`Deleted ${ctx.args[0]}.`);
+      },
+    },
+    'provider-show': {
+      summary: 'Show the DNS provider apply publishes records through (secrets are never shown).',
+      examples: ['svc domains provider-show'],
+      async run(ctx) {
+        const client = await ctx.client();
+        showProvider(ctx, await client.call<DnsProviderResponse>('GET', '/v0/owner/dns-provider'));
+      },
+    },
+    'provider-set': {
+      summary: 'Publish records through a DNS provider: RFC 2136 with TSIG, or the PowerDNS API (docs/dns-providers.md).',
+      options: [
+        opt('kind KIND', 'rfc2136 or powerdns.'),
+        opt('server HOST', 'rfc2136: the primary name server (IP address or host name).'),
+        opt('port PORT', 'rfc2136: its port (default 53).'),
+        opt('udp', 'rfc2136: send updates over UDP (default TCP).'),
+        opt('key-name NAME', 'rfc2136: the TSIG key\'s name.'),
+        opt('algorithm ALG', 'rfc2136: hmac-sha256 (default) or hmac-sha512.'),
+        opt('secret-file FILE', 'rfc2136: read the base64 TSIG secret from FILE (- for stdin). Omitted: the stored one is kept for the same key.'),
+        opt('url URL', 'powerdns: the API base URL (https, or http on loopback or a private network).'),
+        opt('server-id ID', 'powerdns: the server id (default localhost).'),
+        opt('api-key-file FILE', 'powerdns: read the API key from FILE (- for stdin). Omitted: the stored one is kept for the same URL.'),
+        opt('zone ZONE...', 'A zone the provider serves (repeatable); a domain goes into the longest one it is under. Default: each domain is its own zone.'),
+        opt('ttl SECONDS', 'TTL of the records (default 3600).'),
+      ],
+      examples: [
+        'svc domains provider-set --kind rfc2136 --server 10.0.0.53 --key-name svc-update --secret-file svc-update.secret --zone example.com',
+        'svc domains provider-set --kind powerdns --url http://127.0.0.1:8081 --api-key-file pdns.key',
+      ],
+      async run(ctx) {
+        const kind = ctx.str('kind');
+        const common = { zones: ctx.list('zone', true).length ? ctx.list('zone', true) : undefined, ttl: ctx.int('ttl', 60, 86_400) };
+        let body: Record<string, unknown>;
+        if (kind === 'rfc2136') {
+          const server = ctx.str('server');
+          const keyName = ctx.str('key-name');
+          if (!server || !keyName) throw new CliError('validation_error', 'rfc2136 needs --server and --key-name (and --secret-file the first time).');
+          const algorithm = ctx.str('algorithm');
+          body = { kind, server, port: ctx.int('port', 1, 65535), transport: ctx.bool('udp') ? 'udp' : undefined, key_name: keyName, algorithm, secret: secretFile(ctx, 'secret'), ...common };
+        } else if (kind === 'powerdns') {
+          const url = ctx.str('url');
+          if (!url) throw new CliError('validation_error', 'powerdns needs --url (and --api-key-file the first time).');
+          body = { kind, url, server_id: ctx.str('server-id'), api_key: secretFile(ctx, 'api-key'), ...common };
+        } else throw new CliError('validation_error', '--kind must be rfc2136 or powerdns.', 'Run `svc domains provider-set --help`.');
+        const client = await ctx.client();
+        showProvider(ctx, await client.call<DnsProviderResponse>('PUT', '/v0/owner/dns-provider', { body }), 'DNS provider set; domains applied from now on publish their records through it.');
+      },
+    },
+    'provider-clear': {
+      summary: 'Remove the DNS provider (records are created by hand again).',
+      examples: ['svc domains provider-clear'],
+      async run(ctx) {
+        const client = await ctx.client();
+        showProvider(ctx, await client.call<DnsProviderResponse>('DELETE', '/v0/owner/dns-provider'), 'DNS provider removed.');
       },
     },
   },

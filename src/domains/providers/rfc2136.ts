@@ -29,7 +29,7 @@ function overTcp(host: string, port: number, message: Buffer): Promise<Buffer> {
       if (err) reject(err);
       else resolve(value!);
     };
-    socket.setTimeout(PROVIDER_LIMITS.timeoutMs, () => done(new Error('ETIMEDOUT')));
+    socket.setTimeout(PROVIDER_LIMITS.timeoutMs, () => done(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })));
     socket.on('error', (err) => done(err));
     socket.on('connect', () => socket.write(Buffer.concat([Buffer.from([message.length >> 8, message.length & 0xff]), message])));
     socket.on('data', (chunk: Buffer) => {
@@ -41,7 +41,7 @@ function overTcp(host: string, port: number, message: Buffer): Promise<Buffer> {
       if (have >= 2 + length) done(null, all.subarray(2, 2 + length));
       else if (have > WIRE_LIMITS.messageBytes + 2) done(new DnsWireError('The DNS reply is larger than a DNS message can be.'));
     });
-    socket.on('end', () => done(new Error('ECONNRESET')));
+    socket.on('end', () => done(Object.assign(new Error('closed'), { code: 'ECONNRESET' })));
   });
 }
 
@@ -50,7 +50,7 @@ function overUdp(host: string, port: number, message: Buffer): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const socket = dgram.createSocket(net.isIP(host) === 6 ? 'udp6' : 'udp4');
     const id = message.readUInt16BE(0);
-    const timer = setTimeout(() => done(new Error('ETIMEDOUT')), PROVIDER_LIMITS.timeoutMs);
+    const timer = setTimeout(() => done(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })), PROVIDER_LIMITS.timeoutMs);
     const done = (err: Error | null, value?: Buffer) => {
       clearTimeout(timer);
       socket.close();
@@ -85,8 +85,8 @@ export class Rfc2136Provider implements DnsProvider {
         reply = parseReply(raw);
       }
     } catch (err) {
-      const why = err instanceof DnsWireError ? err.message : `${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`;
-      throw new DnsProviderError(`${what} at ${this.label} failed: ${why}. Check that the server runs and accepts ${this.s.transport.toUpperCase()} from this host.`);
+      if (err instanceof DnsWireError) throw new DnsProviderError(`${what} at ${this.label} failed: ${err.message}`);
+      throw new DnsProviderError(`${what} at ${this.label} failed: ${(err as NodeJS.ErrnoException).code ?? 'network error'}. Check that the server runs and accepts ${this.s.transport.toUpperCase()} from this host.`);
     }
     if (reply.id !== message.readUInt16BE(0) || !reply.isResponse) throw new DnsProviderError(`${what} at ${this.label} failed: the reply does not answer the request.`);
     const bad = verifyReply(raw, reply, this.s.key, signed.mac);
