@@ -102,6 +102,33 @@ if (missing) {
     t.same(knot.dig('_dmarc.own.test', 'TXT'), [], 'what svc added is gone');
   });
 
+  t.test('re-applying a failed domain publishes nothing twice and keeps what svc added its own', async (t) => {
+    const knot = await startKnot({ zone: 'fail.test', keyName: 'svc-update', records: ['@ MX 20 other.example.'] });
+    const svc = await startSvc({ args: ['--local-edge', '--dns', knot.server] });
+    t.teardown(async () => {
+      await svc.stop();
+      await knot.stop();
+    });
+    await owner(svc, 'PUT', '/v0/owner/dns-provider', { kind: 'rfc2136', server: '127.0.0.1', port: knot.port, key_name: 'svc-update', algorithm: 'hmac-sha256', secret: knot.secret });
+    const d = await register(svc, 'fail.test');
+    await owner(svc, 'POST', `/v0/domains/${d.domain_id}/apply`);
+    const failed = await domainIn(svc, d.domain_id, ['failed', 'verified']);
+    t.equal(failed.status, 'failed', 'the owner\'s other MX makes the check fail');
+    t.match(failed.records.find((r) => r.type === 'MX')!.reason, /also points at other\.example; remove it/);
+    const before = ['MX', 'TXT'].map((type) => knot.dig('fail.test', type).sort());
+
+    await owner(svc, 'POST', `/v0/domains/${d.domain_id}/apply`);
+    t.equal((await domainIn(svc, d.domain_id, ['failed', 'verified'])).status, 'failed');
+    t.same(['MX', 'TXT'].map((type) => knot.dig('fail.test', type).sort()), before, 'the second apply added nothing');
+    t.same(before[0], ['10 mx.fail.test.', '20 other.example.']);
+
+    await owner(svc, 'POST', `/v0/domains/${d.domain_id}/teardown`);
+    await domainIn(svc, d.domain_id, ['torn_down']);
+    t.same(knot.dig('fail.test', 'MX'), ['20 other.example.'], 'svc\'s MX (still its own after the re-apply) is removed, the owner\'s stays');
+    t.same(knot.dig('fail.test', 'TXT'), []);
+    t.same(knot.dig('mx.fail.test', 'A'), []);
+  });
+
   t.test('PowerDNS HTTP API: apply publishes, verified; teardown removes exactly what apply added', async (t) => {
     const pdns: RunningPowerDns = await startPowerDns({ zone: 'pdns.test', records: [{ name: 'pdns.test.', type: 'TXT', content: '"google-site-verification=abc"' }] });
     const svc = await startSvc({ args: ['--local-edge', '--dns', pdns.server, '--edge-dns', pdns.server] });
