@@ -92,6 +92,22 @@ t.test('a domain is registered, its plan shown and its zone file downloaded', as
   await screenshot(page, 'domains');
 });
 
+t.test('the domains page sets a DNS provider and never shows its secret', async (t) => {
+  const secret = Buffer.from('a-tsig-secret-of-32-bytes-long!!').toString('base64');
+  await page.goto(svc.url + '/domains');
+  await page.getByTestId('dns-provider').locator('summary').click();
+  await page.getByLabel('Server').fill('10.0.0.53');
+  await page.getByLabel('Key name').fill('svc-update');
+  await page.getByLabel(/TSIG secret/).fill(secret);
+  await page.getByLabel(/Zones/).fill('example.test');
+  await page.getByRole('button', { name: 'Save provider' }).click();
+  await page.getByTestId('dns-provider').getByText('RFC 2136 10.0.0.53:53, key svc-update').waitFor();
+  t.equal(await page.getByLabel(/TSIG secret/).inputValue(), '', 'the secret field is emptied once stored');
+  t.notMatch(await page.content(), secret, 'the secret is nowhere on the page');
+  const stored = await api(svc.url, 'GET', '/v0/owner/dns-provider', owner);
+  t.match(stored.body, { provider: { kind: 'rfc2136', server: '10.0.0.53', key_name: 'svc-update', secret_set: true, zones: ['example.test'] } });
+});
+
 t.test('the transport page saves an SMTP smart host and never shows its password', async (t) => {
   await page.goto(svc.url + '/transport');
   await page.getByText('not configured').waitFor();

@@ -13,6 +13,7 @@ export type { ReplyBody, SendBody } from '../../src/mail/compose-schemas';
 export type { QuarantineItem, Rejection } from '../../src/inbound/schemas';
 export type { ConsentRequestResponse as ConsentRequest, OAuthClient, OAuthGrant } from '../../src/oauth/schemas';
 export type { Domain, DomainItem, DomainPlanResponse as DomainPlan } from '../../src/domains/schemas';
+export type { DnsProviderResponse as DnsProviderView } from '../../src/domains/providers/schemas';
 export type { Session, SessionResponse, StatusResponse as OwnerStatus } from '../../src/owner/schemas';
 export type { RemoteResponse as RemoteView } from '../../src/remote/schemas';
 export type { TransportResponse as TransportView } from '../../src/mail/transport';

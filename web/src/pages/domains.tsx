@@ -1,8 +1,103 @@
-/** Domains page: register, then per domain its records, plan, zone file, apply, verify, teardown and delete. */
+/**
+ * Domains page: register, then per domain its records, plan, zone file, apply, verify, teardown and
+ * delete; and the DNS provider apply publishes the records through (docs/dns-providers.md).
+ */
 import { useState } from 'preact/hooks';
-import { del, enc, get, getText, post } from '../api';
+import { del, enc, get, getText, post, put } from '../api';
 import { ErrorBox, Loading, Page, confirmed, downloadText, onSubmitWith, useAction, useLoad } from '../ui';
-import type { Domain, DomainItem, DomainPlan } from '../api-types';
+import type { DnsProviderView, Domain, DomainItem, DomainPlan } from '../api-types';
+
+const zonesOf = (text: string | undefined) => (text ?? '').split(/[\s,]+/).filter(Boolean);
+
+/** The DNS provider: what is configured (secrets only as "set"), and forms to set or remove it. */
+function DnsProviderCard() {
+  const p = useLoad(() => get<DnsProviderView>('/v0/owner/dns-provider'), []);
+  const action = useAction();
+  const [kind, setKind] = useState<'rfc2136' | 'powerdns'>('rfc2136');
+  const v = p.data?.provider;
+  const save = async (body: unknown) => p.set(await put<DnsProviderView>('/v0/owner/dns-provider', body));
+  return (
+    <details class="card" data-testid="dns-provider">
+      <summary>
+        DNS provider:{' '}
+        {!v ? <span class="badge warn">none: create the records by hand</span> : v.kind === 'rfc2136' ? <code>{`RFC 2136 ${v.server}:${v.port}, key ${v.key_name}`}</code> : <code>{`PowerDNS ${v.url}`}</code>}
+      </summary>
+      <Loading loaded={p} />
+      <ErrorBox error={action.error} />
+      <p class="small muted">With a provider, Apply publishes the domain's records itself and Teardown removes exactly those. Secrets are write-only; leave them empty to keep the stored one.</p>
+      <label>
+        Kind
+        <select value={kind} onChange={(e) => setKind((e.currentTarget as HTMLSelectElement).value as 'rfc2136' | 'powerdns')}>
+          <option value="rfc2136">RFC 2136 + TSIG (BIND, Knot, …)</option>
+          <option value="powerdns">PowerDNS HTTP API</option>
+        </select>
+      </label>
+      <form
+        class="narrow"
+        onSubmit={onSubmitWith(action, async (f, form) => {
+          const common = { zones: zonesOf(f.zones), ...(f.ttl ? { ttl: Number(f.ttl) } : {}) };
+          await save(
+            kind === 'rfc2136'
+              ? { kind, server: f.server, ...(f.port ? { port: Number(f.port) } : {}), key_name: f.key_name, algorithm: f.algorithm, ...(f.secret ? { secret: f.secret } : {}), ...common }
+              : { kind, url: f.url, ...(f.server_id ? { server_id: f.server_id } : {}), ...(f.api_key ? { api_key: f.api_key } : {}), ...common },
+          );
+          // Write-only: once stored, the secret leaves the page too.
+          form.querySelectorAll<HTMLInputElement>('input[type=password]').forEach((i) => (i.value = ''));
+        })}
+      >
+        {kind === 'rfc2136' ? (
+          <>
+            <label>
+              Server <input name="server" required defaultValue={v?.kind === 'rfc2136' ? v.server : ''} placeholder="10.0.0.53" />
+            </label>
+            <label>
+              Port <input name="port" type="number" defaultValue={v?.kind === 'rfc2136' ? String(v.port) : '53'} />
+            </label>
+            <label>
+              Key name <input name="key_name" required defaultValue={v?.kind === 'rfc2136' ? v.key_name : ''} placeholder="svc-update" />
+            </label>
+            <label>
+              Algorithm
+              <select name="algorithm" defaultValue={v?.kind === 'rfc2136' ? v.algorithm : 'hmac-sha256'}>
+                <option value="hmac-sha256">hmac-sha256</option>
+                <option value="hmac-sha512">hmac-sha512</option>
+              </select>
+            </label>
+            <label>
+              TSIG secret, base64 (write-only{v?.kind === 'rfc2136' && v.secret_set ? ', set' : ''})
+              <input name="secret" type="password" autocomplete="off" />
+            </label>
+          </>
+        ) : (
+          <>
+            <label>
+              API URL <input name="url" required defaultValue={v?.kind === 'powerdns' ? v.url : ''} placeholder="http://127.0.0.1:8081" />
+            </label>
+            <label>
+              Server id <input name="server_id" defaultValue={v?.kind === 'powerdns' ? v.server_id : 'localhost'} />
+            </label>
+            <label>
+              API key (write-only{v?.kind === 'powerdns' && v.api_key_set ? ', set' : ''})
+              <input name="api_key" type="password" autocomplete="off" />
+            </label>
+          </>
+        )}
+        <label>
+          Zones (optional, comma-separated) <input name="zones" defaultValue={v?.zones.join(', ') ?? ''} placeholder="example.com" />
+        </label>
+        <label>
+          TTL <input name="ttl" type="number" defaultValue={v ? String(v.ttl) : '3600'} />
+        </label>
+        <button class="primary">Save provider</button>
+        {v && (
+          <button type="button" class="small danger" onClick={() => confirmed('Remove the DNS provider? Records svc already published stay until teardown.') && void action.run(async () => { await del('/v0/owner/dns-provider'); p.reload(); })}>
+            Remove provider
+          </button>
+        )}
+      </form>
+    </details>
+  );
+}
 
 function DomainDetail({ id, onChanged }: { id: string; onChanged: () => void }) {
   const d = useLoad(() => get<Domain>(`/v0/domains/${enc(id)}`), [id]);
@@ -128,6 +223,7 @@ export function DomainsPage() {
         <button class="primary">Register domain</button>
       </form>
       <ErrorBox error={action.error} />
+      <DnsProviderCard />
       <Loading loaded={domains} />
       <ul class="items" data-testid="domains">
         {domains.data?.domains.map((d) => (
