@@ -16,6 +16,7 @@ import { parseArgs, parsePort } from './args.js';
 import { CliError, reportCliError } from './exit-codes.js';
 import { isSourceCheckout } from './package-root.js';
 import { limitHeapGrowth } from '../core/heap-limits.js';
+import { DEFAULT_CHECK_EVERY_MS, DEFAULT_RENEW_BEFORE_MS, LETS_ENCRYPT_DIRECTORY, type AcmeCertificates, type AcmeOptions } from '../edge/acme.js';
 
 export const DEFAULT_EDGE_SMTP_PORT = 2525;
 export const DEFAULT_EDGE_API_PORT = 8026;
@@ -27,7 +28,8 @@ export const SMART_HOST_PASSWORD_ENV = 'SVC_EDGE_SMART_HOST_PASSWORD';
 
 const USAGE = `svc edge [--data DIR | --home DIR] [--host IP] [--smtp-port N] [--api-port N] [--api-host IP]
          [--hostname NAME] [--max-message-bytes N] [--spam-url URL] [--dns HOST[:PORT],...]
-         [--tls-key FILE --tls-cert FILE] [--relay-port N] [--smart-host HOST:PORT [--smart-host-user NAME]]
+         [--tls-key FILE --tls-cert FILE | --acme [--acme-directory URL] [--acme-email ADDR] [--acme-http-port N] [--acme-ca FILE]]
+         [--relay-port N] [--smart-host HOST:PORT [--smart-host-user NAME]]
          [--flavor development|production] [--json]
 The smart host password is read from the environment variable ${SMART_HOST_PASSWORD_ENV}.`;
 
@@ -45,6 +47,11 @@ const FLAGS = {
   dns: 'string',
   'tls-key': 'string',
   'tls-cert': 'string',
+  acme: 'boolean',
+  'acme-directory': 'string',
+  'acme-email': 'string',
+  'acme-http-port': 'string',
+  'acme-ca': 'string',
   'relay-port': 'string',
   'smart-host': 'string',
   'smart-host-user': 'string',
@@ -114,6 +121,55 @@ export function defaultEdgeDataDir(home: string): string {
 interface EdgeCommand {
   options: Omit<EdgeOptions, 'apiToken'>;
   json: boolean;
+  /** `--acme`: the certificate comes from an ACME CA (src/edge/acme.ts); the log function is added at start. */
+  acme: Omit<AcmeOptions, 'log'> | null;
+}
+
+/** Test-only (docs/testing.md): renewal margin and check interval in ms, to renew within a test. */
+const ACME_RENEW_BEFORE_ENV = 'SVC_TEST_ACME_RENEW_BEFORE_MS';
+const ACME_CHECK_ENV = 'SVC_TEST_ACME_CHECK_MS';
+/** Test-only: retries of an unanswered request to the CA (default 5, 5 s × the attempt apart). */
+const ACME_RETRY_ENV = 'SVC_TEST_ACME_RETRIES';
+
+/** The ACME options of `--acme`, or null; checked before anything starts. */
+function readAcme(flags: Record<string, string | boolean>, hostname: string | undefined, dataDir: string, host: string, env: NodeJS.ProcessEnv): EdgeCommand['acme'] {
+  const used = ['acme-directory', 'acme-email', 'acme-http-port', 'acme-ca'].filter((n) => flags[n] !== undefined);
+  if (flags.acme !== true) {
+    if (used.length) throw invalid(`--${used[0]} goes with --acme.`);
+    return null;
+  }
+  if (flags['tls-key'] !== undefined || flags['tls-cert'] !== undefined) throw invalid('Give --acme or --tls-key/--tls-cert, not both.');
+  if (hostname === undefined || !/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/i.test(hostname)) {
+    throw invalid('--acme needs --hostname: the public DNS name of this edge (its MX), e.g. mx.example.com.');
+  }
+  const directory = stringFlag(flags, 'acme-directory') ?? LETS_ENCRYPT_DIRECTORY;
+  if (!/^https:\/\/[^\s]+$/.test(directory)) throw invalid('--acme-directory must be the https:// URL of an ACME directory.');
+  const email = stringFlag(flags, 'acme-email') ?? null;
+  if (email !== null && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) throw invalid('--acme-email must be an email address.');
+  const caFile = stringFlag(flags, 'acme-ca');
+  let directoryCa: Buffer | null = null;
+  if (caFile !== undefined) {
+    try {
+      directoryCa = fs.readFileSync(caFile);
+    } catch {
+      throw invalid('The --acme-ca file cannot be read.');
+    }
+  }
+  const ms = (name: string, fallback: number) => {
+    const v = env[name];
+    return v !== undefined && /^\d+$/.test(v) ? Number(v) : fallback;
+  };
+  return {
+    directoryUrl: directory,
+    email,
+    names: [hostname.toLowerCase()],
+    dataDir,
+    http: { host, port: portFlag(stringFlag(flags, 'acme-http-port'), 'acme-http-port', 80) },
+    directoryCa,
+    renewBeforeMs: ms(ACME_RENEW_BEFORE_ENV, DEFAULT_RENEW_BEFORE_MS),
+    checkEveryMs: Math.max(100, ms(ACME_CHECK_ENV, DEFAULT_CHECK_EVERY_MS)),
+    ...(env[ACME_RETRY_ENV] !== undefined ? { retry: { attempts: ms(ACME_RETRY_ENV, 5), delaySeconds: 1 } } : {}),
+  };
 }
 
 function parseEdgeArgs(args: string[], env: NodeJS.ProcessEnv = process.env): EdgeCommand {
@@ -137,8 +193,10 @@ function parseEdgeArgs(args: string[], env: NodeJS.ProcessEnv = process.env): Ed
   const spam = stringFlag(flags, 'spam-url');
   if (spam !== undefined && !/^https?:\/\/[^\s]+$/.test(spam)) throw invalid('--spam-url must be an http(s) URL of the rspamd controller, e.g. http://127.0.0.1:11333.');
   const dns = stringFlag(flags, 'dns');
+  const acme = readAcme(flags, stringFlag(flags, 'hostname'), dataDir, host, env);
   return {
     json: flags.json === true,
+    acme,
     options: {
       dataDir,
       smtp: { host, port: portFlag(stringFlag(flags, 'smtp-port'), 'smtp-port', DEFAULT_EDGE_SMTP_PORT) },
@@ -170,7 +228,25 @@ export async function runEdgeCommand(args: string[]): Promise<number> {
   // Everything the edge writes (sealed objects, routing, token) is private to this user.
   process.umask(0o077);
   let edge: Edge | null = null;
+  let certificates: AcmeCertificates | null = null;
   try {
+    if (command.acme) {
+      // Before the listeners: the edge serves its own certificate from the first connection.
+      const { AcmeCertificates, AcmeFailed } = await import('../edge/acme.js');
+      certificates = new AcmeCertificates({ ...command.acme, log: (data) => line(process.stderr, data) });
+      try {
+        const first = await certificates.start();
+        options.tls = { key: first.key, cert: first.cert };
+        line(process.stderr, { event: 'edge.certificate', names: command.acme.names, not_after: first.notAfter.toISOString() });
+      } catch (err) {
+        const reason = err instanceof AcmeFailed ? err.message : 'the ACME exchange failed';
+        throw new EdgeStartError(
+          'service_unavailable',
+          `No certificate for ${command.acme.names[0]} from ${command.acme.directoryUrl}: ${reason}`,
+          `Check that ${command.acme.names[0]} resolves to this host and that port ${command.acme.http.port} is reachable from the internet (HTTP-01), or run without --acme and pass --tls-key and --tls-cert.`,
+        );
+      }
+    }
     let token: ReturnType<typeof loadOrCreateApiToken>;
     try {
       token = loadOrCreateApiToken(options.dataDir);
@@ -180,6 +256,8 @@ export async function runEdgeCommand(args: string[]): Promise<number> {
     }
     edge = new Edge({ ...options, apiToken: token.token, log: (data) => line(process.stderr, data) });
     const bound = await edge.start();
+    const started = edge;
+    certificates?.onRenewed((c) => started.updateTls({ key: c.key, cert: c.cert }));
     const publicUrl = isWildcard(bound.api.host) ? bound.api.url.replace(/\/\/[^/]*:/, `//${options.hostname}:`) : bound.api.url;
     line(process.stdout, { event: 'edge.ready', smtp: bound.smtp, api: bound.api, token_file: token.file, data: options.dataDir });
     process.stderr.write(
@@ -197,14 +275,16 @@ export async function runEdgeCommand(args: string[]): Promise<number> {
     const e = err instanceof EdgeStartError ? err : new EdgeStartError('service_unavailable', 'The edge could not start.', 'Check the data directory and the ports, then start it again.');
     line(process.stderr, { event: 'edge.failed', code: e.code, message: e.message, fix: e.fix });
     await edge?.stop().catch(() => undefined);
+    await certificates?.stop().catch(() => undefined);
     return 1;
   }
   const running = edge;
+  const acme = certificates;
   return new Promise<number>((resolve) => {
     const onSignal = () => {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
-      running.stop().then(
+      Promise.all([running.stop(), acme?.stop()]).then(
         () => resolve(0),
         () => resolve(1),
       );

@@ -148,6 +148,17 @@ export class Edge {
     }
   }
 
+  /**
+   * Takes a renewed certificate (src/edge/acme.ts) for new connections: SMTP STARTTLS and the
+   * HTTPS API. Open sessions keep the one they started with; nothing restarts.
+   */
+  updateTls(tls: TlsFiles): void {
+    this.options.tls = tls;
+    this.smtp?.updateSecureContext({ key: tls.key, cert: tls.cert });
+    const server = this.api?.server as { setSecureContext?: (o: { key: Buffer | string; cert: Buffer | string }) => void } | undefined;
+    server?.setSecureContext?.({ key: tls.key, cert: tls.cert });
+  }
+
   /** Stops taking mail, answers pending long-polls, lets in-flight work finish. Safe to call twice. */
   async stop(): Promise<void> {
     this.stopping = true;

@@ -83,11 +83,13 @@ export interface EdgeProcess {
   ready: EdgeReady;
   /** Resolves when the process has exited (after a kill, say). */
   exited: Promise<unknown>;
+  /** Everything it wrote to stderr so far (JSON event lines and the pairing help). */
+  stderr(): string;
 }
 
 /** `svc edge` with these arguments; resolves at `edge.ready`, rejects (with its stderr) if it exits first. */
-export async function startEdgeProcess(args: string[]): Promise<EdgeProcess> {
-  const proc = spawn(process.execPath, [svcBin, 'edge', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+export async function startEdgeProcess(args: string[], env: NodeJS.ProcessEnv = {}): Promise<EdgeProcess> {
+  const proc = spawn(process.execPath, [svcBin, 'edge', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   let stderr = '';
   proc.stderr!.on('data', (d) => (stderr += d));
   const exited = new Promise((resolve) => proc.on('exit', resolve));
@@ -98,5 +100,5 @@ export async function startEdgeProcess(args: string[]): Promise<EdgeProcess> {
     });
     void exited.then(() => reject(new Error(`svc edge exited before it was ready: ${stderr}`)));
   });
-  return { proc, ready, exited };
+  return { proc, ready, exited, stderr: () => stderr };
 }

@@ -1,0 +1,231 @@
+/**
+ * The edge gets its own certificate (issue 21 §1, docs/acme.md) from a real ACME CA: Debian's
+ * `pebble` on loopback (installed by scripts/ensure-pebble.sh), which resolves the edge's name
+ * through a loopback DNS server and validates the HTTP-01 answer the edge serves. Proven: issuance,
+ * STARTTLS offering the issued chain to a client that trusts only pebble's root, the key stored
+ * 0600, renewal without a restart while an SMTP session stays open, a clear `edge.failed` line
+ * when issuance fails, and `edge.warning` when a renewal fails.
+ */
+import t from 'tap';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import tls from 'node:tls';
+import https from 'node:https';
+import { X509Certificate } from 'node:crypto';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { repoRoot, tempDir } from '../helpers/svc.js';
+import { startLoopbackDns, type LoopbackDns } from '../helpers/dns.js';
+import { freePort } from '../helpers/ports.js';
+import { startEdgeProcess, type EdgeProcess } from '../helpers/edge.js';
+import { until } from '../helpers/until.js';
+
+const HOST = 'mx.acme.test';
+
+execFileSync(path.join(repoRoot, 'scripts', 'ensure-pebble.sh'), { stdio: ['ignore', 'inherit', 'inherit'] });
+
+interface Pebble {
+  directory: string;
+  management: number;
+  httpPort: number;
+  ca: string;
+  proc: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** A certificate for pebble's own HTTPS listener (127.0.0.1), made with openssl; the edge trusts it with --acme-ca. */
+function listenerCertificate(dir: string): { key: string; cert: string } {
+  const key = path.join(dir, 'pebble-key.pem');
+  const cert = path.join(dir, 'pebble-cert.pem');
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=pebble', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost'], { stdio: 'ignore' });
+  return { key, cert };
+}
+
+async function startPebble(dns: LoopbackDns): Promise<Pebble> {
+  const dir = tempDir('svc-pebble-');
+  const { key, cert } = listenerCertificate(dir);
+  const [listen, management, httpPort, tlsPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+  const config = path.join(dir, 'pebble.json');
+  fs.writeFileSync(
+    config,
+    JSON.stringify({ pebble: { listenAddress: `127.0.0.1:${listen}`, managementListenAddress: `127.0.0.1:${management}`, certificate: cert, privateKey: key, httpPort, tlsPort, ocspResponderURL: '', externalAccountBindingRequired: false } }),
+  );
+  const proc = spawn('pebble', ['-config', config, '-dnsserver', dns.server], { env: { ...process.env, PEBBLE_VA_NOSLEEP: '1', PEBBLE_WFE_NONCEREJECT: '0', PEBBLE_AUTHZREUSE: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  proc.stdout!.on('data', (d) => (output += d));
+  proc.stderr!.on('data', (d) => (output += d));
+  const exited = new Promise<void>((resolve) => proc.on('exit', () => resolve()));
+  await until(`pebble listening (${output.slice(-200)})`, () => output.includes('Listening on'), 20_000);
+  return {
+    directory: `https://127.0.0.1:${listen}/dir`,
+    management,
+    httpPort,
+    ca: cert,
+    proc,
+    stop: async () => {
+      if (proc.exitCode === null) proc.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** Pebble's root for the certificates it issues (it makes a new one at each start). */
+function pebbleRoot(p: Pebble): Promise<string> {
+  return new Promise((resolve, reject) => {
+    https
+      .get({ host: '127.0.0.1', port: p.management, path: '/roots/0', ca: fs.readFileSync(p.ca) }, (res) => {
+        let body = '';
+        res.on('data', (d) => (body += d));
+        res.on('end', () => resolve(body));
+      })
+      .on('error', reject);
+  });
+}
+
+/** Opens SMTP, says EHLO, upgrades with STARTTLS verifying against `ca` for HOST; resolves the TLS socket and the lines read. */
+async function startTls(port: number, ca: string): Promise<{ socket: tls.TLSSocket; peer: X509Certificate; command(line: string): Promise<string> }> {
+  const plain = net.connect(port, '127.0.0.1');
+  let buffer = '';
+  const next = (sock: NodeJS.ReadableStream) =>
+    new Promise<string>((resolve, reject) => {
+      const onData = (d: Buffer) => {
+        buffer += d.toString('latin1');
+        const lines = buffer.split('\r\n');
+        const last = lines[lines.length - 2];
+        if (last !== undefined && /^\d{3} /.test(last)) {
+          const reply = buffer;
+          buffer = '';
+          sock.off('data', onData);
+          resolve(reply);
+        }
+      };
+      sock.on('data', onData);
+      sock.once('error', reject);
+    });
+  await next(plain);
+  plain.write('EHLO client.test\r\n');
+  const ehlo = await next(plain);
+  if (!/STARTTLS/.test(ehlo)) throw new Error(`no STARTTLS offered: ${ehlo}`);
+  plain.write('STARTTLS\r\n');
+  await next(plain);
+  const socket = tls.connect({ socket: plain, servername: HOST, ca });
+  await new Promise<void>((resolve, reject) => {
+    socket.once('secureConnect', () => resolve());
+    socket.once('error', reject);
+  });
+  const peer = new X509Certificate(socket.getPeerCertificate(true).raw);
+  const command = async (line: string) => {
+    socket.write(`${line}\r\n`);
+    return next(socket);
+  };
+  await command('EHLO client.test');
+  return { socket, peer, command };
+}
+
+let dns: LoopbackDns;
+let pebble: Pebble;
+let edge: EdgeProcess | null = null;
+
+t.before(async () => {
+  dns = await startLoopbackDns({ [HOST]: { A: ['127.0.0.1'] } });
+  pebble = await startPebble(dns);
+});
+t.teardown(async () => {
+  if (edge && edge.proc.exitCode === null) edge.proc.kill('SIGTERM');
+  await edge?.exited;
+  await pebble.stop();
+  await dns.close();
+});
+
+const edgeArgs = (data: string, extra: string[] = []) => [
+  '--data', data, '--smtp-port', '0', '--api-port', '0', '--hostname', HOST, '--dns', dns.server,
+  '--acme', '--acme-directory', pebble.directory, '--acme-ca', pebble.ca, '--acme-http-port', String(pebble.httpPort), '--acme-email', 'postmaster@acme.test', ...extra,
+];
+
+t.test('issuance: the edge obtains a certificate for its name and offers it for STARTTLS', async (t) => {
+  const data = path.join(tempDir('svc-edge-acme-'), 'edge');
+  edge = await startEdgeProcess(edgeArgs(data), { SVC_TEST_ACME_CHECK_MS: '500' });
+  t.match(edge.stderr(), /"event":"edge.certificate","names":\["mx.acme.test"\]/);
+  t.match(edge.ready.api.url, /^https:\/\//, 'the API is HTTPS with the same certificate');
+  const root = await pebbleRoot(pebble);
+  const session = await startTls(edge.ready.smtp.port, root);
+  t.ok(session.socket.authorized, 'a client that trusts only pebble\u2019s root verifies the chain');
+  t.match(session.peer.subjectAltName, /DNS:mx\.acme\.test/);
+  t.match(await session.command('NOOP'), /^250/);
+  session.socket.destroy();
+  for (const file of ['key.pem', 'cert.pem', 'account.key']) {
+    t.equal(fs.statSync(path.join(data, 'acme', file)).mode & 0o777, 0o600, `${file} is 0600`);
+  }
+  t.notMatch(edge.stderr(), /BEGIN (EC |)PRIVATE KEY/, 'no key material in the log');
+
+  // A restart uses the stored certificate (no new order) while it is fresh.
+  const before = fs.readFileSync(path.join(data, 'acme', 'cert.pem'), 'utf8');
+  edge.proc.kill('SIGTERM');
+  await edge.exited;
+  edge = await startEdgeProcess(edgeArgs(data));
+  t.equal(fs.readFileSync(path.join(data, 'acme', 'cert.pem'), 'utf8'), before, 'the stored certificate is reused');
+  const again = await startTls(edge.ready.smtp.port, root);
+  t.ok(again.socket.authorized);
+  again.socket.destroy();
+  edge.proc.kill('SIGTERM');
+  await edge.exited;
+  edge = null;
+});
+
+t.test('renewal: a certificate inside the margin is renewed without a restart; an open session carries on', async (t) => {
+  const data = path.join(tempDir('svc-edge-acme-'), 'edge');
+  // Every certificate is "due" at once: the first check renews it.
+  edge = await startEdgeProcess(edgeArgs(data), { SVC_TEST_ACME_RENEW_BEFORE_MS: String(100 * 365 * 24 * 3600 * 1000), SVC_TEST_ACME_CHECK_MS: '1500', SVC_TEST_ACME_RETRIES: '0' });
+  const root = await pebbleRoot(pebble);
+  const open = await startTls(edge.ready.smtp.port, root);
+  const first = open.peer.serialNumber;
+  const running = edge;
+  await until('a renewal', () => /"event":"edge.certificate_renewed"/.test(running.stderr()), 30_000);
+  const fresh = await startTls(edge.ready.smtp.port, root);
+  t.ok(fresh.socket.authorized);
+  t.not(fresh.peer.serialNumber, first, 'a new connection gets the renewed certificate');
+  t.match(await open.command('NOOP'), /^250/, 'the session opened before the renewal still works');
+  open.socket.destroy();
+  fresh.socket.destroy();
+  t.equal(edge.proc.exitCode, null, 'no restart');
+
+  // The CA goes away: the next renewals fail with edge.warning while the current certificate serves.
+  await pebble.stop();
+  await until(() => `an edge.warning; the edge said: ${running.stderr().slice(-600)}`, () => /"event":"edge.warning","message":"The certificate for mx.acme.test could not be renewed/.test(running.stderr()), 30_000);
+  const still = await startTls(edge.ready.smtp.port, root);
+  t.ok(still.socket.authorized, 'the current certificate is still offered');
+  still.socket.destroy();
+  edge.proc.kill('SIGTERM');
+  await edge.exited;
+  edge = null;
+  pebble = await startPebble(dns);
+});
+
+t.test('issuance fails: edge.failed says why (the name does not resolve), and the edge does not start', async (t) => {
+  const data = path.join(tempDir('svc-edge-acme-'), 'edge');
+  const args = edgeArgs(data).map((a) => (a === HOST ? 'nowhere.acme.test' : a));
+  const failed = await startEdgeProcess(args).then(
+    () => null,
+    (err: Error) => err.message,
+  );
+  t.ok(failed, 'the edge exits before ready');
+  t.match(failed, /"event":"edge.failed","code":"service_unavailable","message":"No certificate for nowhere\.acme\.test from https:\/\/127\.0\.0\.1:\d+\/dir: [^"]+"/);
+  t.match(failed, /"fix":"Check that nowhere\.acme\.test resolves to this host/);
+});
+
+t.test('bad ACME options are refused before anything starts', async (t) => {
+  const data = path.join(tempDir('svc-edge-acme-'), 'edge');
+  for (const [args, message] of [
+    [['--acme'], /--acme needs --hostname/],
+    [['--acme', '--hostname', HOST, '--acme-directory', 'http://insecure.example/dir'], /--acme-directory must be the https:\/\/ URL/],
+    [['--acme', '--hostname', HOST, '--tls-key', 'k', '--tls-cert', 'c'], /--acme or --tls-key\/--tls-cert, not both/],
+    [['--acme-email', 'a@b.example'], /--acme-email goes with --acme/],
+    [['--acme', '--hostname', HOST, '--acme-email', 'not-an-address'], /--acme-email must be an email address/],
+  ] as const) {
+    const err = await startEdgeProcess(['--data', data, '--smtp-port', '0', '--api-port', '0', ...args]).then(
+      () => 'started',
+      (e: Error) => e.message,
+    );
+    t.match(err, message, args.join(' '));
+  }
+});
