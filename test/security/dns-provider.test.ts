@@ -6,6 +6,8 @@
  */
 import t from 'tap';
 import net from 'node:net';
+import fs from 'node:fs';
+import path from 'node:path';
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { api, startSvc } from '../helpers/svc.js';
@@ -52,6 +54,13 @@ t.test('secrets are write-only and agent keys cannot reach /v0/owner/dns-provide
   const userinfo = await owner('PUT', { kind: 'powerdns', url: `https://u:${API_KEY}@dns.example.com`, api_key: API_KEY });
   t.equal(userinfo.status, 400);
   t.notMatch(userinfo.text, API_KEY);
+
+  // Stored encrypted: no file of the home (database, WAL, anything) holds either secret in clear.
+  const files = (dir: string): string[] => fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? files(path.join(dir, e.name)) : e.isFile() ? [path.join(dir, e.name)] : []));
+  for (const file of files(svc.home)) {
+    const bytes = fs.readFileSync(file);
+    for (const needle of [SECRET, API_KEY, Buffer.from(SECRET, 'base64').toString('latin1')]) t.notOk(bytes.includes(Buffer.from(needle, 'latin1')), `${path.basename(file)} does not hold a secret in clear`);
+  }
 
   const key = await createApiKey(svc, { name: 'unrestricted agent', permissions: [...PERMISSIONS], sendPolicy: 'direct' });
   for (const method of ['GET', 'PUT', 'DELETE']) {
