@@ -15,7 +15,8 @@
  * - The ACME library (acme-client) is loaded only when `--acme` is given.
  */
 import fs from 'node:fs';
-import { X509Certificate } from 'node:crypto';
+import { X509Certificate, createPrivateKey } from 'node:crypto';
+import tls from 'node:tls';
 import http from 'node:http';
 import https from 'node:https';
 import path from 'node:path';
@@ -38,6 +39,8 @@ export interface AcmeOptions {
   checkEveryMs: number;
   /** Retries of a request the CA did not answer, `delaySeconds` × the attempt apart (5 × 5 s by default; tests 0). */
   retry?: { attempts: number; delaySeconds: number };
+  /** One issuance, all requests and retries included, gives up after this (10 minutes by default). */
+  issueTimeoutMs?: number;
   log: (data: Record<string, unknown>) => void;
 }
 
@@ -52,6 +55,12 @@ export const DEFAULT_RENEW_BEFORE_MS = 30 * 24 * 60 * 60 * 1000;
 export const DEFAULT_CHECK_EVERY_MS = 12 * 60 * 60 * 1000;
 /** A request to the CA that takes longer than this failed. */
 const REQUEST_TIMEOUT_MS = 30_000;
+/** Bytes of one answer of the CA (a certificate chain is a few KiB). */
+const MAX_ANSWER_BYTES = 1024 * 1024;
+/** One issuance at most: the library obeys a CA's Retry-After without a bound. */
+const DEFAULT_ISSUE_TIMEOUT_MS = 10 * 60 * 1000;
+/** A stop waits this long for a renewal in flight, then lets it go. */
+const STOP_GRACE_MS = 2_000;
 /** Characters of a challenge token: base64url, 43 for 256 bits; anything else is not ours. */
 const TOKEN = /^[A-Za-z0-9_-]{16,128}$/;
 const CHALLENGE_PREFIX = '/.well-known/acme-challenge/';
@@ -108,7 +117,13 @@ export class AcmeCertificates {
       .then((next) => {
         this.#current = next;
         this.options.log({ event: 'edge.certificate_renewed', names: this.options.names, not_after: next.notAfter.toISOString() });
-        for (const listener of this.#listeners) listener(next);
+        for (const listener of this.#listeners) {
+          try {
+            listener(next);
+          } catch {
+            this.options.log({ event: 'edge.warning', message: 'A renewed certificate could not be put in use; the listeners keep the one they had.', fix: 'Restart svc edge to load the stored certificate.' });
+          }
+        }
       })
       .catch((err: unknown) => {
         this.options.log({
@@ -129,7 +144,8 @@ export class AcmeCertificates {
     const server = this.#server;
     this.#server = null;
     if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
-    await this.#renewing?.catch(() => undefined);
+    const renewing = this.#renewing;
+    if (renewing) await Promise.race([renewing.catch(() => undefined), new Promise((resolve) => setTimeout(resolve, STOP_GRACE_MS).unref())]);
   }
 
   /** The port the HTTP-01 responder listens on (tests bind 0). */
@@ -146,10 +162,8 @@ export class AcmeCertificates {
     try {
       const key = fs.readFileSync(path.join(this.dir, 'key.pem'));
       const cert = fs.readFileSync(path.join(this.dir, 'cert.pem'));
-      const leaf = new X509Certificate(cert);
-      const names = (leaf.subjectAltName ?? '').split(',').map((s) => s.trim().replace(/^DNS:/, '').toLowerCase());
-      if (!this.options.names.every((n) => names.includes(n.toLowerCase()))) return null;
-      return { key, cert, notAfter: new Date(leaf.validTo) };
+      // A pair a crash left half-replaced, or one for other names, is not used: a new one is ordered.
+      return { key, cert, notAfter: usable(key, cert, this.options.names) };
     } catch {
       return null;
     }
@@ -186,6 +200,8 @@ export class AcmeCertificates {
     lib.setLogger(() => undefined);
     if (this.options.directoryCa) lib.axios.defaults.httpsAgent = new https.Agent({ ca: this.options.directoryCa, keepAlive: false });
     lib.axios.defaults.timeout = REQUEST_TIMEOUT_MS;
+    lib.axios.defaults.maxContentLength = MAX_ANSWER_BYTES;
+    lib.axios.defaults.maxBodyLength = MAX_ANSWER_BYTES;
     const settings = (lib.axios.defaults as { acmeSettings?: { retryMaxAttempts: number; retryDefaultDelay: number } }).acmeSettings;
     if (settings && this.options.retry) {
       settings.retryMaxAttempts = this.options.retry.attempts;
@@ -197,10 +213,18 @@ export class AcmeCertificates {
 
   /** Obtains a certificate for the names (HTTP-01), stores it (0600) and returns it. */
   async #issue(): Promise<EdgeCertificate> {
+    const limit = this.options.issueTimeoutMs ?? DEFAULT_ISSUE_TIMEOUT_MS;
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new AcmeFailed(`the CA did not finish within ${Math.round(limit / 1000)} s`)), limit);
+      timer.unref();
+    });
     try {
-      return await this.#order();
+      return await Promise.race([this.#order(), deadline]);
     } catch (err) {
       throw err instanceof AcmeFailed ? err : new AcmeFailed(reasonOf(err));
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -235,10 +259,11 @@ export class AcmeCertificates {
     }
     if (!accountUrl) writePrivate(accountFile, Buffer.from(JSON.stringify({ directory: this.options.directoryUrl, url: client.getAccountUrl() })));
     const cert = Buffer.from(chain);
-    const info = acme.crypto.readCertificateInfo(cert);
+    // Checked before it is stored or served: a certificate that does not fit would break STARTTLS.
+    const notAfter = usable(key, cert, this.options.names);
     writePrivate(path.join(this.dir, 'key.pem'), key);
     writePrivate(path.join(this.dir, 'cert.pem'), cert);
-    return { key, cert, notAfter: info.notAfter };
+    return { key, cert, notAfter };
   }
 
   /** The stored account key, or `fresh` stored as the account key. */
@@ -264,6 +289,41 @@ function writePrivate(file: string, data: Buffer): void {
     fs.closeSync(fd);
   }
   fs.renameSync(temp, file);
+}
+
+/**
+ * Checks a key and its certificate chain before they are stored or served: the leaf is for this
+ * key, names every one of `names`, is valid now, each certificate is issued by the next, and
+ * Node builds a TLS context from them. Returns the leaf's end; throws AcmeFailed saying what is wrong.
+ */
+export function usable(key: Buffer, chain: Buffer, names: readonly string[], now = Date.now()): Date {
+  const pems = chain.toString('latin1').match(/-----BEGIN CERTIFICATE-----[A-Za-z0-9+/=\s]{1,65536}?-----END CERTIFICATE-----/g) ?? [];
+  if (pems.length === 0) throw new AcmeFailed('the CA sent no certificate');
+  let certs: X509Certificate[];
+  try {
+    certs = pems.slice(0, 10).map((p) => new X509Certificate(p));
+  } catch {
+    throw new AcmeFailed('the CA sent a certificate that does not parse');
+  }
+  const leaf = certs[0];
+  let matches = false;
+  try {
+    matches = leaf.checkPrivateKey(createPrivateKey(key));
+  } catch {
+    matches = false;
+  }
+  if (!matches) throw new AcmeFailed('the certificate is not for this key');
+  const sans = (leaf.subjectAltName ?? '').split(',').map((s) => s.trim().replace(/^DNS:/, '').toLowerCase());
+  const missing = names.find((n) => !sans.includes(n.toLowerCase()));
+  if (missing !== undefined) throw new AcmeFailed(`the certificate does not name ${missing}`);
+  if (Date.parse(leaf.validFrom) > now + 5 * 60_000 || Date.parse(leaf.validTo) <= now) throw new AcmeFailed('the certificate is not valid now');
+  for (let i = 0; i + 1 < certs.length; i++) if (!certs[i].checkIssued(certs[i + 1])) throw new AcmeFailed('the certificate chain is out of order');
+  try {
+    tls.createSecureContext({ key, cert: chain });
+  } catch {
+    throw new AcmeFailed('the certificate and key do not make a TLS context');
+  }
+  return new Date(leaf.validTo);
 }
 
 /** The stored account URL for this directory, or null. */
