@@ -12,11 +12,12 @@ import { ApiTokenUnreadable, loadOrCreateApiToken } from '../edge/api-token.js';
 import { dnsResolver } from '../edge/auth.js';
 import { Edge, EdgeStartError, type EdgeOptions } from '../edge/edge.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../edge/limits.js';
-import { parseArgs, parsePort } from './args.js';
+import { parseArgs, parsePort, type FlagValue } from './args.js';
 import { CliError, reportCliError } from './exit-codes.js';
 import { isSourceCheckout } from './package-root.js';
 import { limitHeapGrowth } from '../core/heap-limits.js';
 import { DEFAULT_CHECK_EVERY_MS, DEFAULT_RENEW_BEFORE_MS, LETS_ENCRYPT_DIRECTORY, type AcmeCertificates, type AcmeOptions } from '../edge/acme.js';
+import type { MtaStsOptions, MtaStsServer } from '../edge/mta-sts.js';
 
 export const DEFAULT_EDGE_SMTP_PORT = 2525;
 export const DEFAULT_EDGE_API_PORT = 8026;
@@ -28,7 +29,8 @@ export const SMART_HOST_PASSWORD_ENV = 'SVC_EDGE_SMART_HOST_PASSWORD';
 
 const USAGE = `svc edge [--data DIR | --home DIR] [--host IP] [--smtp-port N] [--api-port N] [--api-host IP]
          [--hostname NAME] [--max-message-bytes N] [--spam-url URL] [--dns HOST[:PORT],...]
-         [--tls-key FILE --tls-cert FILE | --acme [--acme-directory URL] [--acme-email ADDR] [--acme-http-port N] [--acme-ca FILE]]
+         [--tls-key FILE --tls-cert FILE | --acme [--acme-directory URL] [--acme-email ADDR] [--acme-http-port N] [--acme-ca FILE]
+                                            [--mta-sts DOMAIN ...] [--mta-sts-port N] [--mta-sts-mode enforce|testing]]
          [--relay-port N] [--smart-host HOST:PORT [--smart-host-user NAME]]
          [--flavor development|production] [--json]
 The smart host password is read from the environment variable ${SMART_HOST_PASSWORD_ENV}.`;
@@ -52,6 +54,9 @@ const FLAGS = {
   'acme-email': 'string',
   'acme-http-port': 'string',
   'acme-ca': 'string',
+  'mta-sts': 'list',
+  'mta-sts-port': 'string',
+  'mta-sts-mode': 'string',
   'relay-port': 'string',
   'smart-host': 'string',
   'smart-host-user': 'string',
@@ -64,7 +69,7 @@ function invalid(message: string): CliError {
   return new CliError('validation_error', message, `Usage: ${USAGE}`);
 }
 
-function stringFlag(flags: Record<string, string | boolean>, name: keyof typeof FLAGS): string | undefined {
+function stringFlag(flags: Record<string, FlagValue>, name: keyof typeof FLAGS): string | undefined {
   const value = flags[name];
   if (value === '') throw invalid(`--${name} must not be empty.`);
   return typeof value === 'string' ? value : undefined;
@@ -123,6 +128,25 @@ interface EdgeCommand {
   json: boolean;
   /** `--acme`: the certificate comes from an ACME CA (src/edge/acme.ts); the log function is added at start. */
   acme: Omit<AcmeOptions, 'log'> | null;
+  /** `--mta-sts`: the policy server for these domains (src/edge/mta-sts.ts), with the ACME certificate. */
+  mtaSts: MtaStsOptions | null;
+}
+
+/** The MTA-STS options, or null; the domains' `mta-sts.` names join the ACME certificate. */
+function readMtaSts(flags: Record<string, FlagValue>, acme: EdgeCommand['acme'], host: string): MtaStsOptions | null {
+  const domains = ((flags['mta-sts'] as string[] | undefined) ?? []).flatMap((d) => d.split(',')).map((d) => d.trim().toLowerCase()).filter(Boolean);
+  const used = ['mta-sts-port', 'mta-sts-mode'].filter((n) => flags[n] !== undefined);
+  if (domains.length === 0) {
+    if (used.length) throw invalid(`--${used[0]} goes with --mta-sts.`);
+    return null;
+  }
+  if (!acme) throw invalid('--mta-sts needs --acme: the policy is served with the certificate the edge obtains for mta-sts.<domain>.');
+  if (domains.length > 20) throw invalid('--mta-sts takes at most 20 domains.');
+  for (const d of domains) if (!/^(?=.{1,245}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/.test(d)) throw invalid(`--mta-sts ${JSON.stringify(d.slice(0, 60))} is not a domain name.`);
+  const mode = stringFlag(flags, 'mta-sts-mode') ?? 'enforce';
+  if (mode !== 'enforce' && mode !== 'testing') throw invalid('--mta-sts-mode must be enforce or testing.');
+  acme.names.push(...domains.map((d) => `mta-sts.${d}`).filter((n) => !acme.names.includes(n)));
+  return { domains, mx: acme.names[0], mode, host, port: portFlag(stringFlag(flags, 'mta-sts-port'), 'mta-sts-port', 443) };
 }
 
 /** Test-only (docs/testing.md): renewal margin and check interval in ms, to renew within a test. */
@@ -132,7 +156,7 @@ const ACME_CHECK_ENV = 'SVC_TEST_ACME_CHECK_MS';
 const ACME_RETRY_ENV = 'SVC_TEST_ACME_RETRIES';
 
 /** The ACME options of `--acme`, or null; checked before anything starts. */
-function readAcme(flags: Record<string, string | boolean>, hostname: string | undefined, dataDir: string, host: string, env: NodeJS.ProcessEnv): EdgeCommand['acme'] {
+function readAcme(flags: Record<string, FlagValue>, hostname: string | undefined, dataDir: string, host: string, env: NodeJS.ProcessEnv): EdgeCommand['acme'] {
   const used = ['acme-directory', 'acme-email', 'acme-http-port', 'acme-ca'].filter((n) => flags[n] !== undefined);
   if (flags.acme !== true) {
     if (used.length) throw invalid(`--${used[0]} goes with --acme.`);
@@ -194,9 +218,11 @@ function parseEdgeArgs(args: string[], env: NodeJS.ProcessEnv = process.env): Ed
   if (spam !== undefined && !/^https?:\/\/[^\s]+$/.test(spam)) throw invalid('--spam-url must be an http(s) URL of the rspamd controller, e.g. http://127.0.0.1:11333.');
   const dns = stringFlag(flags, 'dns');
   const acme = readAcme(flags, stringFlag(flags, 'hostname'), dataDir, host, env);
+  const mtaSts = readMtaSts(flags, acme, host);
   return {
     json: flags.json === true,
     acme,
+    mtaSts,
     options: {
       dataDir,
       smtp: { host, port: portFlag(stringFlag(flags, 'smtp-port'), 'smtp-port', DEFAULT_EDGE_SMTP_PORT) },
@@ -229,6 +255,7 @@ export async function runEdgeCommand(args: string[]): Promise<number> {
   process.umask(0o077);
   let edge: Edge | null = null;
   let certificates: AcmeCertificates | null = null;
+  let policy: MtaStsServer | null = null;
   try {
     if (command.acme) {
       // Before the listeners: the edge serves its own certificate from the first connection.
@@ -258,6 +285,18 @@ export async function runEdgeCommand(args: string[]): Promise<number> {
     const bound = await edge.start();
     const started = edge;
     certificates?.onRenewed((c) => started.updateTls({ key: c.key, cert: c.cert }));
+    if (command.mtaSts && certificates?.current) {
+      const { MtaStsServer } = await import('../edge/mta-sts.js');
+      const server = new MtaStsServer(command.mtaSts);
+      try {
+        const port = await server.start(certificates.current);
+        policy = server;
+        line(process.stderr, { event: 'edge.mta_sts', port, urls: command.mtaSts.domains.map((d) => `https://mta-sts.${d}/.well-known/mta-sts.txt`), mode: command.mtaSts.mode });
+      } catch {
+        throw new EdgeStartError('service_unavailable', `The edge could not listen for MTA-STS on ${command.mtaSts.host}:${command.mtaSts.port}.`, 'Choose another port with --mta-sts-port (senders fetch the policy on 443: forward it), or run with the rights to bind low ports.');
+      }
+      certificates.onRenewed((c) => server.updateTls({ key: c.key, cert: c.cert }));
+    }
     const publicUrl = isWildcard(bound.api.host) ? bound.api.url.replace(/\/\/[^/]*:/, `//${options.hostname}:`) : bound.api.url;
     line(process.stdout, { event: 'edge.ready', smtp: bound.smtp, api: bound.api, token_file: token.file, data: options.dataDir });
     process.stderr.write(
@@ -275,16 +314,18 @@ export async function runEdgeCommand(args: string[]): Promise<number> {
     const e = err instanceof EdgeStartError ? err : new EdgeStartError('service_unavailable', 'The edge could not start.', 'Check the data directory and the ports, then start it again.');
     line(process.stderr, { event: 'edge.failed', code: e.code, message: e.message, fix: e.fix });
     await edge?.stop().catch(() => undefined);
+    await policy?.stop().catch(() => undefined);
     await certificates?.stop().catch(() => undefined);
     return 1;
   }
   const running = edge;
   const acme = certificates;
+  const sts = policy;
   return new Promise<number>((resolve) => {
     const onSignal = () => {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
-      Promise.all([running.stop(), acme?.stop()]).then(
+      Promise.all([running.stop(), acme?.stop(), sts?.stop()]).then(
         () => resolve(0),
         () => resolve(1),
       );

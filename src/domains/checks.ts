@@ -126,6 +126,18 @@ async function checkRecord(resolver: Resolver, r: PlannedRecord): Promise<Record
     }
     return result('valid', null, dkim.find((x) => x.tags.get('p') === want)!.t);
   }
+  if (r.purpose === 'mta_sts' || r.purpose === 'tls_rpt') {
+    const [tag, what] = r.purpose === 'mta_sts' ? [/^v=STSv1\s*(;|$)/i, 'MTA-STS'] : [/^v=TLSRPTv1\s*(;|$)/i, 'TLS-RPT'];
+    const found = txts.filter((t) => tag.test(t.trim()));
+    if (found.length === 0) return result('invalid', `TXT at ${r.name} is missing; add "${r.value}".`, txts.join(' | ') || null);
+    if (found.length > 1) return result('invalid', `TXT at ${r.name} has ${found.length} ${what} records; keep one.`, found.join(' | '));
+    // An MTA-STS id is the policy's version: another id is a policy svc did not write.
+    if (r.purpose === 'mta_sts' && tags(found[0]).get('id') !== tags(r.value).get('id')) {
+      return result('invalid', `The MTA-STS record at ${r.name} has another id than the policy the edge serves; replace it with "${r.value}".`, found[0]);
+    }
+    if (r.purpose === 'tls_rpt' && !tags(found[0]).get('rua')) return result('invalid', `The TLS-RPT record at ${r.name} has no rua= address; use "${r.value}".`, found[0]);
+    return result('valid', null, found[0]);
+  }
   // DMARC
   const dmarc = txts.filter((t) => /^v=DMARC1\s*(;|$)/i.test(t.trim()));
   if (dmarc.length === 0) return result('invalid', `TXT at ${r.name} is missing; add "${r.value}".`, txts.join(' | ') || null);

@@ -5,6 +5,7 @@
  * transport changes the plan at once.
  */
 import { isIP } from 'node:net';
+import { createHash } from 'node:crypto';
 import type { Db } from '../db/open.js';
 import { readTransport } from '../mail/transport.js';
 import { domainDkimKey, dkimRecord, type DkimKey } from '../mail/dkim-keys.js';
@@ -18,7 +19,7 @@ export interface PlannedRecord {
   value: string;
   priority?: number;
   /** Which check this is, for reasons and the zone file's comments. */
-  purpose: 'mx' | 'mx_address' | 'spf' | 'dkim' | 'dmarc';
+  purpose: 'mx' | 'mx_address' | 'spf' | 'dkim' | 'dmarc' | 'mta_sts' | 'tls_rpt';
 }
 
 export interface DomainPlan {
@@ -53,6 +54,15 @@ export function mailHost(db: Db, domain: string): MailHost {
   return { exchange: host.replace(/\.$/, ''), address: null, loopback, configured: true };
 }
 
+/**
+ * MTA-STS (RFC 8461) announces that the domain's MX takes mail only over verified TLS; the policy
+ * itself is served by the edge at https://mta-sts.<domain>/.well-known/mta-sts.txt (`svc edge
+ * --acme --mta-sts <domain>`, docs/acme.md). The id changes whenever the policy's MX does.
+ */
+export const mtaStsValue = (exchange: string) => `v=STSv1; id=${createHash('sha256').update(`STSv1 ${exchange.toLowerCase()}`).digest('hex').slice(0, 20)}`;
+/** TLS reporting (RFC 8460): where senders report TLS failures delivering to the domain. */
+export const tlsRptValue = (domain: string) => `v=TLSRPTv1; rua=mailto:postmaster@${domain}`;
+
 export const spfValue = (smartHost: boolean) => (smartHost ? 'v=spf1 mx ~all' : 'v=spf1 mx -all');
 export const dmarcValue = () => 'v=DMARC1; p=quarantine; adkim=r; aspf=r';
 export const dkimName = (key: DkimKey, domain: string) => `${key.selector}._domainkey.${domain}`;
@@ -70,6 +80,13 @@ export async function domainPlan(db: Db, domain: string, opts: { domainId?: stri
     { type: 'TXT', name: dkimName(key, domain), value: dkimRecord(key), purpose: 'dkim' },
     { type: 'TXT', name: `_dmarc.${domain}`, value: dmarcValue(), purpose: 'dmarc' },
   );
+  // MTA-STS and TLS reporting only for an edge on a real host: a loopback edge has no public HTTPS.
+  if (host.configured && !host.loopback) {
+    records.push(
+      { type: 'TXT', name: `_mta-sts.${domain}`, value: mtaStsValue(host.exchange), purpose: 'mta_sts' },
+      { type: 'TXT', name: `_smtp._tls.${domain}`, value: tlsRptValue(domain), purpose: 'tls_rpt' },
+    );
+  }
 
   const warnings: string[] = [];
   if (!host.configured) {

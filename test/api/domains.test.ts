@@ -190,3 +190,22 @@ t.test('a pending (never applied) domain can be deleted', async (t) => {
   const res = await owner('DELETE', `/v0/domains/${d.domain_id}`);
   t.ok(res.status < 300);
 });
+
+t.test('with an edge on a real host, the plan adds MTA-STS and TLS-RPT records (issue 21 §1), in the zone file too', async (t) => {
+  const put = await owner('PUT', '/v0/owner/transport', { edge: { url: 'https://mx.edge.example:8026', token: 'edge-token-0123456789abcdef' } });
+  t.equal(put.status, 200, put.text);
+  t.teardown(() => owner('DELETE', '/v0/owner/transport'));
+  const d = await register('sts.example.com');
+  const plan = (await owner<Plan>('GET', `/v0/domains/${d.domain_id}/plan`)).body;
+  const sts = plan.records.find((r) => r.name === '_mta-sts.sts.example.com');
+  t.match(sts, { type: 'TXT', value: /^v=STSv1; id=[0-9a-f]{20}$/ });
+  t.same(plan.records.find((r) => r.name === '_smtp._tls.sts.example.com'), { type: 'TXT', name: '_smtp._tls.sts.example.com', value: 'v=TLSRPTv1; rua=mailto:postmaster@sts.example.com' });
+  t.same(plan.records[0], { type: 'MX', name: 'sts.example.com', value: 'mx.edge.example', priority: 10 });
+  const zone = (await api(svc.url, 'GET', `/v0/domains/${d.domain_id}/zone-file`, { token: svc.ownerToken })).text;
+  t.match(zone, /^_mta-sts\tIN\tTXT\t"v=STSv1; id=[0-9a-f]{20}"$/m);
+  t.match(zone, /^_smtp\._tls\tIN\tTXT\t"v=TLSRPTv1; rua=mailto:postmaster@sts\.example\.com"$/m);
+  // Another edge host is another policy: the id changes.
+  await owner('PUT', '/v0/owner/transport', { edge: { url: 'https://mx2.edge.example:8026', token: 'edge-token-0123456789abcdef' } });
+  const moved = (await owner<Plan>('GET', `/v0/domains/${d.domain_id}/plan`)).body.records.find((r) => r.name === '_mta-sts.sts.example.com');
+  t.not(moved!.value, sts!.value);
+});

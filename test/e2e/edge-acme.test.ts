@@ -127,7 +127,7 @@ let pebble: Pebble;
 let edge: EdgeProcess | null = null;
 
 t.before(async () => {
-  dns = await startLoopbackDns({ [HOST]: { A: ['127.0.0.1'] } });
+  dns = await startLoopbackDns({ [HOST]: { A: ['127.0.0.1'] }, 'mta-sts.agents.acme.test': { A: ['127.0.0.1'] } });
   pebble = await startPebble(dns);
 });
 t.teardown(async () => {
@@ -213,6 +213,38 @@ t.test('issuance fails: edge.failed says why (the name does not resolve), and th
   t.match(failed, /"fix":"Check that nowhere\.acme\.test resolves to this host/);
 });
 
+/** GET over HTTPS from 127.0.0.1:port with this SNI and Host, trusting only `ca`. */
+function fetchPolicy(port: number, host: string, ca: string, pathname = '/.well-known/mta-sts.txt'): Promise<{ status: number; body: string; peer: X509Certificate }> {
+  return new Promise((resolve, reject) => {
+    const req = https.get({ host: '127.0.0.1', port, path: pathname, servername: host, headers: { host }, ca, agent: false }, (res) => {
+      const peer = new X509Certificate((res.socket as tls.TLSSocket).getPeerCertificate(true).raw);
+      let body = '';
+      res.on('data', (d) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, peer }));
+    });
+    req.on('error', reject);
+  });
+}
+
+t.test('MTA-STS: the certificate also names mta-sts.<domain>, whose policy the edge serves over verified HTTPS', async (t) => {
+  const data = path.join(tempDir('svc-edge-acme-'), 'edge');
+  const stsPort = await freePort();
+  edge = await startEdgeProcess(edgeArgs(data, ['--mta-sts', 'agents.acme.test', '--mta-sts-port', String(stsPort)]));
+  t.match(edge.stderr(), /"event":"edge.mta_sts","port":\d+,"urls":\["https:\/\/mta-sts.agents.acme.test\/.well-known\/mta-sts.txt"\],"mode":"enforce"/);
+  const root = await pebbleRoot(pebble);
+  const policy = await fetchPolicy(stsPort, 'mta-sts.agents.acme.test', root);
+  t.equal(policy.status, 200);
+  t.equal(policy.body, 'version: STSv1\r\nmode: enforce\r\nmx: mx.acme.test\r\nmax_age: 604800\r\n');
+  t.match(policy.peer.subjectAltName, /DNS:mta-sts\.agents\.acme\.test/, 'served with the ACME certificate, verified against pebble\u2019s root');
+  t.equal((await fetchPolicy(stsPort, 'mta-sts.agents.acme.test', root, '/other')).status, 404, 'nothing else is served');
+  const smtp = await startTls(edge.ready.smtp.port, root);
+  t.ok(smtp.socket.authorized, 'STARTTLS uses the same certificate');
+  smtp.socket.destroy();
+  edge.proc.kill('SIGTERM');
+  await edge.exited;
+  edge = null;
+});
+
 t.test('bad ACME options are refused before anything starts', async (t) => {
   const data = path.join(tempDir('svc-edge-acme-'), 'edge');
   for (const [args, message] of [
@@ -221,6 +253,9 @@ t.test('bad ACME options are refused before anything starts', async (t) => {
     [['--acme', '--hostname', HOST, '--tls-key', 'k', '--tls-cert', 'c'], /--acme or --tls-key\/--tls-cert, not both/],
     [['--acme-email', 'a@b.example'], /--acme-email goes with --acme/],
     [['--acme', '--hostname', HOST, '--acme-email', 'not-an-address'], /--acme-email must be an email address/],
+    [['--mta-sts', 'example.test'], /--mta-sts needs --acme/],
+    [['--acme', '--hostname', HOST, '--mta-sts', 'example.test', '--mta-sts-mode', 'strict'], /--mta-sts-mode must be enforce or testing/],
+    [['--acme', '--hostname', HOST, '--mta-sts', 'not a domain'], /is not a domain name/],
   ] as const) {
     const err = await startEdgeProcess(['--data', data, '--smtp-port', '0', '--api-port', '0', ...args]).then(
       () => 'started',
