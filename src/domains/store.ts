@@ -257,12 +257,30 @@ export function transition(db: Db, domainId: string, from: DomainStatus, trigger
 }
 
 /**
- * Records what svc now owns in the domain's zone after a publish (status provisioning) or a
- * removal (status tearing_down, `added` empty), only if the domain is still in `status`.
+ * Records what svc may own in the domain's zone: written BEFORE the provider is asked to add
+ * anything (the records about to be added, plus those it already owns), so a teardown that starts
+ * meanwhile, or a crash between the add and this write, still knows what to remove (removing a
+ * record that was never added changes nothing). Whatever the domain's status now. Returns that
+ * status, or null when the domain is gone.
+ */
+export function recordDnsIntent(db: Db, domainId: string, zone: string, records: unknown[]): DomainStatus | null {
+  const row = db.prepare('UPDATE domains SET dns_zone = ?, dns_added = ?, updated_at = ? WHERE domain_id = ? RETURNING status').get(zone, JSON.stringify(records), now(), domainId) as { status: DomainStatus } | undefined;
+  return row?.status ?? null;
+}
+
+/**
+ * Records what svc now owns in the domain's zone after a publish (`published`) or a removal
+ * (`added` empty), whatever the domain's status now: a teardown that started during the publish
+ * must still find them. Only a domain still in `status` gets `dns_published_at` (and loses its
+ * reason); true when it was.
  */
 export function recordDnsPublished(db: Db, domainId: string, status: DomainStatus, zone: string, added: unknown[], published: boolean): boolean {
   const at = now();
-  return db.prepare('UPDATE domains SET dns_zone = ?, dns_added = ?, dns_published_at = ?, reason = NULL, updated_at = ? WHERE domain_id = ? AND status = ?').run(zone, JSON.stringify(added), published ? at : null, at, domainId, status).changes === 1;
+  // One statement: the status it tests is the one the row has when dns_added is written.
+  const row = db
+    .prepare('UPDATE domains SET dns_zone = ?, dns_added = ?, dns_published_at = CASE WHEN status = ? THEN ? ELSE dns_published_at END, reason = CASE WHEN status = ? THEN NULL ELSE reason END, updated_at = ? WHERE domain_id = ? RETURNING status')
+    .get(zone, JSON.stringify(added), status, published ? at : null, status, at, domainId) as { status: DomainStatus } | undefined;
+  return row?.status === status;
 }
 
 /** Notes a reason without changing the status (e.g. "waiting for a transport"). */

@@ -6,6 +6,7 @@
  * adds nothing twice. Teardown removes exactly what apply added; the owner's own records stay.
  */
 import t from 'tap';
+import net from 'node:net';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
 import { dnsServersMissing, startKnot, startPowerDns, type RunningKnot, type RunningPowerDns } from '../helpers/dns-servers.js';
 import { until } from '../helpers/until.js';
@@ -154,4 +155,137 @@ if (missing) {
     t.same(await pdns.contents('pdns.test', '_dmarc.pdns.test.', 'TXT'), []);
     t.same(await pdns.contents('pdns.test', 'mx.pdns.test.', 'A'), []);
   });
+  t.test('teardown while the publish is in flight (the UPDATE held by a slow link) still removes every record svc added', async (t) => {
+    const knot = await startKnot({ zone: 'race.test', keyName: 'svc-update', records: ['@ MX 20 owner.example.'] });
+    const proxy = await holdingProxy(knot.port);
+    const svc = await startSvc({ args: ['--local-edge', '--dns', knot.server] });
+    t.teardown(async () => {
+      proxy.release();
+      await svc.stop();
+      await proxy.close();
+      await knot.stop();
+    });
+    await owner(svc, 'PUT', '/v0/owner/dns-provider', { kind: 'rfc2136', server: '127.0.0.1', port: proxy.port, key_name: 'svc-update', secret: knot.secret });
+    const d = await register(svc, 'race.test');
+    await owner(svc, 'POST', `/v0/domains/${d.domain_id}/apply`);
+    await proxy.held; // svc sent its UPDATE; Knot has not seen it yet
+    const torn = await owner<Domain>(svc, 'POST', `/v0/domains/${d.domain_id}/teardown`);
+    t.equal(torn.body.status, 'tearing_down', 'the owner tears the domain down mid-publish');
+    proxy.release(); // now Knot applies the UPDATE, after the teardown started
+    await domainIn(svc, d.domain_id, ['torn_down']);
+    t.ok(proxy.updates() >= 2, 'svc sent a removal after the held add');
+    t.same(knot.dig('race.test', 'MX'), ['20 owner.example.'], 'svc\'s MX is gone, the owner\'s stays');
+    t.same(knot.dig('race.test', 'TXT'), [], 'svc\'s SPF is gone');
+    t.same(knot.dig('_dmarc.race.test', 'TXT'), []);
+    t.same(knot.dig('mx.race.test', 'A'), []);
+  });
+
+  t.test('PowerDNS: the owner\'s disabled records stay disabled through apply and teardown, and are never claimed', async (t) => {
+    const pdns = await startPowerDns({ zone: 'dis.test' });
+    const svc = await startSvc({ args: ['--local-edge', '--dns', pdns.server, '--edge-dns', pdns.server] });
+    t.teardown(async () => {
+      await svc.stop();
+      await pdns.stop();
+    });
+    const dmarc = '"v=DMARC1; p=quarantine; adkim=r; aspf=r"';
+    const patched = await pdns.api('PATCH', '/api/v1/servers/localhost/zones/dis.test.', {
+      rrsets: [
+        { name: 'dis.test.', type: 'MX', ttl: 300, changetype: 'REPLACE', records: [{ content: '20 backup.example.', disabled: true }] },
+        // The very record svc plans, but disabled by the owner: present, so svc neither re-enables nor adds nor claims it.
+        { name: '_dmarc.dis.test.', type: 'TXT', ttl: 300, changetype: 'REPLACE', records: [{ content: dmarc, disabled: true }] },
+      ],
+    });
+    t.equal(patched.status, 204, JSON.stringify(patched.body));
+    const rrset = async (name: string, type: string) => {
+      const zone = (await pdns.api('GET', '/api/v1/servers/localhost/zones/dis.test.')).body as { rrsets: { name: string; type: string; records: { content: string; disabled: boolean }[] }[] };
+      return (zone.rrsets.find((s) => s.name === name && s.type === type)?.records ?? []).map((r) => `${r.content}${r.disabled ? ' (disabled)' : ''}`).sort();
+    };
+    await owner(svc, 'PUT', '/v0/owner/dns-provider', { kind: 'powerdns', url: pdns.url, api_key: pdns.apiKey });
+    const d = await register(svc, 'dis.test');
+    await owner(svc, 'POST', `/v0/domains/${d.domain_id}/apply`);
+    const done = await domainIn(svc, d.domain_id, ['verified', 'failed']);
+    t.equal(done.status, 'failed', 'the DMARC record is disabled, so the check fails');
+    t.same(await rrset('dis.test.', 'MX'), ['10 mx.dis.test.', '20 backup.example. (disabled)'], 'svc added its MX; the owner\'s disabled MX stays disabled');
+    t.same(await rrset('_dmarc.dis.test.', 'TXT'), [`${dmarc} (disabled)`], 'not re-enabled, no twin added');
+
+    await owner(svc, 'POST', `/v0/domains/${d.domain_id}/teardown`);
+    await domainIn(svc, d.domain_id, ['torn_down']);
+    t.same(await rrset('dis.test.', 'MX'), ['20 backup.example. (disabled)'], 'svc\'s MX is gone; the owner\'s disabled one survives, still disabled');
+    t.same(await rrset('_dmarc.dis.test.', 'TXT'), [`${dmarc} (disabled)`], 'never claimed, so not removed');
+    t.same(await rrset('dis.test.', 'TXT'), [], 'svc\'s SPF is gone');
+  });
+
+  t.test('a provider that never answers costs one timeout per pass: the other domains wait for the next pass', async (t) => {
+    const sockets = new Set<net.Socket>();
+    const blackHole = net.createServer((s) => {
+      sockets.add(s);
+      s.on('error', () => {});
+    });
+    await new Promise<void>((r) => blackHole.listen(0, '127.0.0.1', r));
+    const svc = await startSvc({ args: ['--local-edge'] });
+    t.teardown(async () => {
+      await svc.stop();
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((r) => blackHole.close(() => r()));
+    });
+    const port = (blackHole.address() as net.AddressInfo).port;
+    await owner(svc, 'PUT', '/v0/owner/dns-provider', { kind: 'rfc2136', server: '127.0.0.1', port, key_name: 'svc-update', secret: Buffer.alloc(32, 1).toString('base64') });
+    const ids: string[] = [];
+    for (const name of ['a.dead.test', 'b.dead.test', 'c.dead.test']) {
+      const d = await register(svc, name);
+      await owner(svc, 'POST', `/v0/domains/${d.domain_id}/apply`);
+      ids.push(d.domain_id);
+    }
+    const reasons = await until('every domain has a reason', async () => {
+      const all = await Promise.all(ids.map(async (id) => (await owner<Domain>(svc, 'GET', `/v0/domains/${id}`)).body.reason ?? ''));
+      return all.every((r) => /ETIMEDOUT/.test(r)) && all.some((r) => /did not try this pass/.test(r)) ? all : undefined;
+    }, 45_000);
+    t.ok(reasons.some((r) => /failed: ETIMEDOUT/.test(r) && !/did not try/.test(r)), 'the domain tried first timed out');
+    t.ok(reasons.some((r) => /did not try this pass: .*ETIMEDOUT.* svc tries again every 10 s/.test(r)), 'the others waited for the next pass, with the cause');
+    t.equal((await owner(svc, 'GET', '/v0/owner/status')).status, 200, 'svc still answers');
+  });
+}
+
+/**
+ * A TCP proxy to a DNS server that holds the first UPDATE (opcode 5) it sees until `release()`;
+ * `held` resolves once it holds it. Everything else passes at once.
+ */
+async function holdingProxy(upstreamPort: number): Promise<{ port: number; held: Promise<void>; release(): void; updates(): number; close(): Promise<void> }> {
+  let onHeld!: () => void;
+  const held = new Promise<void>((r) => (onHeld = r));
+  let waiting: (() => void)[] | null = [];
+  let updates = 0;
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    const upstream = net.connect({ host: '127.0.0.1', port: upstreamPort });
+    sockets.add(client);
+    sockets.add(upstream);
+    client.on('error', () => upstream.destroy());
+    upstream.on('error', () => client.destroy());
+    upstream.pipe(client);
+    client.on('data', (chunk: Buffer) => {
+      const isUpdate = chunk.length > 4 && ((chunk[4] >> 3) & 0x0f) === 5;
+      if (isUpdate) updates++;
+      if (isUpdate && waiting && updates === 1) {
+        waiting.push(() => upstream.write(chunk));
+        onHeld();
+      } else upstream.write(chunk);
+    });
+    client.on('end', () => upstream.end());
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    held,
+    release: () => {
+      const pending = waiting ?? [];
+      waiting = null;
+      for (const send of pending) send();
+    },
+    updates: () => updates,
+    close: () => new Promise((r) => {
+      for (const s of sockets) s.destroy();
+      server.close(() => r());
+    }),
+  };
 }

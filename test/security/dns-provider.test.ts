@@ -6,6 +6,7 @@
  */
 import t from 'tap';
 import net from 'node:net';
+import dgram from 'node:dgram';
 import fs from 'node:fs';
 import path from 'node:path';
 import http from 'node:http';
@@ -217,4 +218,93 @@ t.test('a PowerDNS API that answers without end is cut at 4 MiB; its error text 
   t.match((err2 as Error).message, /HTTP 422: bad/);
   t.ok((err2 as Error).message.length < 400, 'the server\'s text is clipped');
   t.notMatch((err2 as Error).message, API_KEY, 'the key the server echoed is clipped away here; a reason never adds it');
+});
+
+t.test('a TCP server that trickles its reply a byte at a time is cut off at the 10 s wall-clock deadline', async (t) => {
+  const key = { name: 'svc-update', algorithm: 'hmac-sha256' as const, secret: randomBytes(32) };
+  const timers = new Set<NodeJS.Timeout>();
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((s) => {
+    sockets.add(s);
+    s.on('error', () => {});
+    s.once('data', () => {
+      // Announces 2000 bytes, then sends one every 500 ms: never idle for long, done after 1000 s.
+      s.write(Buffer.from([0x07, 0xd0]));
+      const timer = setInterval(() => s.write(Buffer.from([0])), 500);
+      timers.add(timer);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.teardown(() => new Promise<void>((r) => {
+    for (const timer of timers) clearInterval(timer);
+    for (const s of sockets) s.destroy();
+    server.close(() => r());
+  }));
+  const provider = new Rfc2136Provider({ server: '127.0.0.1', port: (server.address() as net.AddressInfo).port, transport: 'tcp', key });
+  const started = Date.now();
+  const err = await provider.existing('x.test', 'x.test', 'MX').then(() => null, (e: unknown) => e);
+  const took = Date.now() - started;
+  t.ok(err instanceof DnsProviderError, 'a DnsProviderError');
+  t.match((err as Error).message, /ETIMEDOUT/);
+  t.ok((err as DnsProviderError).unreachable, 'counted as an unreachable server (the loop skips the rest of the pass)');
+  t.ok(took >= 9_000 && took < 12_000, `ended at the deadline (${took} ms)`);
+});
+
+t.test('a bad key_name is refused at PUT with a fix, and never fails an exchange as "unexpected"', async (t) => {
+  const svc = await startSvc();
+  t.teardown(() => svc.stop());
+  for (const keyName of ['a..b', `${'k'.repeat(64)}.example`]) {
+    const res = await api(svc.url, 'PUT', '/v0/owner/dns-provider', { token: svc.ownerToken, body: { kind: 'rfc2136', server: '127.0.0.1', key_name: keyName, secret: SECRET } });
+    t.equal(res.status, 400, `${keyName.slice(0, 20)}: refused`);
+    t.match(res.body, { code: 'validation_error', message: /key_name must be a DNS name/, fix: /svc-update/ });
+  }
+  t.match((await api(svc.url, 'GET', '/v0/owner/dns-provider', { token: svc.ownerToken })).body, { configured: false });
+  // Had one been stored (an older svc), signing is inside the exchange's error handling: a clear reason.
+  const provider = new Rfc2136Provider({ server: '127.0.0.1', port: 1, transport: 'tcp', key: { name: 'a..b', algorithm: 'hmac-sha256', secret: randomBytes(32) } });
+  const err = await provider.existing('x.test', 'x.test', 'MX').then(() => null, (e: unknown) => e);
+  t.ok(err instanceof DnsProviderError, 'a DnsProviderError, not an unexpected Error');
+  t.match((err as Error).message, /empty or over-long label/);
+});
+
+t.test('UDP: replies from another address or port, and replies that fail ID or TSIG checks, are skipped until the real one', { skip: missing ?? false }, async (t) => {
+  const knot = await startKnot({ zone: 'udp.test', keyName: 'svc-update', records: ['@ MX 10 mx.udp.test.'] });
+  const front = dgram.createSocket('udp4');
+  const spoofer = dgram.createSocket('udp4');
+  const upstream = dgram.createSocket('udp4');
+  await new Promise<void>((r) => front.bind(0, '127.0.0.1', () => r()));
+  await new Promise<void>((r) => spoofer.bind(0, '127.0.0.1', () => r()));
+  await new Promise<void>((r) => upstream.bind(0, '127.0.0.1', () => r()));
+  t.teardown(async () => {
+    front.close();
+    spoofer.close();
+    upstream.close();
+    await knot.stop();
+  });
+  let seen = 0;
+  front.on('message', (req, client) => {
+    seen++;
+    const forged = Buffer.concat([replyHeader(req, [0, 0, 0, 0])]);
+    // From another port: ignored. From the server's port: unsigned, then another ID: refused, still waiting.
+    spoofer.send(forged, client.port, client.address);
+    front.send(forged, client.port, client.address);
+    const otherId = Buffer.from(forged);
+    otherId.writeUInt16BE(req.readUInt16BE(0) ^ 1, 0);
+    front.send(otherId, client.port, client.address);
+    // Then the real, signed reply from Knot, a little later.
+    upstream.once('message', (real) => setTimeout(() => front.send(real, client.port, client.address), 200));
+    upstream.send(req, knot.port, '127.0.0.1');
+  });
+  const provider = new Rfc2136Provider({ server: '127.0.0.1', port: (front.address() as net.AddressInfo).port, transport: 'udp', key: { name: 'svc-update', algorithm: 'hmac-sha256', secret: Buffer.from(knot.secret, 'base64') } });
+  const records = await provider.existing('udp.test', 'udp.test', 'MX');
+  t.equal(seen, 1);
+  t.same(records.map((r) => `${r.priority} ${r.value}`), ['10 mx.udp.test'], 'the verified reply from the server is the one taken');
+
+  // Only forgeries: the exchange waits to its deadline and says why the replies were refused.
+  front.removeAllListeners('message');
+  front.on('message', (req, client) => front.send(replyHeader(req, [0, 0, 0, 0]), client.port, client.address));
+  const started = Date.now();
+  const err = await provider.existing('udp.test', 'udp.test', 'MX').then(() => null, (e: unknown) => e);
+  t.ok(err instanceof DnsProviderError);
+  t.match((err as Error).message, /not signed/);
+  t.ok(Date.now() - started >= 9_000, 'kept waiting for a real reply until the deadline');
 });

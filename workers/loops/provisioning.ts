@@ -18,10 +18,10 @@ import { desiredRouting } from '../../src/inbound/routing.js';
 import { uuidv7 } from '../../src/db/ids.js';
 import { domainPlan } from '../../src/domains/plan.js';
 import { checkRecords, checkServers } from '../../src/domains/checks.js';
-import { domainRowsIn, noteReason, recordChecks, recordDnsPublished, recordSelftestSent, selftestAddress, SELFTEST_HEADER, transition, type DomainRow } from '../../src/domains/store.js';
+import { domainRowsIn, noteReason, recordChecks, recordDnsIntent, recordDnsPublished, recordSelftestSent, selftestAddress, SELFTEST_HEADER, transition, type DomainRow } from '../../src/domains/store.js';
 import { dnsProviderFor, readDnsProvider, zoneFor, type StoredDnsProvider } from '../../src/domains/providers/config.js';
 import { plannedToDns, providerFailure, publishPlan, unpublish } from '../../src/domains/providers/publish.js';
-import type { DnsRecord } from '../../src/domains/providers/provider.js';
+import { DnsProviderError, type DnsRecord } from '../../src/domains/providers/provider.js';
 import { EdgeRelay, SmtpSmartHost, type Transport } from '../../src/outbound/transports.js';
 import type { MimeSpec } from '../pool/compose.js';
 
@@ -100,34 +100,57 @@ function tearDownDone(db: LoopContext['db'], d: DomainRow, dnsProvider: StoredDn
 /**
  * The DNS provider's part: publish the plan of each provisioning domain not yet published in this
  * apply (only with an edge: without one the MX would be a placeholder), and remove the records of
- * each tearing_down domain. A failure is the domain's reason and is tried again next pass.
+ * each tearing_down domain. A failure is the domain's reason and is tried again next pass. Once
+ * the provider cannot be reached at all (refused, timed out), the other domains' DNS work waits
+ * for the next pass, so one dead provider costs a pass one timeout, not one per domain and record:
+ * the routing push and the other domains' verification still run.
  */
 async function syncDns({ db }: LoopContext, config: StoredDnsProvider | null, hasEdge: boolean): Promise<boolean> {
   if (!config) return false;
   const provider = dnsProviderFor(config);
   let worked = false;
+  let unreachable: string | null = null;
+  const failed = (err: unknown) => {
+    if (err instanceof DnsProviderError && err.unreachable) unreachable = err.message;
+    return providerFailure(provider, err);
+  };
+  const skipped = () => `svc did not try this pass: ${unreachable} svc tries again every 10 s.`;
   if (hasEdge) {
     for (const d of domainRowsIn(db, ['provisioning'])) {
       if (d.dns_published_at) continue;
+      if (unreachable) {
+        noteReason(db, d.domain_id, 'provisioning', `svc could not publish the domain's records: ${skipped()}`);
+        continue;
+      }
       const zone = zoneFor(d.domain, config.zones);
       try {
         // Records published in another zone (the zones setting changed) are taken back first.
-        if (d.dns_zone && d.dns_zone !== zone) await unpublish(provider, d.dns_zone, addedRecords(d));
+        if (d.dns_zone && d.dns_zone !== zone) {
+          await unpublish(provider, d.dns_zone, addedRecords(d));
+          recordDnsPublished(db, d.domain_id, 'provisioning', zone, [], false);
+        }
         const plan = await domainPlan(db, d.domain, { domainId: d.domain_id });
-        const added = await publishPlan(provider, zone, plannedToDns(plan.records, config.ttl), d.dns_zone === zone ? addedRecords(d) : []);
+        // What is about to be added is stored first: a teardown meanwhile (or a crash) still removes it.
+        const intend = (records: DnsRecord[]) => recordDnsIntent(db, d.domain_id, zone, records) === 'provisioning';
+        const added = await publishPlan(provider, zone, plannedToDns(plan.records, config.ttl), d.dns_zone === zone ? addedRecords(d) : [], intend);
         worked = recordDnsPublished(db, d.domain_id, 'provisioning', zone, added, true) || worked;
       } catch (err) {
-        noteReason(db, d.domain_id, 'provisioning', `svc could not publish the domain's records: ${providerFailure(provider, err)} svc tries again every 10 s; fix the provider with PUT /v0/owner/dns-provider.`);
+        noteReason(db, d.domain_id, 'provisioning', `svc could not publish the domain's records: ${failed(err)} svc tries again every 10 s; fix the provider with PUT /v0/owner/dns-provider.`);
       }
     }
   }
+  // Read after the publishing above: a domain torn down meanwhile is taken back in this pass.
   for (const d of domainRowsIn(db, ['tearing_down'])) {
     if (addedRecords(d).length === 0 || !d.dns_zone) continue;
+    if (unreachable) {
+      noteReason(db, d.domain_id, 'tearing_down', `svc could not remove the records it published: ${skipped()}`);
+      continue;
+    }
     try {
       await unpublish(provider, d.dns_zone, addedRecords(d));
       worked = recordDnsPublished(db, d.domain_id, 'tearing_down', d.dns_zone, [], false) || worked;
     } catch (err) {
-      noteReason(db, d.domain_id, 'tearing_down', `svc could not remove the records it published: ${providerFailure(provider, err)} svc tries again every 10 s.`);
+      noteReason(db, d.domain_id, 'tearing_down', `svc could not remove the records it published: ${failed(err)} svc tries again every 10 s.`);
     }
   }
   return worked;

@@ -12,6 +12,7 @@ import { ZONE_TTL } from '../plan.js';
 import type { DnsProviderBody, DnsProviderResponse } from './schemas.js';
 import type { DnsProvider } from './provider.js';
 import { Rfc2136Provider } from './rfc2136.js';
+import { encodeName } from './dns-message.js';
 import { PowerDnsProvider } from './powerdns.js';
 
 export type { DnsProviderBody, DnsProviderResponse } from './schemas.js';
@@ -64,6 +65,12 @@ export function checkDnsProviderBody(body: DnsProviderBody, current: StoredDnsPr
     }
     const keyName = body.key_name.trim().replace(/\.$/, '').toLowerCase();
     if (!/^[a-z0-9_]([a-z0-9_.-]*[a-z0-9_])?$/.test(keyName)) throw invalid('key_name must be a DNS name (the key\'s name in the server\'s configuration).', 'e.g. `svc-update`.');
+    try {
+      // The encoder every signed message uses: what passes here is a name TSIG can carry.
+      encodeName(keyName);
+    } catch {
+      throw invalid('key_name must be a DNS name: labels of 1 to 63 bytes separated by single dots, 255 bytes at most.', 'Use the key\'s name as the server\'s configuration spells it, e.g. `svc-update`.');
+    }
     const port = body.port ?? 53;
     const same = current?.kind === 'rfc2136' && current.key_name === keyName && current.server === server && current.port === port;
     const secret = body.secret?.trim() ?? (same ? current.secret : undefined);

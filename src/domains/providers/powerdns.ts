@@ -2,7 +2,14 @@
  * The PowerDNS Authoritative HTTP API (`/api/v1/servers/{server_id}/zones/{zone}`, header
  * `X-API-Key`). PowerDNS replaces whole RRsets (`changetype: REPLACE`), so adding or removing one
  * record reads the RRset, changes that one record and writes the RRset back: records the owner
- * has at the same name stay. Answers are read up to PROVIDER_LIMITS.httpBodyBytes.
+ * has at the same name stay, each with its own `disabled` flag unchanged. A record the owner
+ * disabled counts as present: svc never re-enables it, never adds a twin of it, never claims or
+ * removes it. Answers are read up to PROVIDER_LIMITS.httpBodyBytes.
+ *
+ * The lost-update window: the PowerDNS API has no conditional write (no ETag, no serial check on
+ * PATCH), so an owner's change to the same RRset between svc's GET and its PATCH is overwritten.
+ * The window is one GET and one PATCH back to back, with nothing awaited in between; svc touches
+ * only RRsets that hold its planned records, and only while publishing or tearing down.
  */
 import { DnsProviderError, PROVIDER_LIMITS, quoteServer, type DnsProvider } from './provider.js';
 import type { WireRecord } from './dns-message.js';
@@ -17,7 +24,12 @@ interface RRset {
   name: string;
   type: string;
   ttl: number;
-  records: { content: string; disabled: boolean }[];
+  records: PdnsRecord[];
+}
+
+interface PdnsRecord {
+  content: string;
+  disabled: boolean;
 }
 
 const fqdn = (name: string) => `${name.replace(/\.$/, '')}.`;
@@ -72,7 +84,7 @@ export class PowerDnsProvider implements DnsProvider {
       });
     } catch (err) {
       const cause = (err as { cause?: NodeJS.ErrnoException }).cause;
-      throw new DnsProviderError(`${what} at ${this.label} failed: ${cause?.code ?? (err as Error).name}. Check that PowerDNS runs with api=yes and its webserver listens there.`);
+      throw new DnsProviderError(`${what} at ${this.label} failed: ${cause?.code ?? (err as Error).name}. Check that PowerDNS runs with api=yes and its webserver listens there.`, { unreachable: true });
     }
     const text = await readBounded(res, what, this.label);
     if (res.ok) {
@@ -104,39 +116,51 @@ export class PowerDnsProvider implements DnsProvider {
     );
   }
 
+  /** The records at `name` of `type`, disabled ones included: svc treats them as present (never adds a twin, never claims one). */
   async existing(zone: string, name: string, type: WireRecord['type']): Promise<WireRecord[]> {
     const set = (await this.rrsets(zone, `Reading ${type} ${name}`)).find((r) => r.name.toLowerCase() === fqdn(name).toLowerCase() && r.type === type);
-    return (set?.records ?? []).filter((r) => typeof r.content === 'string' && !r.disabled).map((r) => ({ type, name, ttl: set!.ttl, ...fromContent(type, r.content) }));
+    return (set?.records ?? []).filter((r) => typeof r.content === 'string').map((r) => ({ type, name, ttl: set!.ttl, ...fromContent(type, r.content) }));
   }
 
-  /** Writes each touched RRset back with `change` applied to its records; an emptied RRset is deleted. */
-  private async change(zone: string, records: WireRecord[], what: string, change: (current: string[], mine: string[]) => string[]): Promise<void> {
+  /**
+   * Writes each touched RRset back with `change` applied to its records: every record keeps its
+   * content and `disabled` flag as read; an emptied RRset is deleted. The GET and the PATCH follow
+   * each other directly (see the lost-update window above).
+   */
+  private async change(zone: string, records: WireRecord[], what: string, change: (current: PdnsRecord[], mine: string[], type: WireRecord['type']) => PdnsRecord[]): Promise<void> {
     const sets = await this.rrsets(zone, what);
     const groups = new Map<string, WireRecord[]>();
     for (const r of records) groups.set(`${fqdn(r.name).toLowerCase()} ${r.type}`, [...(groups.get(`${fqdn(r.name).toLowerCase()} ${r.type}`) ?? []), r]);
     const patch = [...groups.values()].map((mine) => {
       const { name, type, ttl } = mine[0];
       const set = sets.find((s) => s.name.toLowerCase() === fqdn(name).toLowerCase() && s.type === type);
-      const current = (set?.records ?? []).map((r) => r.content);
-      const next = change(current, mine.map(pdnsContent));
+      const current = (set?.records ?? []).filter((r) => typeof r.content === 'string').map((r) => ({ content: r.content, disabled: r.disabled === true }));
+      const next = change(current, mine.map(pdnsContent), type);
       return next.length === 0
         ? { name: fqdn(name), type, changetype: 'DELETE' }
-        : { name: fqdn(name), type, ttl: set?.ttl ?? ttl, changetype: 'REPLACE', records: next.map((content) => ({ content, disabled: false })) };
+        : { name: fqdn(name), type, ttl: set?.ttl ?? ttl, changetype: 'REPLACE', records: next };
     });
     await this.call('PATCH', zone, what, { rrsets: patch });
   }
 
-  /** The same content as PowerDNS normalizes it (case of names, spacing). */
-  private static same(a: string, b: string): boolean {
-    return a.trim().replace(/\s+/g, ' ').toLowerCase() === b.trim().replace(/\s+/g, ' ').toLowerCase();
+  /** The same record: host names (MX) and addresses compared without case, TXT values exactly. */
+  private static same(type: WireRecord['type'], a: string, b: string): boolean {
+    const x = fromContent(type, a);
+    const y = fromContent(type, b);
+    if (type === 'TXT') return x.value === y.value;
+    return x.value.toLowerCase() === y.value.toLowerCase() && x.priority === y.priority;
   }
 
   add(zone: string, records: WireRecord[]): Promise<void> {
-    return this.change(zone, records, `Adding ${records.length} records to ${zone}`, (current, mine) => [...current, ...mine.filter((m) => !current.some((c) => PowerDnsProvider.same(c, m)))]);
+    return this.change(zone, records, `Adding ${records.length} records to ${zone}`, (current, mine, type) => [
+      ...current,
+      ...mine.filter((m) => !current.some((c) => PowerDnsProvider.same(type, c.content, m))).map((content) => ({ content, disabled: false })),
+    ]);
   }
 
+  /** Removes svc's records; a disabled one is the owner's doing and stays. */
   remove(zone: string, records: WireRecord[]): Promise<void> {
-    return this.change(zone, records, `Removing ${records.length} records from ${zone}`, (current, mine) => current.filter((c) => !mine.some((m) => PowerDnsProvider.same(c, m))));
+    return this.change(zone, records, `Removing ${records.length} records from ${zone}`, (current, mine, type) => current.filter((c) => c.disabled || !mine.some((m) => PowerDnsProvider.same(type, c.content, m))));
   }
 
   async check(zone: string): Promise<void> {

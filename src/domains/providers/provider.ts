@@ -23,7 +23,15 @@ export interface DnsProvider {
   check(zone: string): Promise<void>;
 }
 
-export class DnsProviderError extends Error {}
+export class DnsProviderError extends Error {
+  /** True when the service could not be reached at all (refused, timed out, reset): the provisioning loop then leaves the other domains' DNS work for the next pass. */
+  readonly unreachable: boolean;
+
+  constructor(message: string, options: { unreachable?: boolean } = {}) {
+    super(message);
+    this.unreachable = options.unreachable ?? false;
+  }
+}
 
 /** Two records are the same RR: type, name, value and (MX) priority; TTL does not matter. */
 export function sameRecord(a: WireRecord, b: WireRecord): boolean {

@@ -8,6 +8,8 @@
  * - Records svc added earlier that the plan no longer has are removed; records it added that are
  *   still planned stay its own. So re-running apply never duplicates anything.
  * - Teardown removes exactly the remembered records.
+ * - What svc is about to add is remembered BEFORE the add (`intend`): a teardown that starts
+ *   during the publish, or a crash after the add, still removes it.
  * Runs in the provisioning loop; the caller stores the result.
  */
 import type { PlannedRecord } from '../plan.js';
@@ -24,9 +26,17 @@ const strip = (r: DnsRecord): DnsRecord => ({ type: r.type, name: r.name, value:
 
 /**
  * Makes the zone hold the plan: removes what svc added before and the plan no longer has, adds
- * what is missing. Returns every record svc now owns there (kept plus added).
+ * what is missing. Returns every record svc now owns there (kept plus added). `intend` is called
+ * with that same list before anything is added and must store it durably; when it answers false
+ * (the domain left provisioning meanwhile) nothing is added and only the kept records are returned.
  */
-export async function publishPlan(provider: DnsProvider, zone: string, planned: ReturnType<typeof plannedToDns>, previous: DnsRecord[]): Promise<DnsRecord[]> {
+export async function publishPlan(
+  provider: DnsProvider,
+  zone: string,
+  planned: ReturnType<typeof plannedToDns>,
+  previous: DnsRecord[],
+  intend: (records: DnsRecord[]) => boolean = () => true,
+): Promise<DnsRecord[]> {
   await provider.check(zone);
   const stale = previous.filter((p) => !planned.some((r) => sameRecord(p, r)));
   if (stale.length > 0) await provider.remove(zone, stale);
@@ -45,7 +55,9 @@ export async function publishPlan(provider: DnsProvider, zone: string, planned: 
     if (singleton && existing.some((e) => singleton.test(e.value.trim()))) continue;
     missing.push(strip(r));
   }
-  if (missing.length > 0) await provider.add(zone, missing);
+  if (missing.length === 0) return owned;
+  if (!intend([...owned, ...missing])) return owned;
+  await provider.add(zone, missing);
   return [...owned, ...missing];
 }
 

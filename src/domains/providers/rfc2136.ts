@@ -7,6 +7,7 @@
  */
 import net from 'node:net';
 import dgram from 'node:dgram';
+import { lookup } from 'node:dns/promises';
 import { randomInt } from 'node:crypto';
 import { parseReply, queryMessage, rcodeName, RR_TYPE, signMessage, updateMessage, verifyReply, WIRE_LIMITS, DnsWireError, type Reply, type TsigKey, type WireRecord } from './dns-message.js';
 import { DnsProviderError, PROVIDER_LIMITS, type DnsProvider } from './provider.js';
@@ -18,52 +19,83 @@ export interface Rfc2136Settings {
   key: TsigKey;
 }
 
-/** Exchanges one message over TCP (2-byte length prefix, RFC 1035 §4.2.2); the reply is read up to its length, never more. */
+const timedOut = () => Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' });
+
+/**
+ * Exchanges one message over TCP (2-byte length prefix, RFC 1035 §4.2.2). The reply is read into
+ * a buffer of its announced length, never more, and the whole exchange has a wall-clock deadline
+ * (PROVIDER_LIMITS.timeoutMs): a server that trickles a byte now and then is cut off there.
+ */
 function overTcp(host: string, port: number, message: Buffer): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const socket = net.connect({ host, port });
-    const chunks: Buffer[] = [];
+    const prefix = Buffer.alloc(2);
+    let prefixHave = 0;
+    let body: Buffer | null = null;
     let have = 0;
+    let finished = false;
     const done = (err: Error | null, value?: Buffer) => {
+      if (finished) return;
+      finished = true;
+      clearTimeout(deadline);
       socket.destroy();
       if (err) reject(err);
       else resolve(value!);
     };
-    socket.setTimeout(PROVIDER_LIMITS.timeoutMs, () => done(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })));
+    const deadline = setTimeout(() => done(timedOut()), PROVIDER_LIMITS.timeoutMs);
     socket.on('error', (err) => done(err));
     socket.on('connect', () => socket.write(Buffer.concat([Buffer.from([message.length >> 8, message.length & 0xff]), message])));
     socket.on('data', (chunk: Buffer) => {
-      chunks.push(chunk);
-      have += chunk.length;
-      if (have < 2) return;
-      const all = Buffer.concat(chunks);
-      const length = all.readUInt16BE(0);
-      if (have >= 2 + length) done(null, all.subarray(2, 2 + length));
-      else if (have > WIRE_LIMITS.messageBytes + 2) done(new DnsWireError('The DNS reply is larger than a DNS message can be.'));
+      let at = 0;
+      while (prefixHave < 2 && at < chunk.length) prefix[prefixHave++] = chunk[at++];
+      if (prefixHave < 2) return;
+      if (!body) {
+        const length = prefix.readUInt16BE(0);
+        if (length > WIRE_LIMITS.messageBytes) return done(new DnsWireError('The DNS reply is larger than a DNS message can be.'));
+        body = Buffer.alloc(length);
+      }
+      const take = Math.min(chunk.length - at, body.length - have);
+      chunk.copy(body, have, at, at + take);
+      have += take;
+      if (have === body.length) done(null, body);
     });
     socket.on('end', () => done(Object.assign(new Error('closed'), { code: 'ECONNRESET' })));
   });
 }
 
-/** Exchanges one datagram; only a reply from the server with the request's ID is taken. */
-function overUdp(host: string, port: number, message: Buffer): Promise<Buffer> {
+/**
+ * Exchanges one datagram. Only a datagram from the server's own address and port is looked at,
+ * and one that `accept` refuses (another ID, a TSIG that does not verify: a spoofer's) is
+ * skipped: the exchange keeps waiting until the deadline for the real reply. At the deadline the
+ * last refusal, if any, is the error.
+ */
+async function overUdp(host: string, port: number, message: Buffer, accept: (msg: Buffer) => string | null): Promise<Buffer> {
+  const address = net.isIP(host) ? host : (await lookup(host)).address;
   return new Promise((resolve, reject) => {
-    const socket = dgram.createSocket(net.isIP(host) === 6 ? 'udp6' : 'udp4');
-    const id = message.readUInt16BE(0);
-    const timer = setTimeout(() => done(Object.assign(new Error('timed out'), { code: 'ETIMEDOUT' })), PROVIDER_LIMITS.timeoutMs);
+    const socket = dgram.createSocket(net.isIP(address) === 6 ? 'udp6' : 'udp4');
+    let refused: string | null = null;
+    let finished = false;
     const done = (err: Error | null, value?: Buffer) => {
+      if (finished) return;
+      finished = true;
       clearTimeout(timer);
       socket.close();
       if (err) reject(err);
       else resolve(value!);
     };
+    const timer = setTimeout(() => done(refused ? new DnsWireError(refused) : timedOut()), PROVIDER_LIMITS.timeoutMs);
     socket.on('error', (err) => done(err));
-    socket.on('message', (msg) => {
-      if (msg.length >= 2 && msg.readUInt16BE(0) === id) done(null, msg);
+    socket.on('message', (msg, rinfo) => {
+      if (rinfo.port !== port || !sameAddress(rinfo.address, address)) return;
+      const why = accept(msg);
+      if (why === null) done(null, msg);
+      else refused = why;
     });
-    socket.send(message, port, host);
+    socket.send(message, port, address);
   });
 }
+
+const sameAddress = (a: string, b: string) => a.replace(/^::ffff:/i, '').toLowerCase() === b.replace(/^::ffff:/i, '').toLowerCase();
 
 export class Rfc2136Provider implements DnsProvider {
   readonly label: string;
@@ -72,27 +104,47 @@ export class Rfc2136Provider implements DnsProvider {
     this.label = `the DNS server ${s.server.includes(':') ? `[${s.server}]` : s.server}:${s.port} (RFC 2136, key ${s.key.name})`;
   }
 
+  /** Why a reply cannot be believed (another ID, not a response, a TSIG that does not verify), or null. */
+  private rejection(raw: Buffer, reply: Reply, request: Buffer, mac: Buffer): string | null {
+    if (reply.id !== request.readUInt16BE(0) || !reply.isResponse) return 'the reply does not answer the request.';
+    const bad = verifyReply(raw, reply, this.s.key, mac);
+    if (!bad) return null;
+    const keyHint = reply.tsig && reply.tsig.error !== 0 ? ' Check the key name, algorithm and secret against the server\'s key (and the clocks, for BADTIME).' : ' The reply may not come from the server holding the key.';
+    return `${bad}${reply.rcode !== 0 ? ` (${rcodeName(reply.rcode)})` : ''}.${keyHint}`;
+  }
+
   /** Sends a signed message and returns the verified reply; a transport failure, a bad signature or an unreadable reply throws. */
   private async exchange(message: Buffer, what: string): Promise<Reply> {
-    const signed = signMessage(message, this.s.key);
-    let raw: Buffer;
     let reply: Reply;
+    let raw: Buffer;
     try {
-      raw = this.s.transport === 'udp' && message.length <= 512 ? await overUdp(this.s.server, this.s.port, signed.message) : await overTcp(this.s.server, this.s.port, signed.message);
-      reply = parseReply(raw);
-      if (reply.truncated && this.s.transport === 'udp') {
-        raw = await overTcp(this.s.server, this.s.port, signed.message);
+      // Inside the try: a name the encoder refuses is this exchange's error, not an unexpected one.
+      const signed = signMessage(message, this.s.key);
+      // A truncated UDP reply is only a cue to ask again over TCP, whose reply is verified.
+      const judge = (buf: Buffer, udp = false): { reply: Reply; bad: string | null } => {
+        const r = parseReply(buf);
+        return { reply: r, bad: udp && r.truncated && r.id === message.readUInt16BE(0) && r.isResponse ? null : this.rejection(buf, r, message, signed.mac) };
+      };
+      if (this.s.transport === 'udp' && message.length <= 512) {
+        raw = await overUdp(this.s.server, this.s.port, signed.message, (buf) => {
+          try {
+            return judge(buf, true).bad;
+          } catch (err) {
+            return err instanceof DnsWireError ? err.message : 'the reply cannot be read.';
+          }
+        });
         reply = parseReply(raw);
+        if (reply.truncated) raw = await overTcp(this.s.server, this.s.port, signed.message);
+      } else {
+        raw = await overTcp(this.s.server, this.s.port, signed.message);
       }
+      const judged = judge(raw);
+      reply = judged.reply;
+      if (judged.bad) throw new DnsProviderError(`${what} at ${this.label} failed: ${judged.bad}`);
     } catch (err) {
+      if (err instanceof DnsProviderError) throw err;
       if (err instanceof DnsWireError) throw new DnsProviderError(`${what} at ${this.label} failed: ${err.message}`);
-      throw new DnsProviderError(`${what} at ${this.label} failed: ${(err as NodeJS.ErrnoException).code ?? 'network error'}. Check that the server runs and accepts ${this.s.transport.toUpperCase()} from this host.`);
-    }
-    if (reply.id !== message.readUInt16BE(0) || !reply.isResponse) throw new DnsProviderError(`${what} at ${this.label} failed: the reply does not answer the request.`);
-    const bad = verifyReply(raw, reply, this.s.key, signed.mac);
-    if (bad) {
-      const keyHint = reply.tsig && reply.tsig.error !== 0 ? ' Check the key name, algorithm and secret against the server\'s key (and the clocks, for BADTIME).' : ' The reply may not come from the server holding the key.';
-      throw new DnsProviderError(`${what} at ${this.label} failed: ${bad}${reply.rcode !== 0 ? ` (${rcodeName(reply.rcode)})` : ''}.${keyHint}`);
+      throw new DnsProviderError(`${what} at ${this.label} failed: ${(err as NodeJS.ErrnoException).code ?? 'network error'}. Check that the server runs and accepts ${this.s.transport.toUpperCase()} from this host.`, { unreachable: true });
     }
     return reply;
   }
