@@ -16,7 +16,12 @@ import type { PlannedRecord } from '../plan.js';
 import { DnsProviderError, sameRecord, type DnsProvider, type DnsRecord } from './provider.js';
 
 /** One-per-name TXT records: what marks them. */
-const SINGLETONS: Partial<Record<PlannedRecord['purpose'], RegExp>> = { spf: /^v=spf1(\s|$)/i, dmarc: /^v=DMARC1\s*(;|$)/i };
+const SINGLETONS: Partial<Record<PlannedRecord['purpose'], RegExp>> = {
+  spf: /^v=spf1(\s|$)/i,
+  dmarc: /^v=DMARC1\s*(;|$)/i,
+  mta_sts: /^v=STSv1\s*(;|$)/i,
+  tls_rpt: /^v=TLSRPTv1\s*(;|$)/i,
+};
 
 export function plannedToDns(records: PlannedRecord[], ttl: number): (DnsRecord & { purpose: PlannedRecord['purpose'] })[] {
   return records.map((r) => ({ type: r.type, name: r.name, value: r.value, ...(r.priority !== undefined ? { priority: r.priority } : {}), ttl, purpose: r.purpose }));
