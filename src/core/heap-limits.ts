@@ -15,11 +15,7 @@ import v8 from 'node:v8';
  */
 export const HEAP_GROWING_PERCENT = 30;
 
-/**
- * Young generation of the threads that handle each message (the built-in edge, inbound-pull), in
- * MiB. Smaller means more frequent scavenges; each is cheap, since a message's objects die young.
- */
-export const BUSY_THREAD_YOUNG_MB = 8;
+export { BUSY_THREAD_YOUNG_MB } from './thread-limits.js';
 
 /**
  * SQLite page cache of each writing connection (the request thread, the loop threads), in KiB.

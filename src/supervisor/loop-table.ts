@@ -2,7 +2,7 @@
  * Background loop names and timings (spec §8), in one table, and below it every loop's retry
  * schedule, each with its reason. Loops read their waits from here; nothing else sets them.
  */
-import { BUSY_THREAD_YOUNG_MB } from '../core/heap-limits.js';
+import { BUSY_THREAD_YOUNG_MB } from '../core/thread-limits.js';
 
 export interface LoopTiming {
   /** Sleep after a pass that did work. */
