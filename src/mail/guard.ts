@@ -22,8 +22,9 @@ import type { Db } from '../db/open.js';
 import { prepared } from '../db/statements.js';
 import { ApiError } from '../core/errors.js';
 import { randomUUID } from 'node:crypto';
-import { GUARD_DETECTORS, inspectOutgoing, MAX_SCANNED_CHARS, type GuardDetector, type GuardFinding as DetectorFinding } from './outbound-guard.js';
-import type { Composition, OutgoingAttachment, Recipient } from './compose.js';
+import { GUARD_DETECTORS } from './outbound-guard.js';
+import { inspectContent, type GuardContent, type GuardFinding } from './guard-content.js';
+import type { Composition, Recipient } from './compose.js';
 import { MAX_RECIPIENTS } from './limits.js';
 import { bareAddress } from './correspondents.js';
 
@@ -31,14 +32,7 @@ import { bareAddress } from './correspondents.js';
 export const GUARD_CHECKS = [...GUARD_DETECTORS, 'new_recipients'] as const;
 export type GuardCheck = (typeof GUARD_CHECKS)[number];
 
-/**
- * A reason the guard held a send: which check, and where and what (never the secret itself).
- * `unchecked`: a field longer than the content detectors read, held so that nothing unread leaves.
- */
-export interface GuardFinding {
-  detector: GuardCheck | 'unchecked';
-  detail: string;
-}
+export type { GuardFinding } from './guard-content.js';
 
 /** What each check looks for, as the owner's settings page and docs/guarded.md say it. */
 export const GUARD_CHECK_DESCRIPTIONS: Readonly<Record<GuardCheck, string>> = {
@@ -185,25 +179,8 @@ function homeSecrets(db: Db, s: StoredGuardSettings): string[] {
   return out.filter((x) => typeof x === 'string' && x.length >= MIN_SECRET_CHARS);
 }
 
-const TEXT_TYPES = /^(text\/|application\/(json|xml|x-yaml|yaml|toml|x-sh|x-shellscript|javascript|x-pem-file|x-x509-ca-cert|pgp-keys|pkcs8|x-pkcs12|csv|sql|x-ndjson|ld\+json|graphql)\b)/i;
-const TEXT_NAMES = /\.(txt|md|csv|tsv|json|ya?ml|toml|ini|cfg|conf|env|pem|key|crt|pub|asc|gpg|sh|bash|zsh|ps1|py|js|ts|sql|xml|html?|log|properties|npmrc|pgpass|netrc)$|(^|\/)\.?(env|netrc|npmrc|pgpass|credentials|id_rsa|id_ed25519|id_ecdsa)$/i;
-/** Bytes of an attachment decoded for the detectors: they read MAX_SCANNED_CHARS characters at most. */
-const MAX_DECODED_BYTES = MAX_SCANNED_CHARS * 4;
 /** Header values and display names scanned (a header line is far shorter). */
 const MAX_OTHER_CHARS = 16 * 1024;
-
-/**
- * An attachment as text the detectors read, or null for a binary file. Text-like by its type or
- * name, or with no type worth trusting (octet-stream, none) and no NUL byte in its first 4 KiB.
- */
-export function attachmentText(a: Pick<OutgoingAttachment, 'filename' | 'contentType' | 'content'>): string | null {
-  const type = (a.contentType ?? '').trim();
-  const name = a.filename ?? '';
-  const untyped = type === '' || /^application\/octet-stream\b/i.test(type);
-  const textual = TEXT_TYPES.test(type) || TEXT_NAMES.test(name) || (untyped && !a.content.subarray(0, 4096).includes(0));
-  if (!textual) return null;
-  return a.content.subarray(0, MAX_DECODED_BYTES).toString('utf8');
-}
 
 /** This message's recipients that the inbox has never written to nor heard from. */
 function firstContacts(db: Db, inboxId: string, recipients: readonly string[]): string[] {
@@ -246,38 +223,48 @@ function volumeFinding(db: Db, inboxId: string, recipients: readonly Recipient[]
   return null;
 }
 
+/** What the guard checks of one send: the content scan's input (null when every content check is off), and the first-contact finding. */
+export interface GuardInputs {
+  content: GuardContent | null;
+  volume: GuardFinding | null;
+}
+
 /**
- * Why a guarded credential's send must wait for the owner: the findings of every enabled check,
- * empty when it may go out. `draftId` is the draft being sent or scheduled, whose own schedule
- * does not count twice against the day's first contacts.
+ * Reads what the guard needs for a send (the owner's settings, the home's secrets, the inbox's
+ * correspondents) and makes the first-contact finding; the content scan itself is
+ * `inspectContent` (src/mail/guard-content.ts), which the send path runs in the CPU pool.
+ * `draftId` is the draft being sent or scheduled, whose own schedule does not count twice
+ * against the day's first contacts.
+ */
+export function guardInputs(db: Db, inboxId: string, c: Composition, opts: { now?: number; draftId?: string | null } = {}): GuardInputs {
+  const s = readSettings(db);
+  const enabled = GUARD_DETECTORS.filter((d) => !s.disabled.includes(d));
+  const content: GuardContent | null =
+    enabled.length === 0
+      ? null
+      : {
+          subject: c.subject,
+          text: c.text,
+          html: c.html,
+          attachments: c.attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, content: a.content })),
+          homeSecrets: enabled.includes('home_secrets') ? homeSecrets(db, s) : [],
+          other: otherFields(c),
+          enabled,
+        };
+  const volume = s.disabled.includes('new_recipients') ? null : volumeFinding(db, inboxId, [...c.to, ...c.cc, ...c.bcc], s.new_recipients, opts.now ?? Date.now(), opts.draftId ?? null);
+  return { content, volume };
+}
+
+/** The findings of a check once its content was scanned: content first, then first contacts. */
+export const heldFor = (inputs: GuardInputs, content: readonly GuardFinding[]): GuardFinding[] => [...content, ...(inputs.volume ? [inputs.volume] : [])];
+
+/**
+ * Why a guarded credential's send must wait for the owner, scanned on this thread: the draft
+ * routes' check of a schedule, which is synchronous. Sends scan in the CPU pool (send-flow.ts).
  */
 export function guardFindings(db: Db, inboxId: string, c: Composition, opts: { now?: number; draftId?: string | null } = {}): GuardFinding[] {
-  const s = readSettings(db);
-  const enabled = new Set<GuardDetector>(GUARD_DETECTORS.filter((d) => !s.disabled.includes(d)));
-  const findings: GuardFinding[] = [];
-  if (enabled.size > 0) {
-    const attachments: { filename: string | null; text: string }[] = [];
-    const unread: string[] = [];
-    for (const a of c.attachments) {
-      const text = attachmentText(a);
-      if (text === null) continue;
-      attachments.push({ filename: a.filename, text });
-      if (a.content.byteLength > MAX_DECODED_BYTES || text.length > MAX_SCANNED_CHARS) unread.push(`attachment ${JSON.stringify((a.filename ?? 'unnamed').slice(0, 40))}`);
-    }
-    for (const [where, value] of [['the subject', c.subject], ['the text', c.text], ['the HTML', c.html]] as const) if (value !== null && value.length > MAX_SCANNED_CHARS) unread.push(where);
-    const found: DetectorFinding[] = inspectOutgoing(
-      { subject: c.subject, text: c.text, html: c.html, attachments, homeSecrets: enabled.has('home_secrets') ? homeSecrets(db, s) : [], other: otherFields(c) },
-      enabled,
-    );
-    findings.push(...found);
-    // What the detectors do not read could hold anything: held rather than let out unread (fail closed).
-    if (unread.length > 0) findings.push({ detector: 'unchecked', detail: `${unread.join(', ')} ${unread.length === 1 ? 'is' : 'are'} longer than the guard reads (${MAX_SCANNED_CHARS / 1024} KiB of text)` });
-  }
-  if (!s.disabled.includes('new_recipients')) {
-    const volume = volumeFinding(db, inboxId, [...c.to, ...c.cc, ...c.bcc], s.new_recipients, opts.now ?? Date.now(), opts.draftId ?? null);
-    if (volume) findings.push(volume);
-  }
-  return findings;
+  const inputs = guardInputs(db, inboxId, c, opts);
+  return heldFor(inputs, inputs.content ? inspectContent(inputs.content) : []);
 }
 
 /** The other text a message carries: the caller's header values, recipients' display names, attachment file names. */

@@ -14,7 +14,8 @@ import { parseRecipients, type Composition } from './compose.js';
 import { domainDkimKey } from './dkim-keys.js';
 import { draftActor } from './drafts/policy.js';
 import { draftAttachmentContents, draftEvent, draftRow, insertDraft, setDraftStatus, setGuardFindings } from './drafts/repository.js';
-import { firstContactsOf, guardFindings, heldBecause, reserveFirstContacts, type GuardFinding } from './guard.js';
+import { firstContactsOf, guardInputs, heldBecause, heldFor, reserveFirstContacts } from './guard.js';
+import { inspectContent, type GuardContent, type GuardFinding } from './guard-content.js';
 import { draftTransition, nextApproved, nextDraftStatus, type DraftFrom, type DraftTransition } from './drafts/states.js';
 import type { DraftRow } from './drafts/shapes.js';
 import { recordIdempotent, replayIdempotent, type IdempotentKind } from './idempotency.js';
@@ -40,6 +41,8 @@ export interface SendContext {
   publish: (seq: number) => void;
   /** Wakes the outbox after a message was queued. */
   wakeOutbox: () => void;
+  /** Scans a guarded send's content off this thread (the CPU pool); absent: scanned here (the scheduled-drafts loop sends as `direct` and never asks). */
+  inspect?: (content: GuardContent) => Promise<GuardFinding[]>;
   /** Runs the queueing write in a transaction and resolves once it is durable (request handlers share commits). */
   commit?: <T>(fn: () => T) => Promise<T>;
 }
@@ -168,15 +171,21 @@ export async function performSend(ctx: SendContext, spec: SendSpec): Promise<Sen
   // `approved` flag may be a guarded schedule's own, not the owner's word, and the owner's
   // approval of a schedule is carried out by the scheduled-drafts loop, not by the agent.
   const guarded = principal.sendPolicy === 'guarded';
-  const held = guarded ? guardFindings(db, inbox.inbox_id, derived.composition, { draftId: source.type === 'draft' ? source.draft.draft_id : null }) : [];
-  if (held.length > 0) {
-    facts.actor = draftActor(principal, true);
-    facts.approved = false;
-    step = decide(source.type === 'draft' ? source.draft.send_status : 'new');
-  }
-  // A passing guarded send's first contacts count against the day until it is queued (or fails).
-  const release = guarded && held.length === 0 ? reserveFirstContacts(inbox.inbox_id, firstContactsOf(db, inbox.inbox_id, derived.composition)) : () => undefined;
+  const inputs = guarded ? guardInputs(db, inbox.inbox_id, derived.composition, { draftId: source.type === 'draft' ? source.draft.draft_id : null }) : null;
+  // A guarded send's first contacts count against the day from the volume check until it is
+  // queued (or held, or fails): reserved before the content scan's await, so that racing sends
+  // cannot together pass the daily limit.
+  let release = inputs && !inputs.volume ? reserveFirstContacts(inbox.inbox_id, firstContactsOf(db, inbox.inbox_id, derived.composition)) : () => undefined;
   try {
+    // The content scan runs in the CPU pool (ctx.inspect), off the request thread.
+    const held = inputs === null ? [] : heldFor(inputs, inputs.content === null ? [] : ctx.inspect ? await ctx.inspect(inputs.content) : inspectContent(inputs.content));
+    if (held.length > 0) {
+      release();
+      release = () => undefined;
+      facts.actor = draftActor(principal, true);
+      facts.approved = false;
+      step = decide(source.type === 'draft' ? source.draft.send_status : 'new');
+    }
     return await sendPrepared(ctx, spec, { derived, held, step, facts, decide });
   } finally {
     release();

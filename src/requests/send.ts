@@ -18,6 +18,7 @@ import { readVisibility } from '../mail/labels.js';
 import { normalizeMessageId } from '../mail/messages.js';
 import { loadOriginal, type OutboundKind } from '../mail/outbound.js';
 import { resolveSendUnknown } from '../mail/outbox.js';
+import type { GuardContent, GuardFinding } from '../mail/guard-content.js';
 import { performSend, type SendContext, type SendResult } from '../mail/send-flow.js';
 
 /** What a send needs from the running service. */
@@ -29,6 +30,7 @@ export function sendContext(svc: SendServices, principal: Principal): SendContex
     db,
     principal,
     compose: (spec: MimeSpec) => pool.run('composeOutbound', spec) as Promise<ComposedMime>,
+    inspect: (content: GuardContent) => pool.run('inspectGuard', content) as Promise<GuardFinding[]>,
     publish: (seq) => bus.publish({ kind: 'event', seq }),
     wakeOutbox: () => bus.publish({ kind: 'wake', loop: 'outbox' }),
     commit: (fn) => groupCommit(db, fn),

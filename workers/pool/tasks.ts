@@ -7,6 +7,7 @@ import { openSealed, type InboundMeta, type InboundObject } from '../../src/edge
 import { composeMime, composeOutbound } from './compose.js';
 import { deriveText, type DerivedText } from '../../src/mail/extract.js';
 import { parseMime, type ParsedMail } from './parse.js';
+import { inspectContent, type GuardContent } from '../../src/mail/guard-content.js';
 
 /** What the inbound pipeline needs from a sealed object: its envelope and verdicts, the raw bytes, the parse. */
 export interface OpenedInbound {
@@ -44,7 +45,12 @@ async function parseOpened({ meta, raw }: { meta: InboundMeta; raw: Buffer }): P
   }
 }
 
-const TASKS = { parseMime, openInbound, composeMime, composeOutbound } as const;
+/** The guarded policy's content scan of one send (src/mail/guard-content.ts). */
+async function inspectGuard(content: GuardContent) {
+  return inspectContent(content);
+}
+
+const TASKS = { parseMime, openInbound, composeMime, composeOutbound, inspectGuard } as const;
 export type TaskName = keyof typeof TASKS;
 
 export default async function run({ task, input }: { task: TaskName; input: never }): Promise<unknown> {
