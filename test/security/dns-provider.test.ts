@@ -93,7 +93,9 @@ t.test('CLI: `svc domains provider-set` reads the secret from stdin; show and se
 });
 
 const missing = dnsServersMissing();
-t.test('a wrong TSIG key: the domain says BADKEY/BADSIG, svc keeps running, nothing is logged of the secret', { skip: missing ?? false }, async (t) => {
+// A test that cannot run fails: skipped, it would prove nothing.
+if (missing) t.fail(missing);
+t.test('a wrong TSIG key: the domain says BADKEY/BADSIG, svc keeps running, nothing is logged of the secret', async (t) => {
   const knot = await startKnot({ zone: 'wrong.test', keyName: 'svc-update' });
   const svc = await startSvc({ args: ['--local-edge', '--dns', knot.server] });
   t.teardown(async () => {
@@ -266,7 +268,7 @@ t.test('a bad key_name is refused at PUT with a fix, and never fails an exchange
   t.match((err as Error).message, /empty or over-long label/);
 });
 
-t.test('UDP: replies from another address or port, and replies that fail ID or TSIG checks, are skipped until the real one', { skip: missing ?? false }, async (t) => {
+t.test('UDP: replies from another address or port, and replies that fail ID or TSIG checks, are skipped until the real one', async (t) => {
   const knot = await startKnot({ zone: 'udp.test', keyName: 'svc-update', records: ['@ MX 10 mx.udp.test.'] });
   const front = dgram.createSocket('udp4');
   const spoofer = dgram.createSocket('udp4');
