@@ -60,6 +60,12 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     auth?: Access;
     origins?: OriginPolicy;
+    /**
+     * Sudo mode (docs/security.md): a browser session calls this route only within SUDO_MS of
+     * proving the owner (login, login link, password). Routes that mint credentials, run commands
+     * or change where mail and secrets go. Bearers (the owner's CLI, agents) are not asked.
+     */
+    sudo?: boolean;
   }
 }
 
@@ -130,6 +136,16 @@ export function installGate(app: FastifyInstance, ctx: GateContext): void {
     }
     request.principal = access === 'mcp' ? mcpPrincipal(request, ctx) : authenticate(request, ctx, access);
     authorize(request.principal, access);
+    if (config.sudo === true && request.principal?.kind === 'session' && !ctx.owner.recentlyProved(request.principal.id)) throw sudoRequired();
+  });
+}
+
+/** A session that has not proved the owner recently enough for this route. */
+export const SUDO_HEADER = 'x-svc-sudo';
+function sudoRequired(): ApiError {
+  return new ApiError('forbidden', 'This action needs you to confirm your password first.', {
+    fix: 'Confirm with POST /v0/owner/sudo {"password": "…"} (the web app asks for it), then repeat the request within 10 minutes.',
+    headers: { [SUDO_HEADER]: 'required' },
   });
 }
 
@@ -295,8 +311,8 @@ function sessionPrincipal(request: FastifyRequest, ctx: GateContext, access: Acc
   if (!cookie || ctx.listener !== 'local') return null;
   const stored = ctx.owner.sessionPrincipal(cookie);
   if (!stored?.csrfToken) return null;
-  // The token the browser holds is bound to this listener's origin (src/owner/session-binding.ts).
-  const principal = { ...stored, csrfToken: sessionCsrfToken(stored.csrfToken, ctx.origin()) };
+  // The token the browser holds is bound to this listener's origin and this process start (src/owner/session-binding.ts).
+  const principal = { ...stored, csrfToken: sessionCsrfToken(stored.csrfToken, ctx.origin(), ctx.owner.epoch) };
   if (isUpgrade(request)) return sessionUpgrade(request, ctx, principal, access);
   const proof = request.headers[CSRF_HEADER];
   if (typeof proof === 'string' && sameSecret(proof, principal.csrfToken)) return principal;

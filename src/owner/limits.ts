@@ -16,3 +16,16 @@ export const LOGIN_FAILURES_ALLOWED = 5;
 export const LOGIN_WINDOW_MS = 5 * 60 * 1000;
 export const SESSION_COOKIE = 'svc_session';
 export const CSRF_HEADER = 'x-svc-csrf';
+/** Long-lived cookie naming a browser that signed in before: its logins spend a budget of their own. */
+export const DEVICE_COOKIE = 'svc_device';
+export const DEVICE_COOKIE_MAX_AGE_S = 400 * 24 * 3600;
+/** Device and sudo budgets kept in memory at most (the oldest are forgotten). */
+export const DEVICE_BUDGETS_MAX = 1000;
+/**
+ * Sudo mode (docs/security.md): a browser session may mint credentials, run commands or change
+ * where mail goes only this long after it proved the owner (password or login link).
+ */
+export const SUDO_MS = 10 * 60 * 1000;
+/** A reconnect handshake's challenge lives this long, and this many are outstanding at most. */
+export const RENEWAL_CHALLENGE_MS = 2 * 60 * 1000;
+export const RENEWAL_CHALLENGES_MAX = 1000;

@@ -5,7 +5,7 @@
  * before any lock; the writes that must commit together (storeFirstPassword, replacePassword) run
  * inside the caller's transaction, opened in src/requests/owner.ts.
  */
-import { randomBytes, randomInt } from 'node:crypto';
+import { createHmac, randomBytes, randomInt } from 'node:crypto';
 import type { Db } from '../db/open.js';
 import { ApiError } from '../core/errors.js';
 import type { Principal } from '../auth/principal.js';
@@ -14,10 +14,15 @@ import { uuidv7 } from '../db/ids.js';
 import { prepared } from '../db/statements.js';
 import { AttemptBudget } from './attempt-budget.js';
 import { hashPassword, verifyPassword } from './password.js';
+import { newSessionEpoch, renewalAnswer, serverProof, sessionKeys } from './session-binding.js';
 import {
+  DEVICE_BUDGETS_MAX,
   LOGIN_FAILURES_ALLOWED,
   LOGIN_LINK_MS,
   LOGIN_WINDOW_MS,
+  RENEWAL_CHALLENGE_MS,
+  RENEWAL_CHALLENGES_MAX,
+  SUDO_MS,
   PASSWORD_MAX,
   PASSWORD_MIN,
   SESSION_IDLE_MS,
@@ -36,7 +41,17 @@ interface SessionRow {
 
 export interface NewSession {
   token: string;
+  /** The session's stored secret; the browser gets only values derived from it (session-binding.ts). */
   csrfToken: string;
+  expiresAt: string;
+  /** The device cookie to set (a login from this browser later has its own attempt budget). */
+  device: string;
+}
+
+/** A live session found by its cookie alone, for the reconnect handshake (never a principal). */
+export interface CookieSession {
+  sessionId: string;
+  secret: string;
   expiresAt: string;
 }
 
@@ -82,9 +97,23 @@ export class OwnerAccount {
   readonly #passwordChangeAttempts = new AttemptBudget(LOGIN_FAILURES_ALLOWED, LOGIN_WINDOW_MS);
   readonly #setupCodeAttempts = new AttemptBudget(LOGIN_FAILURES_ALLOWED, LOGIN_WINDOW_MS);
   readonly #loginLinks = new Map<string, { expires: number }>();
+  /**
+   * Random per process start: every browser CSRF token of an earlier start stops working
+   * (src/owner/session-binding.ts; a squatter on svc's port while it was down).
+   */
+  readonly epoch = newSessionEpoch();
+  /** When each session last proved the owner (login, setup, link, password): sudo mode. In memory: a restart asks again. */
+  readonly #provedAt = new Map<string, number>();
+  /** Renewal challenges handed out by the reconnect handshake: challenge → session, single use. */
+  readonly #challenges = new Map<string, { sessionId: string; expires: number }>();
+  /** Password budgets of browsers that signed in before (device cookie) and of sessions confirming sudo. */
+  readonly #deviceAttempts = new Map<string, AttemptBudget>();
+  readonly #sudoAttempts = new Map<string, AttemptBudget>();
+  readonly #deviceKey: Buffer;
 
   constructor(private readonly db: Db) {
     this.#setupCode = this.setupRequired ? newSetupCode() : null;
+    this.#deviceKey = ensureDeviceKey(db);
   }
 
   get setupRequired(): boolean {
@@ -137,26 +166,96 @@ export class OwnerAccount {
     this.#setupCode = null;
   }
 
-  async login(password: string, userAgent: string | undefined): Promise<NewSession> {
+  /**
+   * A browser that signed in before sends its device cookie and spends a budget of its own, so a
+   * local process guessing passwords (which spends the shared budget) cannot lock the owner out.
+   */
+  async login(password: string, userAgent: string | undefined, deviceCookie?: string): Promise<NewSession> {
     const row = this.db.prepare('SELECT password_hash FROM owner WHERE id = 1').get() as { password_hash: string } | undefined;
     if (!row) throw new ApiError('forbidden', 'The owner has not been set up yet.', { fix: 'Complete setup with POST /v0/owner/setup and the code svc printed at startup.' });
-    const attempt = this.#passwordAttempts.take();
+    const device = deviceCookie === undefined ? null : this.#deviceId(deviceCookie);
+    const attempt = (device === null ? this.#passwordAttempts : budgetFor(this.#deviceAttempts, device)).take();
     if (!(await verifyPassword(password, row.password_hash))) {
       throw new ApiError('unauthorized', 'The password is not correct.', { fix: 'Check the password; after several failures login pauses for a few minutes (`svc open` still signs you in).' });
     }
     attempt.succeeded();
-    return this.createSession(userAgent);
+    return this.createSession(userAgent, device ?? undefined);
   }
 
-  createSession(userAgent: string | undefined): NewSession {
+  /** A new session, proved just now (sudo mode starts with it). */
+  createSession(userAgent: string | undefined, deviceId?: string): NewSession {
     const token = newSecret('svc_session_');
     const csrfToken = randomBytes(24).toString('base64url');
     const now = Date.now();
     const expiresAt = iso(expiryOf(now, now));
+    const sessionId = uuidv7();
     this.db
       .prepare('INSERT INTO owner_sessions (session_id, token_hash, csrf_token, user_agent_hash, created_at, last_seen_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)')
-      .run(uuidv7(), sha256Hex(token), csrfToken, userAgent ? sha256Hex(userAgent) : null, iso(now), iso(now), expiresAt);
-    return { token, csrfToken, expiresAt };
+      .run(sessionId, sha256Hex(token), csrfToken, userAgent ? sha256Hex(userAgent) : null, iso(now), iso(now), expiresAt);
+    this.#provedAt.set(sessionId, now);
+    return { token, csrfToken, expiresAt, device: this.#deviceCookie(deviceId ?? randomBytes(16).toString('base64url')) };
+  }
+
+  #deviceCookie(id: string): string {
+    return `${id}.${createHmac('sha256', this.#deviceKey).update(id).digest('base64url')}`;
+  }
+
+  /** The device a cookie names, when svc issued it; null for anything else. */
+  #deviceId(cookie: string): string | null {
+    const id = cookie.split('.')[0];
+    if (!/^[A-Za-z0-9_-]{16,64}$/.test(id)) return null;
+    return sameSecret(cookie, this.#deviceCookie(id)) ? id : null;
+  }
+
+  /** Whether the session proved the owner within the sudo window (src/auth/gate.ts `sudo` routes). */
+  recentlyProved(sessionId: string, now = Date.now()): boolean {
+    const at = this.#provedAt.get(sessionId);
+    return at !== undefined && now - at < SUDO_MS;
+  }
+
+  /** Sudo mode: the session's owner types the password again. Budgeted per session. */
+  async confirmPassword(sessionId: string, password: string): Promise<{ sudo_until: string }> {
+    const row = this.db.prepare('SELECT password_hash FROM owner WHERE id = 1').get() as { password_hash: string } | undefined;
+    const attempt = budgetFor(this.#sudoAttempts, sessionId).take();
+    if (!row || !(await verifyPassword(password, row.password_hash))) {
+      throw new ApiError('forbidden', 'The password is not correct.', { fix: 'Enter the password you sign in with.' });
+    }
+    attempt.succeeded();
+    const now = Date.now();
+    this.#provedAt.set(sessionId, now);
+    return { sudo_until: iso(now + SUDO_MS) };
+  }
+
+  /** A live session by its cookie alone: only for the reconnect handshake, which proves the rest. */
+  cookieSession(token: string): CookieSession | null {
+    const row = this.db.prepare('SELECT session_id, csrf_token, expires_at FROM owner_sessions WHERE token_hash = ?').get(sha256Hex(token)) as
+      | Pick<SessionRow, 'session_id' | 'csrf_token' | 'expires_at'>
+      | undefined;
+    if (!row || Date.parse(row.expires_at) <= Date.now()) return null;
+    return { sessionId: row.session_id, secret: row.csrf_token, expiresAt: row.expires_at };
+  }
+
+  /** The keys a signed-in tab keeps in memory (session-binding.ts). */
+  sessionKeysOf(sessionId: string): { server_key: string; renewal_key: string } | null {
+    const row = this.db.prepare('SELECT csrf_token FROM owner_sessions WHERE session_id = ?').get(sessionId) as { csrf_token: string } | undefined;
+    return row ? sessionKeys(row.csrf_token) : null;
+  }
+
+  /** The handshake's first step: svc proves itself on the tab's nonce and hands out a single-use challenge. */
+  proveServer(session: CookieSession, nonce: string): { proof: string; challenge: string } {
+    const now = Date.now();
+    for (const [c, entry] of this.#challenges) if (entry.expires <= now || this.#challenges.size >= RENEWAL_CHALLENGES_MAX) this.#challenges.delete(c);
+    const challenge = randomBytes(24).toString('base64url');
+    this.#challenges.set(challenge, { sessionId: session.sessionId, expires: now + RENEWAL_CHALLENGE_MS });
+    return { proof: serverProof(session.secret, nonce, challenge), challenge };
+  }
+
+  /** The handshake's second step: the tab answered svc's challenge with its renewal key; true when right. */
+  redeemChallenge(session: CookieSession, challenge: string, answer: string): boolean {
+    const entry = this.#challenges.get(challenge);
+    this.#challenges.delete(challenge);
+    if (!entry || entry.expires <= Date.now() || entry.sessionId !== session.sessionId) return false;
+    return sameSecret(answer, renewalAnswer(session.secret, challenge));
   }
 
   /** Resolves a session cookie; expired sessions are deleted on sight. */
@@ -178,6 +277,7 @@ export class OwnerAccount {
 
   endSession(sessionId: string): void {
     this.db.prepare('DELETE FROM owner_sessions WHERE session_id = ?').run(sessionId);
+    this.#provedAt.delete(sessionId);
   }
 
   listSessions(currentId: string | null) {
@@ -194,6 +294,7 @@ export class OwnerAccount {
   }
 
   deleteSession(sessionId: string): boolean {
+    this.#provedAt.delete(sessionId);
     return this.db.prepare('DELETE FROM owner_sessions WHERE session_id = ?').run(sessionId).changes > 0;
   }
 
@@ -212,10 +313,16 @@ export class OwnerAccount {
     return hashPassword(next);
   }
 
+  /** The current password was just typed: a proof of the owner, like a login. */
+  markProved(sessionId: string): void {
+    this.#provedAt.set(sessionId, Date.now());
+  }
+
   /** Stores the new password and signs out every other session; runs inside the caller's transaction. */
   replacePassword(hash: string, keepSessionId: string | null): void {
     this.db.prepare('UPDATE owner SET password_hash = ?, updated_at = ? WHERE id = 1').run(hash, iso(Date.now()));
     this.db.prepare('DELETE FROM owner_sessions WHERE session_id IS NOT ?').run(keepSessionId);
+    for (const id of this.#provedAt.keys()) if (id !== keepSessionId) this.#provedAt.delete(id);
   }
 
   createLoginLink(): { token: string; expiresAt: string } {
@@ -235,4 +342,26 @@ export class OwnerAccount {
     }
     return this.createSession(userAgent);
   }
+}
+
+/** The budget of one device or session, made on first use; the oldest are forgotten past the cap. */
+function budgetFor(budgets: Map<string, AttemptBudget>, key: string): AttemptBudget {
+  let budget = budgets.get(key);
+  if (!budget) {
+    if (budgets.size >= DEVICE_BUDGETS_MAX) budgets.delete(budgets.keys().next().value!);
+    budget = new AttemptBudget(LOGIN_FAILURES_ALLOWED, LOGIN_WINDOW_MS);
+    budgets.set(key, budget);
+  }
+  return budget;
+}
+
+/** The HMAC key of device cookies, made once per home (at start-up, before anything is served). */
+function ensureDeviceKey(db: Db): Buffer {
+  const read = () => db.prepare("SELECT value FROM settings WHERE key = 'owner_device_key'").get() as { value: string } | undefined;
+  let row = read();
+  if (!row) {
+    db.transaction(() => db.prepare("INSERT OR IGNORE INTO settings (key, value) VALUES ('owner_device_key', ?)").run(randomBytes(32).toString('base64')))();
+    row = read()!;
+  }
+  return Buffer.from(row.value, 'base64');
 }

@@ -33,8 +33,13 @@ export async function setupOwner(svc: OwnerServices, password: string, code: str
   return owner.createSession(userAgent);
 }
 
-export function loginOwner(svc: OwnerServices, password: string, userAgent: string | undefined): Promise<NewSession> {
-  return svc.owner.login(password, userAgent);
+export function loginOwner(svc: OwnerServices, password: string, userAgent: string | undefined, deviceCookie: string | undefined): Promise<NewSession> {
+  return svc.owner.login(password, userAgent, deviceCookie);
+}
+
+/** Sudo mode: the owner of a browser session types the password again (docs/security.md). */
+export function confirmOwnerPassword(svc: OwnerServices, sessionId: string, password: string): Promise<{ sudo_until: string }> {
+  return svc.owner.confirmPassword(sessionId, password);
 }
 
 /** A one-time login link on this listener's origin (`svc open`); minted with the owner bearer only. */
@@ -70,4 +75,6 @@ export async function changeOwnerPassword(svc: OwnerServices, p: Principal, curr
   const { db, owner } = svc;
   const hash = await owner.checkPasswordChange(current, next);
   db.transaction(() => owner.replacePassword(hash, sessionOf(p)))();
+  const session = sessionOf(p);
+  if (session !== null) owner.markProved(session);
 }

@@ -19,6 +19,8 @@ type KeyParams = Static<typeof KeyParams>;
 type InboxKeyParams = Static<typeof InboxKeyParams>;
 
 const owner = { auth: 'owner' } as const;
+/** Minting or widening a key: a browser session must have proved the owner recently (sudo mode). */
+const ownerSudo = { auth: 'owner', sudo: true } as const;
 /** Response schemas: the serializer sends only these fields, a safety net for the key's secret and hash. */
 const one = { 200: ApiKeyResponse };
 const created = { 200: CreatedApiKeyResponse };
@@ -30,9 +32,9 @@ export const apiKeyRoutes: FastifyPluginAsync = async (app) => {
   app.get<{ Querystring: ListQuery }>('/api-keys', { config: owner, schema: { querystring: ListQuery, response: page } }, async (request) =>
     listApiKeys(db, request.principal!, request.query, null),
   );
-  app.post<{ Body: CreateApiKeyBody }>('/api-keys', { config: owner, schema: { body: CreateApiKeyBody, response: created } }, async (request) => createApiKey(db, request.body, null));
+  app.post<{ Body: CreateApiKeyBody }>('/api-keys', { config: ownerSudo, schema: { body: CreateApiKeyBody, response: created } }, async (request) => createApiKey(db, request.body, null));
   app.get<{ Params: KeyParams }>('/api-keys/:api_key_id', { config: owner, schema: { params: KeyParams, response: one } }, async (request) => getApiKey(db, request.params.api_key_id, null));
-  app.patch<{ Params: KeyParams; Body: UpdateApiKeyBody }>('/api-keys/:api_key_id', { config: owner, schema: { params: KeyParams, body: UpdateApiKeyBody, response: one } }, async (request) =>
+  app.patch<{ Params: KeyParams; Body: UpdateApiKeyBody }>('/api-keys/:api_key_id', { config: ownerSudo, schema: { params: KeyParams, body: UpdateApiKeyBody, response: one } }, async (request) =>
     updateApiKey(db, request.params.api_key_id, null, request.body),
   );
   app.delete<{ Params: KeyParams }>('/api-keys/:api_key_id', { config: owner, schema: { params: KeyParams } }, async (request, reply) => {
@@ -45,7 +47,7 @@ export const apiKeyRoutes: FastifyPluginAsync = async (app) => {
   );
   app.post<{ Params: InboxParams; Body: CreateInboxApiKeyBody }>(
     '/inboxes/:inbox_id/api-keys',
-    { config: owner, schema: { params: InboxParams, body: CreateInboxApiKeyBody, response: created } },
+    { config: ownerSudo, schema: { params: InboxParams, body: CreateInboxApiKeyBody, response: created } },
     async (request) => createApiKey(db, request.body, request.params.inbox_id),
   );
   app.get<{ Params: InboxKeyParams }>('/inboxes/:inbox_id/api-keys/:api_key_id', { config: owner, schema: { params: InboxKeyParams, response: one } }, async (request) =>
@@ -53,7 +55,7 @@ export const apiKeyRoutes: FastifyPluginAsync = async (app) => {
   );
   app.patch<{ Params: InboxKeyParams; Body: UpdateApiKeyBody }>(
     '/inboxes/:inbox_id/api-keys/:api_key_id',
-    { config: owner, schema: { params: InboxKeyParams, body: UpdateApiKeyBody, response: one } },
+    { config: ownerSudo, schema: { params: InboxKeyParams, body: UpdateApiKeyBody, response: one } },
     async (request) => updateApiKey(db, request.params.api_key_id, request.params.inbox_id, request.body),
   );
   app.delete<{ Params: InboxKeyParams }>('/inboxes/:inbox_id/api-keys/:api_key_id', { config: owner, schema: { params: InboxKeyParams } }, async (request, reply) => {

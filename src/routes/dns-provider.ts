@@ -18,7 +18,7 @@ export const dnsProviderRoutes: FastifyPluginAsync = async (app) => {
 
   app.get('/dns-provider', { config: { auth: 'owner' }, schema: { response } }, async () => readDnsProviderView(svc));
 
-  app.put<{ Body: DnsProviderBody }>('/dns-provider', { config: { auth: 'owner' }, schema: { body: DnsProviderBody, response } }, async (request) => writeDnsProviderFor(svc, request.body));
+  app.put<{ Body: DnsProviderBody }>('/dns-provider', { config: { auth: 'owner', sudo: true }, schema: { body: DnsProviderBody, response } }, async (request) => writeDnsProviderFor(svc, request.body));
 
-  app.delete('/dns-provider', { config: { auth: 'owner' }, schema: { response } }, async () => clearDnsProviderFor(svc));
+  app.delete('/dns-provider', { config: { auth: 'owner', sudo: true }, schema: { response } }, async () => clearDnsProviderFor(svc));
 };

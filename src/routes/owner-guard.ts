@@ -33,5 +33,5 @@ export const ownerGuardRoutes: FastifyPluginAsync = async (app) => {
 
   app.get('/guard', { config: { auth: 'owner' }, schema: { response } }, async () => readGuardFor(svc));
 
-  app.patch<{ Body: Static<typeof GuardPatch> }>('/guard', { config: { auth: 'owner' }, schema: { body: GuardPatch, response } }, async (request) => writeGuardFor(svc, request.body));
+  app.patch<{ Body: Static<typeof GuardPatch> }>('/guard', { config: { auth: 'owner', sudo: true }, schema: { body: GuardPatch, response } }, async (request) => writeGuardFor(svc, request.body));
 };

@@ -50,7 +50,7 @@ export const ownerOAuthRoutes: FastifyPluginAsync = async (app) => {
 
   app.post<{ Params: Static<typeof RequestParams>; Body: Static<typeof Approve> }>(
     '/oauth/requests/:request_id/approve',
-    { config: owner, schema: { params: RequestParams, body: Approve, response: { 200: ConsentDecisionResponse } } },
+    { config: { ...owner, sudo: true }, schema: { params: RequestParams, body: Approve, response: { 200: ConsentDecisionResponse } } },
     async (request) => approveConsent(svc, request.params.request_id, request.body),
   );
 

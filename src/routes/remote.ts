@@ -31,7 +31,7 @@ export function remoteRoutes(remote: RemoteAccess): FastifyPluginAsync {
     const svc = { db: app.svc.db, remote };
     app.get('/remote', { config: { auth: 'owner' }, schema: { response } }, async () => remoteView(svc));
 
-    app.post<{ Body: Static<typeof EnableBody> }>('/remote/enable', { config: { auth: 'owner' }, schema: { body: EnableBody, response } }, async (request) =>
+    app.post<{ Body: Static<typeof EnableBody> }>('/remote/enable', { config: { auth: 'owner', sudo: true }, schema: { body: EnableBody, response } }, async (request) =>
       enableRemote(svc, request.body),
     );
 

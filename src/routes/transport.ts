@@ -18,9 +18,9 @@ export const transportRoutes: FastifyPluginAsync = async (app) => {
 
   app.get('/transport', { config: { auth: 'owner' }, schema: { response } }, async () => readTransportView(svc));
 
-  app.put<{ Body: TransportBody }>('/transport', { config: { auth: 'owner' }, schema: { body: TransportBody, response } }, async (request) => writeTransportFor(svc, request.body));
+  app.put<{ Body: TransportBody }>('/transport', { config: { auth: 'owner', sudo: true }, schema: { body: TransportBody, response } }, async (request) => writeTransportFor(svc, request.body));
 
-  app.delete('/transport', { config: { auth: 'owner' } }, async (_request, reply) => {
+  app.delete('/transport', { config: { auth: 'owner', sudo: true } }, async (_request, reply) => {
     clearTransportFor(svc);
     return reply.send();
   });

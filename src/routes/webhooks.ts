@@ -37,6 +37,8 @@ type HookParams = Static<typeof HookParams>;
 type InboxHookParams = Static<typeof InboxHookParams>;
 
 const agent = { auth: 'agent' } as const;
+/** Where mail is pushed to: a browser session must have proved the owner recently (sudo mode). */
+const agentSudo = { auth: 'agent', sudo: true } as const;
 
 export const webhookRoutes: FastifyPluginAsync = async (app) => {
   const { db } = app.svc;
@@ -44,13 +46,13 @@ export const webhookRoutes: FastifyPluginAsync = async (app) => {
   app.get<{ Querystring: ListQuery }>('/webhooks', { config: agent, schema: { querystring: ListQuery, response: { 200: ListOf('webhooks', WebhookReadResponse) } } }, async (request) =>
     webhookListPage(db, request.principal!, undefined, request.query),
   );
-  app.post<{ Body: CreateWebhookBody }>('/webhooks', { config: agent, schema: { body: CreateWebhookBody, response: { 200: WebhookResponse } } }, async (request) =>
+  app.post<{ Body: CreateWebhookBody }>('/webhooks', { config: agentSudo, schema: { body: CreateWebhookBody, response: { 200: WebhookResponse } } }, async (request) =>
     createWebhookFor(db, request.principal!, undefined, request.body),
   );
   app.get<{ Params: HookParams }>('/webhooks/:webhook_id', { config: agent, schema: { params: HookParams, response: { 200: WebhookReadResponse } } }, async (request) =>
     readWebhook(db, request.principal!, undefined, request.params.webhook_id),
   );
-  app.patch<{ Params: HookParams; Body: UpdateWebhookBody }>('/webhooks/:webhook_id', { config: agent, schema: { params: HookParams, body: UpdateWebhookBody, response: { 200: WebhookReadResponse } } }, async (request) =>
+  app.patch<{ Params: HookParams; Body: UpdateWebhookBody }>('/webhooks/:webhook_id', { config: agentSudo, schema: { params: HookParams, body: UpdateWebhookBody, response: { 200: WebhookReadResponse } } }, async (request) =>
     updateWebhookFor(db, request.principal!, undefined, request.params.webhook_id, request.body),
   );
   app.delete<{ Params: HookParams }>('/webhooks/:webhook_id', { config: agent, schema: { params: HookParams } }, async (request, reply) => {
@@ -68,7 +70,7 @@ export const webhookRoutes: FastifyPluginAsync = async (app) => {
   app.get<{ Params: InboxParams; Querystring: ListQuery }>('/inboxes/:inbox_id/webhooks', { config: agent, schema: { params: InboxParams, querystring: ListQuery, response: { 200: ListOf('webhooks', WebhookReadResponse) } } }, async (request) =>
     webhookListPage(db, request.principal!, request.params.inbox_id, request.query),
   );
-  app.post<{ Params: InboxParams; Body: CreateInboxWebhookBody }>('/inboxes/:inbox_id/webhooks', { config: agent, schema: { params: InboxParams, body: CreateInboxWebhookBody, response: { 200: WebhookResponse } } }, async (request) =>
+  app.post<{ Params: InboxParams; Body: CreateInboxWebhookBody }>('/inboxes/:inbox_id/webhooks', { config: agentSudo, schema: { params: InboxParams, body: CreateInboxWebhookBody, response: { 200: WebhookResponse } } }, async (request) =>
     createWebhookFor(db, request.principal!, request.params.inbox_id, request.body),
   );
   app.get<{ Params: InboxHookParams }>('/inboxes/:inbox_id/webhooks/:webhook_id', { config: agent, schema: { params: InboxHookParams, response: { 200: WebhookReadResponse } } }, async (request) =>
@@ -76,7 +78,7 @@ export const webhookRoutes: FastifyPluginAsync = async (app) => {
   );
   app.patch<{ Params: InboxHookParams; Body: UpdateInboxWebhookBody }>(
     '/inboxes/:inbox_id/webhooks/:webhook_id',
-    { config: agent, schema: { params: InboxHookParams, body: UpdateInboxWebhookBody, response: { 200: WebhookReadResponse } } },
+    { config: agentSudo, schema: { params: InboxHookParams, body: UpdateInboxWebhookBody, response: { 200: WebhookReadResponse } } },
     async (request) => updateWebhookFor(db, request.principal!, request.params.inbox_id, request.params.webhook_id, request.body),
   );
   app.delete<{ Params: InboxHookParams }>('/inboxes/:inbox_id/webhooks/:webhook_id', { config: agent, schema: { params: InboxHookParams } }, async (request, reply) => {

@@ -46,6 +46,10 @@ const PUBLIC_ROUTES = new Set([
   'POST /v0/owner/setup',
   'POST /v0/owner/login',
   'POST /v0/owner/login-links/redeem',
+  // The reconnect handshake (docs/security.md): the cookie names the session, the proof and the
+  // renewal answer are the credential; test/security/port-squatter.test.ts attacks them.
+  'POST /v0/owner/session-proof',
+  'POST /v0/owner/session-renew',
   'GET /v0/downloads/:token',
   'GET /.well-known/oauth-protected-resource',
   'GET /.well-known/oauth-protected-resource/mcp',

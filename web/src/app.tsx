@@ -8,6 +8,7 @@ import { get, loadStatus, onSignedOut, setCsrf, type OwnerStatus } from './api';
 import { startLive, stopLive, useLiveEvents, useLiveState } from './live';
 import { match, navigate, useLocation } from './router';
 import { ErrorBox } from './ui';
+import { SudoDialog } from './sudo';
 import { goAfterLogin, LoginPage, SetupPage } from './pages/auth';
 import { routes, type RouteContext } from './routes';
 
@@ -78,7 +79,12 @@ export function App() {
     setStatus({ ...status, authenticated: false });
     navigate('/login', true);
   };
-  return <Shell path={loc.path}>{pageFor(loc.path, { signedOut, search: loc.query })}</Shell>;
+  return (
+    <>
+      <Shell path={loc.path}>{pageFor(loc.path, { signedOut, search: loc.query })}</Shell>
+      <SudoDialog />
+    </>
+  );
 }
 
 function pageFor(path: string, ctx: RouteContext): ComponentChildren {
@@ -132,9 +138,14 @@ function Shell({ path, children }: { path: string; children: ComponentChildren }
           svc
         </a>
         <span class={`live live-${live}`} title={`Live updates: ${live}`} data-live={live}>
-          {live === 'live' ? 'live' : live === 'off' ? 'offline' : '…'}
+          {live === 'live' ? 'live' : live === 'off' ? 'offline' : live === 'impostor' ? 'not svc' : '…'}
         </span>
       </header>
+      {live === 'impostor' && (
+        <div class="impostor-banner" role="alert" data-testid="impostor-banner">
+          Something other than svc is answering at this address. This page sends nothing to it and waits for svc to come back.
+        </div>
+      )}
       <nav class="nav" aria-label="Main">
         {NAV.map((n) => (
           <a key={n.href} href={n.href} class={path === n.href || path.startsWith(`${n.href}/`) ? 'active' : ''}>

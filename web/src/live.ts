@@ -10,7 +10,7 @@
  * and reloads.
  */
 import { useEffect, useState } from 'preact/hooks';
-import { csrf } from './api';
+import { csrf, markConnectionLost, verifyServer } from './api';
 
 export interface LiveEvent {
   type: 'event';
@@ -19,7 +19,8 @@ export interface LiveEvent {
   [payload: string]: unknown;
 }
 
-export type LiveState = 'off' | 'connecting' | 'live' | 'retrying';
+/** `impostor`: something other than svc answers at this origin; the page sends nothing to it. */
+export type LiveState = 'off' | 'connecting' | 'live' | 'retrying' | 'impostor';
 
 const handlers = new Set<(e: LiveEvent) => void>();
 const resyncs = new Set<() => void>();
@@ -74,10 +75,28 @@ export function startLive(): void {
     if (!csrf()) return setState('off');
     // 1008 with a resume id that expired: start fresh rather than failing forever.
     if (ev.code === 1008) lastEventId = null;
+    markConnectionLost();
     setState('retrying');
-    retryTimer = window.setTimeout(startLive, retryDelay);
-    retryDelay = Math.min(retryDelay * 2, RETRY_MAX_MS);
+    scheduleReconnect();
   };
+}
+
+/**
+ * Reconnects only to svc itself: whatever answers at this origin must first prove it holds the
+ * session's server key (api.ts `verifyServer`), so a process squatting on the port while svc is
+ * down never receives the token in the `csrf.` subprotocol.
+ */
+function scheduleReconnect(): void {
+  clearTimeout(retryTimer);
+  retryTimer = window.setTimeout(() => {
+    void verifyServer().then((check) => {
+      if (check === 'ok') return startLive();
+      if (check === 'signed_out' || !csrf()) return setState('off');
+      setState(check === 'impostor' ? 'impostor' : 'retrying');
+      scheduleReconnect();
+    });
+  }, retryDelay);
+  retryDelay = Math.min(retryDelay * 2, RETRY_MAX_MS);
 }
 
 export function stopLive(): void {
