@@ -39,6 +39,18 @@ const Empty = Type.Object({}, { additionalProperties: false });
 const sessionShape: SameShape<Static<typeof Session>, ReturnType<OwnerAccount['listSessions']>[number]> = true;
 const startShape: SameShape<Static<typeof SessionResponse>, ReturnType<typeof startSession>> = true;
 
+/**
+ * Browser sessions are made at svc's canonical origin only (http://127.0.0.1:<port>): at localhost
+ * or [::1] the browser would send the cookie and token wherever those names lead, and another
+ * process can hold [::1]:<port> while svc runs. The web app redirects there (src/routes/web.ts).
+ */
+function checkSessionHost(request: FastifyRequest): void {
+  const canonical = new URL(request.server.svc.origin());
+  if (request.headers.host !== canonical.host) {
+    throw new ApiError('forbidden', `Browser sessions are made at ${canonical.origin} only.`, { fix: `Open ${canonical.origin} (not localhost or [::1]) and sign in there.` });
+  }
+}
+
 function startSession(request: FastifyRequest, reply: FastifyReply, session: NewSession) {
   const cookie = { httpOnly: true, sameSite: 'strict', secure: request.protocol === 'https' } as const;
   reply.setCookie(SESSION_COOKIE, session.token, { ...cookie, path: '/', maxAge: SESSION_MAX_MS / 1000 });
@@ -76,13 +88,15 @@ export const ownerRoutes: FastifyPluginAsync = async (app) => {
     return ownerStatus(svc, p);
   });
 
-  app.post<{ Body: Static<typeof Setup> }>('/setup', { config: { auth: 'public' }, schema: { body: Setup, response: { 200: SessionResponse } } }, async (request, reply) =>
-    startSession(request, reply, await setupOwner(svc, request.body.password, request.body.code, request.headers['user-agent'])),
-  );
+  app.post<{ Body: Static<typeof Setup> }>('/setup', { config: { auth: 'public' }, schema: { body: Setup, response: { 200: SessionResponse } } }, async (request, reply) => {
+    checkSessionHost(request);
+    return startSession(request, reply, await setupOwner(svc, request.body.password, request.body.code, request.headers['user-agent']));
+  });
 
-  app.post<{ Body: Static<typeof Login> }>('/login', { config: { auth: 'public' }, schema: { body: Login, response: { 200: SessionResponse } } }, async (request, reply) =>
-    startSession(request, reply, await loginOwner(svc, request.body.password, request.headers['user-agent'], request.cookies[DEVICE_COOKIE])),
-  );
+  app.post<{ Body: Static<typeof Login> }>('/login', { config: { auth: 'public' }, schema: { body: Login, response: { 200: SessionResponse } } }, async (request, reply) => {
+    checkSessionHost(request);
+    return startSession(request, reply, await loginOwner(svc, request.body.password, request.headers['user-agent'], request.cookies[DEVICE_COOKIE]));
+  });
 
   // Sudo mode and the reconnect handshake (src/owner/session-binding.ts, docs/security.md).
   app.post<{ Body: Static<typeof Sudo> }>('/sudo', { config: { auth: 'owner' }, schema: { body: Sudo, response: { 200: SudoResponse } } }, async (request) =>
@@ -100,6 +114,7 @@ export const ownerRoutes: FastifyPluginAsync = async (app) => {
   );
 
   app.post<{ Body: Static<typeof Renewal> }>('/session-renew', { config: { auth: 'public' }, schema: { body: Renewal, response: { 200: SessionResponse } } }, async (request) => {
+    checkSessionHost(request);
     const session = cookieSessionOf(request);
     if (!svc.owner.redeemChallenge(session, request.body.challenge, request.body.answer)) {
       throw unauthorized('The renewal answer is wrong or its challenge expired; sign in again.');
@@ -109,9 +124,10 @@ export const ownerRoutes: FastifyPluginAsync = async (app) => {
 
   app.post('/login-links', { config: { auth: 'owner_bearer' }, schema: { body: Empty, response: { 200: LoginLinkResponse } } }, async () => createLoginLink(svc, svc.origin()));
 
-  app.post<{ Body: Static<typeof Redeem> }>('/login-links/redeem', { config: { auth: 'public' }, schema: { body: Redeem, response: { 200: SessionResponse } } }, async (request, reply) =>
-    startSession(request, reply, redeemLoginLink(svc, request.body.token, request.headers['user-agent'])),
-  );
+  app.post<{ Body: Static<typeof Redeem> }>('/login-links/redeem', { config: { auth: 'public' }, schema: { body: Redeem, response: { 200: SessionResponse } } }, async (request, reply) => {
+    checkSessionHost(request);
+    return startSession(request, reply, redeemLoginLink(svc, request.body.token, request.headers['user-agent']));
+  });
 
   app.post('/logout', { config: { auth: 'owner' }, schema: { body: Empty } }, async (request, reply) => {
     logoutOwner(svc, request.principal!);

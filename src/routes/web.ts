@@ -129,6 +129,11 @@ export const webAppRoutes: FastifyPluginAsync = async (app) => {
     // /favicon.ico) is a 404, not the shell: a stale page asking for an old bundle must fail visibly
     // rather than get HTML as script. Deeper paths with dots are app routes (/inboxes/a@b.test).
     if (file !== shell && (decoded.startsWith(HASHED_ASSETS) || /^\/[^/]*\.[A-Za-z0-9]+$/.test(decoded))) return reply.callNotFound();
+    // The app lives at svc's one canonical origin (http://127.0.0.1:<port>): a session made at
+    // localhost or [::1] would be sent wherever those names lead, and another process can hold
+    // [::1]:<port> while svc runs (docs/security.md, "A squatter on svc's port").
+    const canonical = new URL(request.server.svc.origin());
+    if (request.headers.host !== canonical.host) return reply.redirect(`${canonical.origin}${request.url}`, 308);
     cacheFor.set(request, shell.cache);
     reply
       .header('content-security-policy', APP_CSP)

@@ -18,6 +18,8 @@ import { api, OWNER_PASSWORD, sessionCookie, setupOwner, startSvc, tempDir, type
 import { freePort } from '../helpers/ports.js';
 import { CSRF_HEADER } from '../helpers/principals.js';
 import path from 'node:path';
+import net from 'node:net';
+import { wireRequest } from '../helpers/wire.js';
 
 interface Captured {
   method: string;
@@ -229,4 +231,28 @@ t.test('login: a local guesser cannot lock out a browser that signed in before',
   t.equal(owner.status, 200, 'the browser with its device cookie signs in');
   for (let i = 0; i < 5; i++) await api(base, 'POST', '/v0/owner/login', { headers: { Cookie: device! }, body: { password: `device guess ${i} here` } });
   t.equal((await api(base, 'POST', '/v0/owner/login', { headers: { Cookie: device! }, body: { password: OWNER_PASSWORD } })).status, 429, 'a device has a budget of its own too');
+});
+
+t.test('[::1] and localhost: the same port on another address can be held while svc runs, so sessions live at 127.0.0.1 only', async (t) => {
+  // svc listens on 127.0.0.1 only; nothing stops another process from binding [::1] on its port.
+  const other = net.createServer();
+  const bound = await new Promise<boolean>((resolve) => {
+    other.once('error', () => resolve(false));
+    other.listen(port, '::1', () => resolve(true));
+  });
+  if (bound) await new Promise((resolve) => other.close(resolve));
+  t.comment(`binding [::1]:${port} beside svc ${bound ? 'worked' : 'failed (no IPv6 loopback here)'}`);
+  for (const host of [`localhost:${port}`, `[::1]:${port}`]) {
+    const shell = await wireRequest({ port, method: 'GET', target: '/inboxes?x=1', host });
+    t.equal(shell.status, 308, `the app at ${host} redirects`);
+    t.equal(shell.headers.location, `${base}/inboxes?x=1`, 'to the same page at http://127.0.0.1');
+    const login = await wireRequest({ port, method: 'POST', target: '/v0/owner/login', host, headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ password: OWNER_PASSWORD }) });
+    t.equal(login.status, 403, `no session is made at ${host}`);
+    t.notOk(login.headers['set-cookie'], 'and no cookie is set');
+    t.match((login.body as { fix?: string }).fix, /127\.0\.0\.1/, 'the fix names the address to use');
+    const renew = await wireRequest({ port, method: 'POST', target: '/v0/owner/session-renew', host, headers: { 'Content-Type': 'application/json', Cookie: session.cookie }, body: JSON.stringify({ challenge: 'c', answer: 'a' }) });
+    t.equal(renew.status, 403, `nor renewed at ${host}`);
+  }
+  const canonical = await wireRequest({ port, method: 'GET', target: '/inboxes' });
+  t.equal(canonical.status, 200, 'the app itself is served at 127.0.0.1');
 });
