@@ -6,8 +6,15 @@ export const DEFAULT_MAX_MESSAGE_BYTES = 25 * 1024 * 1024;
 /** RCPT commands accepted in one transaction (RFC 5321 §4.5.3.1.8 asks for at least 100); more → 452. */
 export const MAX_RECIPIENTS_PER_MESSAGE = 100;
 
-/** Concurrent SMTP clients; more are turned away with 421 so a flood cannot exhaust memory. */
+/** Concurrent SMTP sessions admitted; more are turned away with 421 so a flood cannot exhaust memory. */
 export const MAX_SMTP_CLIENTS = 200;
+
+/**
+ * Sockets the SMTP server holds at once, admitted sessions and those being told 421 together (its
+ * own `maxClients`). Above MAX_SMTP_CLIENTS so that connections being refused for a moment do not
+ * crowd out a sender the fair-share rules below would admit.
+ */
+export const MAX_SMTP_SOCKETS = 2 * MAX_SMTP_CLIENTS;
 
 /**
  * Concurrent SMTP connections from one client (an IPv4 address, an IPv6 /64); more get 421.
@@ -15,6 +22,21 @@ export const MAX_SMTP_CLIENTS = 200;
  * (issue 16 finding 8). Real MTAs open a few per destination (Postfix: 20 at most by default).
  */
 export const MAX_SMTP_CONNECTIONS_PER_CLIENT = 20;
+
+/**
+ * Concurrent SMTP connections from one network (an IPv4 /24, an IPv6 /48); more get 421. One
+ * operator usually holds a whole /24 or /48, so without it ten addresses of one network filled all
+ * 200 slots (issue 32). Big senders spread across many networks and need far fewer.
+ */
+export const MAX_SMTP_CONNECTIONS_PER_NETWORK = 50;
+
+/**
+ * Slots kept for networks that have no connection open: once MAX_SMTP_CLIENTS minus these are
+ * taken, a network is admitted only for its first connection, and the networks already holding
+ * slots get 421. So senders with a few networks cannot fill the server, and whoever wants the last
+ * slots must bring a new network for each one.
+ */
+export const SMTP_SLOTS_FOR_NEW_NETWORKS = 40;
 
 /**
  * Idle SMTP connections (also before the greeting is answered, and between commands) are closed

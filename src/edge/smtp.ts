@@ -3,12 +3,22 @@
  * SIZE and by counting DATA bytes, and no `250` until `accept` has the message on disk.
  *
  * Replies (enhanced status codes on): unrouted recipient 550 5.1.1; no routing yet 451 4.3.0;
- * too many recipients 452 4.5.3; oversized 552; storage or processing failure 451 4.3.0; more than
- * MAX_SMTP_CONNECTIONS_PER_CLIENT open connections from one client 421 at connect.
+ * too many recipients 452 4.5.3; oversized 552; storage or processing failure 451 4.3.0; a
+ * connection past its client's or its network's share, or past the shared slots when its network
+ * already has one open, 421 at connect (ConnectionSlots).
  */
 import net from 'node:net';
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server';
-import { MAX_RECIPIENTS_PER_MESSAGE, MAX_SMTP_CLIENTS, MAX_SMTP_CONNECTIONS_PER_CLIENT, SMTP_CLOSE_GRACE_MS, SMTP_SOCKET_TIMEOUT_MS } from './limits.js';
+import {
+  MAX_RECIPIENTS_PER_MESSAGE,
+  MAX_SMTP_CLIENTS,
+  MAX_SMTP_CONNECTIONS_PER_CLIENT,
+  MAX_SMTP_CONNECTIONS_PER_NETWORK,
+  MAX_SMTP_SOCKETS,
+  SMTP_CLOSE_GRACE_MS,
+  SMTP_SLOTS_FOR_NEW_NETWORKS,
+  SMTP_SOCKET_TIMEOUT_MS,
+} from './limits.js';
 import type { RoutingTable } from './routing.js';
 
 export interface ReceivedMessage {
@@ -75,6 +85,16 @@ export function clientKey(remoteAddress: string): string {
   return address;
 }
 
+/**
+ * The network a connection also counts against: the IPv4 /24, or the IPv6 /48 (a site's usual
+ * allocation), so one operator's many addresses share one allowance.
+ */
+export function networkKey(remoteAddress: string): string {
+  const address = plainAddress(remoteAddress);
+  if (net.isIPv6(address)) return `${expandIPv6(address).slice(0, 3).join(':')}::/48`;
+  return `${address.split('.').slice(0, 3).join('.')}.0/24`;
+}
+
 function expandIPv6(address: string): string[] {
   const [head, tail] = address.split('::');
   const part = (s: string | undefined) => (s ? s.split(':') : []);
@@ -84,33 +104,59 @@ function expandIPv6(address: string): string[] {
   return groups.map((g) => (g.includes('.') ? g : parseInt(g || '0', 16).toString(16)));
 }
 
-/** Open sessions per client key, so one address cannot take every slot of `maxClients`. */
-class ClientConnections {
-  private readonly perClient = new Map<string, number>();
-  private readonly counted = new Map<string, string>();
+/** Why a connection was turned away, as its 421 text. */
+const REFUSALS = {
+  client: 'Too many connections from your address; try again later',
+  network: 'Too many connections from your network; try again later',
+  busy: 'Too many connections; try again later',
+} as const;
 
-  /** Counts the session in; false (and not counted) when its client already has the maximum. */
-  admit(session: SMTPServerSession): boolean {
-    const key = clientKey(session.remoteAddress);
-    const open = this.perClient.get(key) ?? 0;
-    if (open >= MAX_SMTP_CONNECTIONS_PER_CLIENT) return false;
-    this.perClient.set(key, open + 1);
-    this.counted.set(session.id, key);
-    return true;
+/**
+ * Open sessions per client and per network, so no one address, no one network and no handful of
+ * networks can take every slot of MAX_SMTP_CLIENTS (docs/edge.md "SMTP"): each is capped, and the
+ * last SMTP_SLOTS_FOR_NEW_NETWORKS slots go one per network that has nothing open.
+ */
+class ConnectionSlots {
+  private open = 0;
+  private readonly perClient = new Map<string, number>();
+  private readonly perNetwork = new Map<string, number>();
+  private readonly counted = new Map<string, { client: string; network: string }>();
+
+  /** Counts the session in, or says why not (and does not count it). */
+  admit(session: SMTPServerSession): keyof typeof REFUSALS | null {
+    const client = clientKey(session.remoteAddress);
+    const network = networkKey(session.remoteAddress);
+    const ofClient = this.perClient.get(client) ?? 0;
+    const ofNetwork = this.perNetwork.get(network) ?? 0;
+    if (ofClient >= MAX_SMTP_CONNECTIONS_PER_CLIENT) return 'client';
+    if (ofNetwork >= MAX_SMTP_CONNECTIONS_PER_NETWORK) return 'network';
+    if (this.open >= MAX_SMTP_CLIENTS) return 'busy';
+    if (this.open >= MAX_SMTP_CLIENTS - SMTP_SLOTS_FOR_NEW_NETWORKS && ofNetwork > 0) return 'busy';
+    this.open++;
+    this.perClient.set(client, ofClient + 1);
+    this.perNetwork.set(network, ofNetwork + 1);
+    this.counted.set(session.id, { client, network });
+    return null;
   }
 
   release(session: SMTPServerSession): void {
-    const key = this.counted.get(session.id);
-    if (key === undefined) return;
+    const keys = this.counted.get(session.id);
+    if (keys === undefined) return;
     this.counted.delete(session.id);
-    const open = (this.perClient.get(key) ?? 1) - 1;
-    if (open > 0) this.perClient.set(key, open);
-    else this.perClient.delete(key);
+    this.open--;
+    decrement(this.perClient, keys.client);
+    decrement(this.perNetwork, keys.network);
   }
 }
 
+function decrement(counts: Map<string, number>, key: string): void {
+  const left = (counts.get(key) ?? 1) - 1;
+  if (left > 0) counts.set(key, left);
+  else counts.delete(key);
+}
+
 export function createSmtpReceiver(ctx: ReceiverContext): SMTPServer {
-  const clients = new ClientConnections();
+  const slots = new ConnectionSlots();
   return new SMTPServer({
     name: ctx.hostname,
     banner: 'svc edge',
@@ -121,7 +167,8 @@ export function createSmtpReceiver(ctx: ReceiverContext): SMTPServer {
     authOptional: true,
     // The reverse name is not used for any decision, and the lookup would go to the system resolver.
     disableReverseLookup: true,
-    maxClients: MAX_SMTP_CLIENTS,
+    // ConnectionSlots admits at most MAX_SMTP_CLIENTS sessions; this bounds sockets, refused ones included.
+    maxClients: MAX_SMTP_SOCKETS,
     socketTimeout: SMTP_SOCKET_TIMEOUT_MS,
     closeTimeout: SMTP_CLOSE_GRACE_MS,
     logger: false,
@@ -129,12 +176,13 @@ export function createSmtpReceiver(ctx: ReceiverContext): SMTPServer {
 
     onConnect(session, callback) {
       if (ctx.stopping()) return callback(new SmtpReply(421, 'Shutting down; try again later'));
-      if (!clients.admit(session)) return callback(new SmtpReply(421, 'Too many connections from your address; try again later'));
+      const refused = slots.admit(session);
+      if (refused) return callback(new SmtpReply(421, REFUSALS[refused]));
       callback();
     },
 
     onClose(session) {
-      clients.release(session);
+      slots.release(session);
     },
 
     onMailFrom(_address, _session, callback) {

@@ -203,6 +203,23 @@ export function refreshTokens(db: Db, req: RefreshRequest, originServed: (origin
 }
 
 /**
+ * The client a code or token was issued to, or null when svc does not hold it: what a token or
+ * revoke request is counted against (src/oauth/rate-window.ts). A read, outside any transaction;
+ * the client comes from the stored grant, never from the request's own `client_id`.
+ */
+export function clientOfCode(db: Db, code: string): string | null {
+  const row = prepared(db, 'SELECT g.client_id FROM oauth_codes c JOIN oauth_grants g ON g.grant_id = c.grant_id WHERE c.code_hash = ?').get(sha256Hex(code)) as { client_id: string } | undefined;
+  return row?.client_id ?? null;
+}
+
+/** As clientOfCode, for an access or refresh token (`kind` narrows it to one of them). */
+export function clientOfToken(db: Db, token: string, kind?: 'access' | 'refresh'): string | null {
+  const sql = 'SELECT g.client_id FROM oauth_tokens t JOIN oauth_grants g ON g.grant_id = t.grant_id WHERE t.token_hash = ?';
+  const row = (kind ? prepared(db, `${sql} AND t.kind = ?`).get(sha256Hex(token), kind) : prepared(db, sql).get(sha256Hex(token))) as { client_id: string } | undefined;
+  return row?.client_id ?? null;
+}
+
+/**
  * RFC 7009 revocation: an access or refresh token revokes its whole family. Null when nothing was
  * revoked (unknown token, another client's token, or already revoked). Runs inside the caller's
  * transaction.

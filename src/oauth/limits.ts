@@ -35,7 +35,11 @@ export const CLIENT_NAME_MAX = 200;
 /** Longest `state` echoed back to the client; more is refused rather than truncated. */
 export const STATE_MAX_LENGTH = 1024;
 
-/** Token and revoke requests per minute, each, counted per listener. */
+/**
+ * Token and revoke requests per minute, each, counted per listener and per client: every client
+ * that presents one of its own codes or tokens has its own window, and all other requests share
+ * one more (src/oauth/rate-window.ts), so junk from anyone cannot refuse a real client's refresh.
+ */
 export const TOKEN_REQUESTS_PER_MINUTE = 120;
 export const REVOKE_REQUESTS_PER_MINUTE = 120;
 /** Token and revoke bodies; registration metadata gets the same bound. */

@@ -17,7 +17,7 @@ import { notFound } from '../core/errors.js';
 import { permissionSet, storedPermissions } from '../auth/permissions.js';
 import { clientRedirectUris, findClient, listClients, purgeClients, readRegistration, registerClient, registrationResponse, sweepOAuth, type ClientPageQuery } from '../oauth/clients.js';
 import { approveRequest, denyRequest, requestView, storeRequest, type Approval, type PendingRequest } from '../oauth/consent.js';
-import { exchangeCode, refreshTokens, revokeGrant, revokeToken, type CodeExchange, type RefreshRequest, type TokenOutcome, type TokenResponse } from '../oauth/grants.js';
+import { clientOfCode, clientOfToken, exchangeCode, refreshTokens, revokeGrant, revokeToken, type CodeExchange, type RefreshRequest, type TokenOutcome, type TokenResponse } from '../oauth/grants.js';
 import { currentOrigins, currentResource } from '../oauth/resources.js';
 import { OAuthError } from '../oauth/errors.js';
 import { GRANT_TYPES, SCOPE, STATE_MAX_LENGTH } from '../oauth/limits.js';
@@ -147,6 +147,24 @@ export function tokenRequest(svc: OAuthServices, body: OAuthParams, originServed
     return refreshAccessToken(svc, { refreshToken: required(body, 'refresh_token'), clientId, resource: param(body, 'resource') }, originServed);
   }
   throw new OAuthError('unsupported_grant_type', `Supported grant types: ${GRANT_TYPES.join(', ')}.`);
+}
+
+/**
+ * Which client a token request is counted against: the client its code or refresh token was
+ * issued to, or null (the shared window for everything unproven) when the request carries none
+ * that svc holds. A `client_id` alone proves nothing: it is public, so a flood naming a real
+ * client must not use up that client's allowance.
+ */
+export function tokenRequestClient(db: Db, body: OAuthParams): string | null {
+  const grantType = body.grant_type;
+  if (grantType === 'authorization_code' && typeof body.code === 'string' && body.code !== '') return clientOfCode(db, body.code);
+  if (grantType === 'refresh_token' && typeof body.refresh_token === 'string' && body.refresh_token !== '') return clientOfToken(db, body.refresh_token, 'refresh');
+  return null;
+}
+
+/** As tokenRequestClient, for a revocation: the client of the access or refresh token sent. */
+export function revokeRequestClient(db: Db, body: OAuthParams): string | null {
+  return typeof body.token === 'string' && body.token !== '' ? clientOfToken(db, body.token) : null;
 }
 
 /** `/oauth/revoke` (RFC 7009): the same silence whether or not the token was known. */

@@ -5,7 +5,7 @@
  * `*`, no credentials), and errors are `{error, error_description}`.
  *
  * Each listener registers this plugin once, so the token and revoke rate windows are counted per
- * listener. Over the tunnel the owner has no session: `/oauth/authorize` sends the browser to the
+ * listener, and within it per client. Over the tunnel the owner has no session: `/oauth/authorize` sends the browser to the
  * same request on the loopback origin, where consent happens (docs/oauth.md).
  */
 import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
@@ -15,12 +15,12 @@ import { webAppDir } from '../http/web-app.js';
 import { SESSION_COOKIE } from '../owner/limits.js';
 import { OAuthError } from '../oauth/errors.js';
 import type { TokenResponse as IssuedTokens } from '../oauth/grants.js';
-import { GRANT_TYPES, RETRY_AFTER_SECONDS, REVOKE_REQUESTS_PER_MINUTE, SCOPE, TOKEN_BODY_MAX, TOKEN_REQUESTS_PER_MINUTE } from '../oauth/limits.js';
-import { RateWindow } from '../oauth/rate-window.js';
+import { GRANT_TYPES, MAX_CLIENTS, RETRY_AFTER_SECONDS, REVOKE_REQUESTS_PER_MINUTE, SCOPE, TOKEN_BODY_MAX, TOKEN_REQUESTS_PER_MINUTE } from '../oauth/limits.js';
+import { ClientRateWindows } from '../oauth/rate-window.js';
 import { currentOrigins, loopbackOrigin, noteLoopbackOrigin } from '../oauth/resources.js';
 import { RegistrationResponse, ResourceMetadataResponse, ServerMetadataResponse, TokenResponse } from '../oauth/schemas.js';
 import type { SameShape } from '../core/validation.js';
-import { readAuthorizationRequest, registerOAuthClient, revokeRequest, storeAuthorizationRequest, tokenRequest } from '../requests/oauth.js';
+import { readAuthorizationRequest, registerOAuthClient, revokeRequest, revokeRequestClient, storeAuthorizationRequest, tokenRequest, tokenRequestClient } from '../requests/oauth.js';
 
 const RESOURCE_METADATA = '/.well-known/oauth-protected-resource';
 const SERVER_METADATA = '/.well-known/oauth-authorization-server';
@@ -87,8 +87,10 @@ export const oauthRoutes: FastifyPluginAsync = async (app) => {
   const origin = () => app.svc.origin();
   if (listener === 'local') noteLoopbackOrigin(db, app.svc.origin);
   const originServed = (o: string) => currentOrigins(db).includes(o);
-  const tokenWindow = new RateWindow(TOKEN_REQUESTS_PER_MINUTE);
-  const revokeWindow = new RateWindow(REVOKE_REQUESTS_PER_MINUTE);
+  // Per client proven by its own code or token, plus one shared window for the rest, so junk
+  // cannot refuse a real client (docs/oauth.md "Rate limits").
+  const tokenWindows = new ClientRateWindows(TOKEN_REQUESTS_PER_MINUTE, MAX_CLIENTS);
+  const revokeWindows = new ClientRateWindows(REVOKE_REQUESTS_PER_MINUTE, MAX_CLIENTS);
 
   // Token and revocation requests are form-encoded (RFC 6749 §4.1.3); JSON is accepted too. A
   // repeated name becomes an array, which `param` refuses.
@@ -174,8 +176,9 @@ export const oauthRoutes: FastifyPluginAsync = async (app) => {
       ...ANY_ORIGIN,
       bodyLimit: TOKEN_BODY_MAX,
       schema: { response: { 200: TokenResponse } },
-      onRequest: async () => {
-        if (!tokenWindow.take()) throw rateLimited();
+      // After the (bounded) body is read: the window is chosen by the credential it carries.
+      preHandler: async (request) => {
+        if (!tokenWindows.take(tokenRequestClient(db, (request.body ?? {}) as Params))) throw rateLimited();
       },
     },
     async (request, reply) => {
@@ -191,8 +194,8 @@ export const oauthRoutes: FastifyPluginAsync = async (app) => {
     {
       ...ANY_ORIGIN,
       bodyLimit: TOKEN_BODY_MAX,
-      onRequest: async () => {
-        if (!revokeWindow.take()) throw rateLimited();
+      preHandler: async (request) => {
+        if (!revokeWindows.take(revokeRequestClient(db, (request.body ?? {}) as Params))) throw rateLimited();
       },
     },
     async (request, reply) => {

@@ -9,7 +9,7 @@ import { openDatabase, type Db } from '../../src/db/open.js';
 import { checkRedirectUri, matchesRegistered, redirectHost, withResponseParams } from '../../src/oauth/redirect-uris.js';
 import { OAuthError } from '../../src/oauth/errors.js';
 import { pkceMatches, createGrant, exchangeCode, accessTokenPrincipal, currentGrantPrincipal, revokeGrant } from '../../src/oauth/grants.js';
-import { RateWindow } from '../../src/oauth/rate-window.js';
+import { ClientRateWindows, RateWindow } from '../../src/oauth/rate-window.js';
 import { registerClient } from '../../src/oauth/clients.js';
 import { issueDownloadUrl, readDownloadToken, type DownloadTarget } from '../../src/auth/downloads.js';
 import { verifyDownload } from '../../src/routes/downloads.js';
@@ -54,6 +54,15 @@ t.test('the rate window allows its limit per window, then refuses until the next
   const window = new RateWindow(3, 60_000);
   t.same([window.take(0), window.take(1), window.take(2), window.take(3), window.take(59_999)], [true, true, true, false, false]);
   t.equal(window.take(60_000), true, 'a new window');
+});
+
+t.test('client rate windows: each proven client and the unproven rest are counted apart', async (t) => {
+  const windows = new ClientRateWindows(2, 3, 60_000);
+  t.same([windows.take(null, 0), windows.take(null, 1), windows.take(null, 2)], [true, true, false], 'the unproven share one window');
+  t.same([windows.take('a', 3), windows.take('a', 4), windows.take('a', 5)], [true, true, false], 'a client has its own');
+  t.equal(windows.take('b', 6), true, 'another client is not refused');
+  for (const id of ['c', 'd', 'e']) windows.take(id, 60_010);
+  t.equal(windows.take('a', 60_011), true, 'ended windows dropped past the bound start again');
 });
 
 const ORIGIN = 'http://127.0.0.1:8025';
