@@ -22,7 +22,7 @@ export interface AppContext {
   /** Requests waiting for the next message (GET …/messages/wait, MCP wait_for_message). */
   waits: MessageWaits;
   owner: OwnerAccount;
-  /** The listener's own origin, e.g. http://127.0.0.1:8025; set once listening. */
+  /** The listener's own origin, e.g. http://127.0.0.1:8733; set once listening. */
   origin: () => string;
   /** Which listener this app serves: loopback (everything) or the tunnel (agent routes only). */
   listener: Listener;

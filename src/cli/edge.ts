@@ -19,8 +19,8 @@ import { limitHeapGrowth } from '../core/heap-limits.js';
 import { DEFAULT_CHECK_EVERY_MS, DEFAULT_RENEW_BEFORE_MS, LETS_ENCRYPT_DIRECTORY, type AcmeCertificates, type AcmeOptions } from '../edge/acme.js';
 import type { MtaStsOptions, MtaStsServer } from '../edge/mta-sts.js';
 
-export const DEFAULT_EDGE_SMTP_PORT = 2525;
-export const DEFAULT_EDGE_API_PORT = 8026;
+export const DEFAULT_EDGE_SMTP_PORT = 2733;
+export const DEFAULT_EDGE_API_PORT = 8790;
 const LOOPBACK = '127.0.0.1';
 const MIN_MESSAGE_BYTES = 1024;
 

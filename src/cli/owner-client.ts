@@ -236,7 +236,7 @@ export async function connect(flags: { home?: string; flavor?: string }, env: No
     try {
       base = new URL(url);
     } catch {
-      throw new CliError('validation_error', 'SVC_URL is not a URL.', 'Set SVC_URL to the service origin, e.g. http://127.0.0.1:8025 or https://mail.example.com.');
+      throw new CliError('validation_error', 'SVC_URL is not a URL.', 'Set SVC_URL to the service origin, e.g. http://127.0.0.1:8733 or https://mail.example.com.');
     }
     if (base.protocol !== 'http:' && base.protocol !== 'https:') throw new CliError('validation_error', 'SVC_URL must be an http or https URL.');
     // The origin only: a trailing slash or a pasted `/v0` must not double the API prefix.

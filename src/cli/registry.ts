@@ -43,14 +43,14 @@ export const LOCAL_COMMANDS: Group[] = [
         summary: 'Run svc: unlock the home, serve on 127.0.0.1 and run the mail loops. Refused with SVC_URL or SVC_API_KEY set (exit 4).',
         options: [
           opt('init', 'Create the home and its keys on first use (never overwrites).'),
-          opt('port N', 'Port on 127.0.0.1 (default 8025; a development home moves to the next free one when it is taken; 0 picks any free port).'),
+          opt('port N', 'Port on 127.0.0.1 (default 8733; a development home moves to the next free one when it is taken; 0 picks any free port).'),
           opt('local-edge', 'Also run the built-in edge in-process on loopback and pair with it.'),
-          opt('smtp-port N', 'The local edge SMTP port on 127.0.0.1 (with --local-edge; default 2525, the same rule as --port).'),
+          opt('smtp-port N', 'The local edge SMTP port on 127.0.0.1 (with --local-edge; default 2733, the same rule as --port).'),
           opt('edge-dns IP[:PORT][,...]', 'Name servers the local edge uses for MX lookups.'),
           opt('relay-port N', 'Deliver outbound mail to this port instead of 25 (testing).'),
           opt('dns IP[:PORT][,...]', 'Name servers for domain checks.'),
         ],
-        examples: ['svc serve --init --local-edge', 'svc serve --port 8026', 'svc --version'],
+        examples: ['svc serve --init --local-edge', 'svc serve --port 8800', 'svc --version'],
         run: async () => 0,
       },
     },
@@ -59,7 +59,7 @@ export const LOCAL_COMMANDS: Group[] = [
     name: 'service',
     summary: 'run svc as a per-user background service',
     actions: {
-      install: { summary: 'Register `svc serve` with the platform service manager (release package, initialized home).', options: [opt('port N', 'The fixed port (default 8025).')], examples: ['svc service install --port 8025'], run: async () => 0 },
+      install: { summary: 'Register `svc serve` with the platform service manager (release package, initialized home).', options: [opt('port N', 'The fixed port (default 8733).')], examples: ['svc service install --port 8733'], run: async () => 0 },
       status: { summary: 'Show installed, registered, running, state, http_healthy, port and log paths.', examples: ['svc service status --json'], run: async () => 0 },
       uninstall: { summary: 'Remove the service definition; the home and its data stay.', examples: ['svc service uninstall'], run: async () => 0 },
     },
@@ -71,7 +71,7 @@ export const LOCAL_COMMANDS: Group[] = [
     actions: {
       '': {
         summary: 'Run the internet-facing edge: SMTP receiver, sealed buffer and edge API. Prints its API URL and token for `svc transport set`.',
-        options: [opt('data DIR', 'Where the edge keeps its buffer.'), opt('host H', 'Address to listen on.'), opt('smtp-port N', 'SMTP port (default 2525; 25 for real internet mail).'), opt('api-port N', 'Edge API port.'), opt('hostname NAME', 'The edge host name (MX).')],
+        options: [opt('data DIR', 'Where the edge keeps its buffer.'), opt('host H', 'Address to listen on.'), opt('smtp-port N', 'SMTP port (default 2733; 25 for real internet mail).'), opt('api-port N', 'Edge API port (default 8790).'), opt('hostname NAME', 'The edge host name (MX).')],
         examples: ['svc edge --data /var/lib/svc-edge --hostname mx.example.com'],
         run: async () => 0,
       },

@@ -1,14 +1,14 @@
 /**
- * The fixed local ports (issue 21 §3, docs/ports.md): `svc serve` listens on 127.0.0.1:8025 and
- * the built-in edge takes SMTP on 127.0.0.1:2525 unless told otherwise, so the owner's URL stays
+ * The fixed local ports (issue 21 §3, docs/ports.md): `svc serve` listens on 127.0.0.1:8733 and
+ * the built-in edge takes SMTP on 127.0.0.1:2733 unless told otherwise, so the owner's URL stays
  * the same across restarts and matches `svc service install`'s default. A taken port stops a
  * production start with an error naming it; a development home moves to the next free port and
  * says so.
  */
 import net from 'node:net';
 
-export const DEFAULT_SERVICE_PORT = 8025;
-export const DEFAULT_LOCAL_SMTP_PORT = 2525;
+export const DEFAULT_SERVICE_PORT = 8733;
+export const DEFAULT_LOCAL_SMTP_PORT = 2733;
 /** Ports after the default a development start tries. */
 export const DEV_PORT_TRIES = 20;
 
