@@ -44,7 +44,8 @@ const MAX_IBAN_GROUP_CHARS = 4;
 /** Characters of an email address (RFC 5321). */
 const MAX_ADDRESS_CHARS = 320;
 
-export type PartMismatchReason = 'hidden_text' | 'styled_text' | 'unseen_images' | 'html_only' | 'text_only' | 'unchecked';
+export const PART_MISMATCH_REASONS = ['hidden_text', 'styled_text', 'unseen_images', 'html_only', 'text_only', 'unchecked'] as const;
+export type PartMismatchReason = (typeof PART_MISMATCH_REASONS)[number];
 
 /** Why a draft's parts may not say the same thing; `detail` names what differs (never more than a few short examples). */
 export interface PartMismatch {
