@@ -85,14 +85,6 @@ export function compareParts(parts: { text: string | null; html: string | null }
       const first = hidden.find((r) => r.strong) ?? hidden[0];
       findings.push({ reason: 'hidden_text', detail: `the HTML has text the reader does not see (${first.reason}): ${quote(first.text, MAX_HIDDEN_QUOTE_CHARS)}` });
     }
-    if (markup.styledText !== null) findings.push({ reason: 'styled_text', detail: markup.styledText });
-    if (markup.unseenImages > 0) {
-      findings.push({
-        reason: 'unseen_images',
-        detail: `the HTML shows ${markup.unseenImages === 1 ? 'an image' : `${markup.unseenImages} images`} this view does not load (remote or attached); ${markup.unseenImages === 1 ? 'it' : 'they'} may show anything`,
-      });
-    }
-
     const text = parts.text ?? null;
     if (text !== null && text !== '') {
       const htmlSays = contentOf(page.visible);
@@ -102,6 +94,14 @@ export function compareParts(parts: { text: string | null; html: string | null }
       if (htmlOnly !== null) findings.push({ reason: 'html_only', detail: `the HTML shows what the text part does not: ${htmlOnly}` });
       const textOnly = differences(textSays, htmlSays);
       if (textOnly !== null) findings.push({ reason: 'text_only', detail: `the text part says what the HTML does not: ${textOnly}` });
+    }
+
+    if (markup.styledText !== null) findings.push({ reason: 'styled_text', detail: markup.styledText });
+    if (markup.unseenImages > 0) {
+      findings.push({
+        reason: 'unseen_images',
+        detail: `the HTML shows ${markup.unseenImages === 1 ? 'an image' : `${markup.unseenImages} images`} this view does not load (remote or attached); ${markup.unseenImages === 1 ? 'it' : 'they'} may show anything`,
+      });
     }
 
     const long = [text !== null && text.length > MAX_COMPARED_CHARS ? 'the text part' : null, html.length > MAX_COMPARED_CHARS ? 'the HTML' : null].filter((w) => w !== null);
