@@ -228,22 +228,19 @@ interface Token {
 
 /** Runs of letters and digits; digits separated by one of NUMBER_SEPARATORS stay one number ("48,000"). */
 function alnumTokens(s: string): Token[] {
-  const tokens: Token[] = [];
-  let lastEnd = -2;
+  // Spans first, sliced once at the end: growing a merged number by concatenation would build a
+  // chain of string pieces as long as the number (a hostile "1,1,1,…" makes the collector crawl).
+  const spans: { start: number; end: number; spaced: boolean }[] = [];
   let endsWithDigit = false;
   for (const m of s.matchAll(ALNUM_RUNS)) {
     const run = m[0];
     const start = m.index;
-    const prev = tokens[tokens.length - 1];
-    if (prev && start === lastEnd + 1 && NUMBER_SEPARATORS.has(s[lastEnd]) && endsWithDigit && isDigit(run.codePointAt(0)!)) {
-      prev.value += s[lastEnd] + run;
-    } else {
-      tokens.push({ value: run, spaced: prev !== undefined && start === lastEnd + 1 && s[lastEnd] === ' ' });
-    }
+    const prev = spans[spans.length - 1];
+    if (prev && start === prev.end + 1 && NUMBER_SEPARATORS.has(s[prev.end]) && endsWithDigit && isDigit(run.codePointAt(0)!)) prev.end = start + run.length;
+    else spans.push({ start, end: start + run.length, spaced: prev !== undefined && start === prev.end + 1 && s[prev.end] === ' ' });
     endsWithDigit = isDigit(lastCodePoint(run));
-    lastEnd = start + run.length;
   }
-  return tokens;
+  return spans.map((span) => ({ value: s.slice(span.start, span.end), spaced: span.spaced }));
 }
 
 const DIGIT = /\p{Nd}/u;
