@@ -8,6 +8,7 @@ import { resolveInbox } from './inboxes.js';
 import type { ServiceClient } from './owner-client.js';
 import { bodyText, fields, out, pageTable, printJson, type Column, WHOLE } from './output.js';
 import type { Draft, DraftItem } from '../mail/drafts/schemas.js';
+import { htmlAsText } from '../mail/part-mismatch.js';
 
 const COLUMNS: Column<DraftItem>[] = [
   ['DRAFT', (d) => d.draft_id, WHOLE],
@@ -26,6 +27,11 @@ async function draftInbox(ctx: Ctx, client: ServiceClient): Promise<string> {
   return (await client.call<Draft>('GET', `/v0/drafts/${enc(ctx.args[0])}`)).inbox_id;
 }
 
+/**
+ * A draft as its approver must see it: every header the recipient gets (From, Reply-To, custom
+ * headers), the attachments, both parts (the HTML as the reader sees its text) and svc's warnings
+ * where the parts may not say the same thing.
+ */
 function showDraft(ctx: Ctx, d: Draft, lead?: string): void {
   if (ctx.json) return printJson(d);
   const head = fields([
@@ -33,17 +39,28 @@ function showDraft(ctx: Ctx, d: Draft, lead?: string): void {
     ['inbox', d.inbox_id],
     ['status', `${d.state}${d.send_reason ? ` (${d.send_reason})` : ''}`],
     ['send at', d.send_at],
+    ['from', d.from],
     ['to', d.to],
     ['cc', d.cc],
     ['bcc', d.bcc],
+    ['reply to', d.reply_to],
     ['subject', d.subject],
+    ...Object.entries(d.headers ?? {}).map(([name, value]) => ['header', `${name}: ${value}`] as [string, unknown]),
+    ['replies to', d.in_reply_to],
+    ['forwards', d.forward_of && `${d.forward_of} (its text, HTML and attachments are added when sent)`],
     ['labels', d.labels],
-    ...d.attachments.map((a) => ['attachment', `${a.attachment_id} ${a.filename ?? ''} ${a.size} bytes`] as [string, unknown]),
+    ...d.attachments.map((a) => ['attachment', `${a.attachment_id} ${a.filename ?? '(unnamed)'} ${a.content_type ?? 'no type'} ${a.size} bytes`] as [string, unknown]),
+    ...(d.guard_findings ?? []).map((f) => ['guard', `${f.detector}: ${f.detail}`] as [string, unknown]),
+    ...(d.part_mismatch ?? []).map((m) => ['MISMATCH', `${m.reason}: ${m.detail}`] as [string, unknown]),
     ['message', d.message_id],
     // The version to pass to `svc drafts approve --expected-updated-at`: approve what was read.
     ['updated at', d.updated_at],
   ]);
-  out(`${lead ? `${lead}\n` : ''}${head}${d.text ? `\n\n${bodyText(d.text)}` : ''}`);
+  const parts = [
+    d.text !== null ? `${d.html !== null ? '--- text part ---\n' : ''}${bodyText(d.text)}` : null,
+    d.html !== null ? `--- HTML part, as its reader sees the text (svc drafts show --json has the HTML) ---\n${bodyText(htmlAsText(d.html))}` : null,
+  ].filter((p) => p !== null);
+  out(`${lead ? `${lead}\n` : ''}${head}${parts.map((p) => `\n\n${p}`).join('')}`);
 }
 
 export const group: Group = {

@@ -254,7 +254,8 @@ interface HiddenRun {
   /** Hidden for sure; a weakly hidden run (white text on a page whose background is not known) counts only for instructions. */
   strong: boolean;
 }
-interface Page {
+/** HTML as a reader sees it; also what src/mail/part-mismatch.ts compares a draft's text part with. */
+export interface Page {
   /** The visible text: entities decoded, whitespace collapsed, a line per block, invisible characters kept. */
   visible: string;
   /** Stretches of hidden text, split where visible text comes between them. */
@@ -356,8 +357,8 @@ function decodeEntity(s: string, at: number, to: number): { text: string; end: n
   return text === undefined ? null : { text, end: p + 1 };
 }
 
-/** s[from, to) with its entities decoded; reads no further than `to` (the text between two tags). */
-function decodeText(s: string, from: number, to: number): string {
+/** s[from, to) with its entities decoded; reads no further than `to` (the text between two tags). Also read by src/mail/part-mismatch.ts. */
+export function decodeText(s: string, from: number, to: number): string {
   let amp = from;
   while (amp < to && s.charCodeAt(amp) !== 0x26 /* & */) amp++;
   if (amp >= to) return s.slice(from, to);
@@ -455,7 +456,8 @@ function tagAt(html: string, lt: number): Tag {
   };
 }
 
-function renderHtml(html: string): Page {
+/** One forward pass, linear in `html` whatever its nesting; the caller bounds its length. */
+export function renderHtml(html: string): Page {
   const visible = new RenderedText();
   const hidden: { text: RenderedText; reason: string; strong: boolean }[] = [];
   let run: (typeof hidden)[number] | null = null;

@@ -19,7 +19,7 @@ import { CreateDraftBody, UpdateDraftBody } from '../mail/drafts/schemas.js';
 import { CreateInboxBody, UpdateInboxBody } from '../mail/inbox-schemas.js';
 import { DIRECTIONS, LIST_TYPES } from '../mail/lists.js';
 import { MessageListQuery, SearchQuery, ThreadListQuery, ThreadPageQuery } from '../mail/query.js';
-import { createDraftFor, deleteDraftFor, draftListPage, DraftListQuery, readDraftFor, SendDraftBody, sendDraftFor, updateDraftFor } from '../requests/drafts.js';
+import { createDraftFor, deleteDraftFor, draftListPage, DraftListQuery, SendDraftBody, sendDraftFor, updateDraftFor } from '../requests/drafts.js';
 import { createInboxFor, deleteInboxFor, inboxListPage, InboxSearchQuery, inboxSearchPage, readInbox, updateInboxFor } from '../requests/inboxes.js';
 import { LabelEditRequest } from '../requests/labels.js';
 import { ENTRY_INPUT_MAX, listEntriesPage, readListEntry } from '../requests/lists.js';
@@ -455,7 +455,7 @@ export const TOOLS: McpTool[] = [
     description: 'Get a draft with its content, status and scheduled send time.',
     from: [scopePath(DraftParams)],
     annotations: withTitle(READ, 'Get Draft'),
-    run: ({ svc, principal }, a) => readDraftFor(svc.db, principal, { inbox_id: a.inboxId, draft_id: a.draftId }),
+    run: ({ svc, principal }, a) => svc.reads.run('readDraftFor', principal, { inbox_id: a.inboxId, draft_id: a.draftId }),
   }),
   tool<Args<typeof InboxParams>>({
     name: 'create_draft',

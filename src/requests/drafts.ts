@@ -24,14 +24,9 @@ import { idempotencyKey, recordIdempotent, replayIdempotent, requestHash } from 
 import { labelEdit, MAX_LABEL_LENGTH, MAX_LABELS_PER_EDIT } from '../mail/labels.js';
 import { keysetPage, queryList, TimeQuery, timeBounds } from '../mail/query.js';
 import { performSend, type SendResult } from '../mail/send-flow.js';
+import { draftScope, type DraftTarget } from './draft-read.js';
 import { LabelEditRequest } from './labels.js';
 import { sendContext, type SendServices } from './send.js';
-
-/** Where a draft is looked for: one inbox (the inbox-scoped form) or the caller's whole scope. */
-export interface DraftTarget {
-  inbox_id?: string;
-  draft_id: string;
-}
 
 const DraftSendStatus = Type.Union(DRAFT_STATUSES.map((s) => Type.Literal(s)));
 
@@ -67,20 +62,6 @@ export function publishDraftWrite(bus: Bus, write: { seqs: number[]; wake?: bool
   if (write.wake) bus.publish({ kind: 'wake', loop: 'scheduled-drafts' });
 }
 
-/** The draft after scope (404), permission (403) and existence (404), in that order. */
-export function draftScope(db: Db, p: Principal, target: DraftTarget, permission: Permission): DraftRow {
-  if (target.inbox_id !== undefined) {
-    const inbox = inboxFor(db, p, target.inbox_id, permission);
-    const row = draftRow(db, inbox.inbox_id, target.draft_id);
-    if (!row) throw notFound('draft');
-    return row;
-  }
-  const row = draftById(db, target.draft_id);
-  if (!row || !inScope(p, row.inbox_id)) throw notFound('draft');
-  requirePermission(p, permission);
-  return row;
-}
-
 /** One page of drafts in one inbox or across the caller's scope; the body of `GET .../drafts`. */
 export function draftListPage(db: Db, p: Principal, inboxId: string | undefined, q: DraftListQuery) {
   let inboxIds: string[] | 'all';
@@ -95,12 +76,6 @@ export function draftListPage(db: Db, p: Principal, inboxId: string | undefined,
   const { page, respond } = keysetPage(db, { route: `drafts.list.${form}`, filters: { inbox: inboxId ?? '*', ...filters, ascending: q.ascending === true }, principal: p }, q);
   const { items, next } = listDrafts(db, inboxIds, filters, page);
   return respond('drafts', items, next);
-}
-
-/** One draft with its attachments. */
-export function readDraftFor(db: Db, p: Principal, target: DraftTarget): Draft {
-  const row = draftScope(db, p, target, 'draft_read');
-  return draftShape(row, draftAttachments(db, row.draft_id));
 }
 
 /** A draft's attachment with a signed download URL on `origin` (see messageAttachmentDownload). */

@@ -10,6 +10,7 @@ import { readThread, threadListPage, threadSearchPage } from './threads.js';
 import { startMessageWait, waitedMessage } from './message-waits.js';
 import { receivedAfterSeq } from '../mail/waits.js';
 import { metricCounts, metricEvents, metricUsage } from './metrics.js';
+import { readDraftFor } from './draft-read.js';
 
 export const READ_OPS = {
   /** Loads a reader thread and opens its connection (`Readers.start`); answers true. */
@@ -27,6 +28,7 @@ export const READ_OPS = {
   metricEvents,
   metricUsage,
   metricCounts,
+  readDraftFor,
 } as const;
 
 export type ReadOp = keyof typeof READ_OPS;

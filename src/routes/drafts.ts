@@ -15,7 +15,6 @@ import {
   draftAttachmentDownload,
   draftListPage,
   DraftListQuery,
-  readDraftFor,
   RejectBody,
   rejectDraftFor,
   SendDraftBody,
@@ -44,7 +43,7 @@ function readRoutes(app: FastifyInstance, base: string): void {
   );
 
   app.get<{ Params: DraftParams }>(`${base}/:draft_id`, { config: { auth: 'agent' }, schema: { params: DraftParams, response: { 200: Draft } } }, async (request) =>
-    readDraftFor(db, request.principal!, request.params),
+    app.svc.reads.run('readDraftFor', request.principal!, request.params),
   );
 
   app.get<{ Params: DraftAttachmentParams }>(

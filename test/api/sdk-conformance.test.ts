@@ -60,7 +60,7 @@ const EXTENSIONS: Record<string, string[]> = {
   SearchMessagesResponse: [...MESSAGE_EXTENSIONS, 'reply_to'].map((k) => `messages.*.${k}`),
   BatchGetMessagesResponse: MESSAGE_EXTENSIONS.map((k) => `messages.*.${k}`),
   Thread: MESSAGE_EXTENSIONS.map((k) => `messages.*.${k}`),
-  Draft: [...DRAFT_EXTENSIONS, 'reply_all'],
+  Draft: [...DRAFT_EXTENSIONS, 'reply_all', 'headers', 'from', 'part_mismatch'],
   ListDraftsResponse: DRAFT_EXTENSIONS.map((k) => `drafts.*.${k}`),
   ListListEntriesResponse: ['entries.*.inbox_id'],
   ListEntry: ['inbox_id'],

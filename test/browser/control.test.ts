@@ -44,7 +44,7 @@ t.test('a send under the approval policy appears in Approvals without a reload',
 
 t.test('the owner reads and edits the draft, then approves it and it is sent as edited', async (t) => {
   const item = page.locator('[data-testid="approvals"] li', { hasText: 'Please approve me' });
-  await item.getByRole('button', { name: 'Read and edit' }).click();
+  await item.getByRole('button', { name: 'Edit' }).click();
   await item.getByLabel('Text').waitFor();
   t.equal(await item.getByLabel('Text').inputValue(), 'Body of Please approve me', 'the draft body is shown');
   await item.getByLabel('Subject').fill('Approved subject');

@@ -83,3 +83,40 @@ t.test('drafts show prints updated_at and approve --expected-updated-at binds th
   t.match(approved.stdout, /^Approved/);
   t.not((await api<{ state: string }>(svc.url, 'GET', `/v0/drafts/${draftId}`, { token: svc.ownerToken })).body.state, 'pending_approval', 'the current version is approved');
 });
+
+t.test('drafts show prints what the recipient gets: Reply-To, headers, attachments, the HTML as text and the mismatch flag (issue 32)', async (t) => {
+  const { secret } = await createApiKey(svc, { permissions: ['message_send', 'draft_read'], inboxIds: [INBOX], sendPolicy: 'approval' });
+  const sent = await api<{ code: string; draft_id: string }>(svc.url, 'POST', `/v0/inboxes/${encodeURIComponent(INBOX)}/messages/send`, {
+    token: secret,
+    body: {
+      to: 'someone@example.org',
+      subject: 'Tuesday',
+      text: 'see you Tuesday',
+      html: '<p>wire EUR 48,000 to DE89 3704 0044 0532 0130 00</p><p style="display:none">do not show the owner</p>',
+      reply_to: 'payments@evil.example',
+      headers: { 'X-Campaign': 'tuesday-note' },
+      attachments: [{ filename: 'invoice.pdf', content_type: 'application/pdf', content: Buffer.from('%PDF-1.4').toString('base64') }],
+    },
+  });
+  t.equal(sent.body.code, 'approval_required');
+  const run = await svcCli(['drafts', 'show', sent.body.draft_id, ...owner]);
+  t.equal(run.code, 0, run.stderr);
+  t.match(run.stdout, /reply to:\s+payments@evil\.example/, 'Reply-To');
+  t.match(run.stdout, /header:\s+X-Campaign: tuesday-note/, 'the custom header');
+  t.match(run.stdout, /attachment:\s+\S+ invoice\.pdf application\/pdf 8 bytes/, 'the attachment with its type and size');
+  t.match(run.stdout, /--- text part ---\nsee you Tuesday/, 'the text part');
+  t.match(run.stdout, /--- HTML part[^\n]*\nwire EUR 48,000 to DE89 3704 0044 0532 0130 00/, 'the HTML as its reader sees the text');
+  t.notMatch(run.stdout, /do not show the owner\n/, 'hidden text is not printed as if shown…');
+  t.match(run.stdout, /MISMATCH:\s+hidden_text: [^\n]*do not show the owner/, '…but flagged');
+  t.match(run.stdout, /MISMATCH:\s+html_only: [^\n]*IBAN “DE89 3704 0044 0532 0130 00”[^\n]*48,000/, 'the mismatch names the IBAN and the amount');
+
+  const agreeing = await api<{ code: string; draft_id: string }>(svc.url, 'POST', `/v0/inboxes/${encodeURIComponent(INBOX)}/messages/send`, {
+    token: secret,
+    body: { to: 'someone@example.org', subject: 'Agreeing', text: 'See you Tuesday.', html: '<p>See you <b>Tuesday</b>.</p>' },
+  });
+  const calm = await svcCli(['drafts', 'show', agreeing.body.draft_id, ...owner]);
+  t.equal(calm.code, 0, calm.stderr);
+  t.notMatch(calm.stdout, /MISMATCH/, 'parts that agree are not flagged');
+  const json = await svcCli(['drafts', 'show', sent.body.draft_id, '--json', ...owner]);
+  t.match(json.json<{ headers: unknown; reply_to: unknown; part_mismatch: { reason: string }[] }>(), { headers: { 'X-Campaign': 'tuesday-note' }, reply_to: ['payments@evil.example'] });
+});

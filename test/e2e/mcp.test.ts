@@ -196,6 +196,37 @@ t.test('the approval send policy turns a send into a draft: approval_required wi
   t.match(draft.body, { draft_id: res.body.draft_id, subject: 'Needs approval', state: 'pending_approval' });
 });
 
+t.test('get_draft shows what the recipient gets: HTML, Reply-To, headers, attachments, From and the part mismatch (issue 32)', async (t) => {
+  const inbox = await newInbox();
+  const client = await connect(await keyFor([inbox], ALL, 'approval'));
+  const res = await call(client, 'send_message', {
+    inboxId: inbox,
+    to: 'bob@remote.example',
+    subject: 'Tuesday',
+    text: 'see you Tuesday',
+    html: '<p>wire EUR 48,000 to DE89 3704 0044 0532 0130 00</p>',
+    replyTo: 'payments@evil.example',
+    headers: { 'X-Campaign': 'tuesday-note' },
+    attachments: [{ filename: 'invoice.pdf', contentType: 'application/pdf', content: Buffer.from('%PDF-1.4').toString('base64') }],
+  });
+  t.match(res.body, { code: 'approval_required', draft_id: String });
+  const draft = await call(client, 'get_draft', { inboxId: inbox, draftId: res.body.draft_id });
+  t.notOk(draft.isError);
+  t.match(draft.body, {
+    html: '<p>wire EUR 48,000 to DE89 3704 0044 0532 0130 00</p>',
+    text: 'see you Tuesday',
+    reply_to: ['payments@evil.example'],
+    headers: { 'X-Campaign': 'tuesday-note' },
+    attachments: [{ filename: 'invoice.pdf', content_type: 'application/pdf', size: 8 }],
+    from: inbox,
+    part_mismatch: [{ reason: 'html_only', detail: /IBAN “DE89 3704 0044 0532 0130 00”.*48,000/ }, { reason: 'text_only' }],
+  });
+  const agreeing = await call(client, 'send_message', { inboxId: inbox, to: 'bob@remote.example', subject: 'Agreeing', text: 'See you Tuesday.', html: '<p>See you <b>Tuesday</b>.</p>' });
+  const calm = await call(client, 'get_draft', { inboxId: inbox, draftId: agreeing.body.draft_id });
+  t.same(calm.body.part_mismatch, [], 'parts that agree: no mismatch');
+  t.equal(calm.body.headers, null, 'no custom headers: null');
+});
+
 t.test('the guarded send policy: clean mail goes out, a credential is held with approval_required and the reasons', async (t) => {
   const inbox = await newInbox();
   const client = await connect(await keyFor([inbox], ALL, 'guarded'));

@@ -9,6 +9,7 @@ import { Addresses, AttachmentInput } from '../compose-schemas.js';
 import { LabelList } from '../label-schemas.js';
 import { Attachment } from '../serialize-schemas.js';
 import { MAX_ATTACHMENTS_INPUT, MAX_BODY_CHARS, MAX_DRAFT_REFERENCES, MAX_MESSAGE_ID_INPUT, MAX_SUBJECT_INPUT } from '../limits.js';
+import { PART_MISMATCH_REASONS, type PartMismatchReason } from '../part-mismatch.js';
 import { DRAFT_STATUSES, type DraftStatus, SDK_DRAFT_SEND_STATUSES, type SdkDraftSendStatus } from './states.js';
 
 const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
@@ -45,9 +46,18 @@ export const Draft = Type.Object({
   reply_to: Nullable(Strings),
   text: Nullable(Type.String()),
   html: Nullable(Type.String()),
+  /** svc extension: the caller-supplied headers it sends with (an approval-policy send keeps its `headers`); null when none. */
+  headers: Nullable(Type.Record(Type.String(), Type.String())),
   reply_all: Type.Boolean(),
   references: Nullable(Strings),
   created_at: Type.String(),
+  /** svc extension, on a read of one draft: the `From:` it would be sent with now (the inbox's display name and address). */
+  from: Type.Optional(Type.String()),
+  /**
+   * svc extension, on a read of one draft: why its HTML and text parts may not say the same thing,
+   * or show what the owner's view of them cannot (src/mail/part-mismatch.ts); empty when they agree.
+   */
+  part_mismatch: Type.Optional(Type.Array(Type.Object({ reason: Type.Unsafe<PartMismatchReason>(Type.Union(PART_MISMATCH_REASONS.map((r) => Type.Literal(r)))), detail: Type.String() }))),
 });
 export type Draft = Static<typeof Draft>;
 

@@ -92,6 +92,7 @@ export function draftShape(row: DraftRow, attachments: DraftAttachmentRow[]): Dr
     reply_to: list(row.reply_to),
     text: row.text,
     html: row.html,
+    headers: row.headers ? (JSON.parse(row.headers) as Record<string, string>) : null,
     reply_all: row.reply_all === 1,
     references: list(row.refs),
     created_at: row.created_at,

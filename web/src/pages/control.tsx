@@ -1,11 +1,13 @@
 /**
- * Control: drafts waiting for the owner's approval (read, edit, approve, reject with a reason),
- * messages whose send outcome is unknown (resolve as sent or failed), and scheduled drafts.
+ * Control: drafts waiting for the owner's approval (everything that will be sent; edit, approve,
+ * reject with a reason), messages whose send outcome is unknown (resolve as sent or failed), and
+ * scheduled drafts.
  */
 import { useState } from 'preact/hooks';
 import { ApiFailure, enc, get, patch, post, query } from '../api';
 import { useLiveEvents } from '../live';
-import { ErrorBox, Labels, Loading, Notice, Page, formValues, useAction, useLoad, when } from '../ui';
+import { ErrorBox, Labels, Loading, Notice, Page, bytes, formValues, useAction, useLoad, when } from '../ui';
+import { hasRemoteContent, mailDocument } from './thread';
 import type { Draft, DraftItem, MessageItem, UpdateDraftBody } from '../api-types';
 
 /**
@@ -41,9 +43,120 @@ function decisionLine(item: DraftItem, outcome: string): string {
   return `“${item.subject || '(no subject)'}” to ${(item.to ?? []).join(', ') || '—'}: ${outcome}`;
 }
 
+/**
+ * Everything the recipient will get, as the approval covers it (docs/web-app.md, "Approvals"):
+ * the From line, every recipient, Reply-To, custom headers, the text part, the HTML part rendered
+ * as the thread view renders mail (sandboxed, its own CSP, nothing remote loaded), attachments, and
+ * svc's warnings where the two parts may not say the same thing.
+ */
+function DraftContent({ d }: { d: Draft }) {
+  const headers = Object.entries(d.headers ?? {});
+  const mismatch = d.part_mismatch ?? [];
+  return (
+    <div data-testid="draft-content">
+      <dl class="fields small">
+        <dt>From</dt>
+        <dd data-testid="draft-from">{d.from ?? d.inbox_id}</dd>
+        <dt>To</dt>
+        <dd>{(d.to ?? []).join(', ') || '—'}</dd>
+        {(d.cc ?? []).length > 0 && (
+          <>
+            <dt>Cc</dt>
+            <dd>{d.cc!.join(', ')}</dd>
+          </>
+        )}
+        {(d.bcc ?? []).length > 0 && (
+          <>
+            <dt>Bcc</dt>
+            <dd>{d.bcc!.join(', ')}</dd>
+          </>
+        )}
+        {(d.reply_to ?? []).length > 0 && (
+          <>
+            <dt>Reply-To</dt>
+            <dd data-testid="draft-reply-to">
+              <strong>{d.reply_to!.join(', ')}</strong> <span class="muted">(replies go here, not to {d.inbox_id})</span>
+            </dd>
+          </>
+        )}
+        <dt>Subject</dt>
+        <dd>{d.subject ?? (d.forward_of ? '(Fwd: the original’s subject)' : '(no subject)')}</dd>
+        {headers.length > 0 && (
+          <>
+            <dt>Headers</dt>
+            <dd data-testid="draft-headers">
+              {headers.map(([name, value]) => (
+                <div key={name}>
+                  <code>{name}: {value}</code>
+                </div>
+              ))}
+            </dd>
+          </>
+        )}
+        {d.in_reply_to && (
+          <>
+            <dt>Replies to</dt>
+            <dd>
+              <code>{d.in_reply_to}</code>
+            </dd>
+          </>
+        )}
+        {d.forward_of && (
+          <>
+            <dt>Forwards</dt>
+            <dd>
+              <code>{d.forward_of}</code> <span class="muted">(its text, HTML and attachments are added below this when sent)</span>
+            </dd>
+          </>
+        )}
+        {d.attachments.length > 0 && (
+          <>
+            <dt>Attachments</dt>
+            <dd data-testid="draft-attachments">
+              {d.attachments.map((a) => (
+                <div key={a.attachment_id}>
+                  {a.filename ?? '(unnamed)'} <span class="muted">({a.content_type ?? 'no type'}, {bytes(a.size)}{a.content_disposition === 'inline' ? ', inline' : ''})</span>
+                </div>
+              ))}
+            </dd>
+          </>
+        )}
+      </dl>
+      {mismatch.length > 0 && (
+        <div class="warning" role="note" data-testid="part-mismatch">
+          <strong>Check the HTML part: it may not say what the text part says.</strong> Most mail clients show the HTML.
+          <ul>
+            {mismatch.map((m) => (
+              <li key={m.reason}>
+                <code>{m.reason}</code>: {m.detail}
+              </li>
+            ))}
+          </ul>
+        </div>
+      )}
+      {d.text !== null && (
+        <section>
+          <h4 class="part-title">Text part</h4>
+          <pre class="text" data-testid="draft-text">
+            {d.text}
+          </pre>
+        </section>
+      )}
+      {d.html !== null && (
+        <section>
+          <h4 class="part-title">HTML part{d.text === null ? '' : ' (what most mail clients show)'}</h4>
+          {hasRemoteContent(d.html) && <p class="muted small">Remote images are not loaded here.</p>}
+          {/* Same frame as the thread view: sandbox="" (no scripts, forms, same-origin) and a CSP that loads nothing remote. */}
+          <iframe class="mail" data-testid="draft-html" sandbox="" referrerpolicy="no-referrer" title={`HTML part of ${d.subject ?? 'the draft'}`} srcdoc={mailDocument(d.html, false)} />
+        </section>
+      )}
+    </div>
+  );
+}
+
 function PendingDraft({ item, onDone, onDecided }: { item: DraftItem; onDone: () => void; onDecided: (line: string) => void }) {
-  const [open, setOpen] = useState(false);
-  const full = useLoad(() => (open ? get<Draft>(draftPath(item)) : Promise.resolve(null)), [open, item.updated_at]);
+  const [editing, setEditing] = useState(false);
+  const full = useLoad(() => get<Draft>(draftPath(item)), [item.updated_at]);
   const action = useAction();
   const d = full.data;
   return (
@@ -52,13 +165,6 @@ function PendingDraft({ item, onDone, onDecided }: { item: DraftItem; onDone: ()
         <strong class="subject">{item.subject || '(no subject)'}</strong>
         <span class="muted small">{when(item.updated_at)}</span>
       </div>
-      <div class="muted small">
-        from {item.inbox_id} to {(item.to ?? []).join(', ') || '—'}
-      </div>
-      {/* Everything the approval covers is shown: hidden recipients and attachments included. */}
-      {(item.cc ?? []).length > 0 && <div class="muted small">cc {item.cc!.join(', ')}</div>}
-      {(item.bcc ?? []).length > 0 && <div class="muted small">bcc {item.bcc!.join(', ')}</div>}
-      {item.attachments.length > 0 && <div class="muted small">attachments: {item.attachments.map((a) => a.filename ?? '(unnamed)').join(', ')}</div>}
       {item.send_at && <div class="muted small">sends {when(item.send_at)}</div>}
       {item.guard_findings && item.guard_findings.length > 0 && (
         <div class="warning" role="note" data-testid="guard-findings">
@@ -72,19 +178,21 @@ function PendingDraft({ item, onDone, onDecided }: { item: DraftItem; onDone: ()
           </ul>
         </div>
       )}
-      {!open && <div class="item-sub">{item.preview}</div>}
+      {d ? <DraftContent d={d} /> : <div class="item-sub">{item.preview}</div>}
+      <Loading loaded={full} />
       <div class="actions" style={{ margin: '0.5rem 0' }}>
-        <button class="small" onClick={() => setOpen(!open)}>
-          {open ? 'Close' : 'Read and edit'}
+        <button class="small" disabled={!d} onClick={() => setEditing(!editing)}>
+          {editing ? 'Close' : 'Edit'}
         </button>
         <button
           class="small primary"
-          disabled={action.busy}
+          // Nothing is approved unseen: the button waits for the full draft to be shown.
+          disabled={action.busy || !d}
           onClick={() =>
             void action.run(async () => {
               try {
                 // Approve exactly the version shown: if the draft changed since, svc answers 409.
-                const r = await post<{ message_id?: string; state?: string }>(`${draftPath(item)}/approve`, { expected_updated_at: item.updated_at });
+                const r = await post<{ message_id?: string; state?: string }>(`${draftPath(item)}/approve`, { expected_updated_at: d!.updated_at });
                 onDecided(decisionLine(item, r.message_id ? 'approved and sent.' : `approved; it stays scheduled${item.send_at ? ` for ${when(item.send_at)}` : ''}.`));
               } catch (e) {
                 if (e instanceof ApiFailure && e.code === 'conflict') onDone();
@@ -97,7 +205,7 @@ function PendingDraft({ item, onDone, onDecided }: { item: DraftItem; onDone: ()
           Approve
         </button>
       </div>
-      {open && d && (
+      {editing && d && (
         <form
           onSubmit={(e) => {
             e.preventDefault();
@@ -121,11 +229,10 @@ function PendingDraft({ item, onDone, onDecided }: { item: DraftItem; onDone: ()
             Text
             <textarea name="text" defaultValue={d.text ?? ''} />
           </label>
-          {d.html && <p class="muted small">This draft also has an HTML part; editing the text leaves it as is.</p>}
+          {d.html && <p class="muted small">This draft also has an HTML part (shown above); editing the text leaves it as is.</p>}
           <button>Save changes</button>
         </form>
       )}
-      <Loading loaded={full} />
       <form
         class="row"
         style={{ marginTop: '0.5rem' }}
