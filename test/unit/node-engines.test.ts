@@ -1,8 +1,9 @@
 /**
  * svc supports Node 20 and Node 24 LTS (issue 21 §4, README "Node versions"): no production
  * dependency in the lockfile may declare an `engines.node` range that excludes either (cookie 2,
- * via @fastify/cookie and light-my-request, declared `>=22`; package.json's `overrides` pin the
- * cookie 1.1 line, which has the same API and accepts Node 18+).
+ * via @fastify/cookie 11.1.1+ and light-my-request 6.7+, declared `>=22`; package.json pins
+ * @fastify/cookie 11.1.0 and light-my-request 6.6.0, which use cookie 1.x (Node 18+) — pins, not
+ * `overrides`, because a published package's overrides do not apply when it is installed).
  */
 import t from 'tap';
 import fs from 'node:fs';
