@@ -68,11 +68,11 @@ let polling = false;
  * Parses `raw` in a worker of its own. `raw`'s buffer is moved there and back: `raw` itself reads
  * as empty afterwards, use the `raw` returned (the same bytes, not copied).
  */
-function parseInWorker(raw: Buffer): Promise<{ parsed: ParsedMail; derived: DerivedText; raw: Buffer }> {
+function parseInWorker(raw: Buffer, stall: boolean): Promise<{ parsed: ParsedMail; derived: DerivedText; raw: Buffer }> {
   // `raw` is a view into the sealed object's buffer, which nothing else reads (it is far larger
   // than what Node pools), so the whole buffer moves; a SharedArrayBuffer cannot, and is copied.
   const own = raw.buffer instanceof ArrayBuffer ? raw : Buffer.from(raw);
-  const request: ParseLargeRequest = { buffer: own.buffer as ArrayBuffer, offset: own.byteOffset, length: own.byteLength };
+  const request: ParseLargeRequest = { buffer: own.buffer as ArrayBuffer, offset: own.byteOffset, length: own.byteLength, stall };
   return new Promise((resolve, reject) => {
     const worker = new Worker(PARSE_LARGE_FILE, {
       name: 'inbound-parse-large',
@@ -115,7 +115,7 @@ function parseInWorker(raw: Buffer): Promise<{ parsed: ParsedMail; derived: Deri
  * Opens a large object in place and parses it in a worker. The pipeline's large-message lane asks
  * for one at a time (src/inbound/pipeline.ts), so no queue is needed here.
  */
-async function openLarge(sealed: string | Uint8Array, privateJwk: JWK): Promise<OpenedInbound> {
+async function openLarge(sealed: string | Uint8Array, privateJwk: JWK, stall: boolean): Promise<OpenedInbound> {
   let opened: { meta: InboundMeta; raw: Buffer };
   // Loaded on the first large message, as the pool tasks are on the first small one (outside the
   // try: a module that failed to load is the service's fault, not the message's).
@@ -127,7 +127,7 @@ async function openLarge(sealed: string | Uint8Array, privateJwk: JWK): Promise<
   }
   const { envelope, auth, spam } = opened.meta;
   if (opened.raw.byteLength >= COLLECT_AFTER_BYTES) collectGarbage(); // the fetch's dead chunks, before the parser adds its own
-  const { parsed, derived, raw } = await parseInWorker(opened.raw);
+  const { parsed, derived, raw } = await parseInWorker(opened.raw, stall);
   return { envelope, auth, spam, raw, parsed, derived };
 }
 
@@ -176,11 +176,13 @@ export default loopPass(async (ctx) => {
   const { edge } = readTransport(db);
   if (!edge) return 'idle';
   const { privateJwk } = await homeKeyPair(db);
+  // Test-only (docs/testing.md): the large-message parser computes forever, as a parse that never ends would.
+  const stall = ctx.fault === 'inbound-parse-stall';
   const deps: IngestDeps = {
     db,
     edge: new EdgeClient(edge.url, edge.token),
     open: (sealed) =>
-      (typeof sealed === 'string' ? sealed.length : sealed.byteLength) <= OPEN_IN_LOOP_MAX_CHARS ? openInbound({ jwe: sealed, privateJwk }) : openLarge(sealed, privateJwk),
+      (typeof sealed === 'string' ? sealed.length : sealed.byteLength) <= OPEN_IN_LOOP_MAX_CHARS ? openInbound({ jwe: sealed, privateJwk }) : openLarge(sealed, privateJwk, stall),
     publish: (seq: number) => ctx.publish({ kind: 'event', seq }),
     // Test-only (docs/testing.md): die like `kill -9` after a commit, before the edge delete.
     beforeDelete: ctx.fault === 'inbound-kill-after-commit' ? () => process.kill(process.pid, 'SIGKILL') : undefined,

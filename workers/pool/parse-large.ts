@@ -16,6 +16,8 @@ export interface ParseLargeRequest {
   buffer: ArrayBuffer;
   offset: number;
   length: number;
+  /** Test-only (docs/testing.md, `inbound-parse-stall`): compute forever instead of parsing. */
+  stall: boolean;
 }
 
 /** `buffer` is the request's buffer, moved back. */
@@ -33,7 +35,8 @@ function transferables(views: Uint8Array[], exclude: ArrayBufferLike): ArrayBuff
   return out;
 }
 
-parentPort!.once('message', async ({ buffer, offset, length }: ParseLargeRequest) => {
+parentPort!.once('message', async ({ buffer, offset, length, stall }: ParseLargeRequest) => {
+  if (stall) for (;;); // ended only by the opener's timeout
   let reply: ParseLargeReply;
   let transfer: ArrayBuffer[] = [buffer];
   try {
