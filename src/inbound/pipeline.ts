@@ -63,7 +63,8 @@ class LargeLane {
   }
 
   add(objects: { key: string; size: number }[]): void {
-    if (this.failure !== null) return; // the pass is ending; a later pass lists them again
+    // With nothing queued, run() would finish (and clear `running`) before `running` is set.
+    if (objects.length === 0 || this.failure !== null) return; // after a failure the pass is ending; a later pass lists them again
     this.queue.push(...objects);
     this.running ??= this.run();
   }
