@@ -40,7 +40,8 @@ const isAsciiLetter = (c: number) => (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c
 
 /** Text built piece by piece: spaces collapsed, line and paragraph breaks merged, quote marks at line starts. */
 class PlainText {
-  private parts: string[] = [];
+  /** Built by concatenation: V8 keeps it as a rope until it is read, with no array of pieces to collect. */
+  private text = '';
   /** Line breaks owed before the next word: 1 ends the line, 2 leaves a blank line. */
   private pendingBreaks = 0;
   private pendingSpace = false;
@@ -112,21 +113,16 @@ class PlainText {
 
   /** A mark of where the text stands now, for textSince. */
   mark(): number {
-    return this.parts.length;
+    return this.text.length;
   }
 
-  /** The text written since `mark`, or null when it is longer than `max` (read no further than that). */
+  /** The text written since `mark`, or null when it is longer than `max`. */
   textSince(mark: number, max: number): string | null {
-    let text = '';
-    for (let i = mark; i < this.parts.length; i++) {
-      text += this.parts[i];
-      if (text.length > max) return null;
-    }
-    return text;
+    return this.text.length - mark > max ? null : this.text.slice(mark);
   }
 
   toString(): string {
-    return this.parts.join('').trim();
+    return this.text.trim();
   }
 
   private flushBreaks(): void {
@@ -136,7 +132,7 @@ class PlainText {
   }
 
   private push(s: string): void {
-    this.parts.push(s);
+    this.text += s;
   }
 }
 

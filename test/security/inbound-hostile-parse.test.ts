@@ -100,7 +100,7 @@ const HOSTILE_HTML: { subject: string; html: string; stored: RegExp }[] = [
   { subject: 'nested list', html: `<p>Hello.</p>${'<ul><li>x'.repeat((2 * MB) / 9)}`, stored: /^Hello\.\n/ },
   { subject: 'nested quotes', html: `<p>Hello.</p>${'<blockquote>x<br>'.repeat((2 * MB) / 17)}`, stored: /^Hello\.\n/ },
   { subject: 'unclosed tags', html: `<p>Hello.</p>${'<div><a '.repeat((2 * MB) / 8)}`, stored: /^Hello\.$/ },
-  { subject: 'attribute flood', html: `<p>Hello.</p><div ${'a=1 '.repeat((2 * MB) / 4)}>x</div>`, stored: /^Hello\.\nx$/ },
+  { subject: 'attribute flood', html: `<p>Hello.</p><div ${'a=1 '.repeat((2 * MB) / 4)}>x</div>`, stored: /^Hello\.\n+x$/ },
 ];
 
 t.test('a hostile message does not hold up the small mail sent after it, and ends stored or quarantined for good', async (t) => {
