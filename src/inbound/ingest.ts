@@ -141,7 +141,7 @@ export async function ingestObject(deps: IngestDeps, key: string, size: number |
   try {
     opened = await deps.open(sealed);
   } catch (err) {
-    return fail(deps, key, size, null, (err as Error).message === 'parse_failed' ? 'parse_failed' : 'open_failed', opts.retry);
+    return fail(deps, key, size, null, openFailure(err), opts.retry);
   }
   let seqs: number[];
   try {
@@ -182,8 +182,8 @@ async function quarantineOrphanEntry(deps: IngestDeps, key: string): Promise<voi
 }
 
 /**
- * Objects larger than this are not prepared ahead: the committer fetches, opens and commits them
- * one at a time when it reaches them, each alone as bytes (a 25 MB message in the page's JSON
+ * Objects larger than this are not prepared ahead: the pipeline's large-message lane fetches,
+ * opens and commits them one at a time, beside the small ones, each alone as bytes (a 25 MB message in the page's JSON
  * batch would be held as response text, parsed JSON and string at once). The size the edge
  * starts sealing binary (v2) objects at, which the batch cannot carry anyway.
  */
@@ -228,7 +228,7 @@ export async function prepareBatch(deps: IngestDeps, objects: { key: string; siz
       try {
         return { key, size, mail: await deps.open(sealed) };
       } catch (err) {
-        fail(deps, key, size, null, (err as Error).message === 'parse_failed' ? 'parse_failed' : 'open_failed');
+        fail(deps, key, size, null, openFailure(err));
         return null;
       }
     }),
@@ -237,38 +237,34 @@ export async function prepareBatch(deps: IngestDeps, objects: { key: string; siz
 }
 
 /**
- * Stage 2: commits a prepared page in key order. Opened objects go in as few transactions as
- * possible (one per run between large ones); each large object is fetched, opened and committed
- * alone, and let go before the next one is fetched, so at most one large message is in memory.
- * Returns the keys now durably committed. Throws CommitDeferred when the database cannot take
- * a commit now; what committed before that is published and, not deleted, is skipped next pass.
+ * Stage 2: commits the opened objects of prepared pages in ONE transaction (commitOpened) and
+ * returns the keys now durably committed. Large objects (`mail` null) are not committed here: the
+ * pipeline hands them to its large-message lane (commitLarge), which runs beside this one, so a
+ * message that takes long to parse never holds up the small ones (issue 32). Throws
+ * CommitDeferred when the database cannot take the commit now; what committed before that is
+ * published and, not deleted, is skipped next pass.
  */
 export async function commitBatch(deps: IngestDeps, batch: PreparedBatch): Promise<string[]> {
-  const committed: string[] = [];
-  let run: Opened[] = [];
-  try {
-    for (const o of batch.ready) {
-      if (o.mail !== null) {
-        run.push({ key: o.key, size: o.size, mail: o.mail });
-        continue;
-      }
-      committed.push(...commitOpened(deps, run));
-      run = [];
-      if (await commitLarge(deps, o)) committed.push(o.key);
-    }
-    committed.push(...commitOpened(deps, run));
-  } catch (err) {
-    // What did commit is deleted at the edge all the same, so a retry does not fetch and open it again.
-    if (committed.length > 0) await deleteCommitted(deps, committed).catch(() => undefined);
-    throw err;
-  }
-  return committed;
+  return commitOpened(
+    deps,
+    batch.ready.flatMap((o) => (o.mail === null ? [] : [{ key: o.key, size: o.size, mail: o.mail }])),
+  );
 }
 
 type Opened = { key: string; size: number; mail: OpenedInbound };
 
-/** Fetches, opens and commits one large object; false when it is gone or was quarantined. */
-async function commitLarge(deps: IngestDeps, { key, size }: { key: string; size: number }): Promise<boolean> {
+/** The quarantine reason of an opener's failure: its own when it names one, else `open_failed`. */
+function openFailure(err: unknown): string {
+  const reason = (err as Error).message;
+  return reason === 'parse_failed' || reason === 'parse_limit_exceeded' ? reason : 'open_failed';
+}
+
+/**
+ * Fetches, opens and commits one large object in a transaction of its own; false when it is gone
+ * or was quarantined. The pipeline's large-message lane calls it for one object at a time, so the
+ * pull loop holds at most one large message in memory.
+ */
+export async function commitLarge(deps: IngestDeps, { key, size }: { key: string; size: number }): Promise<boolean> {
   // The opener collects once more before parsing (workers/loops/inbound-pull.ts), which frees
   // what an earlier message and this fetch left dead; one collection before the fetch would be a second.
   const huge = size >= COLLECT_AFTER_BYTES;
@@ -282,7 +278,7 @@ async function commitLarge(deps: IngestDeps, { key, size }: { key: string; size:
     try {
       mail = await deps.open(sealed);
     } catch (err) {
-      fail(deps, key, size, null, (err as Error).message === 'parse_failed' ? 'parse_failed' : 'open_failed');
+      fail(deps, key, size, null, openFailure(err));
       return false;
     }
     return commitOpened(deps, [{ key, size, mail }]).length === 1;

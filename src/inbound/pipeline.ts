@@ -5,14 +5,18 @@
  * starts fetching and opening each page at once (src/inbound/ingest.ts prepareBatch); when caught
  * up it long-polls the edge for the next object instead of listing again. The committer takes
  * the pages in key order and commits every page that is ready in one transaction, so it batches
- * more when it falls behind and waits for nothing when it does not; large objects (over 256 KiB)
- * it fetches, opens and commits itself, one at a time, where they fall in that order. It deletes
- * a page at the edge only after its commit is durable, one delete request in flight at a time.
+ * more when it falls behind and waits for nothing when it does not. It deletes a page at the edge
+ * only after its commit is durable, one delete request in flight at a time. Large objects (over
+ * 256 KiB) go to a third part, the large-message lane, which fetches, opens, commits and deletes
+ * them one at a time beside the committer (issue 32: in the committer's line, one message that
+ * took a minute to parse held up all mail behind it). A pass ends once the lister is caught up
+ * and the committer and the lane are idle; while the lane works the lister keeps listing, so
+ * small mail is committed meanwhile.
  *
  * Invariant: an object is deleted at the edge only after its commit; objects committed but not
  * deleted (a failure, a crash) are listed again later and skipped as already committed.
  */
-import { CommitDeferred, commitBatch, deleteCommitted, prepareBatch, type IngestDeps, type PreparedBatch } from './ingest.js';
+import { CommitDeferred, commitBatch, commitLarge, deleteCommitted, prepareBatch, type IngestDeps, type PreparedBatch } from './ingest.js';
 
 /** Objects asked for in one listing. */
 const BATCH = 50;
@@ -42,9 +46,57 @@ function quiet<T>(p: Promise<T>): Promise<T> {
   return p;
 }
 
+/**
+ * The large-message lane of one pass: large objects in the order given, one at a time, each
+ * fetched, opened (in a worker of its own, workers/loops/inbound-pull.ts), committed in its own
+ * transaction and then deleted at the edge. A failure stops the lane; the pass reports it.
+ */
+class LargeLane {
+  private queue: { key: string; size: number }[] = [];
+  private running: Promise<void> | null = null;
+  failure: unknown = null;
+
+  constructor(private readonly deps: IngestDeps) {}
+
+  get busy(): boolean {
+    return this.running !== null;
+  }
+
+  add(objects: { key: string; size: number }[]): void {
+    // With nothing queued, run() would finish (and clear `running`) before `running` is set.
+    if (objects.length === 0 || this.failure !== null) return; // after a failure the pass is ending; a later pass lists them again
+    this.queue.push(...objects);
+    this.running ??= this.run();
+  }
+
+  /** Resolves when the lane has nothing left to do (never rejects: see `failure`). */
+  async idle(): Promise<void> {
+    while (this.running !== null) await this.running;
+  }
+
+  /** Drops what has not started; the one in progress finishes. */
+  stop(): void {
+    this.queue.length = 0;
+  }
+
+  private async run(): Promise<void> {
+    try {
+      for (let next = this.queue.shift(); next !== undefined; next = this.queue.shift()) {
+        if (await commitLarge(this.deps, next)) await deleteCommitted(this.deps, [next.key]);
+      }
+    } catch (err) {
+      this.failure = err;
+      this.queue.length = 0;
+    } finally {
+      this.running = null;
+    }
+  }
+}
+
 /** One pass: list, fetch and open ahead; commit and delete behind. `deps.edge` is the paired edge. */
 export async function pullObjects(deps: IngestDeps, stopped: AbortSignal): Promise<PullOutcome> {
   const client = deps.edge;
+  const large = new LargeLane(deps);
   type Page = { prepared: Promise<PreparedBatch>; ready: boolean; bytes: number };
   const pages: Page[] = [];
   let aheadBytes = 0;
@@ -58,7 +110,8 @@ export async function pullObjects(deps: IngestDeps, stopped: AbortSignal): Promi
   const lister = (async () => {
     let cursor: string | null = null;
     try {
-      while (!stop && listed < MAX_PER_PASS) {
+      // While the lane works on a large message, small mail keeps coming in beside it.
+      while (!stop && (listed < MAX_PER_PASS || large.busy)) {
         if (pages.length >= PAGES_AHEAD || (pages.length > 0 && aheadBytes >= AHEAD_MAX_BYTES)) {
           await new Promise<void>((resolve) => (wakeLister = resolve));
           continue;
@@ -67,7 +120,7 @@ export async function pullObjects(deps: IngestDeps, stopped: AbortSignal): Promi
         if (stop) break;
         if (page.objects.length === 0) {
           const { available } = await client.wait(cursor, CAUGHT_UP_WAIT_MS, stopped);
-          if (!available) break; // quiet for a while: end the pass, the long-poll wakes the next
+          if (!available && !large.busy) break; // quiet for a while: end the pass, the long-poll wakes the next
           continue;
         }
         const objects: typeof page.objects = [];
@@ -106,6 +159,7 @@ export async function pullObjects(deps: IngestDeps, stopped: AbortSignal): Promi
         await new Promise<void>((resolve) => (wakeCommitter = resolve));
         continue;
       }
+      if (large.failure !== null) throw large.failure;
       // Every page already prepared, oldest first, goes into this one transaction.
       const ready: PreparedBatch = { ready: [], processed: 0 };
       while (pages.length > 0 && pages[0].ready) {
@@ -116,19 +170,24 @@ export async function pullObjects(deps: IngestDeps, stopped: AbortSignal): Promi
         ready.processed += batch.processed;
       }
       wakeLister();
+      large.add(ready.ready.filter((o) => o.mail === null));
       const committed = await commitBatch(deps, ready);
       ready.ready.length = 0; // let go of the messages before waiting on the edge
       await deleting; // one delete request in flight at a time
       deleting = quiet(deleteCommitted(deps, committed));
     }
     await deleting;
+    await large.idle();
+    if (large.failure !== null) throw large.failure;
   } catch (err) {
     failed = true;
     commitDeferred = err instanceof CommitDeferred;
   } finally {
     stop = true;
+    large.stop();
     wakeLister();
   }
+  await large.idle(); // a large message in progress finishes before the next pass lists it again
   if (commitDeferred) return { ended: 'commit_deferred', listed };
   if (failed) return { ended: 'edge_failed', listed };
   await lister;

@@ -12,9 +12,11 @@ import { QUARANTINE_RETRY_BACKOFF_MS } from '../supervisor/loop-table.js';
 
 /**
  * Reasons that can pass on a later try, so the pull loop retries them on its own: `parse_failed`
- * also covers an opener worker that died or ran out of memory under load, and `commit_failed` a
+ * also covers a parse worker that died for a reason other than the message, and `commit_failed` a
  * write that failed for a reason other than a busy database. `open_failed` (the object does not
- * decrypt with the home key) and `object_missing` (no ciphertext left) cannot change by waiting.
+ * decrypt with the home key), `object_missing` (no ciphertext left) and `parse_limit_exceeded`
+ * (the parse ran out of its time or memory, or the address headers passed their bounds: a retry
+ * would only spend that again, issue 32) cannot change by waiting.
  */
 export const TRANSIENT_REASONS: ReadonlySet<string> = new Set(['parse_failed', 'commit_failed']);
 

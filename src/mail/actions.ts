@@ -189,7 +189,7 @@ const NAMED_ENTITIES = new Map<string, string>([
 ]);
 
 /** The entity at `at` (an `&`) decoded, or null when it is not one we know; reads at most a dozen characters. */
-function decodeEntity(s: string, at: number, to: number): { text: string; end: number } | null {
+export function decodeEntity(s: string, at: number, to: number): { text: string; end: number } | null {
   let p = at + 1;
   if (s.charCodeAt(p) === 0x23 /* # */) {
     p++;

@@ -50,6 +50,7 @@ t.test('auto_retry_at is the rule, stored with the item and with each failed ret
   const transient = failed(db, 'parse_failed');
   t.equal(transient.auto_retry_at, new Date(Date.parse(transient.last_attempt_at!) + AUTO_RETRY_BACKOFF_MS[0]).toISOString(), 'a minute after the first failure');
   t.equal(failed(db, 'open_failed').auto_retry_at, null, 'a permanent reason is never retried');
+  t.equal(failed(db, 'parse_limit_exceeded').auto_retry_at, null, 'a parse out of time or memory is never retried on its own');
   t.equal(failed(db, 'object_missing', 'queue_message').auto_retry_at, null, 'a queue-message item has nothing to retry');
   let row = transient;
   for (let attempts = 2; attempts <= AUTO_RETRY_BACKOFF_MS.length + 1; attempts++) {
@@ -59,6 +60,7 @@ t.test('auto_retry_at is the rule, stored with the item and with each failed ret
   }
   t.equal(row.auto_retry_at, null, 'the schedule used up: left to the owner');
   t.equal(recordFailedRetry(db, failed(db, 'parse_failed').quarantine_id, 'open_failed').auto_retry_at, null, 'a retry that failed for good is not retried');
+  t.equal(recordFailedRetry(db, failed(db, 'parse_failed').quarantine_id, 'parse_limit_exceeded').auto_retry_at, null, 'a retry that ran out of time or memory is not retried');
 });
 
 t.test('due items: transient, past their time, quarantined (not in an owner action), oldest first, at most the limit', async (t) => {

@@ -22,7 +22,7 @@ import { MAX_PER_PASS, pullObjects } from '../../src/inbound/pipeline.js';
 import { retryDueQuarantine } from '../../src/inbound/quarantine-actions.js';
 import type { OpenedInbound } from '../pool/tasks.js';
 import type { ParseLargeReply, ParseLargeRequest } from '../pool/parse-large.js';
-import type { ParsedMail } from '../pool/parse.js';
+import type { ParseFailure, ParsedMail } from '../pool/parse.js';
 import type { DerivedText } from '../../src/mail/extract.js';
 import { COLLECT_AFTER_BYTES, collectGarbage } from '../../src/core/gc.js';
 import type { InboundMeta } from '../../src/edge/sealed.js';
@@ -38,13 +38,18 @@ const OPEN_IN_LOOP_MAX_CHARS = 256 * 1024;
  * message's buffer moved to it, moves it back with the attachment bytes and then exits, so the
  * parser's transient copies (several times the message) never pile up across messages and are
  * released when it ends (issue 16, finding 9: four 20 MB messages at once held 2.3 GB before).
+ * The pipeline's large-message lane asks for them, beside the small messages (src/inbound/pipeline.ts).
  * The parser's heap is many times what a 25 MB message needs; a message that needs more fails
- * alone (`parse_failed`). Its young generation is small, so its garbage is freed as it goes.
+ * alone, for good (`parse_limit_exceeded`). Its young generation is small, so its garbage is freed as it goes.
  */
 const LARGE_PARSE_HEAP_MB = 1_024;
 const LARGE_PARSE_YOUNG_MB = 4;
-/** Far longer than mailparser needs for a 25 MB message (about 1 s here); past it the message fails alone (`parse_failed`). */
-const LARGE_PARSE_TIMEOUT_MS = 60_000;
+/**
+ * Far longer than the parse of any 25 MB message takes (about 1 s here; every step of it is
+ * linear, issue 32); past it the message fails alone, for good (`parse_limit_exceeded`), and only
+ * the large messages queued behind it in the lane have waited.
+ */
+const LARGE_PARSE_TIMEOUT_MS = 30_000;
 /**
  * The MIME parser (mailparser) and its task module are loaded on the first message, not at start:
  * an idle home never pays for them (issue 19, memory per loop thread).
@@ -63,11 +68,11 @@ let polling = false;
  * Parses `raw` in a worker of its own. `raw`'s buffer is moved there and back: `raw` itself reads
  * as empty afterwards, use the `raw` returned (the same bytes, not copied).
  */
-function parseInWorker(raw: Buffer): Promise<{ parsed: ParsedMail; derived: DerivedText; raw: Buffer }> {
+function parseInWorker(raw: Buffer, stall: boolean): Promise<{ parsed: ParsedMail; derived: DerivedText; raw: Buffer }> {
   // `raw` is a view into the sealed object's buffer, which nothing else reads (it is far larger
   // than what Node pools), so the whole buffer moves; a SharedArrayBuffer cannot, and is copied.
   const own = raw.buffer instanceof ArrayBuffer ? raw : Buffer.from(raw);
-  const request: ParseLargeRequest = { buffer: own.buffer as ArrayBuffer, offset: own.byteOffset, length: own.byteLength };
+  const request: ParseLargeRequest = { buffer: own.buffer as ArrayBuffer, offset: own.byteOffset, length: own.byteLength, stall };
   return new Promise((resolve, reject) => {
     const worker = new Worker(PARSE_LARGE_FILE, {
       name: 'inbound-parse-large',
@@ -76,19 +81,27 @@ function parseInWorker(raw: Buffer): Promise<{ parsed: ParsedMail; derived: Deri
     // The answer is taken only once the worker has exited, so its heap (the parser's transient
     // copies, several times the message) is gone before the commit allocates its own.
     let reply: ParseLargeReply | null = null;
+    // Why it ended without an answer: out of time or memory is the message's own doing and final;
+    // any other death (e.g. the worker could not start) may pass on a later try.
+    let failure: ParseFailure = 'parse_failed';
     worker.once('message', (answer: ParseLargeReply) => {
       reply = answer;
       void worker.terminate();
     });
-    // Out of memory or any other death before an answer: the message could not be parsed within the bounds.
-    worker.once('error', () => void worker.terminate());
-    // A parser that never answers must not hold the committer forever.
-    const timer = setTimeout(() => void worker.terminate(), LARGE_PARSE_TIMEOUT_MS);
+    worker.once('error', (err: Error & { code?: string }) => {
+      if (err.code === 'ERR_WORKER_OUT_OF_MEMORY') failure = 'parse_limit_exceeded';
+      void worker.terminate();
+    });
+    // A parser that never answers must not hold the lane forever.
+    const timer = setTimeout(() => {
+      failure = 'parse_limit_exceeded';
+      void worker.terminate();
+    }, LARGE_PARSE_TIMEOUT_MS);
     worker.once('exit', () => {
       clearTimeout(timer);
       const answer = reply as ParseLargeReply | null;
       if (answer?.ok) resolve({ parsed: answer.parsed, derived: answer.derived, raw: Buffer.from(answer.buffer, request.offset, request.length) });
-      else reject(new Error('parse_failed'));
+      else reject(new Error(answer?.reason ?? failure));
     });
     try {
       worker.postMessage(request, [request.buffer]);
@@ -99,10 +112,10 @@ function parseInWorker(raw: Buffer): Promise<{ parsed: ParsedMail; derived: Deri
 }
 
 /**
- * Opens a large object in place and parses it in a worker. The pipeline's committer asks for one
- * at a time (src/inbound/ingest.ts commitBatch), so no queue is needed here.
+ * Opens a large object in place and parses it in a worker. The pipeline's large-message lane asks
+ * for one at a time (src/inbound/pipeline.ts), so no queue is needed here.
  */
-async function openLarge(sealed: string | Uint8Array, privateJwk: JWK): Promise<OpenedInbound> {
+async function openLarge(sealed: string | Uint8Array, privateJwk: JWK, stall: boolean): Promise<OpenedInbound> {
   let opened: { meta: InboundMeta; raw: Buffer };
   // Loaded on the first large message, as the pool tasks are on the first small one (outside the
   // try: a module that failed to load is the service's fault, not the message's).
@@ -114,7 +127,7 @@ async function openLarge(sealed: string | Uint8Array, privateJwk: JWK): Promise<
   }
   const { envelope, auth, spam } = opened.meta;
   if (opened.raw.byteLength >= COLLECT_AFTER_BYTES) collectGarbage(); // the fetch's dead chunks, before the parser adds its own
-  const { parsed, derived, raw } = await parseInWorker(opened.raw);
+  const { parsed, derived, raw } = await parseInWorker(opened.raw, stall);
   return { envelope, auth, spam, raw, parsed, derived };
 }
 
@@ -163,11 +176,13 @@ export default loopPass(async (ctx) => {
   const { edge } = readTransport(db);
   if (!edge) return 'idle';
   const { privateJwk } = await homeKeyPair(db);
+  // Test-only (docs/testing.md): the large-message parser computes forever, as a parse that never ends would.
+  const stall = ctx.fault === 'inbound-parse-stall';
   const deps: IngestDeps = {
     db,
     edge: new EdgeClient(edge.url, edge.token),
     open: (sealed) =>
-      (typeof sealed === 'string' ? sealed.length : sealed.byteLength) <= OPEN_IN_LOOP_MAX_CHARS ? openInbound({ jwe: sealed, privateJwk }) : openLarge(sealed, privateJwk),
+      (typeof sealed === 'string' ? sealed.length : sealed.byteLength) <= OPEN_IN_LOOP_MAX_CHARS ? openInbound({ jwe: sealed, privateJwk }) : openLarge(sealed, privateJwk, stall),
     publish: (seq: number) => ctx.publish({ kind: 'event', seq }),
     // Test-only (docs/testing.md): die like `kill -9` after a commit, before the edge delete.
     beforeDelete: ctx.fault === 'inbound-kill-after-commit' ? () => process.kill(process.pid, 'SIGKILL') : undefined,

@@ -8,7 +8,7 @@
  * src/mail/extract.ts): every module a worker loads is resident memory for its short life.
  */
 import { parentPort } from 'node:worker_threads';
-import { parseMime, type ParsedMail } from './parse.js';
+import { PARSE_FAILURES, parseMime, type ParseFailure, type ParsedMail } from './parse.js';
 import { deriveText, type DerivedText } from '../../src/mail/extract.js';
 
 export interface ParseLargeRequest {
@@ -16,10 +16,12 @@ export interface ParseLargeRequest {
   buffer: ArrayBuffer;
   offset: number;
   length: number;
+  /** Test-only (docs/testing.md, `inbound-parse-stall`): compute forever instead of parsing. */
+  stall: boolean;
 }
 
 /** `buffer` is the request's buffer, moved back. */
-export type ParseLargeReply = { ok: true; parsed: ParsedMail; derived: DerivedText; buffer: ArrayBuffer } | { ok: false; buffer: ArrayBuffer };
+export type ParseLargeReply = { ok: true; parsed: ParsedMail; derived: DerivedText; buffer: ArrayBuffer } | { ok: false; reason: ParseFailure; buffer: ArrayBuffer };
 
 /** The ArrayBuffers that belong to these views alone, each once: those can be moved instead of copied. */
 function transferables(views: Uint8Array[], exclude: ArrayBufferLike): ArrayBuffer[] {
@@ -33,15 +35,16 @@ function transferables(views: Uint8Array[], exclude: ArrayBufferLike): ArrayBuff
   return out;
 }
 
-parentPort!.once('message', async ({ buffer, offset, length }: ParseLargeRequest) => {
+parentPort!.once('message', async ({ buffer, offset, length, stall }: ParseLargeRequest) => {
+  if (stall) for (;;); // ended only by the opener's timeout
   let reply: ParseLargeReply;
   let transfer: ArrayBuffer[] = [buffer];
   try {
     const parsed = await parseMime(new Uint8Array(buffer, offset, length));
     reply = { ok: true, parsed, derived: deriveText(parsed), buffer };
     transfer = [buffer, ...transferables(parsed.attachments.map((a) => a.content), buffer)];
-  } catch {
-    reply = { ok: false, buffer };
+  } catch (err) {
+    reply = { ok: false, reason: PARSE_FAILURES.has((err as Error).message) ? ((err as Error).message as ParseFailure) : 'parse_failed', buffer };
   }
   parentPort!.postMessage(reply, transfer);
 });

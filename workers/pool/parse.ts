@@ -6,6 +6,16 @@
 import { Readable } from 'node:stream';
 import { simpleParser } from 'mailparser';
 import { bufferView } from '../../src/core/bytes.js';
+import { htmlText } from '../../src/mail/html-text.js';
+import { exceedsAddressHeaderLimits } from '../../src/mail/address-groups.js';
+
+/**
+ * Why a message could not be parsed, as its quarantine reason: `parse_failed` (the parser refused
+ * it, or its worker died) may pass on a later try; `parse_limit_exceeded` (it needs more time or
+ * memory than any message may take, or its address headers would, src/mail/address-groups.ts) never will.
+ */
+export type ParseFailure = 'parse_failed' | 'parse_limit_exceeded';
+export const PARSE_FAILURES: ReadonlySet<string> = new Set<ParseFailure>(['parse_failed', 'parse_limit_exceeded']);
 
 export interface ParsedAttachment {
   filename: string | null;
@@ -54,10 +64,21 @@ function* chunksOf(bytes: Buffer): Generator<Buffer> {
   for (let at = 0; at < bytes.length; at += PARSE_CHUNK_BYTES) yield bytes.subarray(at, at + PARSE_CHUNK_BYTES);
 }
 
-/** Parses raw MIME into the fields the mail store keeps. */
+/**
+ * Parses raw MIME into the fields the mail store keeps. Throws Error('parse_limit_exceeded') for a
+ * message whose address headers would cost the parser far more than their size.
+ */
 export async function parseMime(raw: Uint8Array): Promise<ParsedMail> {
+  if (exceedsAddressHeaderLimits(raw)) throw new Error('parse_limit_exceeded' satisfies ParseFailure);
   const input = raw.byteLength <= PARSE_CHUNK_BYTES ? bufferView(raw) : Readable.from(chunksOf(bufferView(raw)), { objectMode: false });
-  const mail = await simpleParser(input, { skipImageLinks: true, skipTextToHtml: true, skipTextLinks: true });
+  // mailparser's own text of an HTML-only message (html-to-text) is quadratic in the tag nesting;
+  // svc renders that text itself in one pass (src/mail/html-text.ts).
+  const mail = await simpleParser(input, { skipImageLinks: true, skipTextToHtml: true, skipTextLinks: true, skipHtmlToText: true });
+  // A decoder can leave a lone surrogate (a UTF-16 part cut short); stored as UTF-8 it would
+  // not read back as it was parsed, so it becomes U+FFFD here, once, for every reader.
+  const html = typeof mail.html === 'string' ? mail.html.toWellFormed() : null;
+  // A skipped HTML part leaves an empty text in its place: that is all the text HTML-only mail has.
+  const text = mail.text !== undefined && /\S/.test(mail.text) ? mail.text.toWellFormed() : html !== null ? htmlText(html) : (mail.text?.toWellFormed() ?? null);
   const refs = mail.references === undefined ? [] : Array.isArray(mail.references) ? mail.references : [mail.references];
   return {
     messageId: mail.messageId ?? null,
@@ -69,10 +90,8 @@ export async function parseMime(raw: Uint8Array): Promise<ParsedMail> {
     cc: addresses(mail.cc),
     replyTo: addresses(mail.replyTo),
     date: mail.date ? mail.date.toISOString() : null,
-    // A decoder can leave a lone surrogate (a UTF-16 part cut short); stored as UTF-8 it would
-    // not read back as it was parsed, so it becomes U+FFFD here, once, for every reader.
-    text: mail.text?.toWellFormed() ?? null,
-    html: typeof mail.html === 'string' ? mail.html.toWellFormed() : null,
+    text,
+    html,
     headers: mail.headerLines.map((h) => [h.key, h.line]),
     attachments: mail.attachments.map((a) => ({
       filename: a.filename ?? null,

@@ -6,7 +6,7 @@ import type { JWK } from 'jose';
 import { openSealed, type InboundMeta, type InboundObject } from '../../src/edge/sealed.js';
 import { composeMime, composeOutbound } from './compose.js';
 import { deriveText, type DerivedText } from '../../src/mail/extract.js';
-import { parseMime, type ParsedMail } from './parse.js';
+import { PARSE_FAILURES, parseMime, type ParsedMail } from './parse.js';
 import { inspectContent, type GuardContent } from '../../src/mail/guard-content.js';
 
 /** What the inbound pipeline needs from a sealed object: its envelope and verdicts, the raw bytes, the parse. */
@@ -22,7 +22,7 @@ export interface OpenedInbound {
 
 /**
  * Opens a sealed edge object with the home's private key and parses the message. Throws an
- * Error whose message is a reason code (`open_failed`, `parse_failed`) for the quarantine.
+ * Error whose message is a reason code (`open_failed`, `parse_failed`, `parse_limit_exceeded`) for the quarantine.
  */
 export async function openInbound({ jwe, privateJwk }: { jwe: string | Uint8Array; privateJwk: JWK }): Promise<OpenedInbound> {
   let opened: Awaited<ReturnType<typeof openSealed>>;
@@ -40,8 +40,8 @@ async function parseOpened({ meta, raw }: { meta: InboundMeta; raw: Buffer }): P
   try {
     const parsed = await parseMime(raw);
     return { envelope, auth, spam, raw, parsed, derived: deriveText(parsed) };
-  } catch {
-    throw new Error('parse_failed');
+  } catch (err) {
+    throw new Error(PARSE_FAILURES.has((err as Error).message) ? (err as Error).message : 'parse_failed');
   }
 }
 

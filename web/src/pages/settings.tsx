@@ -168,6 +168,11 @@ const REASONS: Record<string, { title: string; happened: string; todo: string }>
     happened: 'The message opened but could not be read as email: it is malformed, or reading it ran out of memory while svc was busy.',
     todo: `svc retries it on its own after ${RETRY_SCHEDULE}. If it still fails after that, Retry once more, or Delete it and ask the sender to send it again.`,
   },
+  parse_limit_exceeded: {
+    title: 'Too costly to read',
+    happened: 'Reading this message took longer or needed more memory than any message may, or its address headers are far beyond what mail uses. It was set aside so the rest of your mail kept flowing.',
+    todo: 'svc does not retry it on its own. Retry once if svc was very busy when it arrived; otherwise Delete it.',
+  },
   commit_failed: {
     title: 'Could not be stored',
     happened: 'The message was read but could not be saved into the inbox.',
