@@ -19,7 +19,7 @@ import { parseArgs, parsePort, type FlagValue } from './args.js';
 import { CliError, reportCliError } from './exit-codes.js';
 import { isSourceCheckout } from './package-root.js';
 import { limitHeapGrowth } from '../core/heap-limits.js';
-import { DEFAULT_CHECK_EVERY_MS, DEFAULT_RENEW_BEFORE_MS, LETS_ENCRYPT_DIRECTORY, type AcmeCertificates, type AcmeOptions } from '../edge/acme.js';
+import { LETS_ENCRYPT_DIRECTORY, type AcmeCertificates, type AcmeOptions } from '../edge/acme.js';
 import type { MtaStsOptions, MtaStsServer } from '../edge/mta-sts.js';
 
 export const DEFAULT_EDGE_SMTP_PORT = 2525;
@@ -204,10 +204,11 @@ function readAcme(flags: Record<string, FlagValue>, hostname: string | undefined
       throw invalid('The --acme-ca file cannot be read.');
     }
   }
-  const ms = (name: string, fallback: number) => {
+  const ms = <T extends number | null>(name: string, fallback: T): number | T => {
     const v = env[name];
     return v !== undefined && /^\d+$/.test(v) ? Number(v) : fallback;
   };
+  const checkEvery = ms(ACME_CHECK_ENV, null);
   return {
     directoryUrl: directory,
     email,
@@ -215,8 +216,8 @@ function readAcme(flags: Record<string, FlagValue>, hostname: string | undefined
     dataDir,
     http: { host, port: portFlag(stringFlag(flags, 'acme-http-port'), 'acme-http-port', 80) },
     directoryCa,
-    renewBeforeMs: ms(ACME_RENEW_BEFORE_ENV, DEFAULT_RENEW_BEFORE_MS),
-    checkEveryMs: Math.max(100, ms(ACME_CHECK_ENV, DEFAULT_CHECK_EVERY_MS)),
+    renewBeforeMs: ms(ACME_RENEW_BEFORE_ENV, null),
+    checkEveryMs: checkEvery === null ? null : Math.max(100, checkEvery),
     ...(env[ACME_RETRY_ENV] !== undefined ? { retry: { attempts: ms(ACME_RETRY_ENV, 5), delaySeconds: 1 } } : {}),
   };
 }
