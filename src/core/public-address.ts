@@ -22,7 +22,6 @@ for (const [net, bits] of [
 ] as const) NOT_PUBLIC.addSubnet(net, bits, 'ipv4');
 for (const [net, bits] of [
   ['::', 127],
-  ['::ffff:0:0', 96],
   ['64:ff9b::', 96],
   ['fc00::', 7],
   ['fe80::', 10],
@@ -33,6 +32,9 @@ for (const [net, bits] of [
 export function isPublicAddress(address: string): boolean {
   const family = isIP(address);
   if (family === 0) return false;
+  // An IPv4 address written as IPv6 (::ffff:a.b.c.d) goes into an A record as IPv4, if at all.
+  // (node's BlockList already matches IPv4 against IPv6 rules of that form, so none is listed.)
+  if (family === 6 && /^::ffff:/i.test(address)) return false;
   return !NOT_PUBLIC.check(address, family === 4 ? 'ipv4' : 'ipv6');
 }
 
