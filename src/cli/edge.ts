@@ -12,11 +12,14 @@ import { ApiTokenUnreadable, loadOrCreateApiToken } from '../edge/api-token.js';
 import { dnsResolver } from '../edge/auth.js';
 import { Edge, EdgeStartError, type EdgeOptions } from '../edge/edge.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../edge/limits.js';
+import { isPublicAddress } from '../core/public-address.js';
+import { MAX_PUBLIC_ADDRESSES } from '../edge/identity.js';
+import { SPF_MECHANISM_HELP, spfMechanism } from '../domains/spf.js';
 import { parseArgs, parsePort, type FlagValue } from './args.js';
 import { CliError, reportCliError } from './exit-codes.js';
 import { isSourceCheckout } from './package-root.js';
 import { limitHeapGrowth } from '../core/heap-limits.js';
-import { DEFAULT_CHECK_EVERY_MS, DEFAULT_RENEW_BEFORE_MS, LETS_ENCRYPT_DIRECTORY, type AcmeCertificates, type AcmeOptions } from '../edge/acme.js';
+import { LETS_ENCRYPT_DIRECTORY, type AcmeCertificates, type AcmeOptions } from '../edge/acme.js';
 import type { MtaStsOptions, MtaStsServer } from '../edge/mta-sts.js';
 
 export const DEFAULT_EDGE_SMTP_PORT = 2733;
@@ -31,7 +34,7 @@ const USAGE = `svc edge [--data DIR | --home DIR] [--host IP] [--smtp-port N] [-
          [--hostname NAME] [--max-message-bytes N] [--spam-url URL] [--dns HOST[:PORT],...]
          [--tls-key FILE --tls-cert FILE | --acme [--acme-directory URL] [--acme-email ADDR] [--acme-http-port N] [--acme-ca FILE]
                                             [--mta-sts DOMAIN ...] [--mta-sts-port N] [--mta-sts-mode enforce|testing]]
-         [--relay-port N] [--smart-host HOST:PORT [--smart-host-user NAME]]
+         [--public-ip IP ...] [--relay-port N] [--smart-host HOST:PORT [--smart-host-user NAME] [--smart-host-spf MECHANISM]]
          [--flavor development|production] [--json]
 The smart host password is read from the environment variable ${SMART_HOST_PASSWORD_ENV}.`;
 
@@ -60,6 +63,8 @@ const FLAGS = {
   'relay-port': 'string',
   'smart-host': 'string',
   'smart-host-user': 'string',
+  'smart-host-spf': 'string',
+  'public-ip': 'list',
   json: 'boolean',
 } as const;
 
@@ -106,6 +111,26 @@ function readSmartHost(value: string | undefined, user: string | undefined, env:
     secure: port === 465,
     ...(user !== undefined ? { username: user, password } : {}),
   };
+}
+
+/** `--public-ip`: the addresses the internet reaches this edge at (repeated or comma-separated), for the home's A/AAAA and PTR. */
+function readPublicIps(flags: Record<string, FlagValue>): string[] {
+  const ips = ((flags['public-ip'] as string[] | undefined) ?? []).flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean);
+  if (ips.length > MAX_PUBLIC_ADDRESSES) throw invalid(`--public-ip takes at most ${MAX_PUBLIC_ADDRESSES} addresses.`);
+  for (const ip of ips) {
+    if (net.isIP(ip) === 0) throw invalid(`--public-ip ${JSON.stringify(ip.slice(0, 60))} is not an IP address.`);
+    if (!isPublicAddress(ip)) throw invalid(`--public-ip ${ip} is not a public address (loopback, private, link-local and shared ranges never go into DNS); give the address the internet reaches this host at.`);
+  }
+  return [...new Set(ips.map((ip) => ip.toLowerCase()))];
+}
+
+/** `--smart-host-spf`: the SPF mechanism the smart host's provider requires. */
+function readSmartHostSpf(value: string | undefined, smartHost: EdgeOptions['smartHost']): string | undefined {
+  if (value === undefined) return undefined;
+  if (!smartHost) throw invalid('--smart-host-spf needs --smart-host.');
+  const mechanism = spfMechanism(value);
+  if (mechanism === null) throw invalid(`--smart-host-spf must be ${SPF_MECHANISM_HELP}.`);
+  return mechanism;
 }
 
 function readTls(keyFile: string | undefined, certFile: string | undefined): EdgeOptions['tls'] {
@@ -179,10 +204,11 @@ function readAcme(flags: Record<string, FlagValue>, hostname: string | undefined
       throw invalid('The --acme-ca file cannot be read.');
     }
   }
-  const ms = (name: string, fallback: number) => {
+  const ms = <T extends number | null>(name: string, fallback: T): number | T => {
     const v = env[name];
     return v !== undefined && /^\d+$/.test(v) ? Number(v) : fallback;
   };
+  const checkEvery = ms(ACME_CHECK_ENV, null);
   return {
     directoryUrl: directory,
     email,
@@ -190,8 +216,8 @@ function readAcme(flags: Record<string, FlagValue>, hostname: string | undefined
     dataDir,
     http: { host, port: portFlag(stringFlag(flags, 'acme-http-port'), 'acme-http-port', 80) },
     directoryCa,
-    renewBeforeMs: ms(ACME_RENEW_BEFORE_ENV, DEFAULT_RENEW_BEFORE_MS),
-    checkEveryMs: Math.max(100, ms(ACME_CHECK_ENV, DEFAULT_CHECK_EVERY_MS)),
+    renewBeforeMs: ms(ACME_RENEW_BEFORE_ENV, null),
+    checkEveryMs: checkEvery === null ? null : Math.max(100, checkEvery),
     ...(env[ACME_RETRY_ENV] !== undefined ? { retry: { attempts: ms(ACME_RETRY_ENV, 5), delaySeconds: 1 } } : {}),
   };
 }
@@ -219,6 +245,8 @@ function parseEdgeArgs(args: string[], env: NodeJS.ProcessEnv = process.env): Ed
   const dns = stringFlag(flags, 'dns');
   const acme = readAcme(flags, stringFlag(flags, 'hostname'), dataDir, host, env);
   const mtaSts = readMtaSts(flags, acme, host);
+  const smartHost = readSmartHost(stringFlag(flags, 'smart-host'), stringFlag(flags, 'smart-host-user'), env);
+  const dnsServers = dns?.split(',').map((s) => s.trim()).filter(Boolean);
   return {
     json: flags.json === true,
     acme,
@@ -230,10 +258,13 @@ function parseEdgeArgs(args: string[], env: NodeJS.ProcessEnv = process.env): Ed
       hostname: stringFlag(flags, 'hostname') ?? os.hostname(),
       maxMessageBytes,
       spam,
-      resolver: dns === undefined ? undefined : dnsResolver(dns.split(',').map((s) => s.trim()).filter(Boolean)),
+      resolver: dnsServers === undefined ? undefined : dnsResolver(dnsServers),
+      ...(dnsServers !== undefined ? { dnsServers } : {}),
+      publicAddresses: readPublicIps(flags),
       tls: readTls(stringFlag(flags, 'tls-key'), stringFlag(flags, 'tls-cert')),
       deliveryPort: portFlag(stringFlag(flags, 'relay-port'), 'relay-port', 25, false),
-      smartHost: readSmartHost(stringFlag(flags, 'smart-host'), stringFlag(flags, 'smart-host-user'), env),
+      smartHost,
+      smartHostSpf: readSmartHostSpf(stringFlag(flags, 'smart-host-spf'), smartHost),
     },
   };
 }
@@ -301,7 +332,7 @@ export async function runEdgeCommand(args: string[]): Promise<number> {
     line(process.stdout, { event: 'edge.ready', smtp: bound.smtp, api: bound.api, token_file: token.file, data: options.dataDir });
     process.stderr.write(
       `svc edge receives mail on ${bound.smtp.host}:${bound.smtp.port} (SMTP) and serves its API at ${bound.api.url}.\n` +
-        `Pair it with a home: PUT /v0/owner/transport with {"edge":{"url":"${publicUrl}","token":"<the contents of ${token.file}>"}}.\n`,
+        `Pair it with a home (on the home's machine, with a copy of ${token.file}): svc transport set --edge-url ${publicUrl} --edge-token-file ${token.file}\n`,
     );
     if (!options.tls && !isLoopback(bound.api.host)) {
       line(process.stderr, {

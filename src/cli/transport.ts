@@ -16,7 +16,7 @@ function showTransport(ctx: Ctx, t: TransportResponse, lead?: string): void {
       fields([
         ['configured', t.configured ? 'yes' : 'no (sending answers service_unavailable)'],
         ['edge', t.edge ? `${t.edge.url} (token set)` : 'not paired'],
-        ['smtp', t.smtp ? `${t.smtp.host}:${t.smtp.port}${t.smtp.secure ? ' (TLS)' : ''}${t.smtp.username ? ` as ${t.smtp.username}` : ''}${t.smtp.password_set ? ', password set' : ''}` : 'none (outbound through the edge)'],
+        ['smtp', t.smtp ? `${t.smtp.host}:${t.smtp.port}${t.smtp.secure ? ' (TLS)' : ''}${t.smtp.username ? ` as ${t.smtp.username}` : ''}${t.smtp.password_set ? ', password set' : ''}${t.smtp.spf_include ? `, SPF ${t.smtp.spf_include}` : ''}` : 'none (outbound through the edge)'],
       ]),
   );
 }
@@ -54,6 +54,7 @@ export const group: Group = {
         opt('smtp-username USER', 'Login name.'),
         opt('smtp-password PASSWORD', 'Password.'),
         opt('smtp-password-file FILE', 'Read the password from FILE (- for stdin).'),
+        opt('smtp-spf MECHANISM', 'The SPF mechanism your provider requires, e.g. include:amazonses.com; the domain plans add it.'),
       ],
       examples: ['svc transport set --edge-url https://edge.example.com:8443 --edge-token-file edge-token.txt', 'svc transport set --smtp-host smtp.example.com --smtp-port 587 --smtp-username me --smtp-password-file pw.txt'],
       async run(ctx) {
@@ -68,8 +69,8 @@ export const group: Group = {
         if (host !== undefined) {
           const port = ctx.int('smtp-port', 1, 65535);
           if (port === undefined) throw new CliError('validation_error', '--smtp-host needs --smtp-port.');
-          body.smtp = { host, port, secure: ctx.bool('smtp-secure') || undefined, username: ctx.str('smtp-username'), password: secret(ctx, 'smtp-password') };
-        } else if (['smtp-port', 'smtp-username', 'smtp-password', 'smtp-password-file'].some((n) => ctx.flags[n] !== undefined) || ctx.bool('smtp-secure')) {
+          body.smtp = { host, port, secure: ctx.bool('smtp-secure') || undefined, username: ctx.str('smtp-username'), password: secret(ctx, 'smtp-password'), spf_include: ctx.str('smtp-spf') };
+        } else if (['smtp-port', 'smtp-username', 'smtp-password', 'smtp-password-file', 'smtp-spf'].some((n) => ctx.flags[n] !== undefined) || ctx.bool('smtp-secure')) {
           throw new CliError('validation_error', 'The --smtp-* options need --smtp-host.');
         }
         if (Object.keys(body).length === 0) throw new CliError('validation_error', 'Nothing to set: give --edge-url and --edge-token, or --smtp-host and --smtp-port.', 'Run `svc transport set --help`.');

@@ -63,6 +63,25 @@ const tags = (txt: string) =>
       }),
   );
 
+/**
+ * Reverse DNS, forward-confirmed (RFC 8601 §2.7.3 "iprev"): the PTR of the edge's address names
+ * its host, and that host resolves back to the address. Receivers check exactly this.
+ */
+async function checkPtr(resolver: Resolver, r: PlannedRecord, result: (status: 'valid' | 'invalid', reason: string | null, observed: string | null) => RecordCheck): Promise<RecordCheck> {
+  const address = r.address ?? '';
+  const fix = `set the reverse DNS (PTR) of ${address} to ${r.value} at your VPS provider (its control panel or support; the address's owner sets it, not the domain's DNS)`;
+  const l = await lookup(() => resolver.resolvePtr(r.name));
+  if (!l.ok) return l.missing ? result('invalid', `The address ${address} has no reverse DNS: ${fix}.`, null) : result('invalid', `The reverse DNS lookup of ${address} failed (${l.error}); check it again later, or ${fix}.`, null);
+  const names = l.value.map(host);
+  if (!names.includes(host(r.value))) return result('invalid', `The reverse DNS of ${address} is ${names.join(', ') || 'empty'}, not ${r.value}: ${fix}.`, names.join(', '));
+  const forward = await lookup(() => (address.includes(':') ? resolver.resolve6(r.value) : resolver.resolve4(r.value)));
+  const back = forward.ok ? forward.value.map((a) => a.toLowerCase()) : [];
+  if (!back.includes(address.toLowerCase())) {
+    return result('invalid', `The reverse DNS of ${address} names ${r.value}, but ${r.value} does not resolve back to ${address} (${back.join(', ') || 'no address'}); point ${r.value} at ${address}.`, names.join(', '));
+  }
+  return result('valid', null, names.join(', '));
+}
+
 /** Checks every record; never throws (a failing lookup is an `invalid` record with the DNS error). */
 export async function checkRecords(records: PlannedRecord[], servers: string[] | null): Promise<RecordCheck[]> {
   const resolver = new Resolver({ timeout: DNS_TIMEOUT_MS, tries: DNS_TRIES });
@@ -95,6 +114,7 @@ async function checkRecord(resolver: Resolver, r: PlannedRecord): Promise<Record
     if (others.length > 0) return result('invalid', `MX at ${r.name} also points at ${others.join(', ')}; remove it so all mail reaches ${r.value}.`, observed);
     return result('valid', null, observed);
   }
+  if (r.purpose === 'ptr') return checkPtr(resolver, r, result);
   if (r.type === 'A' || r.type === 'AAAA') {
     const l = await lookup(() => (r.type === 'A' ? resolver.resolve4(r.name) : resolver.resolve6(r.name)));
     if (!l.ok) return failed(l, `${r.type} at ${r.name}`);
@@ -114,6 +134,10 @@ async function checkRecord(resolver: Resolver, r: PlannedRecord): Promise<Record
       return result('invalid', `The SPF record at ${r.name} does not authorize the edge; add the \`mx\` mechanism ("${r.value}").`, spf[0]);
     }
     if (terms.includes('+all') || terms.includes('all')) return result('invalid', `The SPF record at ${r.name} ends in +all, which lets anyone send as the domain; use -all.`, spf[0]);
+    // The smart host's mechanism (include:amazonses.com): without it, mail relayed through the provider fails SPF.
+    const required = r.value.toLowerCase().split(/\s+/).slice(1).filter((t) => t !== 'mx' && !t.endsWith('all'));
+    const absent = required.filter((m) => !terms.includes(m) && !terms.includes(`+${m}`));
+    if (absent.length > 0) return result('invalid', `The SPF record at ${r.name} does not name ${absent.join(' ')}, which your smart host's mail is sent from; add it ("${r.value}").`, spf[0]);
     return result('valid', null, spf[0]);
   }
   if (r.purpose === 'dkim') {

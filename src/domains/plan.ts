@@ -7,10 +7,12 @@
 import { isIP } from 'node:net';
 import { createHash } from 'node:crypto';
 import type { Db } from '../db/open.js';
-import { readTransport } from '../mail/transport.js';
+import { readEdgeReport, readTransport } from '../mail/transport.js';
+import { isPublicHostname } from '../edge/identity.js';
+import { isPublicAddress, reverseName } from '../core/public-address.js';
 import { domainDkimKey, dkimRecord, type DkimKey } from '../mail/dkim-keys.js';
 
-export type RecordType = 'MX' | 'TXT' | 'A' | 'AAAA';
+export type RecordType = 'MX' | 'TXT' | 'A' | 'AAAA' | 'PTR';
 
 /** One record the domain needs. `name` is the fully qualified owner name (no trailing dot). */
 export interface PlannedRecord {
@@ -18,8 +20,13 @@ export interface PlannedRecord {
   name: string;
   value: string;
   priority?: number;
-  /** Which check this is, for reasons and the zone file's comments. */
-  purpose: 'mx' | 'mx_address' | 'spf' | 'dkim' | 'dmarc' | 'mta_sts' | 'tls_rpt';
+  /**
+   * Which check this is, for reasons and the zone file's comments. `ptr` is the edge's reverse
+   * DNS: set at whoever owns the address (the VPS provider), never in the domain's zone.
+   */
+  purpose: 'mx' | 'mx_address' | 'spf' | 'dkim' | 'dmarc' | 'mta_sts' | 'tls_rpt' | 'ptr';
+  /** A PTR's address, for the forward confirmation of its check. */
+  address?: string;
 }
 
 export interface DomainPlan {
@@ -34,24 +41,59 @@ export const MX_PRIORITY = 10;
 export const ZONE_TTL = 3600;
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 
-/** Where mail for the domain must go: the edge's host (from the paired edge's API URL). */
+/**
+ * Where mail for the domain must go. The MX is the host name the edge reports (`svc edge
+ * --hostname`), and A/AAAA records are planned only for public addresses the edge reports
+ * (`--public-ip`, or what its name resolves to): never the address the home reaches the edge at,
+ * which may be an SSH tunnel on 127.0.0.1. An edge that reports nothing (an older release, or not
+ * asked yet) falls back to its API URL's host name when that is a public name or address.
+ */
 export interface MailHost {
   /** The MX target. */
   exchange: string;
-  /** When the edge is only known by address: the A/AAAA record that names it `mx.<domain>`. */
-  address: { type: 'A' | 'AAAA'; value: string } | null;
-  loopback: boolean;
+  /** The A/AAAA records that make `exchange` resolve (public addresses only). */
+  addresses: { type: 'A' | 'AAAA'; value: string }[];
+  /** Whether the internet can reach this MX at all (a public name or a public address). */
+  reachable: boolean;
   configured: boolean;
+  /** How the edge was known, for the plan's warnings. */
+  source: 'none' | 'edge' | 'url' | 'waiting';
+  /** The host name the edge reported when it is not one the internet can look up (e.g. `localhost`). */
+  unusableHostname: string | null;
+  /** The edge's own smart host, when it relays outbound mail through one (`--smart-host`). */
+  edgeSmartHost: { host: string; spf: string | null } | null;
 }
+
+const addressRecord = (ip: string) => ({ type: isIP(ip) === 6 ? ('AAAA' as const) : ('A' as const), value: ip });
 
 export function mailHost(db: Db, domain: string): MailHost {
   const { edge } = readTransport(db);
-  if (!edge) return { exchange: `mx.${domain}`, address: null, loopback: false, configured: false };
-  const host = new URL(edge.url).hostname.replace(/^\[|\]$/g, '').toLowerCase();
-  const loopback = LOOPBACK.has(host) || host.startsWith('127.');
-  const ip = host === 'localhost' ? '127.0.0.1' : host;
-  if (isIP(ip)) return { exchange: `mx.${domain}`, address: { type: isIP(ip) === 6 ? 'AAAA' : 'A', value: ip }, loopback, configured: true };
-  return { exchange: host.replace(/\.$/, ''), address: null, loopback, configured: true };
+  const placeholder = `mx.${domain}`;
+  const none = { addresses: [], unusableHostname: null, edgeSmartHost: null };
+  if (!edge) return { exchange: placeholder, reachable: false, configured: false, source: 'none', ...none };
+  const report = readEdgeReport(db, edge.url);
+  if (report?.identity) {
+    const { hostname, public_addresses: ips, smart_host } = report.identity;
+    const named = isPublicHostname(hostname);
+    return {
+      exchange: named ? hostname : placeholder,
+      addresses: ips.filter(isPublicAddress).map(addressRecord),
+      reachable: named || ips.length > 0,
+      configured: true,
+      source: 'edge',
+      unusableHostname: named ? null : hostname,
+      edgeSmartHost: smart_host,
+    };
+  }
+  // Nothing reported: the URL's host, but only what the internet could reach.
+  const host = new URL(edge.url).hostname.replace(/^\[|\]$/g, '').toLowerCase().replace(/\.$/, '');
+  const source = report ? 'url' : 'waiting';
+  if (isIP(host)) {
+    const usable = isPublicAddress(host);
+    return { exchange: placeholder, reachable: usable, configured: true, source, ...none, addresses: usable ? [addressRecord(host)] : [] };
+  }
+  const named = isPublicHostname(host) && !LOOPBACK.has(host);
+  return { exchange: named ? host : placeholder, reachable: named, configured: true, source, ...none };
 }
 
 /**
@@ -63,51 +105,84 @@ export const mtaStsValue = (exchange: string) => `v=STSv1; id=${createHash('sha2
 /** TLS reporting (RFC 8460): where senders report TLS failures delivering to the domain. */
 export const tlsRptValue = (domain: string) => `v=TLSRPTv1; rua=mailto:postmaster@${domain}`;
 
-export const spfValue = (smartHost: boolean) => (smartHost ? 'v=spf1 mx ~all' : 'v=spf1 mx -all');
+/**
+ * `v=spf1 mx -all`; with a smart host, its provider's mechanism is added (`v=spf1 mx
+ * include:amazonses.com -all`); a smart host whose mechanism svc does not know ends in `~all`,
+ * so mail through it is not refused while the owner adds it.
+ */
+export const spfValue = (smartHost: boolean, mechanism: string | null = null) =>
+  mechanism ? `v=spf1 mx ${mechanism} -all` : smartHost ? 'v=spf1 mx ~all' : 'v=spf1 mx -all';
 export const dmarcValue = () => 'v=DMARC1; p=quarantine; adkim=r; aspf=r';
 export const dkimName = (key: DkimKey, domain: string) => `${key.selector}._domainkey.${domain}`;
+
+/** The outbound path that senders' SPF checks see: the home's smart host, else the edge's, else the edge itself. */
+function outboundPath(transport: ReturnType<typeof readTransport>, host: MailHost): { smartHost: string | null; mechanism: string | null; how: string } {
+  if (transport.smtp) return { smartHost: transport.smtp.host, mechanism: transport.smtp.spf_include ?? null, how: 'svc transport set --smtp-host … --smtp-spf include:<provider>' };
+  if (host.edgeSmartHost) return { smartHost: host.edgeSmartHost.host, mechanism: host.edgeSmartHost.spf, how: 'svc edge … --smart-host-spf include:<provider>' };
+  return { smartHost: null, mechanism: null, how: '' };
+}
 
 /** The records, steps and warnings for `domain`; creates the domain's DKIM key when it has none. */
 export async function domainPlan(db: Db, domain: string, opts: { domainId?: string; feedbackEnabled?: boolean } = {}): Promise<DomainPlan> {
   const key = await domainDkimKey(db, domain);
   const transport = readTransport(db);
   const host = mailHost(db, domain);
-  const smartHost = transport.smtp !== null;
+  const outbound = outboundPath(transport, host);
   const records: PlannedRecord[] = [{ type: 'MX', name: domain, value: host.exchange, priority: MX_PRIORITY, purpose: 'mx' }];
-  if (host.address) records.push({ type: host.address.type, name: host.exchange, value: host.address.value, purpose: 'mx_address' });
+  for (const a of host.addresses) records.push({ type: a.type, name: host.exchange, value: a.value, purpose: 'mx_address' });
   records.push(
-    { type: 'TXT', name: domain, value: spfValue(smartHost), purpose: 'spf' },
+    { type: 'TXT', name: domain, value: spfValue(outbound.smartHost !== null, outbound.mechanism), purpose: 'spf' },
     { type: 'TXT', name: dkimName(key, domain), value: dkimRecord(key), purpose: 'dkim' },
     { type: 'TXT', name: `_dmarc.${domain}`, value: dmarcValue(), purpose: 'dmarc' },
   );
-  // MTA-STS and TLS reporting only for an edge on a real host: a loopback edge has no public HTTPS.
-  if (host.configured && !host.loopback) {
+  // MTA-STS and TLS reporting only for an edge the internet reaches: a loopback edge has no public HTTPS.
+  if (host.configured && host.reachable) {
     records.push(
       { type: 'TXT', name: `_mta-sts.${domain}`, value: mtaStsValue(host.exchange), purpose: 'mta_sts' },
       { type: 'TXT', name: `_smtp._tls.${domain}`, value: tlsRptValue(domain), purpose: 'tls_rpt' },
     );
   }
+  // Reverse DNS of the addresses the edge sends from: receivers refuse mail from an address whose
+  // PTR does not name a host that resolves back to it. Only when the edge sends itself, with a real name.
+  const ptr = host.source === 'edge' && outbound.smartHost === null && host.unusableHostname === null;
+  if (ptr) for (const a of host.addresses) records.push({ type: 'PTR', name: reverseName(a.value), value: host.exchange, purpose: 'ptr', address: a.value });
 
   const warnings: string[] = [];
   if (!host.configured) {
-    warnings.push('No transport is configured, so svc does not know where mail for this domain must go; the MX below is a placeholder. Pair an edge with PUT /v0/owner/transport, then read the plan again.');
+    warnings.push('No transport is configured, so svc does not know where mail for this domain must go; the MX below is a placeholder. Pair an edge with `svc transport set --edge-url URL --edge-token-file FILE`, then read the plan again.');
+  } else if (host.source === 'waiting') {
+    warnings.push(`svc has not heard from the edge at ${transport.edge!.url} yet, so the MX below is ${host.exchange === `mx.${domain}` ? 'a placeholder' : 'its API address'}; the edge reports its host name and addresses within 10 seconds of answering. Read the plan again then.`);
+  } else if (host.source === 'url') {
+    warnings.push(`The edge at ${transport.edge!.url} does not report its host name (an older release), so the MX below is taken from its API address. Upgrade svc on the edge and start it with \`svc edge --hostname mx.example.com --public-ip <address>\`.`);
   }
-  if (host.loopback) {
-    warnings.push(`The edge is on loopback (${host.address?.value ?? host.exchange}): these records work for local testing only; the internet cannot reach this MX. Run \`svc edge\` on a host with a public port 25 for real mail.`);
+  if (host.unusableHostname !== null) {
+    warnings.push(`The edge calls itself ${host.unusableHostname}, which is not a public DNS name, so the MX below is a placeholder. Start the edge with \`svc edge --hostname mx.example.com\` (the name its certificate and greeting use).`);
   }
-  if (smartHost) {
-    warnings.push(`Outbound mail goes through the smart host ${transport.smtp!.host}: add your provider's SPF include (e.g. \`include:amazonses.com\` for SES) to the SPF record, svc cannot know it; until then the record ends in ~all, not -all.`);
+  if (host.configured && !host.reachable) {
+    warnings.push(`The edge reports no public name or address (it runs on loopback or was started without --hostname and --public-ip): these records work for local testing only; the internet cannot reach this MX. Run \`svc edge --hostname mx.example.com --public-ip <address>\` on a host with a public port 25 for real mail.`);
+  } else if (host.source === 'edge' && host.addresses.length === 0) {
+    warnings.push(`The edge knows no public address of ${host.exchange} (it does not resolve yet and no --public-ip was given), so the plan has no A/AAAA record for it and cannot check its reverse DNS. Point ${host.exchange} at the edge's address, or start the edge with \`--public-ip <address>\`.`);
   }
-  const base = opts.domainId ? `/v0/domains/${opts.domainId}` : '/v0/domains/{domain_id}';
+  if (outbound.smartHost !== null && outbound.mechanism === null) {
+    warnings.push(`Outbound mail goes through the smart host ${outbound.smartHost}, which the SPF record cannot name yet: give the SPF mechanism your provider requires (e.g. include:amazonses.com for SES) with \`${outbound.how}\`. Until then the record ends in ~all, not -all.`);
+  }
+  // `svc domains` names a domain by id or by name: the name reads better in a step.
+  const ref = domain;
   const steps: string[] = [];
-  if (!host.configured) steps.push('Pair svc with an edge: PUT /v0/owner/transport with {"edge": {"url", "token"}} (or start with `svc serve --local-edge` to try it locally).');
+  if (!host.configured) steps.push('Pair svc with an edge: `svc transport set --edge-url URL --edge-token-file FILE` (`svc edge` prints both), or start with `svc serve --local-edge` to try it locally.');
+  const zoneRecords = records.filter((r) => r.purpose !== 'ptr');
   steps.push(
-    `At the DNS provider of ${domain}, create the ${records.length} records below, or import the zone file from GET ${base}/zone-file.`,
+    `At the DNS provider of ${domain}, create the ${zoneRecords.length} records below, or import the zone file from \`svc domains zone-file ${ref}\`.`,
     `Remove every other MX record of ${domain}: mail for it must reach the edge at ${host.exchange}.`,
     `Keep exactly one SPF record (TXT starting with v=spf1) at ${domain}; if one exists, merge the mechanisms into it instead of adding a second.`,
-    `POST ${base}/apply: svc routes ${domain} at the edge and checks the records, then sends a self-test message from svc-selftest@${domain} to itself through the edge.`,
-    `Wait for status \`verified\` (event domain.verified). If it is \`failed\`, each record's \`reason\` says what to fix; after fixing, POST ${base}/verify.`,
-    `Create inboxes on ${domain} with POST /v0/inboxes; their mail is signed with the DKIM key published at ${dkimName(key, domain)}.`,
+  );
+  if (ptr && host.addresses.length > 0) {
+    steps.push(`At your VPS provider, set the reverse DNS (PTR) of ${host.addresses.map((a) => a.value).join(' and ')} to ${host.exchange}: receivers refuse mail from an address whose PTR does not name its host.`);
+  }
+  steps.push(
+    `Run \`svc domains apply ${ref}\`: svc routes ${domain} at the edge and checks the records, then sends a self-test message from svc-selftest@${domain} to itself through the edge.`,
+    `Wait for status \`verified\` (event domain.verified). If it is \`failed\`, each record's \`reason\` says what to fix; after fixing, run \`svc domains verify ${ref}\`.`,
+    `Create inboxes on ${domain} with \`svc inboxes create --domain ${domain}\`; their mail is signed with the DKIM key published at ${dkimName(key, domain)}.`,
   );
   if (opts.feedbackEnabled !== false) {
     steps.push(`Optional: register svc-feedback@${domain} with mailbox providers' complaint feedback loops; svc turns those reports into message.complained events.`);
@@ -138,6 +213,10 @@ export function zoneFile(plan: DomainPlan, now = new Date()): string {
     `$TTL ${ZONE_TTL}`,
   ];
   for (const r of plan.records) {
+    if (r.purpose === 'ptr') {
+      lines.push(`; ptr: not part of this zone; set at your VPS provider: ${r.name}. PTR ${r.value}.`);
+      continue;
+    }
     const name = relativeName(r.name, plan.domain);
     lines.push(`; ${r.purpose}`);
     if (r.type === 'MX') lines.push(`${name}\tIN\tMX\t${r.priority ?? MX_PRIORITY} ${r.value}.`);

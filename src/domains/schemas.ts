@@ -18,7 +18,7 @@ export type CreateDomainBody = Static<typeof CreateDomainBody>;
 export const UpdateDomainBody = Type.Object(Flags, { additionalProperties: false });
 export type UpdateDomainBody = Static<typeof UpdateDomainBody>;
 
-const RecordTypeField = Type.Union([Type.Literal('MX'), Type.Literal('TXT'), Type.Literal('A'), Type.Literal('AAAA')]);
+const RecordTypeField = Type.Union([Type.Literal('MX'), Type.Literal('TXT'), Type.Literal('A'), Type.Literal('AAAA'), Type.Literal('PTR')]);
 /** What a list shows of a domain. */
 const DomainItemFields = {
   domain_id: Type.String(),

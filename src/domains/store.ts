@@ -141,7 +141,7 @@ export function insertDomain(db: Db, create: ReturnType<typeof checkDomainCreate
   const { domain, body } = create;
   const existing = db.prepare('SELECT domain_id FROM domains WHERE domain = ?').get(domain) as { domain_id: string } | undefined;
   if (existing) {
-    throw new ApiError('already_exists', `The domain ${domain} is already registered.`, { fix: `Use GET /v0/domains/${existing.domain_id}.`, extra: { domain_id: existing.domain_id } });
+    throw new ApiError('already_exists', `The domain ${domain} is already registered.`, { fix: `Use the registered one: \`svc domains show ${domain}\` (GET /v0/domains/${existing.domain_id}).`, extra: { domain_id: existing.domain_id } });
   }
   const id = uuidv7();
   const at = now();
@@ -174,7 +174,7 @@ export function deleteDomain(db: Db, domainId: string): void {
   const row = domainRow(db, domainId);
   const refuse = (status: DomainStatus) =>
     new ApiError('conflict', `The domain ${row.domain} is ${status}; it can be deleted only after teardown.`, {
-      fix: status === 'tearing_down' ? 'Wait until its status is torn_down (the edge stops routing it within seconds), then delete it.' : `POST /v0/domains/${domainId}/teardown, wait for status torn_down, then delete it.`,
+      fix: status === 'tearing_down' ? 'Wait until its status is torn_down (the edge stops routing it within seconds), then delete it.' : `Run \`svc domains teardown ${row.domain}\` (it waits for status torn_down), then delete it.`,
     });
   if (ownerStep(row, 'delete').to !== 'gone') throw refuse(row.status);
   if (db.prepare('DELETE FROM domains WHERE domain_id = ? AND status = ?').run(domainId, row.status).changes === 0) throw refuse(domainRow(db, domainId).status);
@@ -228,7 +228,7 @@ export function requestVerification(db: Db, domainId: string): DomainRow {
   const step = ownerStep(row, 'verify');
   if (typeof step.to === 'object') {
     throw new ApiError('conflict', `The domain ${row.domain} is ${row.status}; only a provisioned domain can be verified.`, {
-      fix: `POST /v0/domains/${domainId}/apply first; it starts the verification by itself.`,
+      fix: `Run \`svc domains apply ${row.domain}\` first; it starts the verification by itself.`,
     });
   }
   return ownerMove(db, row, 'verify');
@@ -298,7 +298,7 @@ export function recordChecks(db: Db, row: DomainRow, checks: RecordCheck[]): 'va
   const fresh = db.prepare("UPDATE domains SET checks = ?, checked_at = ?, updated_at = ? WHERE domain_id = ? AND status = 'verifying' AND selftest_sent_at IS NULL").run(JSON.stringify(checks), at, at, row.domain_id);
   if (fresh.changes === 0) return 'stale';
   if (invalid.length === 0) return 'valid';
-  const summary = `${invalid.length} of ${checks.length} DNS records are not right yet: ${invalid.map((c) => c.reason).join(' ')} Fix them, then POST /v0/domains/${row.domain_id}/verify.`;
+  const summary = `${invalid.length} of ${checks.length} DNS records are not right yet: ${invalid.map((c) => c.reason).join(' ')} Fix them, then run \`svc domains verify ${row.domain}\`.`;
   transition(db, row.domain_id, 'verifying', 'dns_invalid', summary);
   return 'invalid';
 }

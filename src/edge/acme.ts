@@ -7,11 +7,14 @@
  * - Files, in `<data>/acme/` (mode 0600, the directory 0700): `account.key` (the ACME account),
  *   `key.pem` and `cert.pem` (the certificate and its chain). A stored certificate for the same
  *   names, valid for longer than the renewal margin, is used as it is.
- * - Renewal: checked every `checkEveryMs` (12 hours); a certificate with less than
- *   `renewBeforeMs` (30 days) left is renewed with a new key, and `onRenewed` hands it to the
- *   listeners, which take it for new connections (open SMTP sessions keep theirs: nothing is
- *   dropped, nothing restarts). A failed renewal logs `edge.warning` and is tried again at the
- *   next check, while the current certificate is served.
+ * - Renewal: when a third of the certificate's lifetime is left (as certbot and Caddy do), so a
+ *   90-day certificate renews at 30 days left and a 6-day one at 2. When the CA offers ACME
+ *   Renewal Information (RFC 9773, `renewalInfo` in its directory), its suggested window wins: a
+ *   random time inside it, asked again after its Retry-After. Checked every tenth of the lifetime
+ *   (at most 12 hours, at least a second), and exactly at the renewal time. A renewal gets a new
+ *   key, and `onRenewed` hands it to the listeners, which take it for new connections (open SMTP
+ *   sessions keep theirs: nothing is dropped, nothing restarts). A failed renewal logs
+ *   `edge.warning` and is tried again at the next check, while the current certificate is served.
  * - The ACME library (acme-client) is loaded only when `--acme` is given.
  */
 import fs from 'node:fs';
@@ -35,8 +38,10 @@ export interface AcmeOptions {
   http: { host: string; port: number };
   /** Extra CA certificates (PEM) to trust for the ACME directory (a private CA, pebble in tests). */
   directoryCa: Buffer | null;
-  renewBeforeMs: number;
-  checkEveryMs: number;
+  /** Test override: renew when less than this is left, instead of a third of the lifetime. */
+  renewBeforeMs: number | null;
+  /** Test override: check this often, instead of a tenth of the lifetime (at most 12 hours). */
+  checkEveryMs: number | null;
   /** Retries of a request the CA did not answer, `delaySeconds` × the attempt apart (5 × 5 s by default; tests 0). */
   retry?: { attempts: number; delaySeconds: number };
   /** One issuance, all requests and retries included, gives up after this (10 minutes by default). */
@@ -48,11 +53,20 @@ export interface EdgeCertificate {
   key: Buffer;
   cert: Buffer;
   notAfter: Date;
+  notBefore: Date;
 }
 
 export const LETS_ENCRYPT_DIRECTORY = 'https://acme-v02.api.letsencrypt.org/directory';
-export const DEFAULT_RENEW_BEFORE_MS = 30 * 24 * 60 * 60 * 1000;
-export const DEFAULT_CHECK_EVERY_MS = 12 * 60 * 60 * 1000;
+/** Renew when this share of the lifetime is left. */
+export const RENEW_WITH_LEFT = 1 / 3;
+/** Checks run every this share of the lifetime, within the bounds below. */
+const CHECK_SHARE = 1 / 10;
+export const MAX_CHECK_EVERY_MS = 12 * 60 * 60 * 1000;
+const MIN_CHECK_EVERY_MS = 1_000;
+/** A CA's Retry-After for renewal information is obeyed within these bounds (RFC 9773 §4.3.3 suggests 1 min .. 1 day). */
+const ARI_RETRY_MIN_MS = 1_000;
+const ARI_RETRY_MAX_MS = 24 * 60 * 60 * 1000;
+const ARI_RETRY_DEFAULT_MS = 6 * 60 * 60 * 1000;
 /** A request to the CA that takes longer than this failed. */
 const REQUEST_TIMEOUT_MS = 30_000;
 /** Bytes of one answer of the CA (a certificate chain is a few KiB). */
@@ -74,6 +88,13 @@ export class AcmeCertificates {
   #current: EdgeCertificate | null = null;
   #server: http.Server | null = null;
   #timer: NodeJS.Timeout | null = null;
+  #stopped = false;
+  /** The CA's renewal information for the current certificate: when to renew, and when to ask again. */
+  #ari: { certId: string; renewAt: number | null; askAfter: number } | null = null;
+  /** The directory's `renewalInfo` URL; undefined until read, null when the CA has none. */
+  #renewalInfo: string | null | undefined = undefined;
+  /** The directory could not be read for it: asked again at the next regular check, not every second. */
+  #directoryFailed = false;
   #answers = new Map<string, string>();
   #renewing: Promise<void> | null = null;
   #listeners: ((c: EdgeCertificate) => void)[] = [];
@@ -103,9 +124,43 @@ export class AcmeCertificates {
     await this.#listen();
     const stored = this.#stored();
     this.#current = stored && this.#fresh(stored) ? stored : await this.#issue();
-    this.#timer = setInterval(() => void this.renewIfDue(), this.options.checkEveryMs);
-    this.#timer.unref();
+    this.#schedule();
     return this.#current;
+  }
+
+  /** When the current certificate is due: the CA's window when it gave one, else a third of its lifetime left. */
+  renewalTime(c: EdgeCertificate): number {
+    if (this.#ari && this.#ari.renewAt !== null && this.#ari.certId === certIdOf(c.cert)) return this.#ari.renewAt;
+    if (this.options.renewBeforeMs !== null) return c.notAfter.getTime() - this.options.renewBeforeMs;
+    const lifetime = c.notAfter.getTime() - c.notBefore.getTime();
+    return c.notAfter.getTime() - lifetime * RENEW_WITH_LEFT;
+  }
+
+  #checkEvery(c: EdgeCertificate | null): number {
+    if (this.options.checkEveryMs !== null) return this.options.checkEveryMs;
+    const lifetime = c ? c.notAfter.getTime() - c.notBefore.getTime() : MAX_CHECK_EVERY_MS;
+    return Math.min(MAX_CHECK_EVERY_MS, Math.max(MIN_CHECK_EVERY_MS, lifetime * CHECK_SHARE));
+  }
+
+  /** The next check: after the check interval, or at the renewal time when that comes first. */
+  #schedule(): void {
+    if (this.#stopped) return;
+    const current = this.#current;
+    const every = this.#checkEvery(current);
+    const due = current ? this.renewalTime(current) - Date.now() : every;
+    // The CA's renewal information is asked for soon after start, then when its Retry-After says.
+    const ask = this.#renewalInfo === undefined ? (this.#directoryFailed ? every : 0) : this.#renewalInfo !== null && this.#ari ? this.#ari.askAfter - Date.now() : every;
+    const wait = Math.max(MIN_CHECK_EVERY_MS, Math.min(every, due, ask));
+    this.#timer = setTimeout(() => {
+      void this.#check().finally(() => this.#schedule());
+    }, wait);
+    this.#timer.unref();
+  }
+
+  /** One check: the CA's renewal information when it offers it (never fatal), then the renewal if due. */
+  async #check(): Promise<void> {
+    await this.#askRenewalInfo().catch(() => undefined);
+    await this.renewIfDue();
   }
 
   /** Renews when the certificate is within the margin; a failure is an `edge.warning`, the current one stays. */
@@ -129,7 +184,7 @@ export class AcmeCertificates {
         this.options.log({
           event: 'edge.warning',
           message: `The certificate for ${this.options.names[0]} could not be renewed: ${reasonOf(err)}`,
-          fix: `The current one serves until ${current?.notAfter.toISOString() ?? 'it expires'}; svc tries again in ${Math.round(this.options.checkEveryMs / 60_000)} minutes. Check that port ${this.options.http.port} is reachable from the internet as http://${this.options.names[0]}/.`,
+          fix: `The current one serves until ${current?.notAfter.toISOString() ?? 'it expires'}; svc tries again in ${inWords(this.#checkEvery(current))}. Check that port ${this.options.http.port} is reachable from the internet as http://${this.options.names[0]}/.`,
         });
       })
       .finally(() => {
@@ -139,7 +194,8 @@ export class AcmeCertificates {
   }
 
   async stop(): Promise<void> {
-    if (this.#timer) clearInterval(this.#timer);
+    this.#stopped = true;
+    if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
     const server = this.#server;
     this.#server = null;
@@ -155,7 +211,41 @@ export class AcmeCertificates {
   }
 
   #fresh(c: EdgeCertificate): boolean {
-    return c.notAfter.getTime() - Date.now() > this.options.renewBeforeMs;
+    return this.renewalTime(c) > Date.now();
+  }
+
+  /**
+   * ACME Renewal Information (RFC 9773): GET `<renewalInfo>/<certID>`; the answer's
+   * `suggestedWindow` sets the renewal time (a random moment inside it, kept until the window
+   * changes) and its Retry-After when to ask again. Nothing happens when the CA has no
+   * `renewalInfo`; a failed request is asked again at the next check.
+   */
+  async #askRenewalInfo(): Promise<void> {
+    const current = this.#current;
+    if (!current) return;
+    const certId = certIdOf(current.cert);
+    if (certId === null) return;
+    if (this.#ari && this.#ari.certId === certId && Date.now() < this.#ari.askAfter) return;
+    if (this.#renewalInfo === undefined) {
+      this.#directoryFailed = true;
+      const directory = (await getJson(this.options.directoryUrl, this.options.directoryCa)).body as { renewalInfo?: unknown } | null;
+      this.#directoryFailed = false;
+      const url = directory?.renewalInfo;
+      this.#renewalInfo = typeof url === 'string' && /^https:\/\/[^\s]+$/.test(url) ? url.replace(/\/+$/, '') : null;
+    }
+    if (this.#renewalInfo === null) return;
+    const answer = await getJson(`${this.#renewalInfo}/${certId}`, this.options.directoryCa);
+    const retryAfter = retryAfterMs(answer.retryAfter);
+    const previous = this.#ari?.certId === certId ? this.#ari : null;
+    const window = (answer.body as { suggestedWindow?: { start?: unknown; end?: unknown } } | null)?.suggestedWindow;
+    const start = typeof window?.start === 'string' ? Date.parse(window.start) : NaN;
+    const end = typeof window?.end === 'string' ? Date.parse(window.end) : NaN;
+    let renewAt = previous?.renewAt ?? null;
+    if (answer.status === 200 && Number.isFinite(start) && Number.isFinite(end) && start < end) {
+      // A time already chosen inside the same window stays; a new window gets a new random time.
+      if (renewAt === null || renewAt < start || renewAt > end) renewAt = start + Math.random() * (end - start);
+    }
+    this.#ari = { certId, renewAt, askAfter: Date.now() + retryAfter };
   }
 
   #stored(): EdgeCertificate | null {
@@ -163,7 +253,7 @@ export class AcmeCertificates {
       const key = fs.readFileSync(path.join(this.dir, 'key.pem'));
       const cert = fs.readFileSync(path.join(this.dir, 'cert.pem'));
       // A pair a crash left half-replaced, or one for other names, is not used: a new one is ordered.
-      return { key, cert, notAfter: usable(key, cert, this.options.names) };
+      return { key, cert, ...usable(key, cert, this.options.names) };
     } catch {
       return null;
     }
@@ -260,10 +350,10 @@ export class AcmeCertificates {
     if (!accountUrl) writePrivate(accountFile, Buffer.from(JSON.stringify({ directory: this.options.directoryUrl, url: client.getAccountUrl() })));
     const cert = Buffer.from(chain);
     // Checked before it is stored or served: a certificate that does not fit would break STARTTLS.
-    const notAfter = usable(key, cert, this.options.names);
+    const validity = usable(key, cert, this.options.names);
     writePrivate(path.join(this.dir, 'key.pem'), key);
     writePrivate(path.join(this.dir, 'cert.pem'), cert);
-    return { key, cert, notAfter };
+    return { key, cert, ...validity };
   }
 
   /** The stored account key, or `fresh` stored as the account key. */
@@ -294,9 +384,9 @@ function writePrivate(file: string, data: Buffer): void {
 /**
  * Checks a key and its certificate chain before they are stored or served: the leaf is for this
  * key, names every one of `names`, is valid now, each certificate is issued by the next, and
- * Node builds a TLS context from them. Returns the leaf's end; throws AcmeFailed saying what is wrong.
+ * Node builds a TLS context from them. Returns the leaf's validity; throws AcmeFailed saying what is wrong.
  */
-export function usable(key: Buffer, chain: Buffer, names: readonly string[], now = Date.now()): Date {
+export function usable(key: Buffer, chain: Buffer, names: readonly string[], now = Date.now()): { notBefore: Date; notAfter: Date } {
   const pems = chain.toString('latin1').match(/-----BEGIN CERTIFICATE-----[A-Za-z0-9+/=\s]{1,65536}?-----END CERTIFICATE-----/g) ?? [];
   if (pems.length === 0) throw new AcmeFailed('the CA sent no certificate');
   let certs: X509Certificate[];
@@ -323,7 +413,105 @@ export function usable(key: Buffer, chain: Buffer, names: readonly string[], now
   } catch {
     throw new AcmeFailed('the certificate and key do not make a TLS context');
   }
-  return new Date(leaf.validTo);
+  return { notBefore: new Date(leaf.validFrom), notAfter: new Date(leaf.validTo) };
+}
+
+const inWords = (ms: number) => (ms < 120_000 ? `${Math.round(ms / 1000)} seconds` : `${Math.round(ms / 60_000)} minutes`);
+
+// ---- ACME Renewal Information (RFC 9773) ----
+
+/** One DER element at `at`: its tag, where its content starts and ends. Throws on a malformed length. */
+function derElement(der: Buffer, at: number): { tag: number; start: number; end: number } {
+  const tag = der[at];
+  let len = der[at + 1];
+  let start = at + 2;
+  if (len & 0x80) {
+    const n = len & 0x7f;
+    if (n === 0 || n > 4) throw new Error('DER length');
+    len = 0;
+    for (let i = 0; i < n; i++) len = len * 256 + der[start + i];
+    start += n;
+  }
+  if (tag === undefined || start + len > der.length) throw new Error('DER overrun');
+  return { tag, start, end: start + len };
+}
+
+/**
+ * The RFC 9773 certificate identifier of the chain's leaf: base64url(the Authority Key
+ * Identifier's keyIdentifier) "." base64url(the serial number's DER content bytes). Null when the
+ * certificate has no keyIdentifier (then the CA cannot offer renewal information for it).
+ */
+export function certIdOf(chain: Buffer): string | null {
+  const pem = /-----BEGIN CERTIFICATE-----([A-Za-z0-9+/=\s]{1,65536}?)-----END CERTIFICATE-----/.exec(chain.toString('latin1'));
+  if (!pem) return null;
+  try {
+    const der = Buffer.from(pem[1].replace(/\s+/g, ''), 'base64');
+    const cert = derElement(der, 0);
+    const tbs = derElement(der, cert.start);
+    let at = tbs.start;
+    let field = derElement(der, at);
+    if (field.tag === 0xa0) {
+      at = field.end;
+      field = derElement(der, at);
+    }
+    if (field.tag !== 0x02) return null;
+    const serial = der.subarray(field.start, field.end);
+    // The extensions are the [3] element of the TBSCertificate; the AKI is OID 2.5.29.35.
+    const aki = Buffer.from([0x06, 0x03, 0x55, 0x1d, 0x23]);
+    const found = der.subarray(tbs.start, tbs.end).indexOf(aki);
+    if (found < 0) return null;
+    let ext = tbs.start + found + aki.length;
+    let next = derElement(der, ext);
+    if (next.tag === 0x01) {
+      ext = next.end;
+      next = derElement(der, ext);
+    }
+    if (next.tag !== 0x04) return null;
+    const seq = derElement(der, next.start);
+    if (seq.tag !== 0x30) return null;
+    const keyId = derElement(der, seq.start);
+    if (keyId.tag !== 0x80 || keyId.end > seq.end) return null;
+    return `${der.subarray(keyId.start, keyId.end).toString('base64url')}.${serial.toString('base64url')}`;
+  } catch {
+    return null;
+  }
+}
+
+/** A Retry-After header (seconds or an HTTP date) as ms, within the bounds svc obeys. */
+function retryAfterMs(header: string | null): number {
+  let ms = ARI_RETRY_DEFAULT_MS;
+  if (header !== null && /^\d{1,10}$/.test(header.trim())) ms = Number(header.trim()) * 1000;
+  else if (header !== null && Number.isFinite(Date.parse(header))) ms = Date.parse(header) - Date.now();
+  return Math.min(ARI_RETRY_MAX_MS, Math.max(ARI_RETRY_MIN_MS, ms));
+}
+
+/** One bounded GET of a JSON document from the CA (https, its extra CA trusted): status, body (null if not JSON) and Retry-After. */
+function getJson(url: string, ca: Buffer | null): Promise<{ status: number; body: unknown; retryAfter: string | null }> {
+  return new Promise((resolve, reject) => {
+    if (!url.startsWith('https://')) return reject(new Error('not https'));
+    const req = https.get(url, { ...(ca ? { ca } : {}), timeout: REQUEST_TIMEOUT_MS, headers: { accept: 'application/json' } }, (res) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (d: Buffer) => {
+        size += d.length;
+        if (size > MAX_ANSWER_BYTES) req.destroy(new Error('answer too large'));
+        else chunks.push(d);
+      });
+      res.on('end', () => {
+        let body: unknown = null;
+        try {
+          body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        } catch {
+          body = null;
+        }
+        const retry = res.headers['retry-after'];
+        resolve({ status: res.statusCode ?? 0, body, retryAfter: typeof retry === 'string' ? retry : null });
+      });
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+  });
 }
 
 /** The stored account URL for this directory, or null. */

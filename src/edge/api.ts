@@ -15,6 +15,7 @@ import { registerOutboundRoutes, type OutboundApiContext } from './outbound-api.
 import { EDGE_ERRORS, EdgeApiError } from './api-errors.js';
 import { RoutingUpdate, type RoutingTable } from './routing.js';
 import type { TlsFiles } from './smtp.js';
+import type { EdgeIdentity } from './identity.js';
 import { requestValidatorCompiler } from '../core/validation.js';
 import { GarbageMeter } from '../core/gc.js';
 
@@ -45,6 +46,8 @@ export interface EdgeApiContext {
   routing: RoutingTable;
   apiToken: string;
   tls?: TlsFiles;
+  /** Reported with the routing (`edge`), for the home's domain plan. */
+  identity?: () => EdgeIdentity;
   /** `POST /outbound`, `GET /outbound/{ref}`, `GET /events` (src/edge/outbound-api.ts). */
   outbound?: OutboundApiContext;
 }
@@ -111,6 +114,8 @@ export async function buildEdgeApi(ctx: EdgeApiContext): Promise<FastifyInstance
   });
 
   const { buffer, routing } = ctx;
+  // The home reads `edge` from the routing answer it already gets every push (src/edge/identity.ts).
+  const withIdentity = <T extends object>(answer: T) => (ctx.identity ? { ...answer, edge: ctx.identity() } : answer);
 
   app.get<{ Querystring: Static<typeof ListQuery> }>('/objects', { schema: { querystring: ListQuery } }, async (request) => {
     const page = buffer.listObjects(request.query.after || null, request.query.limit ?? LIST_DEFAULT_LIMIT);
@@ -169,7 +174,7 @@ export async function buildEdgeApi(ctx: EdgeApiContext): Promise<FastifyInstance
   app.get('/routing', async () => {
     const current = routing.current;
     if (!current) throw new EdgeApiError('not_found', 'No routing has been pushed to this edge yet.');
-    return current;
+    return withIdentity(current);
   });
 
   app.put<{ Body: Static<typeof RoutingUpdate> }>(
@@ -185,11 +190,13 @@ export async function buildEdgeApi(ctx: EdgeApiContext): Promise<FastifyInstance
       },
     },
     async (request) => {
+      let stored: Awaited<ReturnType<typeof routing.replace>>;
       try {
-        return await routing.replace(request.body);
+        stored = await routing.replace(request.body);
       } catch {
         throw new EdgeApiError('service_unavailable', 'The routing could not be stored on the edge (disk full or not writable).');
       }
+      return withIdentity(stored);
     },
   );
 

@@ -83,7 +83,7 @@ export class LocalEdgeThread {
 async function runThread(port: NonNullable<typeof parentPort>, options: EdgeThreadOptions): Promise<void> {
   const [{ Edge, EdgeStartError }, { dnsResolver }] = await Promise.all([import('./edge.js'), import('./auth.js')]);
   const { dns, ...rest } = options;
-  const edge = new Edge({ ...rest, resolver: dns ? dnsResolver(dns) : undefined });
+  const edge = new Edge({ ...rest, resolver: dns ? dnsResolver(dns) : undefined, ...(dns ? { dnsServers: dns } : {}) });
   try {
     port.postMessage({ kind: 'ready', addresses: await edge.start() } satisfies FromEdgeThread);
   } catch (err) {

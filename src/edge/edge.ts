@@ -22,6 +22,7 @@ import { sealInbound, sealInboundInPlace, type InboundAuth, type InboundMeta, ty
 import { createSmtpReceiver, SmtpReply, wholeMessage, type ReceivedMessage, type TlsFiles } from './smtp.js';
 import { checkSpam } from './spam.js';
 import { deriveEdgeKey } from './verp.js';
+import { MAX_PUBLIC_ADDRESSES, resolvePublicAddresses, type EdgeIdentity } from './identity.js';
 
 export interface ListenAddress {
   host: string;
@@ -55,6 +56,12 @@ export interface EdgeOptions {
   smartHost?: SmartHost;
   /** Waits after the 1st, 2nd, … temporary failure of a recipient; then it bounces. Default ≈ 2 days. */
   retryScheduleMs?: readonly number[];
+  /** This edge's public addresses (`--public-ip`); those `hostname` resolves to are added at start. */
+  publicAddresses?: string[];
+  /** Name servers for resolving `hostname` (`--dns`); default: the system's. */
+  dnsServers?: string[];
+  /** The SPF mechanism the smart host's provider requires (`--smart-host-spf`), for the home's plan. */
+  smartHostSpf?: string;
 }
 
 export interface EdgeAddresses {
@@ -84,6 +91,7 @@ export class Edge {
   private smtp: SMTPServer | null = null;
   private api: FastifyInstance | null = null;
   private stopping = false;
+  private resolvedAddresses: string[] = [];
 
   constructor(private readonly options: EdgeOptions) {
     // A short or empty token would make the whole buffer guessable; refuse it outright.
@@ -141,6 +149,8 @@ export class Edge {
       const smtp = await this.listenSmtp();
       const api = await this.listenApi();
       this.relay.start();
+      // In the background: a name that does not resolve (yet) must not hold the edge's start.
+      void resolvePublicAddresses(this.options.hostname, this.options.dnsServers).then((found) => (this.resolvedAddresses = found));
       return { smtp, api };
     } catch (err) {
       await this.stop();
@@ -157,6 +167,16 @@ export class Edge {
     this.smtp?.updateSecureContext({ key: tls.key, cert: tls.cert });
     const server = this.api?.server as { setSecureContext?: (o: { key: Buffer | string; cert: Buffer | string }) => void } | undefined;
     server?.setSecureContext?.({ key: tls.key, cert: tls.cert });
+  }
+
+  /** What the home's domain plan needs to know of this edge (src/edge/identity.ts). */
+  identity(): EdgeIdentity {
+    const smart = this.options.smartHost;
+    return {
+      hostname: this.options.hostname,
+      public_addresses: [...new Set([...(this.options.publicAddresses ?? []), ...this.resolvedAddresses])].slice(0, MAX_PUBLIC_ADDRESSES),
+      smart_host: smart ? { host: smart.host, spf: this.options.smartHostSpf ?? null } : null,
+    };
   }
 
   /** Stops taking mail, answers pending long-polls, lets in-flight work finish. Safe to call twice. */
@@ -206,6 +226,7 @@ export class Edge {
       routing: this.routing,
       apiToken: this.options.apiToken,
       tls: this.options.tls,
+      identity: () => this.identity(),
       outbound: { store: this.outbound, reports: this.reports, relay: this.relay, maxMessageBytes: this.maxMessageBytes },
     });
     this.api = api;

@@ -9,6 +9,7 @@ import { GarbageMeter } from '../core/gc.js';
 import type { RoutingUpdate } from '../edge/routing.js';
 import type { QueueEntry } from '../edge/buffer.js';
 import { BATCH_MAX_KEYS } from '../edge/limits.js';
+import { readEdgeIdentity, type EdgeIdentity } from '../edge/identity.js';
 
 /** How long one edge request may take, by kind. */
 export const EDGE_TIMEOUT_MS = {
@@ -177,8 +178,14 @@ export class EdgeClient {
     await this.call('DELETE', `/queue/${key}`);
   }
 
-  async putRouting(routing: RoutingUpdate): Promise<void> {
-    await this.call('PUT', '/routing', { body: routing });
+  /**
+   * Pushes the routing; answers what the edge reports of itself with it (its host name, public
+   * addresses and smart host, src/edge/identity.ts), or null from an edge that reports nothing.
+   */
+  async putRouting(routing: RoutingUpdate): Promise<EdgeIdentity | null> {
+    const res = await this.call('PUT', '/routing', { body: routing });
+    const answer = (await res!.json().catch(() => null)) as { edge?: unknown } | null;
+    return readEdgeIdentity(answer?.edge);
   }
 
   /**

@@ -10,7 +10,7 @@ import type { Db } from '../db/open.js';
 import { EdgeClient } from '../inbound/edge-client.js';
 import { homeKeyPair } from '../inbound/home-key.js';
 import { desiredRouting } from '../inbound/routing.js';
-import { localEdgeToken, readTransport } from './transport.js';
+import { localEdgeToken, readTransport, storeEdgeReport } from './transport.js';
 
 /**
  * The create answer waits at most this long for the local edge. It answers in milliseconds; one
@@ -51,5 +51,5 @@ async function pushRouting(db: Db, edge: { url: string; token: string }): Promis
   // Read first, synchronously: everything committed before this push started is in the table.
   const routing = desiredRouting(db);
   const { publicJwk } = await homeKeyPair(db);
-  await new EdgeClient(edge.url, edge.token).putRouting({ recipient_public_key: publicJwk, ...routing });
+  storeEdgeReport(db, edge.url, await new EdgeClient(edge.url, edge.token).putRouting({ recipient_public_key: publicJwk, ...routing }));
 }

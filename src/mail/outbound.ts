@@ -224,7 +224,7 @@ export function sendChecks(db: Db, inbox: InboxRow, kind: OutboundKind, c: Compo
   const transport = readTransport(db);
   if (!transport.edge && !transport.smtp) {
     throw new ApiError('service_unavailable', 'No mail transport is configured, so nothing can be sent.', {
-      fix: 'The owner pairs an edge or sets an SMTP smart host with PUT /v0/owner/transport (svc serve --local-edge does this by itself).',
+      fix: 'The owner pairs an edge or sets an SMTP smart host with `svc transport set` (PUT /v0/owner/transport; `svc serve --local-edge` does this by itself).',
     });
   }
 }

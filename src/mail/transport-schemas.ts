@@ -19,6 +19,8 @@ export const SmtpConfig = Type.Object(
     secure: Type.Optional(Type.Boolean()),
     username: Type.Optional(Type.String({ maxLength: 512 })),
     password: Type.Optional(Type.String({ maxLength: 1024 })),
+    /** The SPF mechanism the provider requires (`include:amazonses.com`); checked in src/mail/transport.ts. */
+    spf_include: Type.Optional(Type.String({ minLength: 1, maxLength: 300 })),
   },
   { additionalProperties: false },
 );
@@ -38,7 +40,14 @@ export const TransportResponse = Type.Object({
   configured: Type.Boolean(),
   edge: Type.Union([Type.Object({ url: Type.String(), token_set: Type.Boolean() }), Type.Null()]),
   smtp: Type.Union([
-    Type.Object({ host: Type.String(), port: Type.Integer(), secure: Type.Boolean(), username: Type.Union([Type.String(), Type.Null()]), password_set: Type.Boolean() }),
+    Type.Object({
+      host: Type.String(),
+      port: Type.Integer(),
+      secure: Type.Boolean(),
+      username: Type.Union([Type.String(), Type.Null()]),
+      password_set: Type.Boolean(),
+      spf_include: Type.Union([Type.String(), Type.Null()]),
+    }),
     Type.Null(),
   ]),
 });

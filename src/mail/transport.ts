@@ -6,6 +6,8 @@
 import type { Db } from '../db/open.js';
 import { ApiError } from '../core/errors.js';
 import type { EdgeSettings, SmtpSettings, TransportBody } from './transport-schemas.js';
+import type { EdgeIdentity } from '../edge/identity.js';
+import { SPF_MECHANISM_HELP, spfMechanism } from '../domains/spf.js';
 
 export type { EdgeSettings, SmtpSettings, TransportBody, TransportResponse } from './transport-schemas.js';
 
@@ -49,10 +51,45 @@ function checkEdgeUrl(url: string): void {
   }
 }
 
-/** What an owner's PUT sends, checked before any lookup: an edge URL must parse and use https (http only on loopback). */
+/**
+ * What an owner's PUT sends, checked before any lookup: an edge URL must parse and use https
+ * (http only on loopback); a smart host's `spf_include` must be one plain SPF mechanism, as it
+ * goes verbatim into every domain's SPF record (stored in canonical form).
+ */
 export function checkTransportBody(body: TransportBody): TransportBody {
   if (body.edge) checkEdgeUrl(body.edge.url);
+  if (body.smtp?.spf_include !== undefined) {
+    const mechanism = spfMechanism(body.smtp.spf_include);
+    if (mechanism === null) {
+      throw new ApiError('validation_error', 'smtp.spf_include is not an SPF mechanism svc publishes.', { fix: `Give ${SPF_MECHANISM_HELP}; your provider's documentation names it.` });
+    }
+    return { ...body, smtp: { ...body.smtp, spf_include: mechanism } };
+  }
   return body;
+}
+
+const EDGE_REPORT_KEY = 'edge_report';
+
+/** What the paired edge last reported of itself (src/edge/identity.ts); `identity` null: an edge that reports nothing (an older release). */
+export interface EdgeReport {
+  url: string;
+  identity: EdgeIdentity | null;
+  reported_at: string;
+}
+
+/** The last report of the edge at `url`, or null when that edge has not answered a routing push yet. */
+export function readEdgeReport(db: Db, url: string): EdgeReport | null {
+  const row = db.prepare('SELECT value FROM settings WHERE key = ?').get(EDGE_REPORT_KEY) as { value: string } | undefined;
+  const report = row ? (JSON.parse(row.value) as EdgeReport) : null;
+  return report && report.url === url ? report : null;
+}
+
+/** Keeps what the edge at `url` reported with its routing answer; written only when it changed. */
+export function storeEdgeReport(db: Db, url: string, identity: EdgeIdentity | null): void {
+  const current = readEdgeReport(db, url);
+  if (current && JSON.stringify(current.identity) === JSON.stringify(identity)) return;
+  const report: EdgeReport = { url, identity, reported_at: new Date().toISOString() };
+  db.prepare('INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(EDGE_REPORT_KEY, JSON.stringify(report));
 }
 
 /**
@@ -82,6 +119,8 @@ export function transportView(t: Transport) {
   return {
     configured: t.edge !== null || t.smtp !== null,
     edge: t.edge ? { url: t.edge.url, token_set: true } : null,
-    smtp: t.smtp ? { host: t.smtp.host, port: t.smtp.port, secure: t.smtp.secure ?? false, username: t.smtp.username ?? null, password_set: Boolean(t.smtp.password) } : null,
+    smtp: t.smtp
+      ? { host: t.smtp.host, port: t.smtp.port, secure: t.smtp.secure ?? false, username: t.smtp.username ?? null, password_set: Boolean(t.smtp.password), spf_include: t.smtp.spf_include ?? null }
+      : null,
   };
 }

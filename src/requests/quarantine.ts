@@ -28,7 +28,7 @@ export type RetryAnswer = { status: 'released' } | { status: 'quarantined'; item
 
 const edgeMissing = () =>
   new ApiError('action_required', 'No edge buffer is configured, so the quarantined object cannot be reached.', {
-    fix: 'Pair the edge again with PUT /v0/owner/transport (the one that holds this object).',
+    fix: 'Pair the edge again with `svc transport set --edge-url URL --edge-token-file FILE` (the one that holds this object).',
   });
 
 const unavailable = () => new ApiError('service_unavailable', 'The edge buffer could not be reached.', { fix: 'Check that the edge is running and reachable, then try again.' });

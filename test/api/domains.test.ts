@@ -128,8 +128,9 @@ t.test('plan: MX, SPF, the stored DKIM key, DMARC; steps in order; warns without
     { type: 'TXT', name: '_dmarc.plan.example.com', value: 'v=DMARC1; p=quarantine; adkim=r; aspf=r' },
   ]);
   t.match(plan.warnings.join('\n'), /No transport is configured/);
-  t.match(plan.steps[0], /PUT \/v0\/owner\/transport/, 'first: pair an edge');
-  t.ok(plan.steps.findIndex((s) => /\/apply/.test(s)) > plan.steps.findIndex((s) => /create the \d records/.test(s)), 'DNS before apply');
+  t.match(plan.steps[0], /`svc transport set --edge-url URL --edge-token-file FILE`/, 'first: pair an edge');
+  t.notOk(plan.steps.some((s) => /\/v0\//.test(s)), 'every step names a svc command, not an HTTP route');
+  t.ok(plan.steps.findIndex((s) => /svc domains apply plan\.example\.com/.test(s)) > plan.steps.findIndex((s) => /create the \d records/.test(s)), 'DNS before apply');
 });
 
 t.test('zone file: BIND text with $ORIGIN, $TTL and the DKIM key split into 255-byte strings', async (t) => {
@@ -168,7 +169,7 @@ t.test('state machine without an edge: apply waits for a transport; verify needs
     const r = await owner<Domain>('GET', `/v0/domains/${d.domain_id}`);
     return r.body.reason ? r.body : undefined;
   });
-  t.match(waiting.reason, /PUT \/v0\/owner\/transport/);
+  t.match(waiting.reason, /`svc transport set --edge-url URL --edge-token-file FILE`/);
 
   const refused = await owner('DELETE', `/v0/domains/${d.domain_id}`);
   t.equal(refused.status, 409, 'delete before teardown');

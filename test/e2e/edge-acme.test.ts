@@ -29,6 +29,8 @@ interface Pebble {
   management: number;
   httpPort: number;
   ca: string;
+  /** The key of pebble's own HTTPS listener (for the renewal-information front below). */
+  key: string;
   proc: ChildProcess;
   stop(): Promise<void>;
 }
@@ -41,14 +43,15 @@ function listenerCertificate(dir: string): { key: string; cert: string } {
   return { key, cert };
 }
 
-async function startPebble(dns: LoopbackDns): Promise<Pebble> {
+/** `validitySeconds`: pebble issues certificates this short-lived (its `certificateValidityPeriod`). */
+async function startPebble(dns: LoopbackDns, validitySeconds?: number): Promise<Pebble> {
   const dir = tempDir('svc-pebble-');
   const { key, cert } = listenerCertificate(dir);
   const [listen, management, httpPort, tlsPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
   const config = path.join(dir, 'pebble.json');
   fs.writeFileSync(
     config,
-    JSON.stringify({ pebble: { listenAddress: `127.0.0.1:${listen}`, managementListenAddress: `127.0.0.1:${management}`, certificate: cert, privateKey: key, httpPort, tlsPort, ocspResponderURL: '', externalAccountBindingRequired: false } }),
+    JSON.stringify({ pebble: { listenAddress: `127.0.0.1:${listen}`, managementListenAddress: `127.0.0.1:${management}`, certificate: cert, privateKey: key, httpPort, tlsPort, ocspResponderURL: '', externalAccountBindingRequired: false, ...(validitySeconds ? { certificateValidityPeriod: validitySeconds } : {}) } }),
   );
   const proc = spawn('pebble', ['-config', config, '-dnsserver', dns.server], { env: { ...process.env, PEBBLE_VA_NOSLEEP: '1', PEBBLE_WFE_NONCEREJECT: '0', PEBBLE_AUTHZREUSE: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
@@ -61,6 +64,7 @@ async function startPebble(dns: LoopbackDns): Promise<Pebble> {
     management,
     httpPort,
     ca: cert,
+    key,
     proc,
     stop: async () => {
       if (proc.exitCode === null) proc.kill('SIGTERM');
@@ -263,4 +267,105 @@ t.test('bad ACME options are refused before anything starts', async (t) => {
     );
     t.match(err, message, args.join(' '));
   }
+});
+
+t.test('short-lived certificates (75 s, like Let\u2019s Encrypt\u2019s 6-day profile scaled down) renew with a third left, with no test override, while a session stays open', async (t) => {
+  const short = await startPebble(dns, 75);
+  t.teardown(() => short.stop());
+  const data = path.join(tempDir('svc-edge-acme-'), 'edge');
+  const args = edgeArgs(data).map((a) => (a === pebble.directory ? short.directory : a === String(pebble.httpPort) ? String(short.httpPort) : a === pebble.ca ? short.ca : a));
+  const running = await startEdgeProcess(args);
+  t.teardown(async () => {
+    if (running.proc.exitCode === null) running.proc.kill('SIGTERM');
+    await running.exited;
+  });
+  const root = await pebbleRoot(short);
+  const open = await startTls(running.ready.smtp.port, root);
+  const first = open.peer;
+  const lifetime = Date.parse(first.validTo) - Date.parse(first.validFrom);
+  t.ok(lifetime <= 80_000, `pebble issued a short-lived certificate (${lifetime} ms)`);
+  await until('a renewal before expiry', () => /"event":"edge.certificate_renewed"/.test(running.stderr()), 70_000);
+  const renewedAt = Date.now();
+  t.ok(renewedAt < Date.parse(first.validTo), 'renewed before the first certificate expired');
+  t.ok(renewedAt >= Date.parse(first.validTo) - lifetime / 3 - 2_000, 'not before a third of its lifetime was left');
+  const fresh = await startTls(running.ready.smtp.port, root);
+  t.ok(fresh.socket.authorized, 'a new connection verifies the renewed chain');
+  t.not(fresh.peer.serialNumber, first.serialNumber, 'a new connection gets the renewed certificate');
+  t.match(await open.command('NOOP'), /^250/, 'the session opened before the renewal still works');
+  open.socket.destroy();
+  fresh.socket.destroy();
+  t.equal(running.proc.exitCode, null, 'no restart');
+});
+
+/**
+ * ACME Renewal Information (RFC 9773). Debian's pebble (2.4) has no `renewalInfo`, so a minimal
+ * stand-in for that one CA endpoint runs in front of it: it serves pebble's directory with
+ * `renewalInfo` added and answers the renewal-information GETs; every other ACME request goes to
+ * pebble itself (the directory's other URLs point there).
+ */
+async function renewalInfoFront(p: Pebble, window: () => { start: string; end: string }): Promise<{ directory: string; asked: string[]; close(): Promise<void> }> {
+  const asked: string[] = [];
+  // pebble's own listener certificate (127.0.0.1), so the edge trusts both with one --acme-ca.
+  const server = https.createServer({ key: fs.readFileSync(p.key), cert: fs.readFileSync(p.ca) }, (req, res) => {
+    if (req.url === '/dir') {
+      https.get(p.directory, { ca: fs.readFileSync(p.ca) }, (up) => {
+        let body = '';
+        up.on('data', (d) => (body += d));
+        up.on('end', () => {
+          const directory = { ...(JSON.parse(body) as Record<string, unknown>), renewalInfo: `https://127.0.0.1:${(server.address() as net.AddressInfo).port}/renewal-info` };
+          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(directory));
+        });
+      });
+      return;
+    }
+    const m = /^\/renewal-info\/([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/.exec(req.url ?? '');
+    if (req.method === 'GET' && m) {
+      asked.push(m[1]);
+      res.writeHead(200, { 'content-type': 'application/json', 'retry-after': '1' }).end(JSON.stringify({ suggestedWindow: window() }));
+      return;
+    }
+    res.writeHead(404).end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    directory: `https://127.0.0.1:${(server.address() as net.AddressInfo).port}/dir`,
+    asked,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** The RFC 9773 certID of a PEM certificate, computed with openssl: base64url(AKI keyIdentifier) "." base64url(serial DER bytes). */
+function expectedCertId(pem: string): string {
+  const dir = tempDir('svc-certid-');
+  const file = path.join(dir, 'leaf.pem');
+  fs.writeFileSync(file, pem);
+  const text = execFileSync('openssl', ['x509', '-in', file, '-noout', '-ext', 'authorityKeyIdentifier', '-serial'], { encoding: 'utf8' });
+  const aki = /([0-9A-F]{2}(?::[0-9A-F]{2})+)/.exec(text.split('serial=')[0])![1].replace(/:/g, '');
+  let serial = /serial=([0-9A-F]+)/.exec(text)![1];
+  if (serial.length % 2) serial = `0${serial}`;
+  if (parseInt(serial.slice(0, 2), 16) >= 0x80) serial = `00${serial}`;
+  return `${Buffer.from(aki, 'hex').toString('base64url')}.${Buffer.from(serial, 'hex').toString('base64url')}`;
+}
+
+t.test('ARI: when the CA offers renewalInfo, its suggested window decides the renewal (a long-lived certificate renews now because the CA says so)', async (t) => {
+  const ca = await startPebble(dns);
+  t.teardown(() => ca.stop());
+  let suggest = { start: new Date(Date.now() + 30 * 24 * 3600_000).toISOString(), end: new Date(Date.now() + 31 * 24 * 3600_000).toISOString() };
+  const front = await renewalInfoFront(ca, () => suggest);
+  t.teardown(() => front.close());
+  const data = path.join(tempDir('svc-edge-acme-'), 'edge');
+  const args = edgeArgs(data).map((a) => (a === pebble.directory ? front.directory : a === String(pebble.httpPort) ? String(ca.httpPort) : a === pebble.ca ? ca.ca : a));
+  const running = await startEdgeProcess(args);
+  t.teardown(async () => {
+    if (running.proc.exitCode === null) running.proc.kill('SIGTERM');
+    await running.exited;
+  });
+  await until('the edge asks for renewal information', () => front.asked.length > 0, 30_000);
+  const stored = fs.readFileSync(path.join(data, 'acme', 'cert.pem'), 'utf8');
+  t.equal(front.asked[0], expectedCertId(stored), 'the certID is base64url(AKI keyIdentifier).base64url(serial)');
+  t.notMatch(running.stderr(), /certificate_renewed/, 'a window a month away: no renewal yet');
+  // The CA moves the window to now (e.g. a revocation is coming): the edge renews within it.
+  suggest = { start: new Date(Date.now() - 1_000).toISOString(), end: new Date(Date.now() + 2_000).toISOString() };
+  await until('a renewal inside the CA\u2019s window', () => /"event":"edge.certificate_renewed"/.test(running.stderr()), 30_000);
+  t.not(fs.readFileSync(path.join(data, 'acme', 'cert.pem'), 'utf8'), stored, 'a new certificate is stored');
 });

@@ -105,6 +105,8 @@ export interface KnotOptions {
   secret?: string;
   /** Extra zone file lines (relative names), e.g. the owner's own records. */
   records?: string[];
+  /** Further zones the same server answers (read-only), e.g. a reverse zone with PTR records. */
+  extraZones?: { zone: string; records: string[] }[];
 }
 
 export interface RunningKnot extends RunningDnsServer {
@@ -125,6 +127,9 @@ export async function startKnot(o: KnotOptions): Promise<RunningKnot> {
     path.join(dir, `${o.zone}.zone`),
     [`$ORIGIN ${o.zone}.`, '$TTL 300', `@ SOA ns1.${o.zone}. hostmaster.${o.zone}. 1 3600 900 604800 300`, `@ NS ns1.${o.zone}.`, 'ns1 A 127.0.0.1', ...(o.records ?? [])].join('\n') + '\n',
   );
+  for (const z of o.extraZones ?? []) {
+    fs.writeFileSync(path.join(dir, `${z.zone}.zone`), [`$ORIGIN ${z.zone}.`, '$TTL 300', `@ SOA ns1.${o.zone}. hostmaster.${o.zone}. 1 3600 900 604800 300`, `@ NS ns1.${o.zone}.`, ...z.records].join('\n') + '\n');
+  }
   fs.writeFileSync(
     path.join(dir, 'knot.conf'),
     `server:
@@ -152,7 +157,7 @@ zone:
   - domain: ${o.zone}
     file: "${o.zone}.zone"
     acl: svc_update
-`,
+${(o.extraZones ?? []).map((z) => `  - domain: ${z.zone}\n    file: "${z.zone}.zone"\n`).join('')}`,
   );
   const { proc, log } = start('/usr/sbin/knotd', ['-c', path.join(dir, 'knot.conf')], dir);
   await waitForTcp(port, proc, log);

@@ -24,8 +24,9 @@ run(['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out
 const chain = Buffer.concat([read('leaf.pem'), read('ca.pem')]);
 
 t.test('a fitting key and chain is usable until the leaf ends', async (t) => {
-  const end = usable(read('leaf.key'), chain, ['mx.example.test']);
-  t.ok(end.getTime() > Date.now(), `valid until ${end.toISOString()}`);
+  const { notBefore, notAfter } = usable(read('leaf.key'), chain, ['mx.example.test']);
+  t.ok(notAfter.getTime() > Date.now(), `valid until ${notAfter.toISOString()}`);
+  t.ok(notBefore.getTime() <= Date.now() && notBefore < notAfter, `valid from ${notBefore.toISOString()}`);
 });
 
 t.test('what does not fit is refused, saying why', async (t) => {

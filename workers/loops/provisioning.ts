@@ -11,7 +11,7 @@
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { loopPass, type LoopContext } from './run-loop.js';
-import { readTransport } from '../../src/mail/transport.js';
+import { readTransport, storeEdgeReport } from '../../src/mail/transport.js';
 import { EdgeClient } from '../../src/inbound/edge-client.js';
 import { homeKeyPair } from '../../src/inbound/home-key.js';
 import { desiredRouting } from '../../src/inbound/routing.js';
@@ -34,14 +34,14 @@ let lastFullAt = 0;
 /** The domains the edge routes according to the last successful push; null when unknown. */
 let routedAtEdge: Set<string> | null = null;
 
-const NO_EDGE = 'Waiting for a transport: pair an edge with PUT /v0/owner/transport; the domain is routed as soon as one is configured.';
+const NO_EDGE = 'Waiting for a transport: pair an edge with `svc transport set --edge-url URL --edge-token-file FILE`; the domain is routed as soon as one is configured.';
 
 export default loopPass(async (ctx) => {
   const { db } = ctx;
   const { edge } = readTransport(db);
   const dnsProvider = readDnsProvider(db);
-  let busy = await syncDns(ctx, dnsProvider, edge !== null);
   if (!edge) {
+    let busy = await syncDns(ctx, dnsProvider, false);
     lastPushed = '';
     routedAtEdge = null;
     // Nothing routes anything without an edge: a teardown is complete at once (once svc's records are out of DNS).
@@ -49,12 +49,16 @@ export default loopPass(async (ctx) => {
     for (const d of domainRowsIn(db, ['provisioning'])) noteReason(db, d.domain_id, 'provisioning', NO_EDGE);
     return busy ? 'busy' : 'idle';
   }
+  // The push comes first: its answer says what the edge is (its host name and addresses), which
+  // the plan published below is made of.
+  let busy = false;
   const { publicJwk } = await homeKeyPair(db);
   const routing = { recipient_public_key: publicJwk, ...desiredRouting(db) };
   const fingerprint = JSON.stringify([edge.url, routing]);
   if (fingerprint !== lastPushed || Date.now() - lastFullAt >= FULL_RECONCILE_MS) {
     try {
-      await new EdgeClient(edge.url, edge.token).putRouting(routing);
+      const identity = await new EdgeClient(edge.url, edge.token).putRouting(routing);
+      storeEdgeReport(db, edge.url, identity);
       lastPushed = fingerprint;
       lastFullAt = Date.now();
       routedAtEdge = new Set(routing.domains);
@@ -64,6 +68,7 @@ export default loopPass(async (ctx) => {
       for (const d of domainRowsIn(db, ['provisioning'])) noteReason(db, d.domain_id, 'provisioning', `The edge at ${edge.url} did not accept the routing yet; retrying every 10 s.`);
     }
   }
+  busy = (await syncDns(ctx, dnsProvider, true)) || busy;
   if (routedAtEdge) busy = followRouting(ctx, routedAtEdge, dnsProvider) || busy;
   busy = (await verifyDomains(ctx)) || busy;
   return busy ? 'busy' : 'idle';
@@ -132,10 +137,10 @@ async function syncDns({ db }: LoopContext, config: StoredDnsProvider | null, ha
         const plan = await domainPlan(db, d.domain, { domainId: d.domain_id });
         // What is about to be added is stored first: a teardown meanwhile (or a crash) still removes it.
         const intend = (records: DnsRecord[]) => recordDnsIntent(db, d.domain_id, zone, records) === 'provisioning';
-        const added = await publishPlan(provider, zone, plannedToDns(plan.records, config.ttl), d.dns_zone === zone ? addedRecords(d) : [], intend);
+        const added = await publishPlan(provider, zone, plannedToDns(plan.records, config.ttl, zone), d.dns_zone === zone ? addedRecords(d) : [], intend);
         worked = recordDnsPublished(db, d.domain_id, 'provisioning', zone, added, true) || worked;
       } catch (err) {
-        noteReason(db, d.domain_id, 'provisioning', `svc could not publish the domain's records: ${failed(err)} svc tries again every 10 s; fix the provider with PUT /v0/owner/dns-provider.`);
+        noteReason(db, d.domain_id, 'provisioning', `svc could not publish the domain's records: ${failed(err)} svc tries again every 10 s; fix the provider with \`svc domains provider-set\`.`);
       }
     }
   }
@@ -163,7 +168,7 @@ async function verifyDomains(ctx: LoopContext): Promise<boolean> {
   for (const d of domainRowsIn(db, ['verifying'])) {
     if (d.selftest_sent_at) {
       if (Date.now() - Date.parse(d.selftest_sent_at) > SELFTEST_TIMEOUT_MS) {
-        transition(db, d.domain_id, 'verifying', 'selftest_timeout', `The self-test message to ${selftestAddress(d.domain)} did not come back through the edge within ${SELFTEST_TIMEOUT_MS / 60_000} minutes. Check that the MX of ${d.domain} reaches the edge and that the edge is running, then POST /v0/domains/${d.domain_id}/verify.`);
+        transition(db, d.domain_id, 'verifying', 'selftest_timeout', `The self-test message to ${selftestAddress(d.domain)} did not come back through the edge within ${SELFTEST_TIMEOUT_MS / 60_000} minutes. Check that the MX of ${d.domain} reaches the edge and that the edge is running, then run \`svc domains verify ${d.domain}\`.`);
         worked = true;
       }
       continue;
@@ -208,5 +213,5 @@ async function sendSelftest(ctx: LoopContext, d: DomainRow, dkim: { selector: st
   if (transport instanceof SmtpSmartHost) transport.close();
   if (handover.kind === 'accepted' || handover.kind === 'unknown') return;
   const why = handover.kind === 'rejected' ? `was refused by the ${transport.name} (code ${handover.code ?? 'none'})` : `could not be handed to the ${transport.name} (${handover.error})`;
-  transition(db, d.domain_id, 'verifying', 'selftest_refused', `The DNS records are right, but the self-test message ${why}. Check the transport (GET /v0/owner/transport), then POST /v0/domains/${d.domain_id}/verify.`);
+  transition(db, d.domain_id, 'verifying', 'selftest_refused', `The DNS records are right, but the self-test message ${why}. Check the transport (\`svc transport show\`), then run \`svc domains verify ${d.domain}\`.`);
 }

@@ -23,8 +23,16 @@ const SINGLETONS: Partial<Record<PlannedRecord['purpose'], RegExp>> = {
   tls_rpt: /^v=TLSRPTv1\s*(;|$)/i,
 };
 
-export function plannedToDns(records: PlannedRecord[], ttl: number): (DnsRecord & { purpose: PlannedRecord['purpose'] })[] {
-  return records.map((r) => ({ type: r.type, name: r.name, value: r.value, ...(r.priority !== undefined ? { priority: r.priority } : {}), ttl, purpose: r.purpose }));
+/**
+ * The planned records svc can publish in `zone`: not the PTR (it lives in the address owner's
+ * reverse zone) and not a record outside the zone (the edge's A when its host name is in another
+ * domain: the DNS check still asks for it, and the plan says where it goes).
+ */
+export function plannedToDns(records: PlannedRecord[], ttl: number, zone: string): (DnsRecord & { purpose: PlannedRecord['purpose'] })[] {
+  const inZone = (name: string) => name === zone || name.endsWith(`.${zone}`);
+  return records.flatMap((r) =>
+    r.type === 'PTR' || !inZone(r.name) ? [] : [{ type: r.type, name: r.name, value: r.value, ...(r.priority !== undefined ? { priority: r.priority } : {}), ttl, purpose: r.purpose }],
+  );
 }
 
 const strip = (r: DnsRecord): DnsRecord => ({ type: r.type, name: r.name, value: r.value, ...(r.priority !== undefined ? { priority: r.priority } : {}), ttl: r.ttl });
