@@ -45,6 +45,7 @@
  *   MAX_HOME_SECRET_CHARS), found with one Aho-Corasick pass per field.
  */
 import { MAX_ATTACHMENTS } from './limits.js';
+import { markupAsShown, withoutUnseenChars } from './shown-text.js';
 
 export const GUARD_DETECTORS = ['credentials', 'private_keys', 'card_numbers', 'iban', 'national_ids', 'home_secrets'] as const;
 export type GuardDetector = (typeof GUARD_DETECTORS)[number];
@@ -57,8 +58,11 @@ export interface GuardSource {
   subject: string | null;
   text: string | null;
   html: string | null;
-  /** Text-like attachments already decoded to text (the caller decodes text/*, JSON, CSV, XML, .env, .pem …); binary ones are left out. */
-  attachments: readonly { filename: string | null; text: string }[];
+  /**
+   * Text-like attachments already decoded to text (the caller decodes text/* in its charset, JSON, CSV, XML, .env, .pem …),
+   * with what a client shows of them when that differs (`shown`: HTML, SVG and XML rendered, RTF, a forwarded message); binary ones are left out.
+   */
+  attachments: readonly { filename: string | null; text: string; shown?: string | null }[];
   /** Exact secrets of this home that must never leave (API key secrets, tokens), each at least 16 characters. */
   homeSecrets: readonly string[];
   /** Other text the message carries, scanned after the attachments: header values, display names, file names. */
@@ -149,22 +153,30 @@ function bounded(value: unknown): string | null {
   return typeof value === 'string' && value !== '' ? value.slice(0, MAX_SCANNED_CHARS) : null;
 }
 
+/**
+ * The fields scanned, each as a reader sees its characters (withoutUnseenChars: a zero-width
+ * space or soft hyphen inside a token or card number does not split it). The HTML is read twice:
+ * as written (a secret in a comment or an attribute) and as shown (markupAsShown: references
+ * decoded, tags and comments dropped).
+ */
 function fieldsOf(source: GuardSource): Field[] {
   const fields: Field[] = [];
-  const add = (where: string, value: unknown) => {
+  const add = (where: string, value: unknown, shownAs?: (s: string) => string) => {
     const text = bounded(value);
-    if (text !== null) fields.push({ where, text });
+    if (text !== null) fields.push({ where, text: withoutUnseenChars(shownAs ? shownAs(text) : text) });
   };
   add('the subject', source?.subject);
   add('the text', source?.text);
   add('the HTML', source?.html);
+  add('the HTML', source?.html, (html) => markupAsShown(html, 'html'));
   const attachments: unknown = source?.attachments;
   if (Array.isArray(attachments)) {
     for (let i = 0; i < attachments.length && i < MAX_SCANNED_ATTACHMENTS; i++) {
       const a: unknown = attachments[i];
       if (a === null || typeof a !== 'object') continue;
-      const { filename, text } = a as { filename?: unknown; text?: unknown };
+      const { filename, text, shown } = a as { filename?: unknown; text?: unknown; shown?: unknown };
       add(attachmentName(filename, i), text);
+      add(attachmentName(filename, i), shown);
     }
   }
   const other: unknown = source?.other;
