@@ -29,6 +29,8 @@ export interface AttachmentView {
 const MAX_MESSAGE_DEPTH = 8;
 /** Parts of a forwarded message read, over all its levels. */
 const MAX_MESSAGE_PARTS = 200;
+/** Header lines read of one entity: real messages have a few hundred; more is held as unread. */
+const MAX_HEADER_LINES = 5_000;
 /** Characters of a content type read for its parameters. */
 const MAX_TYPE_CHARS = 512;
 
@@ -141,7 +143,11 @@ class MessageView {
     }
     const split = headerEnd(raw);
     const headers = readHeaders(raw.slice(0, split.headersEnd));
-    for (const line of headers.lines) this.add(line);
+    if (headers === null) {
+      this.truncated = true;
+      return;
+    }
+    this.add(headers.lines.join('\n'));
     const body = raw.slice(split.bodyStart);
     const type = headers.contentType.toLowerCase();
     if (type.startsWith('multipart/')) {
@@ -178,12 +184,15 @@ function headerEnd(raw: string): { headersEnd: number; bodyStart: number } {
   return { headersEnd: lf, bodyStart: lf + 2 };
 }
 
-/** Header lines unfolded, with their values' encoded words decoded (headers may be raw UTF-8). */
-function readHeaders(block: string): Headers {
+/** Header lines unfolded, with their values' encoded words decoded (headers may be raw UTF-8); null past MAX_HEADER_LINES. */
+function readHeaders(block: string): Headers | null {
   const out: Headers = { lines: [], contentType: '', transferEncoding: '', filename: '' };
   const text = decodeCharset(Buffer.from(block, 'latin1'), 'utf-8');
   const lines: string[] = [];
-  for (const line of text.split(/\r?\n/)) {
+  const split = text.split('\n', MAX_HEADER_LINES + 1);
+  if (split.length > MAX_HEADER_LINES) return null;
+  for (const raw of split) {
+    const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
     if ((line.startsWith(' ') || line.startsWith('\t')) && lines.length > 0) lines[lines.length - 1] += line;
     else lines.push(line);
   }
@@ -206,7 +215,7 @@ function decodeWords(value: string): string {
   return value
     .replace(/(\?=)[ \t]+(?==\?)/g, '$1')
     .replace(/=\?([A-Za-z0-9_.:+-]{1,40})(?:\*[A-Za-z-]{1,20})?\?([bBqQ])\?([^?\s]*)\?=/g, (_, charset: string, encoding: string, data: string) => {
-      const bytes = encoding.toLowerCase() === 'b' ? Buffer.from(data, 'base64') : Buffer.from(quotedPrintable(data.replace(/_/g, ' ')), 'latin1');
+      const bytes = encoding.toLowerCase() === 'b' ? Buffer.from(data, 'base64') : quotedPrintable(data.replace(/_/g, ' '));
       return decodeCharset(bytes, charset.toLowerCase());
     });
 }
@@ -237,31 +246,34 @@ function multipartParts(body: string, boundary: string): string[] {
 /** A body's bytes with its transfer encoding undone (base64, quoted-printable; anything else as it is). */
 function transferDecoded(body: string, encoding: string): Uint8Array {
   if (encoding === 'base64') return Buffer.from(body, 'base64');
-  if (encoding === 'quoted-printable') return Buffer.from(quotedPrintable(body), 'latin1');
+  if (encoding === 'quoted-printable') return quotedPrintable(body);
   return Buffer.from(body, 'latin1');
 }
 
 const hexValue = (c: number) => (c >= 0x30 && c <= 0x39 ? c - 0x30 : c >= 0x41 && c <= 0x46 ? c - 0x37 : c >= 0x61 && c <= 0x66 ? c - 0x57 : -1);
 
-/** Quoted-printable undone, over Latin-1 text: `=XX` a byte, `=` at a line end joins the lines. */
-function quotedPrintable(s: string): string {
-  const out: string[] = [];
-  let run = 0;
-  for (let k = s.indexOf('='); k !== -1 && k < s.length; k = s.indexOf('=', k)) {
-    out.push(s.slice(run, k));
+/** Quoted-printable undone, over Latin-1 text, into bytes: `=XX` a byte, `=` at a line end joins the lines. */
+function quotedPrintable(s: string): Uint8Array {
+  const out = new Uint8Array(s.length);
+  let n = 0;
+  for (let k = 0; k < s.length; ) {
+    const c = s.charCodeAt(k);
+    if (c !== 0x3d /* = */) {
+      out[n++] = c;
+      k++;
+      continue;
+    }
     const hi = hexValue(s.charCodeAt(k + 1));
     const lo = hexValue(s.charCodeAt(k + 2));
     if (hi !== -1 && lo !== -1) {
-      out.push(String.fromCharCode(hi * 16 + lo));
+      out[n++] = hi * 16 + lo;
       k += 3;
     } else if (s.charCodeAt(k + 1) === 0x0a) k += 2;
     else if (s.charCodeAt(k + 1) === 0x0d && s.charCodeAt(k + 2) === 0x0a) k += 3;
     else {
-      out.push('=');
-      k += 1;
+      out[n++] = c;
+      k++;
     }
-    run = k;
   }
-  out.push(s.slice(run));
-  return out.join('');
+  return out.subarray(0, n);
 }

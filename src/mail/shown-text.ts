@@ -95,12 +95,13 @@ export function decodeReference(s: string, at: number, inAttribute: boolean): { 
 
 /** s[from, to) with its character references decoded. */
 function decodeReferences(s: string, from: number, to: number, inAttribute: boolean): string {
-  let amp = s.indexOf('&', from);
-  if (amp === -1 || amp >= to) return s.slice(from, to);
+  // Sliced first: a search of the whole input from each run would read it again and again.
   const value = s.slice(from, to);
+  let amp = value.indexOf('&');
+  if (amp === -1) return value;
   const parts: string[] = [];
   let run = 0;
-  for (amp -= from; amp < value.length; amp++) {
+  for (; amp < value.length; amp++) {
     if (value.charCodeAt(amp) !== 0x26) continue;
     const ref = decodeReference(value, amp, inAttribute);
     if (ref === null) continue;
