@@ -280,6 +280,13 @@ export function guardFindings(db: Db, inboxId: string, c: Composition, opts: Gua
 }
 
 /**
+ * A header name or an address as the words a reader makes of it (`X-ghp_…`, `x-ghp_…@collect.example`):
+ * a token glued to a prefix by a dash or a dot is not "inside a longer token" there. Read besides
+ * the name as written, so a token with its own dashes is still found whole.
+ */
+const asWords = (s: string) => s.replace(/[-.+=@]/g, ' ');
+
+/**
  * Every header svc writes that carries the agent's (or a forwarded stranger's) text: From with
  * the inbox's display name (an `inbox_update` key can set it), To, Cc, Bcc and Reply-To whole
  * (names and addresses), the caller's headers by name and value, In-Reply-To and References,
@@ -288,9 +295,11 @@ export function guardFindings(db: Db, inboxId: string, c: Composition, opts: Gua
 function otherFields(c: Composition, displayName: string | null, threading: GuardOptions['threading']): { where: string; text: string }[] {
   const out: { where: string; text: string }[] = [];
   if (displayName) out.push({ where: 'the sender name (From)', text: displayName.slice(0, MAX_OTHER_CHARS) });
-  for (const [name, value] of Object.entries(c.headers)) out.push({ where: `the ${name.slice(0, 40)} header`, text: `${name}: ${value}`.slice(0, MAX_OTHER_CHARS) });
+  for (const [name, value] of Object.entries(c.headers)) {
+    out.push({ where: `the ${name.slice(0, 40)} header`, text: `${name}: ${value}\n${asWords(name)}`.slice(0, MAX_OTHER_CHARS) });
+  }
   const names = [...c.to, ...c.cc, ...c.bcc, ...c.replyTo].map((r) => r.display).join('\n');
-  if (names !== '') out.push({ where: 'the recipients', text: names.slice(0, MAX_OTHER_CHARS * 4) });
+  if (names !== '') out.push({ where: 'the recipients', text: `${names}\n${asWords(names)}`.slice(0, MAX_OTHER_CHARS * 8) });
   const ids = threading ? [threading.inReplyTo ?? '', ...threading.references].filter((id) => id !== '').join('\n') : '';
   if (ids !== '') out.push({ where: 'the In-Reply-To and References headers', text: ids.slice(0, MAX_OTHER_CHARS * 4) });
   const files = c.attachments.flatMap((a) => [a.filename ?? '', a.contentId ?? '']).filter((f) => f !== '').join('\n');
