@@ -4,9 +4,10 @@
  * a draft awaiting approval with those reasons, exactly as under `approval`.
  *
  * The checks, each of which the owner can turn off (settings key `outbound_guard`):
- * - the content detectors of src/mail/outbound-guard.ts on the subject, text, HTML and the text
- *   of text-like attachments (credentials, private keys, card numbers, IBANs, national ids, the
- *   home's own secrets: webhook signing secrets, edge tokens, the SMTP password, the inbound
+ * - the content detectors of src/mail/outbound-guard.ts on what the recipient sees: the subject,
+ *   text and HTML (rendered too), attachments as a client shows them, the display name in From
+ *   and every header svc writes (credentials, private keys, card numbers, IBANs, national ids,
+ *   the home's own secrets: webhook signing secrets, edge tokens, the SMTP password, the inbound
  *   private key, and the secrets the owner adds);
  * - `new_recipients`: more than `per_message` addresses this inbox has never written to or heard
  *   from in one message, or more than `per_day` such first contacts in 24 hours (those already

@@ -10,6 +10,9 @@
  *   MAX_SCANNED_CHARS first, every pass over it is a forward index loop, and the only regular
  *   expressions run on bounded slices (a key, a value, a window around a candidate) with no
  *   nested repetition. Work per candidate is bounded, so time is linear in the input.
+ * - Fields are read as the recipient sees them (src/mail/shown-text.ts): without format
+ *   characters, and the HTML both as written and as rendered; an attachment's rendering (`shown`)
+ *   is read after its text.
  * - It never throws. A detector that fails anyway reports a finding saying so: a guard that cannot
  *   check holds the message for review rather than letting it out (fail closed).
  * - At most one finding per detector (the first: fields in the order above, then by position), in
