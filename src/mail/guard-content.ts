@@ -37,7 +37,7 @@ const MAX_DECODED_BYTES = MAX_SCANNED_CHARS * 4;
  * `message/*`, `+xml`, RTF, JSON…) or name, or with no type worth trusting (octet-stream, none)
  * and a byte-order mark or no NUL byte in its first 4 KiB.
  */
-export function attachmentText(a: { filename: string | null; contentType: string | null; content: Uint8Array }): { text: string; shown: string | null; truncated: boolean } | null {
+export function attachmentText(a: { filename: string | null; contentType: string | null; content: Uint8Array }): { text: string; shown: string[]; truncated: boolean } | null {
   const view = attachmentView({ ...a, content: a.content.subarray(0, MAX_DECODED_BYTES) }, MAX_SCANNED_CHARS);
   return view.text === null ? null : { text: view.text, shown: view.shown, truncated: view.truncated };
 }
@@ -46,13 +46,13 @@ export function attachmentText(a: { filename: string | null; contentType: string
 export function inspectContent(c: GuardContent): GuardFinding[] {
   const enabled = new Set<GuardDetector>(GUARD_DETECTORS.filter((d) => c.enabled.includes(d)));
   if (enabled.size === 0) return [];
-  const attachments: { filename: string | null; text: string; shown: string | null }[] = [];
+  const attachments: { filename: string | null; text: string; shown: string[] }[] = [];
   const unread: string[] = [];
   for (const a of c.attachments) {
     const read = attachmentText(a);
     if (read === null) continue;
     attachments.push({ filename: a.filename, ...read });
-    const cut = a.content.byteLength > MAX_DECODED_BYTES || read.text.length > MAX_SCANNED_CHARS || read.truncated || (read.shown?.length ?? 0) > MAX_SCANNED_CHARS;
+    const cut = a.content.byteLength > MAX_DECODED_BYTES || read.text.length > MAX_SCANNED_CHARS || read.truncated || read.shown.some((view) => view.length > MAX_SCANNED_CHARS);
     if (cut) unread.push(`attachment ${JSON.stringify((a.filename ?? 'unnamed').slice(0, 40))}`);
   }
   for (const [where, value] of [['the subject', c.subject], ['the text', c.text], ['the HTML', c.html]] as const) if (value !== null && value.length > MAX_SCANNED_CHARS) unread.push(where);

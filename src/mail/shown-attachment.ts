@@ -18,10 +18,10 @@ export interface AttachmentBytes {
   content: Uint8Array;
 }
 
-/** How an attachment reads: its bytes as text (null when binary), what it shows when that differs, and whether either was cut. */
+/** How an attachment reads: its bytes as text (null when binary), what it shows when that differs (HTML: with and without what it hides), and whether either was cut. */
 export interface AttachmentView {
   text: string | null;
-  shown: string | null;
+  shown: string[];
   truncated: boolean;
 }
 
@@ -90,19 +90,20 @@ function readingOf(a: AttachmentBytes): { textual: boolean; rendering: Rendering
 /** An attachment as the guard reads it; `maxChars` bounds a forwarded message's view. */
 export function attachmentView(a: AttachmentBytes, maxChars: number): AttachmentView {
   const { textual, rendering, charset } = readingOf(a);
-  if (!textual) return { text: null, shown: null, truncated: false };
+  if (!textual) return { text: null, shown: [], truncated: false };
   const text = decodeCharset(a.content, charset);
-  if (rendering === null) return { text, shown: null, truncated: false };
+  if (rendering === null) return { text, shown: [], truncated: false };
   if (rendering === 'message') {
     const view = new MessageView(maxChars);
     view.entity(latin1(a.content), 0);
-    return { text, shown: view.toString(), truncated: view.truncated };
+    return { text, shown: [view.toString()], truncated: view.truncated };
   }
   return { text, shown: rendered(rendering, text), truncated: false };
 }
 
-function rendered(rendering: 'html' | 'xml' | 'rtf', text: string): string {
-  return rendering === 'rtf' ? rtfAsShown(text) : markupAsShown(text, rendering);
+function rendered(rendering: 'html' | 'xml' | 'rtf', text: string): string[] {
+  if (rendering === 'html') return [markupAsShown(text, 'html'), markupAsShown(text, 'html', 'dropped')];
+  return [rendering === 'rtf' ? rtfAsShown(text) : markupAsShown(text, rendering)];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -165,7 +166,7 @@ class MessageView {
     if (!textual) return;
     const text = decodeCharset(part.content, charset);
     this.add(text);
-    if (rendering !== null) this.add(rendered(rendering, text));
+    if (rendering !== null) for (const view of rendered(rendering, text)) this.add(view);
   }
 
   toString(): string {

@@ -15,12 +15,41 @@ import { closingTagAt, readTag, type RawTag } from './html-tags.js';
 
 /** Format characters (Unicode Cf: zero-width space and joiners, soft hyphen, word joiner, BOM, bidi controls) and the other default-ignorable characters (fillers, variation selectors): shown as nothing. */
 const UNSEEN_CHARS = /[\p{Cf}\p{Default_Ignorable_Code_Point}]/gu;
+/** Combining marks kept on one character: no script stacks more; a longer run is cut before normalizing. */
+const MAX_MARK_RUN = 8;
+const LONG_MARK_RUN = new RegExp(`\\p{M}{${MAX_MARK_RUN + 1},}`, 'gu');
 /** Spaces other than U+0020 (no-break, thin, ideographic…): shown as a space. */
 const OTHER_SPACES = /[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]/g;
 
-/** `s` as a reader sees its characters: format characters dropped, every kind of space a plain space. */
+/**
+ * `s` as a reader sees its characters: format characters dropped, every kind of space a plain
+ * space, and compatibility forms folded (NFKC: full-width `ｇｈｐ＿`, mathematical `𝗀𝗁𝗉`,
+ * ligatures and superscripts read as the ASCII they show).
+ */
 export function withoutUnseenChars(s: string): string {
-  return s.replace(UNSEEN_CHARS, '').replace(OTHER_SPACES, ' ');
+  const seen = s.replace(UNSEEN_CHARS, '').replace(OTHER_SPACES, ' ');
+  if (!/[^\u0000-\u007f]/.test(seen)) return seen;
+  // Normalization reorders a run of combining marks in time quadratic in its length: runs are cut first.
+  return seen.replace(LONG_MARK_RUN, (run) => run.slice(0, MAX_MARK_RUN)).normalize('NFKC');
+}
+
+/**
+ * The stretches a right-to-left override (U+202E) shows reversed, each as it is shown, a line
+ * each; '' when there is none. A stretch ends at the override's pop (U+202C), another direction
+ * control or a line end. Bidi isolates and embeddings do not reverse Latin text, so they are not
+ * read here.
+ */
+export function overriddenRuns(s: string): string {
+  let at = s.indexOf(RTL_OVERRIDE);
+  if (at === -1) return '';
+  const runs: string[] = [];
+  while (at !== -1) {
+    let end = at + 1;
+    while (end < s.length && !'\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\n\r'.includes(s[end])) end++;
+    runs.push([...s.slice(at + 1, end)].reverse().join(''));
+    at = s.indexOf(RTL_OVERRIDE, end);
+  }
+  return runs.join('\n');
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -133,7 +162,18 @@ const SHOWN_ATTRIBUTES = new Set([
   'alt', 'title', 'value', 'placeholder', 'aria-label', 'label', 'summary', 'content', 'href', 'src', 'srcset', 'action', 'formaction',
   'background', 'poster', 'cite', 'data', 'longdesc', 'usemap',
 ]);
+/** What an HTML tag is read for: the shown attributes, and what hides an element or reverses its text. */
+const TAG_ATTRIBUTES = new Set([...SHOWN_ATTRIBUTES, 'style', 'hidden', 'dir']);
 const LONGEST_SHOWN_ATTRIBUTE = 10;
+/** Elements without content: hiding one hides only itself. */
+const VOID_ELEMENTS = new Set(['area', 'base', 'br', 'col', 'embed', 'hr', 'img', 'input', 'link', 'meta', 'param', 'source', 'track', 'wbr']);
+/** Inline styles that hide an element's content: gone, invisible, zero-sized text, fully transparent, no height. */
+const HIDING_STYLE = /display\s*:\s*none|visibility\s*:\s*hidden|(?:font-size|opacity|max-height|line-height)\s*:\s*0(?![\d.]*[1-9])/i;
+/** Characters of a style attribute read for what hides (real ones are far shorter). */
+const MAX_STYLE_CHARS = 1_024;
+/** Right-to-left override and its end (also written by `<bdo dir="rtl">`): Latin text between them is shown reversed. */
+const RTL_OVERRIDE = '\u202e';
+const POP_DIRECTION = '\u202c';
 const NO_ATTRIBUTES = new Set<string>();
 
 const isHtmlSpace = (c: number) => c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0c || c === 0x0d;
@@ -205,10 +245,13 @@ function pastNextGt(html: string, from: number): number {
  * inside a word leaves it whole), a newline at each block element and a tab between table cells,
  * whitespace collapsed outside `<pre>`, `<script>` and `<style>` content left out (HTML), CDATA
  * sections as text, the content of Outlook's conditional comments (`<!--[if mso]>…<![endif]-->`)
- * as text, an image's `alt` where the image is, and then, a line each, the values of the
- * attributes a reader sees or a client follows (HTML) or of every attribute (XML).
+ * as text, an image's `alt` where the image is, `<bdo dir="rtl">` as a right-to-left override,
+ * and then, a line each, the values of the attributes a reader sees or a client follows (HTML) or
+ * of every attribute (XML). With `hiddenContent: 'dropped'` an HTML element hidden by its own
+ * inline style or `hidden` attribute shows nothing (`ghp_ab<span style="display:none">x</span>cd`
+ * is `ghp_abcd`); callers read both views, since hiding by class or colour is not seen here.
  */
-export function markupAsShown(html: string, markup: 'html' | 'xml'): string {
+export function markupAsShown(html: string, markup: 'html' | 'xml', hiddenContent: 'read' | 'dropped' = 'read'): string {
   const shown = new ShownText();
   const attributes: string[] = [];
   let preformatted = 0;
@@ -237,9 +280,20 @@ export function markupAsShown(html: string, markup: 'html' | 'xml'): string {
     } else if (isLetter(next) || next === 0x2f) {
       const tag =
         markup === 'html'
-          ? readTag(html, lt, SHOWN_ATTRIBUTES, LONGEST_SHOWN_ATTRIBUTE)
+          ? readTag(html, lt, TAG_ATTRIBUTES, LONGEST_SHOWN_ATTRIBUTE)
           : readTag(html, lt, NO_ATTRIBUTES, 0, (start, end) => attributes.push(decodeReferences(html, start, end, true)));
+      if (markup === 'html' && hiddenContent === 'dropped' && !tag.closing && isHidden(html, tag)) {
+        // The element and its content show nothing; a block still stands apart.
+        if (BLOCK_ELEMENTS.has(tag.name)) shown.separate(3);
+        run = p = VOID_ELEMENTS.has(tag.name) ? tag.end : elementEnd(html, tag.end, tag.name);
+        continue;
+      }
       if (markup === 'html') attributeValues(html, tag, attributes, shown, preformatted > 0);
+      if (tag.name === 'bdo') {
+        const dir = tag.attributes.get('dir');
+        if (tag.closing) shown.text(POP_DIRECTION, true);
+        else if (dir && html.slice(dir.start, dir.end).trim().toLowerCase() === 'rtl') shown.text(RTL_OVERRIDE, true);
+      }
       if (BLOCK_ELEMENTS.has(tag.name)) shown.separate(3);
       else if (CELL_ELEMENTS.has(tag.name)) shown.separate(2);
       if (PREFORMATTED.has(tag.name)) preformatted = Math.max(0, preformatted + (tag.closing ? -1 : 1));
@@ -253,10 +307,33 @@ export function markupAsShown(html: string, markup: 'html' | 'xml'): string {
   return attributes.length === 0 ? body : `${body}\n${attributes.join('\n')}`;
 }
 
-/** An HTML tag's wanted attribute values, decoded: `alt` shown in place, the others kept for the end. */
+/** Whether an opening tag hides its element: the `hidden` attribute, or an inline style that hides. */
+function isHidden(html: string, tag: RawTag): boolean {
+  if (tag.name === '') return false;
+  if (tag.attributes.has('hidden')) return true;
+  const style = tag.attributes.get('style');
+  return style != null && HIDING_STYLE.test(decodeReferences(html, style.start, Math.min(style.end, style.start + MAX_STYLE_CHARS), true));
+}
+
+const isTagNameChar = (c: number) => isAlnum(c) || c === 0x3a || c === 0x2d || c === 0x5f;
+
+/** Just past the end tag that closes the element opened before `from` (same-name elements nest), or the input length. */
+function elementEnd(html: string, from: number, name: string): number {
+  let depth = 1;
+  for (let k = html.indexOf('<', from); k !== -1; k = html.indexOf('<', k + 1)) {
+    const closing = html.charCodeAt(k + 1) === 0x2f;
+    const at = k + (closing ? 2 : 1);
+    if (html.slice(at, at + name.length).toLowerCase() !== name || isTagNameChar(html.charCodeAt(at + name.length))) continue;
+    if (!closing) depth++;
+    else if (--depth === 0) return pastNextGt(html, at);
+  }
+  return html.length;
+}
+
+/** An HTML tag's shown attribute values, decoded: `alt` shown in place, the others kept for the end. */
 function attributeValues(html: string, tag: RawTag, out: string[], shown: ShownText, preformatted: boolean): void {
   for (const [name, span] of tag.attributes) {
-    if (span === null) continue;
+    if (span === null || !SHOWN_ATTRIBUTES.has(name)) continue;
     const value = decodeReferences(html, span.start, span.end, true);
     if (name === 'alt' && tag.name === 'img') shown.text(value, preformatted);
     else out.push(value);

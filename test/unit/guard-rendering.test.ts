@@ -6,7 +6,7 @@
  * mail that stays clean, and every new transformation linear on hostile input.
  */
 import t from 'tap';
-import { markupAsShown, rtfAsShown, withoutUnseenChars, decodeReference } from '../../src/mail/shown-text.js';
+import { markupAsShown, overriddenRuns, rtfAsShown, withoutUnseenChars, decodeReference } from '../../src/mail/shown-text.js';
 import { attachmentView, decodeCharset } from '../../src/mail/shown-attachment.js';
 import { inspectContent, type GuardContent } from '../../src/mail/guard-content.js';
 import { GUARD_DETECTORS, MAX_SCANNED_CHARS } from '../../src/mail/outbound-guard.js';
@@ -52,6 +52,21 @@ t.test('HTML as shown: tags and comments inside a word leave it whole; blocks an
   t.equal(markupAsShown('1 < 2 and 3 <4', 'html'), '1 < 2 and 3 <4', 'a < before a space or digit is text');
 });
 
+t.test('HTML as shown without what it hides: inline styles and the hidden attribute, same-name elements nesting', async (t) => {
+  const html = 'ghp_ab<span style="display:none">XX<span>YY</span>ZZ</span>cd<b hidden>q</b>ef<i style="font-size:0px">w</i>gh<i style="font-size:10px">v</i><img hidden alt="z">';
+  t.equal(markupAsShown(html, 'html', 'dropped'), 'ghp_abcdefghv');
+  t.equal(markupAsShown(html, 'html'), 'ghp_abXXYYZZcdqefwghvz', 'the other view reads everything');
+  t.equal(markupAsShown('a<div style="display&#58;none">b</div>c', 'html', 'dropped'), 'a\nc', 'a hidden block still stands apart; styles are decoded');
+  t.equal(markupAsShown('a<span style="opacity:0.5">b</span>c<span style="opacity:0">d', 'html', 'dropped'), 'abc', 'half transparent shows; an unclosed hidden element hides the rest');
+});
+
+t.test('right-to-left overrides: the stretch is read as shown, reversed; <bdo dir=rtl> is one', async (t) => {
+  t.equal(overriddenRuns(`x \u202e${[...'ghp_abc'].reverse().join('')}\u202c y`), 'ghp_abc');
+  t.equal(overriddenRuns('a\u202eba\nc\u202edc'), 'ab\ncd', 'a line end ends a stretch');
+  t.equal(overriddenRuns('no override \u2067isolate'), '');
+  t.equal(overriddenRuns(markupAsShown('<bdo dir="rtl">cba</bdo>d', 'html')), 'abc');
+});
+
 t.test('XML and SVG as shown: text, CDATA and every attribute value, decoded', async (t) => {
   t.equal(markupAsShown('<svg><text x="1">gh<tspan>p_</tspan>ab</text><desc data-k="&#103;h"><![CDATA[c<d]]></desc><script>s</script></svg>', 'xml'), 'ghp_abc<ds\n1\ngh');
 });
@@ -68,6 +83,7 @@ t.test('text as seen: format characters and other default-ignorables dropped, ev
   t.equal(withoutUnseenChars('g\u200ch\u200dp\ufeff_\u202ea\u2066b\u034fc\u180ed'), 'ghp_abcd');
   t.equal(withoutUnseenChars('a\u00a0b\u2009c\u3000d'), 'a b c d');
   t.equal(withoutUnseenChars('café 東京 مرحبا 😀'), 'café 東京 مرحبا 😀', 'ordinary text is unchanged');
+  t.equal(withoutUnseenChars('ｇｈｐ＿𝖺𝖡３'), 'ghp_aB3', 'full-width and mathematical letters read as the ASCII they show (NFKC)');
 });
 
 t.test('charsets: a byte-order mark wins, then the declared charset, else UTF-8', async (t) => {
@@ -83,10 +99,11 @@ t.test('charsets: a byte-order mark wins, then the declared charset, else UTF-8'
 t.test('attachments as a client shows them: text in its charset, markup and RTF rendered, binary left out', async (t) => {
   t.equal(attachmentView(file('image/png', '\x89PNG\0\0'), MAX_SCANNED_CHARS).text, null, 'a PNG is binary');
   t.equal(attachmentView(file(null, Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('hi', 'utf16le')])), MAX_SCANNED_CHARS).text, 'hi', 'an untyped UTF-16 file with its mark is text');
-  t.equal(attachmentView(file('image/svg+xml', '<svg><text>a<tspan/>b</text></svg>'), MAX_SCANNED_CHARS).shown, 'ab');
-  t.equal(attachmentView(file('application/vnd.foo+xml', '<x v="&#49;"/>'), MAX_SCANNED_CHARS).shown, '\n1');
-  t.equal(attachmentView(file('text/rtf', String.raw`{\rtf1 a\'62}`), MAX_SCANNED_CHARS).shown, 'ab');
-  t.equal(attachmentView(file('application/octet-stream', '{\\rtf1 x}', 'doc.rtf'), MAX_SCANNED_CHARS).shown, 'x', 'RTF by name');
+  t.same(attachmentView(file('image/svg+xml', '<svg><text>a<tspan/>b</text></svg>'), MAX_SCANNED_CHARS).shown, ['ab']);
+  t.same(attachmentView(file('application/vnd.foo+xml', '<x v="&#49;"/>'), MAX_SCANNED_CHARS).shown, ['\n1']);
+  t.same(attachmentView(file('text/rtf', String.raw`{\rtf1 a\'62}`), MAX_SCANNED_CHARS).shown, ['ab']);
+  t.same(attachmentView(file('application/octet-stream', '{\\rtf1 x}', 'doc.rtf'), MAX_SCANNED_CHARS).shown, ['x'], 'RTF by name');
+  t.same(attachmentView(file('text/html', 'a<i hidden>b</i>c'), MAX_SCANNED_CHARS).shown, ['abc', 'ac'], 'HTML with and without what it hides');
   t.equal(attachmentView(file('message/delivery-status', 'Status: 5.1.1'), MAX_SCANNED_CHARS).text, 'Status: 5.1.1', 'any message/* is text');
 });
 
@@ -119,12 +136,14 @@ t.test('message/rfc822: headers with encoded words, parts decoded from base64 an
     'epilogue',
   ]);
   const view = attachmentView(file('message/rfc822', raw), MAX_SCANNED_CHARS);
-  t.match(view.shown, /From: Alice <a@x.example>/);
-  t.match(view.shown, /Subject: ab\n/, 'whitespace between encoded words is dropped');
-  t.match(view.shown, /café softbreak/);
-  t.match(view.shown, /Subject: café/);
-  t.match(view.shown, /\ninner\n/, 'the nested HTML part rendered');
-  t.notMatch(view.shown, /secret-not-text|preamble|epilogue/, 'binary parts, preamble and epilogue are not shown');
+  t.equal(view.shown.length, 1);
+  const shown = view.shown[0];
+  t.match(shown, /From: Alice <a@x.example>/);
+  t.match(shown, /Subject: ab\n/, 'whitespace between encoded words is dropped');
+  t.match(shown, /café softbreak/);
+  t.match(shown, /Subject: café/);
+  t.match(shown, /\ninner\n/, 'the nested HTML part rendered');
+  t.notMatch(shown, /secret-not-text|preamble|epilogue/, 'binary parts, preamble and epilogue are not shown');
   t.equal(view.truncated, false);
   const deep = Array.from({ length: 12 }).reduce<string>((m) => mime(['Content-Type: message/rfc822', '', m]), mime(['', 'x']));
   t.equal(attachmentView(file('message/rfc822', deep), MAX_SCANNED_CHARS).truncated, true, 'nested deeper than the guard reads: truncated (held as unread)');
@@ -150,6 +169,11 @@ t.test('the guard finds each bypass of what the recipient sees', async (t) => {
     ['card split by soft hyphens', { text: `card ${CARD.match(/.{4}/g)!.join('\u00ad')}` }],
     ['card split by &shy; in the HTML', { html: `card ${CARD.match(/.{4}/g)!.join('&shy;')}` }],
     ['card with no-break spaces', { text: `card ${CARD.match(/.{4}/g)!.join('\u00a0')}` }],
+    ['token with hidden junk inside', { html: `${GITHUB.slice(0, 12)}<span style="display: none">zz</span>${GITHUB.slice(12)}` }],
+    ['token reversed under a right-to-left override', { text: `see \u202e${[...GITHUB].reverse().join('')}\u202c ok` }],
+    ['token reversed in <bdo dir=rtl>', { html: `<bdo dir=rtl>${[...GITHUB].reverse().join('')}</bdo>` }],
+    ['token in full-width letters', { text: [...GITHUB].map((c) => String.fromCharCode(c.charCodeAt(0) + 0xfee0)).join('') }],
+    ['HTML attachment with hidden junk inside the token', { attachments: [file('text/html', `${GITHUB.slice(0, 12)}<b hidden>zz</b>${GITHUB.slice(12)}`)] }],
     ['UTF-16LE text attachment', { attachments: [file('text/plain', Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(`key ${GITHUB}`, 'utf16le')]))] }],
     ['UTF-16BE declared, no mark', { attachments: [file('text/plain; charset=utf-16be', Buffer.from(`key ${GITHUB}`, 'utf16le').swap16())] }],
     ['ISO-8859-1 text attachment', { attachments: [file('text/plain; charset=ISO-8859-1', Buffer.from(`Grüße ${GITHUB}`, 'latin1'))] }],
@@ -208,8 +232,13 @@ t.test('linear: HTML and XML as shown', async (t) => {
     { name: 'bogus comments', build: (n: number) => repeat('<!', n) },
     { name: 'nested blocks', build: (n: number) => repeat('<div>', n) },
     { name: 'whitespace in pre', build: (n: number) => `<pre>${repeat(' \n', n)}` },
+    { name: 'unclosed hidden elements', build: (n: number) => repeat('<span hidden>', n) },
+    { name: 'hidden elements nesting', build: (n: number) => `<b style="display:none">${repeat('<b><b/', n)}` },
+    { name: 'near-miss hidden styles', build: (n: number) => repeat('<i style="font-size:0000000001">', n) },
+    { name: 'bdo overrides', build: (n: number) => repeat('<bdo dir=rtl>a', n) },
   ];
   assertLinear(t, hostile, (s) => markupAsShown(s, 'html'), (r, label) => t.ok(r.length <= 256 * KiB + 16, `${label}: bounded output`));
+  assertLinear(t, hostile, (s) => markupAsShown(s, 'html', 'dropped'), (r, label) => t.ok(r.length <= 256 * KiB + 16, `${label} (hidden dropped): bounded output`));
   assertLinear(t, hostile, (s) => markupAsShown(s, 'xml'), (r, label) => t.ok(r.length <= 256 * KiB + 16, `${label} (xml): bounded output`));
 });
 
@@ -223,8 +252,19 @@ t.test('linear: RTF as shown and text as seen', async (t) => {
     { name: '\\bin', build: (n: number) => repeat('\\bin1 x', n) },
   ];
   assertLinear(t, rtf, rtfAsShown, (r, label) => t.ok(r.length <= 256 * KiB, `${label}: bounded output`));
-  const text = [{ name: 'format characters', build: (n: number) => repeat('a\u200b\u00ad\u00a0', n) }];
+  const text = [
+    { name: 'format characters', build: (n: number) => repeat('a\u200b\u00ad\u00a0', n) },
+    { name: 'full-width letters', build: (n: number) => repeat('ｇ１', n) },
+    { name: 'combining marks', build: (n: number) => `a${repeat('\u0301\u0323', n)}` },
+    { name: 'runs of combining marks just under the cut', build: (n: number) => repeat(`a${'\u0301\u0323'.repeat(4)}`, n) },
+  ];
   assertLinear(t, text, withoutUnseenChars, (r, label) => t.ok(r.length <= 256 * KiB, `${label}: bounded output`));
+  const overrides = [
+    { name: 'override starts', build: (n: number) => repeat('\u202e', n) },
+    { name: 'one long override', build: (n: number) => `\u202e${repeat('ab', n)}` },
+    { name: 'overrides and pops', build: (n: number) => repeat('\u202ea\u202c', n) },
+  ];
+  assertLinear(t, overrides, overriddenRuns, (r, label) => t.ok(r.length <= 256 * KiB, `${label}: bounded output`));
 });
 
 t.test('linear: message/rfc822 as shown', async (t) => {
@@ -239,5 +279,5 @@ t.test('linear: message/rfc822 as shown', async (t) => {
     { name: 'nested messages', build: (n: number) => `${'Content-Type: message/rfc822\r\n\r\n'.repeat(6)}${repeat('=?', n)}` },
     { name: 'nested multiparts', build: (n: number) => `${'Content-Type: multipart/mixed; boundary=q\r\n\r\n--q\r\n'.repeat(6)}\r\n${repeat('--q-', n)}` },
   ];
-  assertLinear(t, messages, (s) => attachmentView(file('message/rfc822', s), MAX_SCANNED_CHARS), (r, label) => t.ok((r.shown?.length ?? 0) <= MAX_SCANNED_CHARS + 1, `${label}: bounded view`));
+  assertLinear(t, messages, (s) => attachmentView(file('message/rfc822', s), MAX_SCANNED_CHARS), (r, label) => t.ok((r.shown[0]?.length ?? 0) <= MAX_SCANNED_CHARS + 1, `${label}: bounded view`));
 });
