@@ -3,7 +3,9 @@
  * through a real service with a `guarded` key, over REST and the AgentMail SDK: a token written
  * as HTML character references (decimal, hex, without `;`, with leading zeros) or split by empty
  * elements, `<wbr>`, comments (nested ones too), inside CDATA or an Outlook conditional comment;
- * zero-width, soft-hyphen and bidi characters inside a token or a card number; attachments a
+ * zero-width, soft-hyphen and bidi characters inside a token or a card number, junk hidden by an
+ * inline style inside it, a right-to-left override or `<bdo>` that shows it reversed, full-width
+ * and mathematical letters; attachments a
  * client shows as text (message/rfc822 with base64 and quoted-printable parts and encoded-word
  * headers, an .eml sent as octet-stream, SVG, RTF, UTF-16 and ISO-8859-1 text); the inbox's
  * display name set by an `inbox_update` key; header names, Reply-To addresses, content IDs, and a
@@ -91,6 +93,8 @@ t.test('HTML: a token as character references or split by elements and comments 
     ['an Outlook conditional comment with references', `<!--[if mso]><p>${decimalRefs(TOKEN)}</p><![endif]-->`],
     ['an image alt text with references', `<img src="cid:x" alt="${decimalRefs(TOKEN)}">`],
     ['a link target with references', `<a href="https://x.example/c?k=${hexRefs(TOKEN)}">click</a>`],
+    ['junk hidden by an inline style inside it', `<p>${a}<span style="display: none">zzz</span>${b}<i hidden>q</i>${c}</p>`],
+    ['reversed inside <bdo dir=rtl>', `<p><bdo dir="rtl">${[...TOKEN].reverse().join('')}</bdo></p>`],
   ];
   for (const [what, html] of cases) assertHeld(t, await sendRest(token, inbox, { text: `marker-html-${what}`, html }), what);
   // The same through the SDK.
@@ -117,6 +121,9 @@ t.test('text: zero-width, soft-hyphen and bidi characters inside a token or card
     ['a card split by &shy; in the HTML', { html: `<p>card ${groups.join('&shy;')}</p>` }, 'card_numbers'],
     ['a card grouped by no-break spaces', { text: `card ${groups.join('\u00a0')}` }, 'card_numbers'],
     ['a card in table cells with zero-width spaces', { html: `<td>${groups.join('\u200b')}</td>` }, 'card_numbers'],
+    ['a token reversed under a right-to-left override', { text: `ref \u202e${[...TOKEN].reverse().join('')}\u202c done` }, 'credentials'],
+    ['a token in full-width letters', { text: [...TOKEN].map((ch) => String.fromCharCode(ch.charCodeAt(0) + 0xfee0)).join('') }, 'credentials'],
+    ['a card in mathematical digits', { text: `card ${[...CARD].map((d) => String.fromCodePoint(0x1d7ce + Number(d))).join('')}` }, 'card_numbers'],
   ];
   for (const [what, body, detector] of cases) assertHeld(t, await sendRest(token, inbox, { text: 'marker-cf', ...body }), what, detector);
   await settle();
