@@ -15,6 +15,7 @@ import { closingTagAt, readTag, type RawTag } from './html-tags.js';
 
 /** Format characters (Unicode Cf: zero-width space and joiners, soft hyphen, word joiner, BOM, bidi controls) and the other default-ignorable characters (fillers, variation selectors): shown as nothing. */
 const UNSEEN_CHARS = /[\p{Cf}\p{Default_Ignorable_Code_Point}]/gu;
+const NON_ASCII = /[^\u0000-\u007f]/;
 /** Combining marks kept on one character: no script stacks more; a longer run is cut before normalizing. */
 const MAX_MARK_RUN = 8;
 const LONG_MARK_RUN = new RegExp(`\\p{M}{${MAX_MARK_RUN + 1},}`, 'gu');
@@ -27,8 +28,9 @@ const OTHER_SPACES = /[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]/g;
  * ligatures and superscripts read as the ASCII they show).
  */
 export function withoutUnseenChars(s: string): string {
+  // Every character changed here is outside ASCII: most mail is read in one pass.
+  if (!NON_ASCII.test(s)) return s;
   const seen = s.replace(UNSEEN_CHARS, '').replace(OTHER_SPACES, ' ');
-  if (!/[^\u0000-\u007f]/.test(seen)) return seen;
   // Normalization reorders a run of combining marks in time quadratic in its length: runs are cut first.
   return seen.replace(LONG_MARK_RUN, (run) => run.slice(0, MAX_MARK_RUN)).normalize('NFKC');
 }
