@@ -10,6 +10,7 @@
  * own part once, and its view stops growing past `maxChars` (then `truncated`: the caller holds
  * it as unread).
  */
+import { TextDecoder } from 'node:util';
 import { markupAsShown, rtfAsShown } from './shown-text.js';
 
 export interface AttachmentBytes {
@@ -65,12 +66,24 @@ export function decodeCharset(bytes: Uint8Array, charset: string | null): string
   else if (bytes[0] === 0xff && bytes[1] === 0xfe) label = 'utf-16le';
   else if (bytes[0] === 0xfe && bytes[1] === 0xff) label = 'utf-16be';
   else if (label === 'utf-16' || label === 'ucs-2') label = 'utf-16le';
+  return decoderFor(label).decode(bytes);
+}
+
+/** Decoders by label, made once: a message may carry thousands of encoded words. */
+const DECODERS = new Map<string, TextDecoder>();
+const MAX_DECODERS = 64;
+
+function decoderFor(label: string): TextDecoder {
+  let decoder = DECODERS.get(label);
+  if (decoder !== undefined) return decoder;
   try {
-    return new TextDecoder(label).decode(bytes);
+    decoder = new TextDecoder(label);
   } catch {
     // A charset the platform does not know: read as UTF-8, which the ASCII of a token survives.
-    return new TextDecoder('utf-8').decode(bytes);
+    decoder = decoderFor('utf-8');
   }
+  if (DECODERS.size < MAX_DECODERS) DECODERS.set(label, decoder);
+  return decoder;
 }
 
 const latin1 = (bytes: Uint8Array) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1');
