@@ -16,6 +16,9 @@ import { closingTagAt, readTag, type RawTag } from './html-tags.js';
 /** Format characters (Unicode Cf: zero-width space and joiners, soft hyphen, word joiner, BOM, bidi controls) and the other default-ignorable characters (fillers, variation selectors): shown as nothing. */
 const UNSEEN_CHARS = /[\p{Cf}\p{Default_Ignorable_Code_Point}]/gu;
 const NON_ASCII = /[^\u0000-\u007f]/;
+const LONG_LIGATURES = /[\ufdfa\ufdfb]/g;
+/** How many times longer withoutUnseenChars can make a text (NFKC of U+3316). */
+export const MAX_SEEN_GROWTH = 6;
 /** Combining marks kept on one character: no script stacks more; a longer run is cut before normalizing. */
 const MAX_MARK_RUN = 8;
 const LONG_MARK_RUN = new RegExp(`\\p{M}{${MAX_MARK_RUN + 1},}`, 'gu');
@@ -31,8 +34,10 @@ export function withoutUnseenChars(s: string): string {
   // Every character changed here is outside ASCII: most mail is read in one pass.
   if (!NON_ASCII.test(s)) return s;
   const seen = s.replace(UNSEEN_CHARS, '').replace(OTHER_SPACES, ' ');
-  // Normalization reorders a run of combining marks in time quadratic in its length: runs are cut first.
-  return seen.replace(LONG_MARK_RUN, (run) => run.slice(0, MAX_MARK_RUN)).normalize('NFKC');
+  // Normalization reorders a run of combining marks in time quadratic in its length: runs are cut
+  // first. The two Arabic ligatures that expand 8 and 18 times become a space, so the text grows
+  // at most 6 times (a squared katakana word) and the detectors' work stays bounded.
+  return seen.replace(LONG_MARK_RUN, (run) => run.slice(0, MAX_MARK_RUN)).replace(LONG_LIGATURES, ' ').normalize('NFKC');
 }
 
 /**

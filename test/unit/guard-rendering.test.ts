@@ -6,7 +6,7 @@
  * mail that stays clean, and every new transformation linear on hostile input.
  */
 import t from 'tap';
-import { markupAsShown, overriddenRuns, rtfAsShown, withoutUnseenChars, decodeReference } from '../../src/mail/shown-text.js';
+import { markupAsShown, MAX_SEEN_GROWTH, overriddenRuns, rtfAsShown, withoutUnseenChars, decodeReference } from '../../src/mail/shown-text.js';
 import { attachmentView, decodeCharset } from '../../src/mail/shown-attachment.js';
 import { inspectContent, type GuardContent } from '../../src/mail/guard-content.js';
 import { GUARD_DETECTORS, MAX_SCANNED_CHARS } from '../../src/mail/outbound-guard.js';
@@ -84,6 +84,13 @@ t.test('text as seen: format characters and other default-ignorables dropped, ev
   t.equal(withoutUnseenChars('a\u00a0b\u2009c\u3000d'), 'a b c d');
   t.equal(withoutUnseenChars('café 東京 مرحبا 😀'), 'café 東京 مرحبا 😀', 'ordinary text is unchanged');
   t.equal(withoutUnseenChars('ｇｈｐ＿𝖺𝖡３'), 'ghp_aB3', 'full-width and mathematical letters read as the ASCII they show (NFKC)');
+  let growth = 1;
+  for (let c = 0x80; c < 0x110000; c++) {
+    if (c >= 0xd800 && c < 0xe000) continue;
+    const one = String.fromCodePoint(c);
+    growth = Math.max(growth, withoutUnseenChars(one).length / one.length);
+  }
+  t.ok(growth <= MAX_SEEN_GROWTH, `no character grows more than ${MAX_SEEN_GROWTH} times (${growth})`);
 });
 
 t.test('charsets: a byte-order mark wins, then the declared charset, else UTF-8', async (t) => {
