@@ -2,10 +2,12 @@
  * The content half of the outbound guard (src/mail/guard.ts, docs/guarded.md): pure, with no
  * database, so that the send path runs it in the CPU pool (workers/pool/tasks.ts `inspectGuard`)
  * and the request thread never scans half a megabyte of an agent's (or a stranger's forwarded)
- * text. Decodes text-like attachments, runs the enabled detectors of src/mail/outbound-guard.ts,
- * and holds as `unchecked` whatever is longer than they read (fail closed).
+ * text. Reads attachments as a client shows them (src/mail/shown-attachment.ts), runs the enabled
+ * detectors of src/mail/outbound-guard.ts, and holds as `unchecked` whatever is longer than they
+ * read (fail closed).
  */
 import { GUARD_DETECTORS, inspectOutgoing, MAX_SCANNED_CHARS, type GuardDetector } from './outbound-guard.js';
+import { attachmentView } from './shown-attachment.js';
 
 /** A reason the guard held a send: which check (a detector, `new_recipients`, or `unchecked`: longer than the detectors read), and where and what, never the secret. */
 export interface GuardFinding {
@@ -26,36 +28,32 @@ export interface GuardContent {
   enabled: GuardDetector[];
 }
 
-const TEXT_TYPES = /^(text\/|application\/(json|xml|x-yaml|yaml|toml|x-sh|x-shellscript|javascript|x-pem-file|x-x509-ca-cert|pgp-keys|pkcs8|x-pkcs12|csv|sql|x-ndjson|ld\+json|graphql)\b)/i;
-const TEXT_NAMES = /\.(txt|md|csv|tsv|json|ya?ml|toml|ini|cfg|conf|env|pem|key|crt|pub|asc|gpg|sh|bash|zsh|ps1|py|js|ts|sql|xml|html?|log|properties|npmrc|pgpass|netrc)$|(^|\/)\.?(env|netrc|npmrc|pgpass|credentials|id_rsa|id_ed25519|id_ecdsa)$/i;
-/** Bytes of an attachment decoded for the detectors: they read MAX_SCANNED_CHARS characters at most. */
+/** Bytes of an attachment decoded for the detectors: they read MAX_SCANNED_CHARS characters at most (UTF-16 takes two bytes a character, UTF-8 up to four). */
 const MAX_DECODED_BYTES = MAX_SCANNED_CHARS * 4;
 
 /**
- * An attachment as text the detectors read, or null for a binary file. Text-like by its type or
- * name, or with no type worth trusting (octet-stream, none) and no NUL byte in its first 4 KiB.
+ * An attachment as the detectors read it (src/mail/shown-attachment.ts): its text in its charset
+ * and what a client shows of it, or null for a binary file. Text-like by its type (`text/*`,
+ * `message/*`, `+xml`, RTF, JSON…) or name, or with no type worth trusting (octet-stream, none)
+ * and a byte-order mark or no NUL byte in its first 4 KiB.
  */
-export function attachmentText(a: { filename: string | null; contentType: string | null; content: Uint8Array }): string | null {
-  const type = (a.contentType ?? '').trim();
-  const name = a.filename ?? '';
-  const content = Buffer.from(a.content.buffer, a.content.byteOffset, a.content.byteLength);
-  const untyped = type === '' || /^application\/octet-stream\b/i.test(type);
-  const textual = TEXT_TYPES.test(type) || TEXT_NAMES.test(name) || (untyped && !content.subarray(0, 4096).includes(0));
-  if (!textual) return null;
-  return content.subarray(0, MAX_DECODED_BYTES).toString('utf8');
+export function attachmentText(a: { filename: string | null; contentType: string | null; content: Uint8Array }): { text: string; shown: string[]; truncated: boolean } | null {
+  const view = attachmentView({ ...a, content: a.content.subarray(0, MAX_DECODED_BYTES) }, MAX_SCANNED_CHARS);
+  return view.text === null ? null : { text: view.text, shown: view.shown, truncated: view.truncated };
 }
 
 /** The content findings of one message: the enabled detectors, then `unchecked` for what is longer than they read. */
 export function inspectContent(c: GuardContent): GuardFinding[] {
   const enabled = new Set<GuardDetector>(GUARD_DETECTORS.filter((d) => c.enabled.includes(d)));
   if (enabled.size === 0) return [];
-  const attachments: { filename: string | null; text: string }[] = [];
+  const attachments: { filename: string | null; text: string; shown: string[] }[] = [];
   const unread: string[] = [];
   for (const a of c.attachments) {
-    const text = attachmentText(a);
-    if (text === null) continue;
-    attachments.push({ filename: a.filename, text });
-    if (a.content.byteLength > MAX_DECODED_BYTES || text.length > MAX_SCANNED_CHARS) unread.push(`attachment ${JSON.stringify((a.filename ?? 'unnamed').slice(0, 40))}`);
+    const read = attachmentText(a);
+    if (read === null) continue;
+    attachments.push({ filename: a.filename, ...read });
+    const cut = a.content.byteLength > MAX_DECODED_BYTES || read.text.length > MAX_SCANNED_CHARS || read.truncated || read.shown.some((view) => view.length > MAX_SCANNED_CHARS);
+    if (cut) unread.push(`attachment ${JSON.stringify((a.filename ?? 'unnamed').slice(0, 40))}`);
   }
   for (const [where, value] of [['the subject', c.subject], ['the text', c.text], ['the HTML', c.html]] as const) if (value !== null && value.length > MAX_SCANNED_CHARS) unread.push(where);
   const findings: GuardFinding[] = inspectOutgoing({ subject: c.subject, text: c.text, html: c.html, attachments, homeSecrets: c.homeSecrets, other: c.other }, enabled);

@@ -4,9 +4,10 @@
  * a draft awaiting approval with those reasons, exactly as under `approval`.
  *
  * The checks, each of which the owner can turn off (settings key `outbound_guard`):
- * - the content detectors of src/mail/outbound-guard.ts on the subject, text, HTML and the text
- *   of text-like attachments (credentials, private keys, card numbers, IBANs, national ids, the
- *   home's own secrets: webhook signing secrets, edge tokens, the SMTP password, the inbound
+ * - the content detectors of src/mail/outbound-guard.ts on what the recipient sees: the subject,
+ *   text and HTML (rendered too), attachments as a client shows them, the display name in From
+ *   and every header svc writes (credentials, private keys, card numbers, IBANs, national ids,
+ *   the home's own secrets: webhook signing secrets, edge tokens, the SMTP password, the inbound
  *   private key, and the secrets the owner adds);
  * - `new_recipients`: more than `per_message` addresses this inbox has never written to or heard
  *   from in one message, or more than `per_day` such first contacts in 24 hours (those already
@@ -25,6 +26,7 @@ import { randomUUID } from 'node:crypto';
 import { GUARD_DETECTORS } from './outbound-guard.js';
 import { inspectContent, type GuardContent, type GuardFinding } from './guard-content.js';
 import type { Composition, Recipient } from './compose.js';
+import type { Threading } from './outbound.js';
 import { MAX_RECIPIENTS } from './limits.js';
 import { bareAddress } from './correspondents.js';
 
@@ -223,6 +225,16 @@ function volumeFinding(db: Db, inboxId: string, recipients: readonly Recipient[]
   return null;
 }
 
+/**
+ * `draftId`: the draft being sent or scheduled; `threading`: the In-Reply-To and References the
+ * send will carry (an agent may choose them for a draft).
+ */
+export interface GuardOptions {
+  now?: number;
+  draftId?: string | null;
+  threading?: Pick<Threading, 'inReplyTo' | 'references'> | null;
+}
+
 /** What the guard checks of one send: the content scan's input (null when every content check is off), and the first-contact finding. */
 export interface GuardInputs {
   content: GuardContent | null;
@@ -236,8 +248,9 @@ export interface GuardInputs {
  * `draftId` is the draft being sent or scheduled, whose own schedule does not count twice
  * against the day's first contacts.
  */
-export function guardInputs(db: Db, inboxId: string, c: Composition, opts: { now?: number; draftId?: string | null } = {}): GuardInputs {
+export function guardInputs(db: Db, inboxId: string, c: Composition, opts: GuardOptions = {}): GuardInputs {
   const s = readSettings(db);
+  const inbox = prepared(db, 'SELECT display_name FROM inboxes WHERE inbox_id = ?').get(inboxId) as { display_name: string | null } | undefined;
   const enabled = GUARD_DETECTORS.filter((d) => !s.disabled.includes(d));
   const content: GuardContent | null =
     enabled.length === 0
@@ -248,7 +261,7 @@ export function guardInputs(db: Db, inboxId: string, c: Composition, opts: { now
           html: c.html,
           attachments: c.attachments.map((a) => ({ filename: a.filename, contentType: a.contentType, content: a.content })),
           homeSecrets: enabled.includes('home_secrets') ? homeSecrets(db, s) : [],
-          other: otherFields(c),
+          other: otherFields(c, inbox?.display_name ?? null, opts.threading ?? null),
           enabled,
         };
   const volume = s.disabled.includes('new_recipients') ? null : volumeFinding(db, inboxId, [...c.to, ...c.cc, ...c.bcc], s.new_recipients, opts.now ?? Date.now(), opts.draftId ?? null);
@@ -262,18 +275,35 @@ export const heldFor = (inputs: GuardInputs, content: readonly GuardFinding[]): 
  * Why a guarded credential's send must wait for the owner, scanned on this thread: the draft
  * routes' check of a schedule, which is synchronous. Sends scan in the CPU pool (send-flow.ts).
  */
-export function guardFindings(db: Db, inboxId: string, c: Composition, opts: { now?: number; draftId?: string | null } = {}): GuardFinding[] {
+export function guardFindings(db: Db, inboxId: string, c: Composition, opts: GuardOptions = {}): GuardFinding[] {
   const inputs = guardInputs(db, inboxId, c, opts);
   return heldFor(inputs, inputs.content ? inspectContent(inputs.content) : []);
 }
 
-/** The other text a message carries: the caller's header values, recipients' display names, attachment file names. */
-function otherFields(c: Composition): { where: string; text: string }[] {
+/**
+ * A header name or an address as the words a reader makes of it (`X-ghp_…`, `x-ghp_…@collect.example`):
+ * a token glued to a prefix by a dash or a dot is not "inside a longer token" there. Read besides
+ * the name as written, so a token with its own dashes is still found whole.
+ */
+const asWords = (s: string) => s.replace(/[-.+=@]/g, ' ');
+
+/**
+ * Every header svc writes that carries the agent's (or a forwarded stranger's) text: From with
+ * the inbox's display name (an `inbox_update` key can set it), To, Cc, Bcc and Reply-To whole
+ * (names and addresses), the caller's headers by name and value, In-Reply-To and References,
+ * and the attachments' file names and content IDs. The subject is a field of its own.
+ */
+function otherFields(c: Composition, displayName: string | null, threading: GuardOptions['threading']): { where: string; text: string }[] {
   const out: { where: string; text: string }[] = [];
-  for (const [name, value] of Object.entries(c.headers)) out.push({ where: `the ${name.slice(0, 40)} header`, text: value.slice(0, MAX_OTHER_CHARS) });
+  if (displayName) out.push({ where: 'the sender name (From)', text: displayName.slice(0, MAX_OTHER_CHARS) });
+  for (const [name, value] of Object.entries(c.headers)) {
+    out.push({ where: `the ${name.slice(0, 40)} header`, text: `${name}: ${value}\n${asWords(name)}`.slice(0, MAX_OTHER_CHARS) });
+  }
   const names = [...c.to, ...c.cc, ...c.bcc, ...c.replyTo].map((r) => r.display).join('\n');
-  if (names !== '') out.push({ where: 'the recipients', text: names.slice(0, MAX_OTHER_CHARS * 4) });
-  const files = c.attachments.map((a) => a.filename ?? '').filter((f) => f !== '').join('\n');
+  if (names !== '') out.push({ where: 'the recipients', text: `${names}\n${asWords(names)}`.slice(0, MAX_OTHER_CHARS * 8) });
+  const ids = threading ? [threading.inReplyTo ?? '', ...threading.references].filter((id) => id !== '').join('\n') : '';
+  if (ids !== '') out.push({ where: 'the In-Reply-To and References headers', text: ids.slice(0, MAX_OTHER_CHARS * 4) });
+  const files = c.attachments.flatMap((a) => [a.filename ?? '', a.contentId ?? '']).filter((f) => f !== '').join('\n');
   if (files !== '') out.push({ where: 'the attachment names', text: files.slice(0, MAX_OTHER_CHARS) });
   return out;
 }

@@ -29,8 +29,9 @@ const isTagSpace = (c: number) => c === 0x20 || c === 0x09 || c === 0x0a || c ==
 /**
  * The tag starting at `lt` (its `<` followed by a letter, or `/` and a letter), with the spans of
  * the attributes named in `wanted` (lower-case names); other attributes are stepped over.
+ * `everyValue`, when given, is told the span of every attribute value, wanted or not.
  */
-export function readTag(html: string, lt: number, wanted: ReadonlySet<string>, longestWanted: number): RawTag {
+export function readTag(html: string, lt: number, wanted: ReadonlySet<string>, longestWanted: number, everyValue?: (start: number, end: number) => void): RawTag {
   const n = html.length;
   const closing = html.charCodeAt(lt + 1) === 0x2f;
   let p = lt + (closing ? 2 : 1);
@@ -73,6 +74,7 @@ export function readTag(html: string, lt: number, wanted: ReadonlySet<string>, l
       valueEnd = p;
     }
     if (keep) tag.attributes.set(attrName, { start: valueStart, end: valueEnd });
+    everyValue?.(valueStart, valueEnd);
   }
   return tag;
 }

@@ -10,6 +10,9 @@
  *   MAX_SCANNED_CHARS first, every pass over it is a forward index loop, and the only regular
  *   expressions run on bounded slices (a key, a value, a window around a candidate) with no
  *   nested repetition. Work per candidate is bounded, so time is linear in the input.
+ * - Fields are read as the recipient sees them (src/mail/shown-text.ts): without format
+ *   characters, and the HTML both as written and as rendered; an attachment's rendering (`shown`)
+ *   is read after its text.
  * - It never throws. A detector that fails anyway reports a finding saying so: a guard that cannot
  *   check holds the message for review rather than letting it out (fail closed).
  * - At most one finding per detector (the first: fields in the order above, then by position), in
@@ -45,6 +48,7 @@
  *   MAX_HOME_SECRET_CHARS), found with one Aho-Corasick pass per field.
  */
 import { MAX_ATTACHMENTS } from './limits.js';
+import { markupAsShown, overriddenRuns, withoutUnseenChars } from './shown-text.js';
 
 export const GUARD_DETECTORS = ['credentials', 'private_keys', 'card_numbers', 'iban', 'national_ids', 'home_secrets'] as const;
 export type GuardDetector = (typeof GUARD_DETECTORS)[number];
@@ -57,8 +61,11 @@ export interface GuardSource {
   subject: string | null;
   text: string | null;
   html: string | null;
-  /** Text-like attachments already decoded to text (the caller decodes text/*, JSON, CSV, XML, .env, .pem …); binary ones are left out. */
-  attachments: readonly { filename: string | null; text: string }[];
+  /**
+   * Text-like attachments already decoded to text (the caller decodes text/* in its charset, JSON, CSV, XML, .env, .pem …),
+   * with what a client shows of them when that differs (`shown`: HTML, SVG and XML rendered, RTF, a forwarded message); binary ones are left out.
+   */
+  attachments: readonly { filename: string | null; text: string; shown?: string | readonly string[] | null }[];
   /** Exact secrets of this home that must never leave (API key secrets, tokens), each at least 16 characters. */
   homeSecrets: readonly string[];
   /** Other text the message carries, scanned after the attachments: header values, display names, file names. */
@@ -67,6 +74,8 @@ export interface GuardSource {
 
 /** Characters of each field and attachment scanned: a leak sits in what a reader sees, not past half a megabyte. */
 export const MAX_SCANNED_CHARS = 512 * 1024;
+/** Views of one attachment read besides its text (an HTML file as shown, and without what it hides). */
+const MAX_VIEWS_PER_ATTACHMENT = 2;
 /** Attachments scanned: as many as a message may carry. */
 const MAX_SCANNED_ATTACHMENTS = MAX_ATTACHMENTS;
 /** Home secrets considered (the first ones given): a home has a few dozen keys and tokens. */
@@ -149,22 +158,36 @@ function bounded(value: unknown): string | null {
   return typeof value === 'string' && value !== '' ? value.slice(0, MAX_SCANNED_CHARS) : null;
 }
 
+/**
+ * The fields scanned, each as a reader sees its characters (withoutUnseenChars: a zero-width
+ * space or soft hyphen inside a token or card number does not split it), and what a
+ * right-to-left override shows reversed. The HTML is read three times: as written (a secret in a
+ * comment or an attribute), as shown (markupAsShown: references decoded, tags and comments
+ * dropped), and as shown without the elements its inline styles hide.
+ */
 function fieldsOf(source: GuardSource): Field[] {
   const fields: Field[] = [];
-  const add = (where: string, value: unknown) => {
+  const add = (where: string, value: unknown, shownAs?: (s: string) => string) => {
     const text = bounded(value);
-    if (text !== null) fields.push({ where, text });
+    if (text === null) return;
+    const shown = shownAs ? shownAs(text) : text;
+    fields.push({ where, text: withoutUnseenChars(shown) });
+    const reversed = overriddenRuns(shown);
+    if (reversed !== '') fields.push({ where, text: withoutUnseenChars(reversed) });
   };
   add('the subject', source?.subject);
   add('the text', source?.text);
   add('the HTML', source?.html);
+  add('the HTML', source?.html, (html) => markupAsShown(html, 'html'));
+  add('the HTML', source?.html, (html) => markupAsShown(html, 'html', 'dropped'));
   const attachments: unknown = source?.attachments;
   if (Array.isArray(attachments)) {
     for (let i = 0; i < attachments.length && i < MAX_SCANNED_ATTACHMENTS; i++) {
       const a: unknown = attachments[i];
       if (a === null || typeof a !== 'object') continue;
-      const { filename, text } = a as { filename?: unknown; text?: unknown };
+      const { filename, text, shown } = a as { filename?: unknown; text?: unknown; shown?: unknown };
       add(attachmentName(filename, i), text);
+      for (const view of Array.isArray(shown) ? shown.slice(0, MAX_VIEWS_PER_ATTACHMENT) : [shown]) add(attachmentName(filename, i), view);
     }
   }
   const other: unknown = source?.other;

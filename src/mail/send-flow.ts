@@ -171,7 +171,7 @@ export async function performSend(ctx: SendContext, spec: SendSpec): Promise<Sen
   // `approved` flag may be a guarded schedule's own, not the owner's word, and the owner's
   // approval of a schedule is carried out by the scheduled-drafts loop, not by the agent.
   const guarded = principal.sendPolicy === 'guarded';
-  const inputs = guarded ? guardInputs(db, inbox.inbox_id, derived.composition, { draftId: source.type === 'draft' ? source.draft.draft_id : null }) : null;
+  const inputs = guarded ? guardInputs(db, inbox.inbox_id, derived.composition, { draftId: source.type === 'draft' ? source.draft.draft_id : null, threading: derived.threading }) : null;
   // A guarded send's first contacts count against the day from the volume check until it is
   // queued (or held, or fails): reserved before the content scan's await, so that racing sends
   // cannot together pass the daily limit.

@@ -12,7 +12,7 @@ import { isOwner, type Principal } from '../../auth/principal.js';
 import { checkAttachmentCount, checkSubject, composition, decodeAttachment, dedupeRecipients, parseRecipients, tooLarge, type Composition, type Recipient } from '../compose.js';
 import { labelEdit, readVisibility } from '../labels.js';
 import { deriveForward, deriveReply, loadOriginal, originalAttachments, type OriginalMessage } from '../outbound.js';
-import { guardFindings, type GuardFinding } from '../guard.js';
+import { guardFindings, type GuardFinding, type GuardOptions } from '../guard.js';
 import { MAX_MESSAGE_BYTES, MAX_MESSAGE_ID, MAX_RECIPIENTS } from '../limits.js';
 import { draftTransition, nextApproved, nextDraftStatus, type DraftActor, type DraftFacts, type DraftTransition } from './states.js';
 import type { CreateDraftBody, Draft, UpdateDraftBody } from './schemas.js';
@@ -67,9 +67,9 @@ export const draftActor = (p: Principal, held = false): DraftActor =>
   isOwner(p) || p.sendPolicy === 'direct' || (p.sendPolicy === 'guarded' && !held) ? 'owner_or_direct' : p.sendPolicy === 'guarded' ? 'approval' : p.sendPolicy;
 
 /** The guarded policy's findings for what a draft would send (a forward with its original), read before any transaction. */
-function guardedDraft(db: Db, inboxId: string, c: Composition, original: OriginalMessage | null, draftId: string | null): GuardFinding[] {
+function guardedDraft(db: Db, inboxId: string, c: Composition, original: OriginalMessage | null, draftId: string | null, threading: GuardOptions['threading']): GuardFinding[] {
   const sent = original === null ? c : deriveForward(original, c, originalAttachments(db, original.rowid)).composition;
-  return guardFindings(db, inboxId, sent, { draftId });
+  return guardFindings(db, inboxId, sent, { draftId, threading });
 }
 
 const draftConflict = (state: 'sent' | 'rejected' | 'sending') =>
@@ -179,7 +179,7 @@ export function checkDraftCreate(db: Db, p: Principal, inbox: Pick<InboxRow, 'in
   checkDraftLimits(c.to, c.cc, c.bcc, c.attachments.length, estimate(c.attachments.map((a) => a.content.byteLength), c.text, c.html));
 
   // A guarded schedule starts approved only if the guard finds nothing in what it will send.
-  const guard = p.sendPolicy === 'guarded' && sendAt !== null ? guardedDraft(db, inbox.inbox_id, c, forwardOf !== null ? original : null, null) : null;
+  const guard = p.sendPolicy === 'guarded' && sendAt !== null ? guardedDraft(db, inbox.inbox_id, c, forwardOf !== null ? original : null, null, { inReplyTo: original && inReplyTo !== null ? original.messageId : null, references }) : null;
   if (guard && guard.length > 0) {
     actor = draftActor(p, true);
     step = scheduleStart(actor);
@@ -258,16 +258,18 @@ export function checkDraftUpdate(db: Db, p: Principal, inbox: Pick<InboxRow, 'in
       to: fields.to ?? stored(before.to_addresses, 'to'),
       cc: fields.cc ?? stored(before.cc_addresses, 'cc'),
       bcc: fields.bcc ?? stored(before.bcc_addresses, 'bcc'),
-      replyTo: [],
+      // What the schedule will send: the reply-to and headers it keeps count as much as what the patch changes.
+      replyTo: replyTo ?? stored(before.reply_to, 'reply_to'),
       subject: subject === undefined ? before.subject : subject,
       text: body.text === undefined ? before.text : body.text,
       html: body.html === undefined ? before.html : body.html,
       attachments: [...draftAttachmentContents(db, before.draft_id, new Set(body.remove_attachments ?? [])), ...added],
-      headers: {},
+      headers: before.headers ? (JSON.parse(before.headers) as Record<string, string>) : {},
       labels: [],
     };
     const original = before.forward_of ? loadOriginal(db, inbox.inbox_id, before.forward_of, { excluded: [] }) : null;
-    guard = { findings: guardedDraft(db, inbox.inbox_id, after, original, before.draft_id), updatedAt: before.updated_at };
+    const threading = { inReplyTo: before.in_reply_to, references: before.refs ? (JSON.parse(before.refs) as string[]) : [] };
+    guard = { findings: guardedDraft(db, inbox.inbox_id, after, original, before.draft_id, threading), updatedAt: before.updated_at };
     if (guard.findings.length > 0) actor = draftActor(p, true);
   }
   return { inboxId: inbox.inbox_id, draftId, body, facts, sendAt, replyTo, fields, subject, added, labels, actor, guard };
