@@ -64,10 +64,11 @@ function aligned(authenticated: string | null, from: string): boolean {
 
 /**
  * Whether the From address of a received message is authenticated: DMARC passed for its domain,
- * or, where the domain publishes no DMARC policy, a DKIM signature or SPF passed for a domain
- * aligned with it. Only such a sender becomes a known correspondent (src/mail/correspondents.ts):
- * anyone can write any From, and a forged one must not make an address "known" to the guarded
- * send policy or a domain a reference for the lookalike check (docs/guarded.md).
+ * or, where DMARC gave no verdict (no policy, or a DNS error), a DKIM signature or SPF passed for
+ * a domain aligned with it. Only such a sender becomes a known correspondent
+ * (src/mail/correspondents.ts): anyone can write any From, and a forged one must not make an
+ * address "known" to the guarded send policy or a domain a reference for the lookalike check
+ * (docs/guarded.md).
  */
 export function isAuthenticatedSender(auth: InboundAuth, fromAddress: string | null | undefined): boolean {
   const at = fromAddress ? fromAddress.lastIndexOf('@') : -1;
