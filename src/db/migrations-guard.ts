@@ -19,6 +19,15 @@ const ADDRESS_OF = (column: string) =>
                  THEN substr(${column}, instr(${column}, '<') + 1, instr(${column}, '>') - instr(${column}, '<') - 1)
                  ELSE ${column} END))`;
 
+/** The recipients of mail that was sent, as already known (their time outside any volume window). */
+const SENT_RECIPIENTS_KNOWN = `
+  INSERT OR IGNORE INTO correspondent_addresses (inbox_id, address)
+    SELECT m.inbox_id, ${ADDRESS_OF('r.value')} FROM messages m,
+           json_each(json_array(json(m.to_addresses), json(coalesce(m.cc_addresses, '[]')), json(coalesce(m.bcc_addresses, '[]')))) AS g,
+           json_each(g.value) AS r
+     WHERE m.direction = 'outbound' AND instr(r.value, '@') > 0
+       AND EXISTS (SELECT 1 FROM message_labels l WHERE l.message_rowid = m.id AND l.label IN ('sent', 'delivered'));`;
+
 export const GUARD_MIGRATION = `
   CREATE TABLE api_keys_next (
     api_key_id TEXT PRIMARY KEY,
@@ -71,10 +80,19 @@ export const GUARD_MIGRATION = `
     SELECT m.inbox_id, m.sender FROM messages m
      WHERE m.direction = 'inbound' AND instr(m.sender, '@') > 0
        AND NOT EXISTS (SELECT 1 FROM message_labels l WHERE l.message_rowid = m.id AND l.label IN ('spam', 'blocked', 'unauthenticated', 'suspicious'));
-  INSERT OR IGNORE INTO correspondent_addresses (inbox_id, address)
-    SELECT m.inbox_id, ${ADDRESS_OF('r.value')} FROM messages m,
-           json_each(json_array(json(m.to_addresses), json(coalesce(m.cc_addresses, '[]')), json(coalesce(m.bcc_addresses, '[]')))) AS g,
-           json_each(g.value) AS r
-     WHERE m.direction = 'outbound' AND instr(r.value, '@') > 0
-       AND EXISTS (SELECT 1 FROM message_labels l WHERE l.message_rowid = m.id AND l.label IN ('sent', 'delivered'));
+  ${SENT_RECIPIENTS_KNOWN}
+`;
+
+/**
+ * Migration 19: only an authenticated sender is a known correspondent (issue 32 §5,
+ * src/inbound/ingest.ts isAuthenticatedSender). Whether stored mail passed authentication was
+ * never kept, so an address known only from received mail may have come from a forged From: every
+ * such address is forgotten, and the recipients of sent mail are known again as migration 17 made
+ * them. A real correspondent becomes known again with its next authenticated message. Domains
+ * (correspondent_domains) stay: a forged domain there only adds a reference for the lookalike
+ * check (docs/manipulation.md).
+ */
+export const AUTHENTICATED_CORRESPONDENTS_MIGRATION = `
+  DELETE FROM correspondent_addresses WHERE introduced_at IS NULL;
+  ${SENT_RECIPIENTS_KNOWN}
 `;

@@ -10,7 +10,7 @@ import { CONTENTLESS_FTS_MIGRATION } from './migrations-contentless-fts.js';
 import { EXTRACTED_SPAN_MIGRATION } from './migrations-extracted-span.js';
 import { ACTIONS_MIGRATION } from './migrations-actions.js';
 import { MANIPULATION_MIGRATION } from './migrations-manipulation.js';
-import { GUARD_MIGRATION } from './migrations-guard.js';
+import { AUTHENTICATED_CORRESPONDENTS_MIGRATION, GUARD_MIGRATION } from './migrations-guard.js';
 
 export const MIGRATIONS: readonly string[] = [
   // 1: settings and the owner account
@@ -304,6 +304,8 @@ export const MIGRATIONS: readonly string[] = [
   GUARD_MIGRATION,
   // 18: what svc published through the DNS provider per domain (src/db/migrations-dns-provider.ts)
   DNS_PROVIDER_MIGRATION,
+  // 19: only authenticated senders are known correspondents; addresses known only from received mail are forgotten (src/db/migrations-guard.ts)
+  AUTHENTICATED_CORRESPONDENTS_MIGRATION,
 ];
 
 /**

@@ -4,6 +4,7 @@
  * on the object key: a crash between commit and delete neither loses nor duplicates mail,
  * because each recipient's commit is keyed `<object key>:<inbox>` and is skipped when present.
  */
+import { domainToASCII } from 'node:url';
 import { BINARY_SEAL_MIN_BYTES } from '../edge/sealed-sizes.js';
 import { isBusyError, type Db } from '../db/open.js';
 import { commitInbound } from '../mail/store.js';
@@ -43,6 +44,41 @@ const FAILED_SPF = new Set(['fail', 'softfail', 'permerror']);
 export function isUnauthenticated(auth: InboundAuth): boolean {
   if (auth.dmarc.result === 'fail') return true;
   return auth.dmarc.policy === null && FAILED_SPF.has(auth.spf.result) && auth.dkim.result !== 'pass';
+}
+
+/** The ASCII (punycode) form of a domain, lower-cased; '' when it is not a valid one. */
+const asciiDomain = (domain: string): string => domainToASCII(domain.trim().toLowerCase().replace(/\.$/, ''));
+
+/**
+ * Whether `authenticated` vouches for `from` in DMARC's relaxed sense, approximated without the
+ * public suffix list: the same domain, or one a subdomain of the other, the parent having at least
+ * two labels (so `co.uk` or `test` vouches for nothing).
+ */
+function aligned(authenticated: string | null, from: string): boolean {
+  if (!authenticated || !from) return false;
+  const a = asciiDomain(authenticated);
+  if (a === from) return true;
+  const [parent, child] = a.length < from.length ? [a, from] : [from, a];
+  return parent.includes('.') && child.endsWith(`.${parent}`);
+}
+
+/**
+ * Whether the From address of a received message is authenticated: DMARC passed for its domain,
+ * or, where DMARC gave no verdict (no policy, or a DNS error), a DKIM signature or SPF passed for
+ * a domain aligned with it. Only such a sender becomes a known correspondent
+ * (src/mail/correspondents.ts): anyone can write any From, and a forged one must not make an
+ * address "known" to the guarded send policy or a domain a reference for the lookalike check
+ * (docs/guarded.md).
+ */
+export function isAuthenticatedSender(auth: InboundAuth, fromAddress: string | null | undefined): boolean {
+  const at = fromAddress ? fromAddress.lastIndexOf('@') : -1;
+  const from = at >= 0 ? asciiDomain(fromAddress!.slice(at + 1)) : '';
+  if (from === '') return false;
+  // mailauth reports the DMARC domain as the From domain's organizational domain.
+  if (auth.dmarc.result === 'pass') return aligned(auth.dmarc.domain, from);
+  if (auth.dmarc.result === 'fail') return false;
+  if (auth.dkim.signatures.some((s) => s.result === 'pass' && s.aligned && aligned(s.domain, from))) return true;
+  return auth.spf.result === 'pass' && aligned(auth.spf.domain, from);
 }
 
 /**
@@ -92,6 +128,7 @@ function commitRecipients(deps: IngestDeps, objectKey: string, opened: OpenedInb
   const hiddenBase: ('spam' | 'unauthenticated')[] = [];
   if (opened.spam?.verdict === 'spam') hiddenBase.push('spam');
   if (isUnauthenticated(opened.auth)) hiddenBase.push('unauthenticated');
+  const senderAuthenticated = isAuthenticatedSender(opened.auth, opened.parsed.from[0]?.address);
 
   for (const inboxId of recipientInboxes(opened)) {
     const sourceKey = commitKey(objectKey, inboxId);
@@ -118,6 +155,7 @@ function commitRecipients(deps: IngestDeps, objectKey: string, opened: OpenedInb
       manipulation: verdicts.get(inboxId),
       sourceKey,
       hiddenLabels,
+      senderAuthenticated,
       receivedAt: opened.envelope.received_at,
     });
     if (!result.duplicate && result.seq !== null) seqs.push(result.seq);

@@ -18,6 +18,8 @@
  *   anchor text, else the URL, else the words around a link whose text says nothing ("click here").
  */
 import { closingTagAt, readTag } from './html-tags.js';
+import { HIDING_ATTRIBUTES, HidingStack, hidingTag, type HidingTag } from './manipulation.js';
+import { isInternalHost } from '../core/internal-addresses.js';
 
 /** Characters of each body (text, HTML) scanned: codes and action links sit near the top of real mail. */
 export const MAX_SCANNED_CHARS = 256 * 1024;
@@ -88,7 +90,7 @@ export function extractActions(source: ActionSource): ExtractedActions {
     const listUnsubscribe = bounded(source?.listUnsubscribe, MAX_HEADER_CHARS);
     const page = html === null ? null : renderHtml(html);
     return {
-      codes: findCodes(subject, [text, page?.text ?? null]),
+      codes: findCodes(subject, [text, page?.text ?? null], hiddenCodeKeys(page)),
       links: findLinks(subject, text, page, listUnsubscribe),
     };
   } catch {
@@ -163,6 +165,9 @@ interface Page {
   /** The visible text: entities decoded, whitespace collapsed, a line per block element. */
   text: string;
   anchors: Anchor[];
+  /** The text hidden from the reader, rendered alike, and the hrefs of the anchors it hides. */
+  hiddenText: string;
+  hiddenHrefs: string[];
 }
 
 /** Elements that start a new line when rendered, so a code in its own table cell is on its own line. */
@@ -294,67 +299,95 @@ interface Tag {
   alt: string | null;
   /** Just past the `>`, or the input length when the tag never ends (it then swallows the rest, as in a browser). */
   end: number;
+  /** The tag as the hiding rules of src/mail/manipulation.ts read it. */
+  hiding: HidingTag;
 }
 
-const ANCHOR_ATTRIBUTES = new Set(['href', 'alt']);
+/** `href` and `alt`, and what can hide an element's text; the longest name is `bgcolor`. */
+const TAG_ATTRIBUTES = new Set(['href', 'alt', ...HIDING_ATTRIBUTES]);
 
 /** The tag starting at `lt` with its `href` and `alt`, entities decoded (src/mail/html-tags.ts reads it). */
 function tagAt(html: string, lt: number): Tag {
-  const raw = readTag(html, lt, ANCHOR_ATTRIBUTES, 4);
+  const raw = readTag(html, lt, TAG_ATTRIBUTES, 7);
   const value = (name: string): string | null => {
     const span = raw.attributes.get(name);
     return span && span.end - span.start <= MAX_ATTRIBUTE_CHARS ? decodeAttribute(html.slice(span.start, span.end)) : null;
   };
-  return { name: raw.name, closing: raw.closing, href: value('href'), alt: value('alt'), end: raw.end };
+  return { name: raw.name, closing: raw.closing, href: value('href'), alt: value('alt'), end: raw.end, hiding: hidingTag(html, raw) };
 }
 
+/**
+ * The page as a reader sees it: text hidden from the reader (display:none, a zero font size, text
+ * coloured like its background… — src/mail/manipulation.ts HidingStack, the one definition) is
+ * left out, and so is an anchor that shows nothing (hidden itself, or holding only hidden text):
+ * a code or link the reader cannot see is not one the sender means them to use.
+ */
 function renderHtml(html: string): Page {
   const text = new RenderedText();
   const anchors: Anchor[] = [];
-  let open: Anchor | null = null;
+  const elements = new HidingStack();
+  /** Whether text here is seen; weakly hidden text (white on a background not known) counts as seen, as buttons are drawn so. */
+  const seen = () => elements.textHiding()?.strong !== true;
+  const hiddenText = new RenderedText();
+  const hiddenHrefs: string[] = [];
+  let open: (Anchor & { shows: boolean }) | null = null;
   let lastClosed = null as Anchor | null; // set in closeAnchor, which narrowing does not follow
   const closeAnchor = () => {
     if (open === null) return;
     open.textEnd = text.length;
-    if (anchors.length < MAX_ANCHORS) anchors.push(open);
-    lastClosed = open;
+    if (open.shows || open.textEnd > open.textStart) {
+      const { shows: _shows, ...anchor } = open;
+      if (anchors.length < MAX_ANCHORS) anchors.push(anchor);
+      lastClosed = anchor;
+    } else if (hiddenHrefs.length < MAX_ANCHORS) hiddenHrefs.push(open.href);
     open = null;
+  };
+  const appendSeen = (from: number, to: number) => {
+    if (from >= to) return;
+    if (seen()) text.append(html, from, to);
+    else if (hiddenText.length < MAX_SCANNED_CHARS) hiddenText.append(html, from, to);
   };
   const n = html.length;
   let pos = 0;
   while (pos < n) {
     const lt = html.indexOf('<', pos);
     if (lt === -1) {
-      text.append(html, pos, n);
+      appendSeen(pos, n);
       break;
     }
-    text.append(html, pos, lt);
+    appendSeen(pos, lt);
     pos = skipMarkup(html, lt);
     if (pos !== lt) continue;
     const next = html.charCodeAt(lt + 1);
     const startsTag = isUpper(next) || isLower(next) || (next === 0x2f && (isUpper(html.charCodeAt(lt + 2)) || isLower(html.charCodeAt(lt + 2))));
     if (!startsTag) {
-      text.append(html, lt, lt + 1); // a literal '<', e.g. "a < b"
+      appendSeen(lt, lt + 1); // a literal '<', e.g. "a < b"
       pos = lt + 1;
       continue;
     }
     const tag = tagAt(html, lt);
     pos = tag.end;
+    if (tag.closing) elements.close(tag.name);
+    const own = tag.closing || HIDDEN_CONTENT_ELEMENTS.has(tag.name) ? null : elements.open(tag.hiding);
     if (tag.name === 'a') {
       closeAnchor(); // anchors do not nest; a new one ends the open one
-      if (!tag.closing && tag.href !== null) open = { href: tag.href, textStart: text.length, textEnd: text.length, alt: '', endsLine: false };
-    } else if (tag.name === 'img' && open !== null && tag.alt) {
-      open.alt = clip(`${open.alt} ${tag.alt}`, MAX_ANCHOR_TEXT_CHARS);
+      if (!tag.closing && tag.href !== null && seen()) open = { href: tag.href, textStart: text.length, textEnd: text.length, alt: '', endsLine: false, shows: false };
+      else if (!tag.closing && tag.href !== null && hiddenHrefs.length < MAX_ANCHORS) hiddenHrefs.push(tag.href);
+    } else if (tag.name === 'img' && open !== null && own !== null && own.text?.strong !== true) {
+      // An image button shows even without alt text.
+      open.shows = true;
+      if (tag.alt) open.alt = clip(`${open.alt} ${tag.alt}`, MAX_ANCHOR_TEXT_CHARS);
     } else if (BLOCK_ELEMENTS.has(tag.name)) {
       // An image button in its own cell: nothing rendered after it, yet the next text is not on its line.
       if (lastClosed !== null && lastClosed.textEnd === text.length) lastClosed.endsLine = true;
       text.breakLine();
+      hiddenText.breakLine();
     } else if (!tag.closing && HIDDEN_CONTENT_ELEMENTS.has(tag.name)) {
       pos = closingTagAt(html, pos, tag.name);
     }
   }
   closeAnchor();
-  return { text: text.toString(), anchors };
+  return { text: text.toString(), anchors, hiddenText: hiddenText.toString(), hiddenHrefs };
 }
 
 /** Past a comment, doctype or processing instruction at `lt`; `lt` itself when there is none. */
@@ -456,10 +489,41 @@ interface Token {
 }
 
 /** Codes of the subject and the bodies, best first. */
-function findCodes(subject: string, bodies: (string | null)[]): ExtractedCode[] {
+/**
+ * The codes (as keys: separators dropped) that the HTML shows only hidden. A text part — mailparser
+ * derives one from an HTML-only message, hidden text included — may carry them, but what the HTML
+ * hides from its reader is not a code the sender means them to use.
+ */
+function hiddenCodeKeys(page: Page | null): ReadonlySet<string> {
+  if (page === null || page.hiddenText === '') return NO_KEYS;
+  const shown = codeKeysIn(page.text);
+  const hidden = new Set<string>();
+  for (const key of codeKeysIn(page.hiddenText)) if (!shown.has(key)) hidden.add(key);
+  return hidden;
+}
+const NO_KEYS: ReadonlySet<string> = new Set();
+
+/** The keys of the code-shaped tokens of a text, at most MAX_CODE_CANDIDATES. */
+function codeKeysIn(text: string): Set<string> {
+  const keys = new Set<string>();
+  for (let lineStart = 0; lineStart <= text.length && keys.size < MAX_CODE_CANDIDATES; ) {
+    const newline = text.indexOf('\n', lineStart);
+    const lineEnd = newline === -1 ? text.length : newline;
+    const line = text.slice(lineStart, lineEnd);
+    for (const token of tokensOf(line)) {
+      keys.add(line.slice(token.start, token.end).replace(/[ -]/g, ''));
+      if (keys.size >= MAX_CODE_CANDIDATES) break;
+    }
+    lineStart = lineEnd + 1;
+  }
+  return keys;
+}
+
+function findCodes(subject: string, bodies: (string | null)[], hiddenKeys: ReadonlySet<string>): ExtractedCode[] {
   const subjectCues = cuesIn(subject);
   const found = new Map<string, CodeCandidate>();
   const keep = (candidate: CodeCandidate) => {
+    if (hiddenKeys.has(candidate.key)) return;
     const seen = found.get(candidate.key);
     if (seen === undefined || candidate.score > seen.score) found.set(candidate.key, candidate);
   };
@@ -690,7 +754,9 @@ function findLinks(subject: string, text: string | null, page: Page | null, list
   const found = new Map<string, LinkCandidate>();
   const signInMail = SIGN_IN_WORDS.test(subject.toLowerCase()) || MAGIC_LINK_WORDS.test(subject.toLowerCase());
   /** Records a sighting of a URL; `classify` runs only when the sighting can still change its kind. */
-  const add = (url: string, text: string | null, classify: () => LinkKind, order: number) => {
+  const add = (url: string, text: string | null, kindOf: () => LinkKind, order: number) => {
+    // A link into this machine or a private network (svc's own loopback API among them) is never an action to take.
+    const classify = (): LinkKind => (pointsInward(url) ? 'other' : kindOf());
     const seen = found.get(url);
     if (seen === undefined) {
       if (found.size < MAX_LINK_CANDIDATES) found.set(url, { url, text, kind: classify(), order });
@@ -711,10 +777,12 @@ function findLinks(subject: string, text: string | null, page: Page | null, list
       add(url, text, () => classifyLink(url, text, anchor.alt, () => anchorSurroundings(page, i), signInMail), i);
     });
   }
+  const hiddenUrls = page === null ? NO_KEYS : hiddenLinkUrls(page);
   if (text !== null) {
     let i = 0;
     for (const bare of bareUrls(text)) {
       if (i >= MAX_ANCHORS) break;
+      if (hiddenUrls.has(bare.url)) continue;
       add(bare.url, null, () => classifyLink(bare.url, null, '', () => bareUrlSurroundings(text, bare.start, bare.previousEnd), signInMail), 1_000_000 + i++);
     }
   }
@@ -723,6 +791,50 @@ function findLinks(subject: string, text: string | null, page: Page | null, list
     .slice(0, MAX_LINKS)
     .sort((a, b) => OUTPUT_RANK[a.kind] - OUTPUT_RANK[b.kind] || a.order - b.order)
     .map(({ url, text, kind }) => ({ url, text, kind }));
+}
+
+/**
+ * The URLs the HTML shows only hidden (the hrefs of hidden anchors, the URLs written in hidden
+ * text): a text part may carry them (see hiddenCodeKeys), but they are not links to follow.
+ */
+function hiddenLinkUrls(page: Page): ReadonlySet<string> {
+  if (page.hiddenText === '' && page.hiddenHrefs.length === 0) return NO_KEYS;
+  const shown = new Set<string>();
+  for (const anchor of page.anchors) {
+    const url = linkUrl(anchor.href);
+    if (url !== null) shown.add(url);
+  }
+  let counted = 0;
+  for (const bare of bareUrls(page.text)) {
+    if (++counted > MAX_ANCHORS) break;
+    shown.add(bare.url);
+  }
+  const hidden = new Set<string>();
+  const hide = (url: string | null) => {
+    if (url !== null && !shown.has(url)) hidden.add(url);
+  };
+  for (const href of page.hiddenHrefs) hide(linkUrl(href));
+  counted = 0;
+  for (const bare of bareUrls(page.hiddenText)) {
+    if (++counted > MAX_ANCHORS) break;
+    hide(bare.url);
+  }
+  return hidden;
+}
+
+/**
+ * Whether an http(s) link points at this machine or a private network: a loopback, private,
+ * link-local or unspecified address however written (`http://2130706433/` is 127.0.0.1), a
+ * localhost name, a single-label or local-only name (src/core/internal-addresses.ts). One that
+ * does not parse as a URL opens nothing, and counts as inward too.
+ */
+function pointsInward(url: string): boolean {
+  if (!/^https?:/i.test(url)) return false;
+  try {
+    return isInternalHost(new URL(url).hostname);
+  } catch {
+    return true;
+  }
 }
 
 /** The URL of an href when it is an absolute http(s) URL of a sane length, else null (javascript:, data:, relative…). */

@@ -1,9 +1,11 @@
 /**
  * The domains an inbox corresponds with (issue 20 §3, docs/manipulation.md): the senders of its
- * clean received mail and the recipients of its sent mail. A received message whose sender's
- * domain imitates one of them (`paypa1.com` for `paypal.com`) gets the `lookalike_sender` finding.
- * A domain joins only through clean mail, so a lookalike never vouches for itself. The same goes
- * for each address (correspondent_addresses), which the guarded send policy reads.
+ * clean, authenticated received mail and the recipients of its sent mail. A received message whose
+ * sender's domain imitates one of them (`paypa1.com` for `paypal.com`) gets the `lookalike_sender`
+ * finding. A domain joins only through clean mail whose From passed authentication
+ * (src/inbound/ingest.ts isAuthenticatedSender), so neither a lookalike nor a forged From vouches
+ * for itself. The same goes for each address (correspondent_addresses), which the guarded send
+ * policy reads: only the From address of such mail joins, never its Cc, Reply-To or Sender.
  */
 import type { Db } from '../db/open.js';
 import { prepared } from '../db/statements.js';

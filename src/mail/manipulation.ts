@@ -30,7 +30,7 @@
  * - A detail shows at most MAX_EVIDENCE_CHARS of evidence with invisible characters as U+XXXX,
  *   and is at most MAX_DETAIL_CHARS long.
  */
-import { closingTagAt, readTag } from './html-tags.js';
+import { closingTagAt, readTag, type RawTag } from './html-tags.js';
 import { domainToASCII, domainToUnicode } from 'node:url';
 
 /** Characters of each body (text, HTML) scanned: an attack aimed at a model sits where a model reads. */
@@ -432,13 +432,20 @@ interface Tag {
   end: number;
 }
 
-const HIDING_ATTRIBUTES = new Set(['style', 'bgcolor', 'color', 'hidden']);
+/** The attributes that can hide an element's text (src/mail/actions.ts reads them too). */
+export const HIDING_ATTRIBUTES: ReadonlySet<string> = new Set(['style', 'bgcolor', 'color', 'hidden']);
+/** A tag with what can hide its text, for HidingStack. */
+export type HidingTag = Tag;
 /** Characters of a colour attribute read: more is not a colour. */
 const MAX_COLOR_ATTRIBUTE_CHARS = 64;
 
 /** The tag starting at `lt` with the attributes that can hide its text (src/mail/html-tags.ts reads it). */
 function tagAt(html: string, lt: number): Tag {
-  const raw = readTag(html, lt, HIDING_ATTRIBUTES, 7);
+  return hidingTag(html, readTag(html, lt, HIDING_ATTRIBUTES, 7));
+}
+
+/** A tag read with (at least) HIDING_ATTRIBUTES, as HidingStack takes it. */
+export function hidingTag(html: string, raw: RawTag): HidingTag {
   const span = (name: string) => raw.attributes.get(name) ?? null;
   const style = span('style');
   const colour = (name: string) => {
@@ -470,37 +477,11 @@ export function renderHtml(html: string): Page {
   let promptElement: Page['promptElement'] = null;
   let openSystem: { hiding: string | null } | null = null;
 
-  const stack: Frame[] = [ROOT];
-  const openCount = new Map<string, number>();
-  const top = () => stack[stack.length - 1];
-  const pop = () => {
-    const frame = stack.pop() as Frame;
-    openCount.set(frame.name, (openCount.get(frame.name) ?? 1) - 1);
-  };
-  /** Pops through the element named `name`, when it is open. */
-  const close = (name: string) => {
-    if ((openCount.get(name) ?? 0) <= 0) return; // a stray end tag is ignored, as in browsers
-    while (stack.length > 1) {
-      const popped = top().name;
-      pop();
-      if (popped === name) return;
-    }
-  };
-  /** Ends an open element that `rule` says the new start tag ends, looking through at most IMPLIED_END_SEARCH elements. */
-  const endImplied = (rule: { ends: Set<string>; boundaries: Set<string> }) => {
-    for (let i = stack.length - 1; i > 0 && stack.length - i <= IMPLIED_END_SEARCH; i--) {
-      const name = stack[i].name;
-      if (rule.ends.has(name)) {
-        while (stack.length > i) pop();
-        return;
-      }
-      if (rule.boundaries.has(name)) return;
-    }
-  };
+  const elements = new HidingStack();
   const appendText = (from: number, to: number) => {
     if (from >= to) return;
     const decoded = decodeText(html, from, to);
-    const hiding = top().text;
+    const hiding = elements.textHiding();
     if (hiding === null) {
       // Only text a reader sees ends a stretch of hidden text; a space between two hidden spans stays a space.
       if (visible.append(decoded) > 0) run = null;
@@ -559,7 +540,7 @@ export function renderHtml(html: string): Page {
     pos = tag.end;
     if (tag.closing) {
       if (tag.name === 'system' && openSystem !== null) promptElement ??= { name: 'system', hiding: openSystem.hiding };
-      close(tag.name);
+      elements.close(tag.name);
       if (BLOCK_ELEMENTS.has(tag.name)) breakLine();
       continue;
     }
@@ -571,23 +552,12 @@ export function renderHtml(html: string): Page {
       continue;
     }
     if (BLOCK_ELEMENTS.has(tag.name)) breakLine();
-    if (ENDS_PARAGRAPH.has(tag.name)) endImplied(PARAGRAPH_END);
-    const implied = IMPLIED_ENDS.get(tag.name);
-    if (implied !== undefined) endImplied(implied);
-    const frame = frameOf(tag, top());
+    const frame = elements.open(tag);
     if (PROMPT_ELEMENTS.has(tag.name)) {
       // `<system>` is also a word people write in angle brackets; it counts with its end tag.
       if (tag.name === 'system') openSystem ??= { hiding: frame.text?.reason ?? null };
       else promptElement ??= { name: tag.name, hiding: frame.text?.reason ?? null };
     }
-    if (VOID_ELEMENTS.has(tag.name)) continue;
-    if (stack.length >= MAX_OPEN_ELEMENTS) {
-      // Deeper nesting merges into the deepest element: what hides it still hides what follows.
-      stack[stack.length - 1] = { ...frame, name: top().name };
-      continue;
-    }
-    stack.push(frame);
-    openCount.set(tag.name, (openCount.get(tag.name) ?? 0) + 1);
   }
 
   for (const [where, texts] of unseenByKind) unseen.push({ where, text: texts.join('\n') });
@@ -597,6 +567,72 @@ export function renderHtml(html: string): Page {
     unseen,
     promptElement,
   };
+}
+
+/**
+ * The open elements of a page and what hides the text inside them, nested as a browser nests them
+ * (implied ends, stray end tags ignored, depth bounded). The one definition of hidden text: the
+ * manipulation check reports it, the extraction of codes and links (src/mail/actions.ts) skips it.
+ */
+export class HidingStack {
+  private readonly stack: Frame[] = [ROOT];
+  private readonly openCount = new Map<string, number>();
+
+  /** What hides text at this point, or null when a reader sees it. */
+  textHiding(): Hiding | null {
+    return this.top().text;
+  }
+
+  /**
+   * A start tag whose content is rendered: ends the open elements it implies, then opens it
+   * (a void element is not pushed). Returns its state.
+   */
+  open(tag: HidingTag): Frame {
+    if (ENDS_PARAGRAPH.has(tag.name)) this.endImplied(PARAGRAPH_END);
+    const implied = IMPLIED_ENDS.get(tag.name);
+    if (implied !== undefined) this.endImplied(implied);
+    const frame = frameOf(tag, this.top());
+    if (VOID_ELEMENTS.has(tag.name)) return frame;
+    if (this.stack.length >= MAX_OPEN_ELEMENTS) {
+      // Deeper nesting merges into the deepest element: what hides it still hides what follows.
+      this.stack[this.stack.length - 1] = { ...frame, name: this.top().name };
+      return frame;
+    }
+    this.stack.push(frame);
+    this.openCount.set(tag.name, (this.openCount.get(tag.name) ?? 0) + 1);
+    return frame;
+  }
+
+  /** An end tag: pops through the element named `name`, when it is open. */
+  close(name: string): void {
+    if ((this.openCount.get(name) ?? 0) <= 0) return; // a stray end tag is ignored, as in browsers
+    while (this.stack.length > 1) {
+      const popped = this.top().name;
+      this.pop();
+      if (popped === name) return;
+    }
+  }
+
+  private top(): Frame {
+    return this.stack[this.stack.length - 1];
+  }
+
+  private pop(): void {
+    const frame = this.stack.pop() as Frame;
+    this.openCount.set(frame.name, (this.openCount.get(frame.name) ?? 1) - 1);
+  }
+
+  /** Ends an open element that `rule` says the new start tag ends, looking through at most IMPLIED_END_SEARCH elements. */
+  private endImplied(rule: { ends: Set<string>; boundaries: Set<string> }): void {
+    for (let i = this.stack.length - 1; i > 0 && this.stack.length - i <= IMPLIED_END_SEARCH; i--) {
+      const name = this.stack[i].name;
+      if (rule.ends.has(name)) {
+        while (this.stack.length > i) this.pop();
+        return;
+      }
+      if (rule.boundaries.has(name)) return;
+    }
+  }
 }
 
 /** The state of an element from its attributes and its parent's state. */

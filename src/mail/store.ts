@@ -33,6 +33,11 @@ export interface InboundMail {
   /** The edge buffer object key; a second commit with the same key returns the first result. */
   sourceKey?: string;
   hiddenLabels?: InboundHiddenLabel[];
+  /**
+   * The From address passed authentication (src/inbound/ingest.ts isAuthenticatedSender); only
+   * then may it become a known correspondent. Absent: not authenticated.
+   */
+  senderAuthenticated?: boolean;
   /** When the edge accepted the mail; defaults to now. */
   receivedAt?: string;
   /** deriveText(parsed), computed where the MIME was parsed; computed here, before the transaction, when absent. */
@@ -154,8 +159,9 @@ export function commitInbound(db: Db, input: InboundMail): CommitResult {
 
     const addLabel = prepared(db, 'INSERT OR IGNORE INTO message_labels (message_rowid, label) VALUES (?, ?)');
     for (const label of ['received', 'unread', ...hidden, ...(verdict.suspicious ? [SUSPICIOUS_LABEL] : [])]) addLabel.run(rowid, label);
-    // Only clean mail vouches for its sender's domain (src/mail/correspondents.ts).
-    if (!verdict.suspicious && hidden.length === 0) {
+    // Only clean mail from an authenticated sender vouches for its address and domain
+    // (src/mail/correspondents.ts): a forged From must not make a stranger "known".
+    if (!verdict.suspicious && hidden.length === 0 && input.senderAuthenticated === true) {
       rememberCorrespondent(db, inbox.inbox_id, senderDomain, timestamp);
       rememberAddress(db, inbox.inbox_id, from?.address, null);
     }

@@ -38,13 +38,17 @@ function anyOf(column: string, values: readonly string[], where: string[], param
   params.push(...values);
 }
 
-/** The point of a received message in the waiter's inboxes, for `after=<message_id>`; null when there is none. */
-export function messagePoint(db: Db, inboxes: 'all' | readonly string[], messageId: string): WaitPoint | null {
+/**
+ * The point of a message in the waiter's inboxes that the caller may read (`v`, its read
+ * visibility), for `after=<message_id>`; null when there is none. A message hidden by a label the
+ * caller lacks the permission for answers exactly as a missing one, so `after` cannot probe for it.
+ */
+export function messagePoint(db: Db, inboxes: 'all' | readonly string[], messageId: string, v: Visibility): WaitPoint | null {
   const inScope = inboxes === 'all' ? '1 = 1' : `m.inbox_id IN (SELECT value FROM json_each(?))`;
   const params: unknown[] = inboxes === 'all' ? [messageId] : [messageId, JSON.stringify(inboxes)];
-  const row = prepared(db, `SELECT m.timestamp, m.id FROM messages m WHERE m.message_id = ? AND ${inScope} ORDER BY m.timestamp, m.id LIMIT 1`).get(...params) as
-    | WaitPoint
-    | undefined;
+  const row = prepared(db, `SELECT m.timestamp, m.id FROM messages m WHERE m.message_id = ? AND ${inScope} AND ${visibleSql('m', v)} ORDER BY m.timestamp, m.id LIMIT 1`).get(
+    ...params,
+  ) as WaitPoint | undefined;
   return row ?? null;
 }
 

@@ -49,12 +49,13 @@ export interface WaitStart {
   timeoutMs: number;
 }
 
-function afterPoint(db: Db, inboxes: 'all' | readonly string[], after: string | undefined, now: string): WaitPoint {
+function afterPoint(db: Db, p: Principal, inboxes: 'all' | readonly string[], after: string | undefined, now: string): WaitPoint {
   if (after === undefined) return pointAt(now);
   const value = after.trim();
   if (RFC3339.test(value) && !Number.isNaN(Date.parse(value))) return pointAt(new Date(value).toISOString());
   if (value.startsWith('<') || value.includes('@')) {
-    const point = messagePoint(db, inboxes, value.startsWith('<') ? value : `<${value}>`);
+    // Read visibility, as for a read by id: a message hidden from this caller is as missing (404).
+    const point = messagePoint(db, inboxes, value.startsWith('<') ? value : `<${value}>`, readVisibility(p));
     if (!point) throw notFound('message');
     return point;
   }
@@ -78,7 +79,7 @@ export function startMessageWait(db: Db, p: Principal, inboxId: string | undefin
   const visibility = listVisibility(p, q);
   const lower = (values: string[] | undefined) => (queryList(values) ?? []).map((v) => v.toLowerCase());
   const filters: WaitFilters = { inboxes, from: lower(q.from), to: lower(q.to), subject: lower(q.subject), excluded: visibility.excluded };
-  const after = afterPoint(db, inboxes, q.after, now);
+  const after = afterPoint(db, p, inboxes, q.after, now);
   // The head first: a message committed between the two reads is after the head, so the event scan sees it.
   const head = latestSeq(db);
   return { filters, after, head, found: firstReceivedAfter(db, after, filters), timeoutMs: (q.timeout ?? DEFAULT_WAIT_S) * 1000 };

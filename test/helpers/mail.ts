@@ -23,6 +23,8 @@ export interface SeedOptions {
   sourceKey?: string;
   hiddenLabels?: InboundMail['hiddenLabels'];
   receivedAt?: string;
+  /** The From passed authentication, so its sender may become a known correspondent. */
+  senderAuthenticated?: boolean;
 }
 
 /** Parses `raw` (bytes, MIME text, or a fixture file name ending in .eml) and commits it. */
@@ -31,7 +33,7 @@ export async function seedMail(target: string | Db, raw: Uint8Array | string, op
   const parsed = await parseMime(bytes);
   const db = typeof target === 'string' ? openHomeDb(target) : target;
   try {
-    return commitInbound(db, { inboxId: opts.inboxId, parsed, raw: bytes, sourceKey: opts.sourceKey, hiddenLabels: opts.hiddenLabels, receivedAt: opts.receivedAt });
+    return commitInbound(db, { inboxId: opts.inboxId, parsed, raw: bytes, sourceKey: opts.sourceKey, hiddenLabels: opts.hiddenLabels, senderAuthenticated: opts.senderAuthenticated, receivedAt: opts.receivedAt });
   } finally {
     if (typeof target === 'string') db.close();
   }

@@ -211,6 +211,90 @@ function assertBounded(t: Test, result: ExtractedActions, name: string): void {
   t.ok(result.links.every((l) => l.url.isWellFormed() && (l.text === null || l.text.isWellFormed())), `${name}: well-formed strings`);
 }
 
+t.test('hidden HTML: codes and links a reader cannot see are not extracted, by the manipulation check\'s definition of hidden', async (t) => {
+  const visible = '<p>Your verification code is 482913.</p><p><a href="https://real.example/verify?t=c29ac3f17d2e4b1a9f">Verify your email</a></p>';
+  const hiders = [
+    'style="display:none"',
+    'style="visibility:hidden"',
+    'hidden',
+    'style="font-size:0"',
+    'style="opacity:0"',
+    'style="max-height:0;overflow:hidden"',
+    'style="position:absolute;left:-9999px"',
+    'style="color:#ffffff;background-color:#ffffff"',
+    'style="DISPLAY : none !important"',
+    'style="display:/**/none"',
+  ];
+  for (const hider of hiders) {
+    const decoy = `<div ${hider}><p>Your verification code is 551873.</p><a href="https://attacker.example/verify?t=a1b2c3d4e5f6a7b8c9">Verify your email</a></div>`;
+    for (const html of [decoy + visible, visible + decoy]) {
+      const found = extractActions({ ...EMPTY, subject: 'Your code', html });
+      t.same(found.codes.map((c) => c.value), ['482913'], `${hider}: only the visible code`);
+      t.same(found.links.map((l) => l.url), ['https://real.example/verify?t=c29ac3f17d2e4b1a9f'], `${hider}: only the visible link`);
+    }
+  }
+  // Hidden by an ancestor, however deep; shown again after the hidden element ends.
+  const nested = '<table><tr><td style="display:none"><div><span><b>Your code: 551873</b></span></div></td><td>Your code: 482913</td></tr></table>';
+  t.same(codesOf({ html: nested }), ['482913']);
+  // An anchor that shows nothing: hidden itself, or holding only hidden text.
+  t.same(linksOf({ html: '<a style="display:none" href="https://attacker.example/verify?t=a1b2c3d4e5f6a7b8c9">Verify</a>' }), []);
+  t.same(linksOf({ html: '<a href="https://attacker.example/verify?t=a1b2c3d4e5f6a7b8c9"><span style="font-size:0">Verify</span></a>' }), []);
+  t.same(linksOf({ text: 'Verify [https://attacker.example/verify?t=a1b2c3d4e5f6a7b8c9]', html: '<a href="https://attacker.example/verify?t=a1b2c3d4e5f6a7b8c9"><span style="font-size:0">Verify</span></a>' }), [], 'nor from the text derived from it');
+  t.same(linksOf({ html: '<a href="https://attacker.example/verify?t=a1b2c3d4e5f6a7b8c9"><img src="x.png" style="display:none" alt="Verify"></a>' }), []);
+  // What stays: an image button, white text on a coloured button, a hidden preheader before a visible code.
+  t.same(linksOf({ html: '<a href="https://real.example/verify?t=c29ac3f17d2e4b1a9f"><img src="button.png"></a>' }).map((l) => l.kind), ['verification']);
+  t.same(linksOf({ html: '<td bgcolor="#1a73e8"><a style="color:#ffffff" href="https://real.example/x">Verify your email</a></td>' }).map((l) => l.kind), ['verification']);
+  t.same(linksOf({ html: '<a style="color:#ffffff" href="https://real.example/x">Verify your email</a>' }).map((l) => l.kind), ['verification'], 'white text on a background not known is seen');
+  t.same(codesOf({ html: '<div style="display:none">Your code is inside&zwnj;&nbsp;&zwnj;</div><p>Your verification code is 482913</p>' }), ['482913']);
+  // A text part keeps its own codes, but not what the HTML hides: mailparser derives the text of an
+  // HTML-only message from its HTML, hidden text included.
+  t.same(codesOf({ text: 'Your verification code is 482913.', html: '<div style="display:none">Your verification code is 551873.</div>' }), ['482913']);
+  const derived = {
+    subject: 'Your code',
+    text: 'Your verification code is 551 873. Verify your email [https://attacker.example/verify?t=a1b2c3d4e5f6a7b8c9]\nYour verification code is 482913. https://real.example/verify?t=c29ac3f17d2e4b1a9f',
+    html: '<div style="display:none">Your verification code is 551873. <a href="https://attacker.example/verify?t=a1b2c3d4e5f6a7b8c9">Verify your email</a></div><p>Your verification code is 482913. <a href="https://real.example/verify?t=c29ac3f17d2e4b1a9f">Verify</a></p>',
+  };
+  t.same(codesOf(derived), ['482913'], 'a code the HTML hides is not taken from the text either');
+  t.same(linksOf(derived).map((l) => l.url), ['https://real.example/verify?t=c29ac3f17d2e4b1a9f'], 'nor a link');
+  t.same(codesOf({ ...derived, html: `${derived.html}<p>Or use 551873.</p>` }).sort(), ['482913', '551 873'], 'shown as well as hidden: kept');
+});
+
+t.test('links into this machine or a private network are never verification, magic-link, reset or unsubscribe links', async (t) => {
+  const inward = [
+    'http://127.0.0.1:8025/v0/owner/verify?token=c29ac3f17d2e4b1a9f',
+    'http://localhost:8025/verify?token=c29ac3f17d2e4b1a9f',
+    'http://LOCALHOST./verify?token=c29ac3f17d2e4b1a9f',
+    'http://svc.localhost/verify?token=c29ac3f17d2e4b1a9f',
+    'http://[::1]:8025/verify?token=c29ac3f17d2e4b1a9f',
+    'http://[::ffff:127.0.0.1]/verify?token=c29ac3f17d2e4b1a9f',
+    'http://2130706433/verify?token=c29ac3f17d2e4b1a9f',
+    'http://0x7f.1/verify?token=c29ac3f17d2e4b1a9f',
+    'http://127.1/verify?token=c29ac3f17d2e4b1a9f',
+    'http://0.0.0.0:8025/verify?token=c29ac3f17d2e4b1a9f',
+    'http://0/verify?token=c29ac3f17d2e4b1a9f',
+    'http://10.1.2.3/verify?token=c29ac3f17d2e4b1a9f',
+    'http://172.20.0.1/verify?token=c29ac3f17d2e4b1a9f',
+    'http://192.168.1.1/reset-password?token=c29ac3f17d2e4b1a9f',
+    'http://169.254.169.254/latest/meta-data/verify?token=c29ac3f17d2e4b1a9f',
+    'http://[fe80::1]/verify?token=c29ac3f17d2e4b1a9f',
+    'http://[fd00::1]/verify?token=c29ac3f17d2e4b1a9f',
+    'http://router/verify?token=c29ac3f17d2e4b1a9f',
+    'http://printer.local/verify?token=c29ac3f17d2e4b1a9f',
+    'https://user:pass@127.0.0.1/magic-link?token=c29ac3f17d2e4b1a9f',
+  ];
+  for (const url of inward) {
+    const html = `<p><a href="${url}">Verify your email</a></p><p><a href="${url}&x=1">Reset your password</a></p><p><a href="${url}&y=1">Unsubscribe</a></p>`;
+    const found = linksOf({ subject: 'Verify your email', html, text: `Verify your email: ${url}&z=1` });
+    t.same(found.map((l) => l.kind), ['other', 'other', 'other', 'other'], url);
+    t.same(linksOf({ listUnsubscribe: `<${url}>` }).map((l) => l.kind), ['other'], `${url} in List-Unsubscribe`);
+  }
+  // Public hosts, including ones whose names merely mention loopback, keep their kind.
+  for (const url of ['https://example.com/verify?token=c29ac3f17d2e4b1a9f', 'https://127.0.0.1.example.com/verify?token=c29ac3f17d2e4b1a9f', 'https://localhost.example.com/verify?token=c29ac3f17d2e4b1a9f', 'http://8.8.8.8/verify?token=c29ac3f17d2e4b1a9f']) {
+    t.same(linksOf({ html: `<a href="${url}">Verify your email</a>` }).map((l) => l.kind), ['verification'], url);
+  }
+  t.same(linksOf({ listUnsubscribe: '<mailto:unsub@localhost>' }).map((l) => l.kind), ['unsubscribe'], 'a mailto unsubscribe is mail, not a request to this machine');
+});
+
 t.test('hostile input: bounded output, and time at most linear in the size', async (t) => {
   assertLinear(t, HOSTILE.map(({ name, build }) => ({ name, build: (size: number) => ({ ...EMPTY, ...build(size) }) })), extractActions, (result, label) => assertBounded(t, result, label));
 });

@@ -3,7 +3,9 @@
  * it: `api_keys` and `oauth_grants` are rebuilt to accept the `guarded` send policy without losing
  * a row, and above all without the rebuild's DROP cascading to the grants' codes and tokens
  * (migrate() runs it with foreign keys off and checks them before it commits); the correspondent
- * addresses are backfilled from clean received mail and from sent mail's recipients.
+ * addresses are backfilled from clean received mail and from sent mail's recipients. Migration 19
+ * then forgets the addresses known only from received mail, since whether it was authenticated
+ * was never stored (issue 32 §5).
  */
 import t from 'tap';
 import Database from 'better-sqlite3-multiple-ciphers';
@@ -60,10 +62,19 @@ t.test('migration 17 keeps every key, grant, code and token, and accepts `guarde
   t.equal((db.prepare('SELECT count(*) AS c FROM oauth_tokens').get() as { c: number }).c, 0, 'deleting a grant still deletes its tokens');
 });
 
-t.test('migration 17 backfills correspondent addresses: clean senders and sent-to recipients, as already known (not spam, suspicious or failed)', async (t) => {
+/** Migrations 1–17 only, as a home that has not yet run migration 19 has them. */
+function at17(): Database.Database {
   const db = at16();
+  db.pragma('foreign_keys = OFF');
+  db.exec(MIGRATIONS[16]);
+  db.pragma('foreign_keys = ON');
+  db.pragma('user_version = 17');
+  return db;
+}
+
+t.test('migration 17 backfills correspondent addresses: clean senders and sent-to recipients, as already known (not spam, suspicious or failed)', async (t) => {
+  const db = at17();
   t.teardown(() => db.close());
-  migrate(db);
   const rows = db.prepare('SELECT address, introduced_at FROM correspondent_addresses ORDER BY address').all();
   t.same(rows, [
     { address: 'bob@remote.example', introduced_at: null },
@@ -71,4 +82,23 @@ t.test('migration 17 backfills correspondent addresses: clean senders and sent-t
     { address: 'dan@remote.example', introduced_at: null },
     { address: 'friend@partner.example', introduced_at: null },
   ]);
+});
+
+t.test('migration 19 forgets addresses known only from received mail (maybe a forged From); sent-to recipients and first contacts stay', async (t) => {
+  const db = at17();
+  t.teardown(() => db.close());
+  // What a forged From made known before the upgrade, and a first contact a send made.
+  const known = db.prepare('INSERT INTO correspondent_addresses (inbox_id, address, introduced_at) VALUES (?, ?, ?)');
+  known.run('a@home.example', 'ceo@forged.example', null);
+  known.run('a@home.example', 'new@remote.example', NOW);
+  const domainsBefore = db.prepare('SELECT domain FROM correspondent_domains ORDER BY domain').all();
+  migrate(db);
+  t.equal(db.pragma('user_version', { simple: true }), MIGRATIONS.length);
+  t.same(db.prepare('SELECT address, introduced_at FROM correspondent_addresses ORDER BY address').all(), [
+    { address: 'bob@remote.example', introduced_at: null },
+    { address: 'carol@remote.example', introduced_at: null },
+    { address: 'dan@remote.example', introduced_at: null },
+    { address: 'new@remote.example', introduced_at: NOW },
+  ]);
+  t.same(db.prepare('SELECT domain FROM correspondent_domains ORDER BY domain').all(), domainsBefore, 'the lookalike references stay');
 });
