@@ -267,8 +267,9 @@ export const backup: Group = {
         const file = target(ctx);
         const home = ownerHome({ home: ctx.str('home'), flavor: ctx.str('flavor') });
         const service = runningService(home);
-        const made = (service && (await backupThroughService(service, file))) ?? (await backupDirectly(home, file));
-        const report = { file, home, created_at: made.created_at, size: made.size, via: service ? 'service' : 'home' };
+        const viaService = service && (await backupThroughService(service, file));
+        const made = viaService || (await backupDirectly(home, file));
+        const report = { file, home, created_at: made.created_at, size: made.size, via: viaService ? 'service' : 'home' };
         if (ctx.json) return printJson(report);
         out(fields([['backup', file], ['made', made.created_at], ['size', `${made.size} bytes`], ['restore', `svc restore "${file}" --home NEW_DIR --recovery-code-file -`]]));
       },
