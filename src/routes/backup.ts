@@ -50,7 +50,14 @@ export function backupRoutes(backups: BackupService): FastifyPluginAsync {
       }
       const { file, size, manifest } = made;
       // Counted as made once the whole file went out; the file leaves the home either way.
-      reply.raw.once('finish', () => recordBackup(db, { at: manifest.created_at, size }));
+      reply.raw.once('finish', () => {
+        try {
+          recordBackup(db, { at: manifest.created_at, size });
+        } catch {
+          // Only the record is lost (the backup itself was handed over); never a crash from an event handler.
+          request.log.warn({ event: 'backup.record_failed' }, 'the time of a finished backup could not be recorded');
+        }
+      });
       reply.raw.once('close', () => void fs.promises.rm(file, { force: true }).catch(() => undefined));
       return reply
         .header('content-type', 'application/octet-stream')
