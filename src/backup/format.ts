@@ -10,7 +10,7 @@
  * written under a temporary name, synced and renamed last: a write cut short (kill -9, a full
  * disk) never leaves a file under the backup's name.
  */
-import { createHash, createHmac, hkdfSync, randomBytes, type Hash, type Hmac } from 'node:crypto';
+import { createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual, type Hash, type Hmac } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseRecoveryBlock, type RecoveryBlock } from './recovery.js';
@@ -202,7 +202,7 @@ export async function extractDatabase(file: string, checked: CheckedBackup, dbKe
     mac.update(head);
     await copyRange(src, checked.dbOffset, checked.manifest.database.size, out, [mac]);
     const expected = mac.digest();
-    if (expected.length !== checked.mac.length || !expected.equals(checked.mac)) throw new BackupFileError('The backup was changed after it was made (its MAC does not match); it is not restored.');
+    if (expected.length !== checked.mac.length || !timingSafeEqual(expected, checked.mac)) throw new BackupFileError('The backup was changed after it was made (its MAC does not match); it is not restored.');
     await out.sync();
   } catch (err) {
     await out.close().catch(() => undefined);
