@@ -11,6 +11,7 @@ import type { CpuPool } from './supervisor/pool.js';
 import type { Readers } from './supervisor/readers.js';
 import type { MessageWaits } from './events/waits.js';
 import type { RemoteAccess } from './remote/remote-access.js';
+import type { BackupService } from './backup/service.js';
 
 /** Everything route plugins need, decorated onto the instance as `app.svc`. */
 export interface AppContext {
@@ -28,4 +29,6 @@ export interface AppContext {
   listener: Listener;
   /** Remote access (tunnel listener and settings); given to the loopback listener only. */
   remote?: RemoteAccess;
+  /** Backups and the recovery code (src/backup/service.ts); given to the loopback listener only. */
+  backups?: BackupService;
 }

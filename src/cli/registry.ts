@@ -27,6 +27,9 @@ export const GROUPS: Record<string, { summary: string; load: Loader }> = {
   transport: { summary: 'pair with an edge, SMTP smart host (owner)', load: async () => (await import('./transport.js')).group },
   guard: { summary: 'what holds a guarded key\'s sends for your approval (owner)', load: async () => (await import('./guard.js')).group },
   remote: { summary: 'remote access through a tunnel (owner)', load: async () => (await import('./remote.js')).group },
+  backup: { summary: 'make an encrypted backup file of the home, while svc runs or stopped (owner)', load: async () => (await import('./backup.js')).backup },
+  restore: { summary: 'restore a backup into a new home with the recovery code', load: async () => (await import('./backup.js')).restoreGroup },
+  key: { summary: 'the home\'s recovery code: `svc key recovery` (owner)', load: async () => (await import('./backup.js')).key },
   completion: { summary: 'print a bash or zsh completion script', load: async () => (await import('./completion.js')).group },
 };
 

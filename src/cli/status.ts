@@ -12,6 +12,7 @@ import type { ServiceClient } from './owner-client.js';
 import { fields, out, printJson } from './output.js';
 import type { TransportResponse } from '../mail/transport.js';
 import type { RemoteResponse } from '../remote/schemas.js';
+import type { BackupStatus } from '../routes/backup.js';
 
 /** Counting follows pages of 100 up to this many items, then reports "at least". */
 const COUNT_CAP = 1000;
@@ -63,6 +64,14 @@ async function edgeReachable(url: string): Promise<boolean> {
   }
 }
 
+/** A backup's age the way a person reads it: the largest unit. */
+export function ageText(seconds: number): string {
+  if (seconds < 120) return `${seconds} s`;
+  if (seconds < 2 * 3600) return `${Math.round(seconds / 60)} min`;
+  if (seconds < 2 * 86400) return `${Math.round(seconds / 3600)} h`;
+  return `${Math.round(seconds / 86400)} days`;
+}
+
 function connectionInfo(home: string): { pid: number | null; started_at: string | null } {
   try {
     const data = JSON.parse(fs.readFileSync(homeFiles(home).connection, 'utf8')) as { pid?: unknown; started_at?: unknown };
@@ -95,6 +104,8 @@ export const group: Group = {
         }
         const transport = await client.call<TransportResponse>('GET', '/v0/owner/transport');
         const remote = await client.call<RemoteResponse>('GET', '/v0/owner/remote');
+        const backupStatus = await client.call<BackupStatus>('GET', '/v0/owner/backup');
+        const backup = { ...backupStatus, age_seconds: backupStatus.last_backup_at ? Math.max(0, Math.round((Date.now() - Date.parse(backupStatus.last_backup_at)) / 1000)) : null };
         const edge = transport.edge ? { url: transport.edge.url, reachable: await edgeReachable(transport.edge.url) } : null;
         const counts = {
           inboxes: await countItems(client, '/v0/inboxes', 'inboxes'),
@@ -115,6 +126,7 @@ export const group: Group = {
           transport,
           edge,
           remote,
+          backup,
           counts,
         };
         if (ctx.json) return printJson(report);
@@ -128,6 +140,8 @@ export const group: Group = {
             ['transport', transport.configured ? [transport.edge ? `edge ${transport.edge.url}` : null, smtp].filter(Boolean).join(', ') : 'not configured: sending answers service_unavailable (see `svc transport set`)'],
             ['edge', edge ? (edge.reachable ? 'reachable' : `not answering at ${edge.url}`) : 'not paired'],
             ['remote', remote.enabled ? `enabled at ${remote.url} (connector ${remote.connector.state}, ${remote.connector.restarts} restarts)` : 'disabled'],
+            ['backup', backup.age_seconds === null ? 'never: run `svc backup --to FILE`' : `${ageText(backup.age_seconds)} ago (${backup.last_backup_at})`],
+            ...(backup.recovery_code_set ? [] : [['recovery', 'no recovery code: run `svc key recovery`'] as [string, string]]),
             ['inboxes', shown(counts.inboxes)],
             ['domains', `${shown(counts.domains)} (${shown(counts.domains_verified)} verified)`],
             ['approvals', `${shown(counts.drafts_pending_approval)} drafts awaiting approval`],

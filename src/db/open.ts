@@ -5,6 +5,7 @@ import { StartupError } from '../keys/startup-error.js';
 import { FOREIGN_KEYS_OFF, MIGRATIONS } from './migrations.js';
 import { WRITER_CACHE_KIB } from '../core/heap-limits.js';
 import type { WriteGate } from './write-gate.js';
+import { snapshotFor, takeSnapshot } from '../backup/snapshots.js';
 
 export type Db = Database.Database;
 
@@ -278,10 +279,26 @@ function checkSchema(db: Db): void {
   if (version !== MIGRATIONS.length) throw failed('SchemaMismatch', `The database schema is at version ${version}, expected ${MIGRATIONS.length}.`);
 }
 
+/** A database a newer svc migrated: name the snapshot taken before that, which this svc can open. */
+function schemaTooNew(db: Db, version: number): StartupError {
+  const message = `The database schema (version ${version}) is newer than this svc understands (${MIGRATIONS.length}): a newer svc release has upgraded this home.`;
+  const snapshot = db.memory ? null : snapshotFor(db.name, MIGRATIONS.length);
+  const fix = snapshot
+    ? `Run the newer svc release again, or go back to the database as it was before the upgrade (mail and changes made since are not in it): stop svc, move svc.db, svc.db-wal and svc.db-shm out of the home, copy ${snapshot.file} to ${db.name}, and start this svc again.`
+    : 'Run the newer svc release again; no snapshot of an older schema is kept in the home\'s snapshots directory, so restore a backup made with this release (`svc restore`) to go back.';
+  return new StartupError('database_failed', 'SchemaTooNew', message, fix);
+}
+
 export function migrate(db: Db): void {
   const version = db.pragma('user_version', { simple: true }) as number;
-  if (version > MIGRATIONS.length) {
-    throw failed('SchemaTooNew', `The database schema (version ${version}) is newer than this svc understands (${MIGRATIONS.length}).`);
+  if (version > MIGRATIONS.length) throw schemaTooNew(db, version);
+  // The way back to the svc that made this database: a copy as its schema had it (docs/backup.md).
+  if (version > 0 && version < MIGRATIONS.length && !db.memory) {
+    try {
+      takeSnapshot(db, version);
+    } catch {
+      throw new StartupError('database_failed', 'SnapshotFailed', `svc could not keep a snapshot of the database (schema ${version}) before upgrading it, so it did not upgrade it.`, 'Free disk space in the home (a snapshot needs about the size of svc.db), then start svc again.');
+    }
   }
   for (let v = version; v < MIGRATIONS.length; v++) {
     // A table rebuild (SQLite's twelve steps) needs foreign keys off, which only changes outside a transaction.

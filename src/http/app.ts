@@ -33,6 +33,7 @@ import { mcpRoutes } from '../routes/mcp.js';
 import { oauthRoutes } from '../routes/oauth.js';
 import { ownerOAuthRoutes } from '../routes/owner-oauth.js';
 import { remoteRoutes } from '../routes/remote.js';
+import { backupRoutes } from '../routes/backup.js';
 import { lazySerializerFactory } from './lazy-schemas.js';
 import type { AppContext } from '../context.js';
 
@@ -182,6 +183,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(ownerOAuthRoutes, { prefix: '/v0/owner' });
   await app.register(oauthRoutes);
   if (ctx.remote) await app.register(remoteRoutes(ctx.remote), { prefix: '/v0/owner' });
+  if (ctx.backups && ctx.listener === 'local') await app.register(backupRoutes(ctx.backups), { prefix: '/v0/owner' });
   await app.register(mcpRoutes);
   for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, sendRoutes, draftRoutes, listRoutes, downloadRoutes, wsRoutes, domainRoutes, webhookRoutes, metricRoutes]) {
     await app.register(routes, { prefix: '/v0' });

@@ -7,14 +7,17 @@ import fs from 'node:fs';
 import { StartupError } from './startup-error.js';
 import { homeFiles, prepareHome, writeFileAtomic } from './home.js';
 import { readKek, storeKek } from './credential-store.js';
+import { newRecoveryCode, wrapWithRecoveryCode, type RecoveryBlock } from '../backup/recovery.js';
 
-interface KeysFile {
+export interface KeysFile {
   version: 1;
   home_id: string;
   wrapped_key: string;
   nonce: string;
   alg: 'A256GCM';
   created_at: string;
+  /** The database key wrapped by the recovery code (src/backup/recovery.ts); absent in homes made before it. */
+  recovery?: RecoveryBlock;
 }
 
 const corrupt = (detail: string) =>
@@ -32,7 +35,7 @@ function aad(homeId: string): Buffer {
   return Buffer.from(`svc keys.json v1 ${homeId}`);
 }
 
-function wrap(kek: Buffer, dbKey: Buffer, homeId: string): KeysFile {
+export function wrap(kek: Buffer, dbKey: Buffer, homeId: string): KeysFile {
   const nonce = randomBytes(12);
   const cipher = createCipheriv('aes-256-gcm', kek, nonce);
   cipher.setAAD(aad(homeId));
@@ -40,7 +43,7 @@ function wrap(kek: Buffer, dbKey: Buffer, homeId: string): KeysFile {
   return { version: 1, home_id: homeId, wrapped_key: body.toString('base64'), nonce: nonce.toString('base64'), alg: 'A256GCM', created_at: new Date().toISOString() };
 }
 
-function parseKeysFile(text: string): KeysFile {
+export function parseKeysFile(text: string): KeysFile {
   let data: unknown;
   try {
     data = JSON.parse(text);
@@ -75,6 +78,8 @@ export interface Unlocked {
   /** The raw database key. Owned by the supervisor; zeroed on shutdown. */
   dbKey: Buffer;
   created: boolean;
+  /** Only when the home was just created: the recovery code, to show once (never stored). */
+  recoveryCode?: string;
 }
 
 /**
@@ -96,14 +101,15 @@ export function unlockHome(home: string, init: boolean): Unlocked {
     const kek = randomBytes(32);
     const homeId = randomUUID();
     storeKek(home, kek);
-    const keys = wrap(kek, dbKey, homeId);
+    const recoveryCode = newRecoveryCode();
+    const keys: KeysFile = { ...wrap(kek, dbKey, homeId), recovery: wrapWithRecoveryCode(recoveryCode, dbKey, homeId) };
     kek.fill(0);
     try {
       writeFileAtomic(files.keys, JSON.stringify(keys, null, 2) + '\n');
     } catch {
       throw new StartupError('key_storage_unavailable', 'KeysFileNotWritable', 'keys.json could not be written to the home.', 'Free disk space and make sure the home directory is writable, then run `svc serve --init` again.');
     }
-    return { home, homeId, dbKey, created: true };
+    return { home, homeId, dbKey, created: true, recoveryCode };
   }
 
   let text: string;

@@ -26,6 +26,8 @@ import { limitHeapGrowth } from '../core/heap-limits.js';
 import { MessageWaits } from '../events/waits.js';
 import { DEFAULT_LOCAL_SMTP_PORT, DEFAULT_SERVICE_PORT, DEV_PORT_TRIES, firstFreePort, isAddressInUse } from '../core/ports.js';
 import type { Flavor } from '../keys/home.js';
+import { recoveryCodeLine } from '../backup/recovery-file.js';
+import { BackupService } from '../backup/service.js';
 
 export interface ServeOptions {
   home: string;
@@ -114,7 +116,12 @@ export async function serve(opts: ServeOptions): Promise<number> {
   try {
     const unlocked = unlockHome(opts.home, opts.init);
     dbKey = unlocked.dbKey;
+    // Shown once, before anything else can fail: a home created now is not created again, so a
+    // code lost to a later start-up failure could only be replaced with `svc key recovery --rotate`.
+    if (unlocked.recoveryCode) line(process.stdout, recoveryCodeLine(unlocked.recoveryCode));
     const files = homeFiles(opts.home);
+    const backups = new BackupService(opts.home, unlocked.homeId, dbKey);
+    backups.clearLeftovers();
     db = openDatabase(files.db, dbKey, { migrate: true, gate: writeGate });
     fs.chmodSync(files.db, 0o600);
     ensurePageKey(db);
@@ -149,7 +156,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
       throw new StartupError('service_unavailable', 'TunnelListenFailed', 'svc could not start the remote-access listener on 127.0.0.1.', 'Check that loopback ports are available, then start svc again.');
     }
     let origin = '';
-    app = await buildApp({ db, bus, pool, reads: readers, waits: messageWaits, owner, origin: () => origin, listener: 'local', remote });
+    app = await buildApp({ db, bus, pool, reads: readers, waits: messageWaits, owner, origin: () => origin, listener: 'local', remote, backups });
     const wanted = await portToUse(opts.port, DEFAULT_SERVICE_PORT, opts.flavor, 'server.port_changed', 'port', '--port');
     try {
       await app.listen({ host: '127.0.0.1', port: wanted });

@@ -1,11 +1,15 @@
 /**
  * The owner's first run and account in a real browser (issue 8, flow 1): setup with the printed
  * code, login honouring `return_to` (same-origin paths only), logout, login-link redemption,
- * sessions list and sign-out, password change, and the navigation on a phone-sized screen.
+ * sessions list and sign-out, the last backup's age, password change, and the navigation on a
+ * phone-sized screen.
  */
 import t from 'tap';
 import { api, OWNER_PASSWORD, startSvc } from '../helpers/svc.js';
 import { launchBrowser, newPage, PHONE, screenshot } from '../helpers/browser.js';
+import path from 'node:path';
+import { tempDir } from '../helpers/svc.js';
+import { svcCli } from '../e2e/cli-run.js';
 
 const svc = await startSvc();
 t.teardown(() => svc.stop());
@@ -101,6 +105,18 @@ t.test('sessions are listed and another session can be signed out', async (t) =>
   await t.resolves(page.waitForFunction(() => document.querySelectorAll('[data-testid="sessions"] tbody tr').length === 1));
   const check = await api(svc.url, 'GET', '/v0/owner/sessions', { headers: { cookie: otherCookie, 'x-svc-csrf': otherCsrf } });
   t.equal(check.status, 401, 'the other session no longer works');
+});
+
+t.test('the Account page shows the last backup\'s age (docs/backup.md)', async (t) => {
+  await page.goto(svc.url + '/account');
+  await page.locator('[data-testid="last-backup"]', { hasText: 'No backup yet.' }).waitFor();
+  t.pass('a home never backed up says so');
+  const made = await svcCli(['backup', '--to', path.join(tempDir(), 'browser.svcbackup'), '--home', svc.home]);
+  t.equal(made.code, 0, made.stderr);
+  await page.reload();
+  const line = page.locator('[data-testid="last-backup"]', { hasText: /Last backup \d+ seconds ago/ });
+  await t.resolves(line.waitFor(), 'after `svc backup`, its age');
+  t.equal(await page.getByText('svc key recovery').count(), 0, 'no recovery-code warning for a home that has one');
 });
 
 t.test('password change keeps this session, signs out others, and the new password works', async (t) => {

@@ -7,16 +7,18 @@ import { api, setupOwner, startSvc } from '../helpers/svc.js';
 import { initHome } from '../helpers/startup.js';
 
 const mode = (p: string) => fs.statSync(p).mode & 0o777;
-t.test('--init creates the home, keys and encrypted database and prints the two startup lines', async (t) => {
+t.test('--init creates the home, keys and encrypted database and prints the recovery code and the two startup lines', async (t) => {
   const svc = await startSvc();
   t.teardown(() => svc.stop());
-  t.same(svc.stdoutLines.map((l) => l.event), ['owner.setup_required', 'server.ready']);
+  t.same(svc.stdoutLines.map((l) => l.event), ['home.recovery_code', 'owner.setup_required', 'server.ready']);
+  t.match(svc.stdoutLines[0], { recovery_code: /^[0-9A-Z]{4}(-[0-9A-Z]{4}){6}$/, message: /only now/ }, 'the recovery code, shown once (docs/backup.md)');
   t.match(svc.setupCode, /^[A-Z0-9]{5}-[A-Z0-9]{5}$/);
   t.match(svc.url, /^http:\/\/127\.0\.0\.1:\d+$/);
   t.equal(mode(svc.home), 0o700, 'home is 0700');
   for (const f of ['keys.json', 'svc.db', 'connection.json']) t.equal(mode(path.join(svc.home, f)), 0o600, `${f} is 0600`);
   const keys = JSON.parse(fs.readFileSync(path.join(svc.home, 'keys.json'), 'utf8'));
-  t.match(keys, { version: 1, alg: 'A256GCM', home_id: String, wrapped_key: String, nonce: String, created_at: String });
+  t.match(keys, { version: 1, alg: 'A256GCM', home_id: String, wrapped_key: String, nonce: String, created_at: String, recovery: { kdf: 'scrypt', wrapped_key: String } });
+  t.notOk(JSON.stringify(keys).includes(String(svc.stdoutLines[0].recovery_code).replace(/-/g, '')), 'keys.json does not hold the code itself');
   const conn = JSON.parse(fs.readFileSync(path.join(svc.home, 'connection.json'), 'utf8'));
   t.match(conn, { url: svc.url, owner_token: /^svc_owner_/, pid: svc.proc.pid, started_at: String });
   const status = await api(svc.url, 'GET', '/v0/owner/status');

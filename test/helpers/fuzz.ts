@@ -177,8 +177,8 @@ const distRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..'
 
 /**
  * Every route `svc serve` registers on its loopback listener, read the same way from the built
- * package (dist/, what bin/svc runs) with the context the service gives it: the remote-access
- * routes (registered only when a RemoteAccess is passed) and the web app's `GET /*` (registered
+ * package (dist/, what bin/svc runs) with the context the service gives it: the remote-access and backup
+ * routes (registered only with a RemoteAccess / BackupService) and the web app's `GET /*` (registered
  * only when web/dist is next to dist/) are included, which `routeTable()` built from src/ lacks.
  * Run `npm run build` first, as for every test that starts the service.
  */
@@ -190,13 +190,16 @@ export async function servedRouteTable(): Promise<RouteEntry[]> {
   const { Bus: BuiltBus } = await load<typeof import('../../src/supervisor/bus.js')>('src/supervisor/bus.js');
   const { CpuPool: BuiltPool } = await load<typeof import('../../src/supervisor/pool.js')>('src/supervisor/pool.js');
   const { RemoteAccess: BuiltRemote } = await load<typeof import('../../src/remote/remote-access.js')>('src/remote/remote-access.js');
+  const { BackupService: BuiltBackups } = await load<typeof import('../../src/backup/service.js')>('src/backup/service.js');
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'svc-routes-'));
   const db = openBuilt(path.join(dir, 'svc.db'), randomBytes(32), { migrate: true });
   const pool = new BuiltPool();
   const bus = new BuiltBus();
   // Never started: the table is read without listening, so no tunnel listener is ever built.
   const remote = new BuiltRemote(db, bus, () => Promise.reject(new Error('the route table never opens a tunnel listener')));
-  const app = await buildBuilt({ db, bus, pool, owner: new BuiltOwner(db), origin: () => 'http://127.0.0.1:1', listener: 'local', remote });
+  // The backup routes, as svc serve registers them with its BackupService (never asked to back up here).
+  const backups = new BuiltBackups(dir, 'route-table', randomBytes(32));
+  const app = await buildBuilt({ db, bus, pool, owner: new BuiltOwner(db), origin: () => 'http://127.0.0.1:1', listener: 'local', remote, backups });
   try {
     await app.ready();
     // fastify prints the root wildcard as `*`; requests reach it as `/anything`.

@@ -42,6 +42,8 @@ import { metricRoutes } from '../../src/routes/metrics.js';
 import { ownerOAuthRoutes } from '../../src/routes/owner-oauth.js';
 import { oauthRoutes } from '../../src/routes/oauth.js';
 import { remoteRoutes } from '../../src/routes/remote.js';
+import { backupRoutes } from '../../src/routes/backup.js';
+import { BackupService } from '../../src/backup/service.js';
 import { mcpRoutes } from '../../src/routes/mcp.js';
 import { inboxRoutes } from '../../src/routes/inboxes.js';
 import { apiKeyRoutes } from '../../src/routes/api-keys.js';
@@ -86,6 +88,7 @@ const NO_JSON_BODY = new Map<string, string>([
   // Answers that are not JSON.
   ['GET /v0/domains/:domain_id/zone-file', 'a DNS zone file, text/plain'],
   ['GET /v0/downloads/:token', 'the file itself, streamed'],
+  ['POST /v0/owner/backup', 'the backup file itself, streamed (application/octet-stream)'],
   ['GET /oauth/authorize', 'redirects to the owner login or consent page; errors come from the error handler'],
   ['GET /mcp', 'the MCP transport writes its own answer (an SSE stream or a JSON-RPC message)'],
   ['POST /mcp', 'the MCP transport writes its own answer (an SSE stream or a JSON-RPC message)'],
@@ -126,7 +129,8 @@ async function declaredRoutes(): Promise<Declared[]> {
     await app.register(cookie);
     await app.register(websocket);
     await app.register(httpGate, ctx);
-    for (const routes of [ownerRoutes, transportRoutes, dnsProviderRoutes, ownerGuardRoutes, inboundRoutes, ownerOAuthRoutes, remoteRoutes(remote)]) await app.register(routes, { prefix: '/v0/owner' });
+    const backups = new BackupService(dir, 'schema-test', randomBytes(32));
+    for (const routes of [ownerRoutes, transportRoutes, dnsProviderRoutes, ownerGuardRoutes, inboundRoutes, ownerOAuthRoutes, remoteRoutes(remote), backupRoutes(backups)]) await app.register(routes, { prefix: '/v0/owner' });
     await app.register(oauthRoutes);
     await app.register(mcpRoutes);
     for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, sendRoutes, draftRoutes, listRoutes, downloadRoutes, wsRoutes, domainRoutes, webhookRoutes, metricRoutes]) {

@@ -1,11 +1,28 @@
-/** The owner's own account: browser sessions (sign out any), password change, sign out. */
+/** The owner's own account: browser sessions (sign out any), password change, the last backup, sign out. */
 import { del, get, post } from '../api';
 import { ErrorBox, Notice, Page, Loading, confirmed, formValues, useAction, useLoad, when } from '../ui';
 import { useState } from 'preact/hooks';
 import type { Session } from '../api-types';
 
+/** GET /v0/owner/backup (src/routes/backup.ts). */
+interface BackupStatus {
+  last_backup_at: string | null;
+  last_backup_size: number | null;
+  recovery_code_set: boolean;
+}
+
+/** How long ago, in the largest whole unit. */
+function age(ts: string): string {
+  const s = Math.max(0, Math.round((Date.now() - Date.parse(ts)) / 1000));
+  if (s < 120) return `${s} seconds`;
+  if (s < 2 * 3600) return `${Math.round(s / 60)} minutes`;
+  if (s < 2 * 86400) return `${Math.round(s / 3600)} hours`;
+  return `${Math.round(s / 86400)} days`;
+}
+
 export function AccountPage({ onSignedOut }: { onSignedOut: () => void }) {
   const sessions = useLoad(() => get<{ sessions: Session[] }>('/v0/owner/sessions'), []);
+  const backup = useLoad(() => get<BackupStatus>('/v0/owner/backup'), []);
   const action = useAction();
   const pw = useAction();
   const [changed, setChanged] = useState(false);
@@ -71,6 +88,30 @@ export function AccountPage({ onSignedOut }: { onSignedOut: () => void }) {
           </tbody>
         </table>
       </div>
+
+      <h2>Backup</h2>
+      <Loading loaded={backup} />
+      {backup.data && (
+        <div class="card narrow" data-testid="backup">
+          <p data-testid="last-backup">
+            {backup.data.last_backup_at ? (
+              <>
+                Last backup {age(backup.data.last_backup_at)} ago ({when(backup.data.last_backup_at)}).
+              </>
+            ) : (
+              <>No backup yet.</>
+            )}
+          </p>
+          {!backup.data.recovery_code_set && (
+            <p>
+              This home has no recovery code, so a backup could not be restored elsewhere: run <code>svc key recovery</code>.
+            </p>
+          )}
+          <p>
+            Make one with <code>svc backup --to FILE</code> (while svc runs); restore it with <code>svc restore</code> and the recovery code.
+          </p>
+        </div>
+      )}
 
       <h2>Change password</h2>
       <form
