@@ -39,7 +39,9 @@ t.test('pasted as printed, the first run sets the password, lists the session, c
   const after = lines.slice(swaks + 1).join('\n');
   const env = { ...process.env, HOME: home };
   for (const name of ['SVC_URL', 'SVC_API_KEY', 'SVC_HOME', 'XDG_DATA_HOME']) delete env[name];
-  const first = spawnSync('bash', ['-c', `set -euo pipefail\n${before}\necho "URL=$URL"`], { cwd: repoRoot, env, encoding: 'utf8', timeout: 60_000 });
+  // In a scratch directory: the walkthrough writes its cookie jar where it runs.
+  const cwd = tempDir('svc-readme-');
+  const first = spawnSync('bash', ['-c', `set -euo pipefail\n${before}\necho "URL=$URL"`], { cwd, env, encoding: 'utf8', timeout: 60_000 });
   t.equal(first.status, 0, `the commands before the SMTP client ran: ${first.stderr}`);
   t.match(first.stdout, /"sessions":\[\{"session_id"/, 'the session list answered (the CSRF header made it a session)');
   t.match(first.stdout, /"inbox_id":"hello@example\.test"/, 'the inbox was created');
@@ -50,7 +52,7 @@ t.test('pasted as printed, the first run sets the password, lists the session, c
 
   let listed = '';
   for (let i = 0; i < 60 && !listed.includes('"subject":"test"'); i++) {
-    const run = spawnSync('bash', ['-c', `set -euo pipefail\nURL=${svc.url}\nTOKEN=$(node -p "require(process.env.HOME + '/.local/share/svc-dev/connection.json').owner_token")\n${after}`], { cwd: repoRoot, env, encoding: 'utf8', timeout: 60_000 });
+    const run = spawnSync('bash', ['-c', `set -euo pipefail\nURL=${svc.url}\nTOKEN=$(node -p "require(process.env.HOME + '/.local/share/svc-dev/connection.json').owner_token")\n${after}`], { cwd, env, encoding: 'utf8', timeout: 60_000 });
     listed = run.stdout;
     if (!listed.includes('"subject":"test"')) await new Promise((r) => setTimeout(r, 500));
   }
