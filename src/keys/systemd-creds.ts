@@ -87,7 +87,7 @@ const credentialUnusable = (home: string, detail: string) =>
     'keychain_unavailable',
     'SystemdCredentialUnavailable',
     `The systemd credential that unlocks this home could not be decrypted: ${detail}`,
-    `Start svc through its system unit (${unitHint(home)}), or run it by hand as root on the machine that sealed the credential. A credential sealed on another machine opens only there: move the home with a backup and its recovery code instead.`,
+    `Start svc through its system unit (${unitHint(home)}), or run it by hand as root on the machine that sealed the credential. A credential sealed on another machine opens only there: seal the key again for this machine (docs/service.md, "Rotating and moving the credential").`,
   );
 
 function exactKek(bytes: Buffer, home: string, source: string): Buffer {

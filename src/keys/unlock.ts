@@ -96,7 +96,7 @@ export interface Unlocked {
  * Opens the home's key. With `init`, a home that has no keys yet gets them; an existing one is
  * unlocked normally and nothing is overwritten.
  */
-export function unlockHome(home: string, init: boolean, created: NewHomeOptions = {}): Unlocked {
+export function unlockHome(home: string, init: boolean, newHome: NewHomeOptions = {}): Unlocked {
   prepareHome(home, init);
   const files = homeFiles(home);
   const hasKeys = fs.existsSync(files.keys);
@@ -110,8 +110,8 @@ export function unlockHome(home: string, init: boolean, created: NewHomeOptions 
     const dbKey = randomBytes(32);
     const kek = randomBytes(32);
     const homeId = randomUUID();
-    const unlock = created.unlock ?? 'keyring';
-    if (unlock === 'systemd-creds') sealKek(home, kek, created.credentialKey ?? DEFAULT_CREDENTIAL_KEY);
+    const unlock = newHome.unlock ?? 'keyring';
+    if (unlock === 'systemd-creds') sealKek(home, kek, newHome.credentialKey ?? DEFAULT_CREDENTIAL_KEY);
     else storeKek(home, kek);
     const keys = wrap(kek, dbKey, homeId);
     if (unlock !== 'keyring') keys.unlock = unlock;
