@@ -203,7 +203,10 @@ t.test('the edge unit runs headless as printed (on loopback ports here)', async 
   t.equal(ready.data, edgeData);
   t.ok(fs.existsSync(ready.token_file as string), 'its API token lives in its own data directory');
   unit.proc.kill('SIGTERM');
-  t.equal(await unit.exited, 0);
+  const code = await unit.exited;
+  // svc edge prints edge.ready a moment before it handles SIGTERM itself; a SIGTERM in that moment
+  // ends it by the signal, which systemd also counts as a clean stop (SuccessExitStatus).
+  t.ok(code === 0 || unit.proc.signalCode === 'SIGTERM', `stopped cleanly (exit ${code}, signal ${unit.proc.signalCode})`);
 });
 
 t.test('without the unit\'s credential the home refuses to start with the documented error', async (t) => {
