@@ -41,6 +41,11 @@ async function main(argv: string[]): Promise<number> {
         const { runEdgeCommand } = await import('./edge.js');
         return await runEdgeCommand(rest);
       }
+      case 'init': {
+        (await import('./owner-client.js')).rejectAgentEnvironment('svc init');
+        const { runInitCommand } = await import('./init.js');
+        return await runInitCommand(rest);
+      }
       case 'service': {
         const { runServiceCommand } = await import('./service.js');
         return await runServiceCommand(rest);

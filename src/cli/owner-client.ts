@@ -13,6 +13,7 @@
  */
 import fs from 'node:fs';
 import { readKek } from '../keys/credential-store.js';
+import { kekCredentialFile } from '../keys/systemd-creds.js';
 import { homeFiles, resolveHome, type Flavor } from '../keys/home.js';
 import { CliError } from './exit-codes.js';
 import { isSourceCheckout } from './package-root.js';
@@ -55,14 +56,19 @@ export function homeProblem(home: string): CliError | null {
   } catch {
     return new CliError('action_required', `The home ${home} is not initialized (it has no keys.json).`, init);
   }
-  let keys: { version?: unknown; wrapped_key?: unknown } | null;
+  let keys: { version?: unknown; wrapped_key?: unknown; unlock?: unknown } | null;
   try {
-    keys = JSON.parse(text) as { version?: unknown; wrapped_key?: unknown } | null;
+    keys = JSON.parse(text) as { version?: unknown; wrapped_key?: unknown; unlock?: unknown } | null;
   } catch {
     keys = null;
   }
   if (!keys || typeof keys !== 'object' || keys.version !== 1 || typeof keys.wrapped_key !== 'string') {
     return new CliError('action_required', `keys.json in ${home} is unreadable or damaged.`, 'Restore keys.json together with svc.db from the same home backup.');
+  }
+  if (keys.unlock === 'systemd-creds') {
+    // Unlocked by its system unit's credential: only the sealed file can be checked from here.
+    const sealed = kekCredentialFile(home);
+    return fs.existsSync(sealed) ? null : new CliError('action_required', `The sealed credential ${sealed} that unlocks the home ${home} is missing.`, 'Restore it from a backup of this machine; a credential sealed on another machine does not open here.');
   }
   // The credential store is consulted only on this failure path: a locked or missing item means
   // `svc serve` could not unlock the home either.

@@ -59,10 +59,40 @@ export const LOCAL_COMMANDS: Group[] = [
     },
   },
   {
-    name: 'service',
-    summary: 'run svc as a per-user background service',
+    name: 'init',
+    summary: 'create a home and its keys (keyring, or a systemd credential for servers)',
     actions: {
-      install: { summary: 'Register `svc serve` with the platform service manager (release package, initialized home).', options: [opt('port N', 'The fixed port (default 8733).')], examples: ['svc service install --port 8733'], run: async () => 0 },
+      '': {
+        summary: 'Create the home and its database key without serving; never changes an existing home.',
+        options: [
+          opt('home DIR', 'The home to create.'),
+          opt('unlock keyring|systemd-creds', 'Where the key that unlocks the home lives: the OS keyring (default) or a systemd encrypted credential sealed to this machine (headless servers, as root).'),
+          opt('with-key host|tpm2|host+tpm2', 'What seals the systemd credential (default host).'),
+        ],
+        examples: ['svc init --home /var/lib/svc --unlock systemd-creds'],
+        run: async () => 0,
+      },
+    },
+  },
+  {
+    name: 'service',
+    summary: 'run svc as a background service (per user, or --system on a server)',
+    actions: {
+      install: {
+        summary: 'Register `svc serve` with the platform service manager (release package, initialized home). With --system (root): a system user and hardened system units svc.service and svc-edge.service.',
+        options: [
+          opt('port N', 'The fixed port (default 8733).'),
+          opt('system', 'Install system units for a home made with `svc init --unlock systemd-creds`.'),
+          opt('print', 'With --system: print the units instead of installing them.'),
+          opt('user NAME', 'With --system: the system user (default svc).'),
+          opt('edge', 'With --system: also svc-edge.service (public SMTP on port 25).'),
+          opt('edge-hostname NAME', 'The edge host name (MX), required with --edge.'),
+          opt('edge-data DIR', 'The edge data directory (default /var/lib/svc-edge).'),
+          opt('edge-acme', 'The edge gets its certificate by ACME (port 80); --edge-acme-email ADDR.'),
+        ],
+        examples: ['svc service install --port 8733', 'svc service install --system --home /var/lib/svc --edge --edge-hostname mx.example.com --print'],
+        run: async () => 0,
+      },
       status: { summary: 'Show installed, registered, running, state, http_healthy, port and log paths.', examples: ['svc service status --json'], run: async () => 0 },
       uninstall: { summary: 'Remove the service definition; the home and its data stay.', examples: ['svc service uninstall'], run: async () => 0 },
     },

@@ -94,9 +94,12 @@ function requireInitializedHome(home: string): void {
   } catch {
     keys = null;
   }
-  const k = keys as { version?: unknown; wrapped_key?: unknown } | null;
+  const k = keys as { version?: unknown; wrapped_key?: unknown; unlock?: unknown } | null;
   if (!k || typeof k !== 'object' || k.version !== 1 || typeof k.wrapped_key !== 'string') {
     throw new CliError('action_required', `keys.json in ${home} is unreadable or damaged.`, 'Restore keys.json together with svc.db from the same home backup, then run install again.');
+  }
+  if (k.unlock === 'systemd-creds') {
+    throw new CliError('action_required', `The home ${home} is unlocked by a systemd credential, which only a system unit receives.`, `Install it as a system service (as root): \`svc service install --system --home "${home}"\`.`);
   }
   let kek: Buffer | null;
   try {
@@ -284,6 +287,7 @@ export async function runServiceCommand(args: string[]): Promise<number> {
   const json = args.includes('--json');
   try {
     rejectRemoteEnvironment(process.env);
+    if (args.includes('--system')) return await (await import('./service-system.js')).runSystemServiceCommand(args);
     const root = packageRoot;
     // Packaged commands default to the production flavor; a source checkout defaults to development.
     const opts = parseServiceArgs(args, isSourceCheckout(root) ? 'development' : 'production');

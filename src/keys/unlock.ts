@@ -8,6 +8,18 @@ import { StartupError } from './startup-error.js';
 import { homeFiles, prepareHome, writeFileAtomic } from './home.js';
 import { readKek, storeKek } from './credential-store.js';
 import { newRecoveryCode, wrapWithRecoveryCode, type RecoveryBlock } from '../backup/recovery.js';
+import { DEFAULT_CREDENTIAL_KEY, readSealedKek, sealKek, type CredentialKey } from './systemd-creds.js';
+
+/** Where the key-encryption key lives: the OS credential store, or a systemd encrypted credential (src/keys/systemd-creds.ts). */
+export type UnlockMethod = 'keyring' | 'systemd-creds';
+export const UNLOCK_METHODS: readonly UnlockMethod[] = ['keyring', 'systemd-creds'];
+
+/** How a new home keeps its KEK; an existing home says so in keys.json. */
+export interface NewHomeOptions {
+  unlock?: UnlockMethod;
+  /** What seals a systemd credential (`systemd-creds encrypt --with-key=`). */
+  credentialKey?: CredentialKey;
+}
 
 export interface KeysFile {
   version: 1;
@@ -18,6 +30,8 @@ export interface KeysFile {
   created_at: string;
   /** The database key wrapped by the recovery code (src/backup/recovery.ts); absent in homes made before it. */
   recovery?: RecoveryBlock;
+  /** Absent in homes made before the field existed: those use the keyring. */
+  unlock?: UnlockMethod;
 }
 
 const corrupt = (detail: string) =>
@@ -54,6 +68,7 @@ export function parseKeysFile(text: string): KeysFile {
   if (!k || typeof k !== 'object') throw corrupt('it is not an object');
   if (k.version !== 1 || k.alg !== 'A256GCM') throw corrupt('unknown version or algorithm');
   if (typeof k.home_id !== 'string' || typeof k.wrapped_key !== 'string' || typeof k.nonce !== 'string') throw corrupt('fields are missing');
+  if (k.unlock !== undefined && !UNLOCK_METHODS.includes(k.unlock)) throw corrupt('unknown unlock method');
   if (Buffer.from(k.nonce, 'base64').length !== 12 || Buffer.from(k.wrapped_key, 'base64').length !== 48) throw corrupt('the wrapped key has the wrong length');
   return k as KeysFile;
 }
@@ -86,7 +101,7 @@ export interface Unlocked {
  * Opens the home's key. With `init`, a home that has no keys yet gets them; an existing one is
  * unlocked normally and nothing is overwritten.
  */
-export function unlockHome(home: string, init: boolean): Unlocked {
+export function unlockHome(home: string, init: boolean, newHome: NewHomeOptions = {}): Unlocked {
   prepareHome(home, init);
   const files = homeFiles(home);
   const hasKeys = fs.existsSync(files.keys);
@@ -100,9 +115,12 @@ export function unlockHome(home: string, init: boolean): Unlocked {
     const dbKey = randomBytes(32);
     const kek = randomBytes(32);
     const homeId = randomUUID();
-    storeKek(home, kek);
+    const unlock = newHome.unlock ?? 'keyring';
+    if (unlock === 'systemd-creds') sealKek(home, kek, newHome.credentialKey ?? DEFAULT_CREDENTIAL_KEY);
+    else storeKek(home, kek);
     const recoveryCode = newRecoveryCode();
     const keys: KeysFile = { ...wrap(kek, dbKey, homeId), recovery: wrapWithRecoveryCode(recoveryCode, dbKey, homeId) };
+    if (unlock !== 'keyring') keys.unlock = unlock;
     kek.fill(0);
     try {
       writeFileAtomic(files.keys, JSON.stringify(keys, null, 2) + '\n');
@@ -119,7 +137,7 @@ export function unlockHome(home: string, init: boolean): Unlocked {
     throw new StartupError('home_unavailable', 'KeysFileUnreadable', 'keys.json cannot be read.', 'Check that the home directory and keys.json belong to this user (mode 0700/0600).');
   }
   const keys = parseKeysFile(text);
-  const kek = readKek(home);
+  const kek = keys.unlock === 'systemd-creds' ? readSealedKek(home) : readKek(home);
   if (!kek) {
     throw new StartupError(
       'keychain_entry_missing',

@@ -26,7 +26,7 @@ function rejectNewline(value: string): string {
 }
 
 /** `%` starts a specifier in every unit setting; doubling it keeps the character literal. */
-function escapeSpecifiers(value: string): string {
+export function escapeSpecifiers(value: string): string {
   return rejectNewline(value).replace(/%/g, '%%');
 }
 

@@ -6,6 +6,7 @@ import { defaultHome } from '../../src/keys/home.js';
 import { serviceNames } from '../../src/service/names.js';
 import { portFromServeArguments, splitCommandLine, type ServiceSpec } from '../../src/service/service-spec.js';
 import { parseSystemctlShow, renderSystemdUnit, systemdExecWord, systemdUnitPort, systemdUserUnitDir } from '../../src/service/systemd.js';
+import { isUnderProtectedHome, parseSystemdVersion, renderSystemEdgeUnit, renderSystemServiceUnit, type SystemEdgeSpec } from '../../src/service/systemd-system.js';
 import { launchdPlistPort, parseLaunchctlPrint, renderLaunchdPlist } from '../../src/service/launchd.js';
 import { decodeTaskXml, encodeTaskXml, parseTaskState, renderWindowsTaskXml, windowsTaskArguments, windowsTaskPort } from '../../src/service/windows-task.js';
 
@@ -152,4 +153,65 @@ t.test('the port reads back from the --port argument, not from a home path conta
   t.equal(portFromServeArguments(['node', 'svc', 'serve', '--home', '--port', '--port', '80']), 80, 'flag/value pairs');
   t.equal(portFromServeArguments(['node', 'svc', 'serve', '--port', '70000']), null, 'out of range');
   t.equal(systemdUnitPort('ExecStart=/usr/bin/node svc serve'), null, 'no port');
+});
+
+const systemBase = { nodePath: '/usr/bin/node', svcScript: '/usr/lib/node_modules/svc/bin/svc', user: 'svc', systemdVersion: 252 };
+const edgeSpec = (over: Partial<SystemEdgeSpec> = {}): SystemEdgeSpec => ({
+  ...systemBase,
+  dataDir: '/var/lib/svc-edge',
+  hostname: 'mx.example.com',
+  smtpHost: '0.0.0.0',
+  smtpPort: 25,
+  apiHost: '127.0.0.1',
+  apiPort: 8790,
+  acme: null,
+  ...over,
+});
+const execWords = (unit: string) => splitCommandLine(/^ExecStart=(.*)$/m.exec(unit)![1], true);
+
+t.test('system unit for the home: serve as the system user, the sealed key, no capabilities, writes only the home', async (t) => {
+  const unit = renderSystemServiceUnit({ ...systemBase, home: '/var/lib/svc', port: 8733 });
+  const lines = unit.split('\n');
+  t.same(execWords(unit), ['/usr/bin/node', '/usr/lib/node_modules/svc/bin/svc', 'serve', '--home', '/var/lib/svc', '--port', '8733', '--flavor', 'production']);
+  for (const line of ['User=svc', 'Group=svc', 'LoadCredentialEncrypted=svc-kek:/var/lib/svc/svc-kek.cred', 'ReadWritePaths=/var/lib/svc', 'CapabilityBoundingSet=', 'AmbientCapabilities=', 'WantedBy=multi-user.target', 'StartLimitIntervalSec=0']) {
+    t.ok(lines.includes(line), line);
+  }
+  t.equal(lines.filter((l) => l.startsWith('ReadWritePaths=')).length, 1, 'one writable path');
+  t.same(lines.filter((l) => l.startsWith('Environment=')), ['Environment=MALLOC_ARENA_MAX=2', 'Environment=MALLOC_MMAP_THRESHOLD_=131072'], 'only the allocator settings');
+  t.notOk(lines.some((l) => l.startsWith('StandardOutput=')), 'a system service logs to the journal');
+  t.notMatch(lines.filter((l) => !l.startsWith('LoadCredentialEncrypted=')).join('\n'), SECRET_WORDS, 'no secrets in the unit');
+});
+
+t.test('system units: restart with growing pauses where systemd supports it (254+), a fixed pause before', async (t) => {
+  t.equal(parseSystemdVersion('systemd 252 (252.38-1~deb12u1)\n+PAM +AUDIT'), 252);
+  t.equal(parseSystemdVersion('not systemd'), null);
+  const old = renderSystemServiceUnit({ ...systemBase, home: '/var/lib/svc', port: 8733, systemdVersion: 252 }).split('\n');
+  t.ok(old.includes('RestartSec=15'));
+  t.notOk(old.some((l) => l.startsWith('RestartSteps=')), 'systemd 252 does not know RestartSteps=');
+  const unknown = renderSystemServiceUnit({ ...systemBase, home: '/var/lib/svc', port: 8733, systemdVersion: null }).split('\n');
+  t.notOk(unknown.some((l) => l.startsWith('RestartSteps=')), 'an unknown version gets only settings every systemd knows');
+  const current = renderSystemEdgeUnit(edgeSpec({ systemdVersion: 256 })).split('\n');
+  for (const line of ['Restart=on-failure', 'RestartSec=2', 'RestartSteps=8', 'RestartMaxDelaySec=300']) t.ok(current.includes(line), line);
+});
+
+t.test('system unit for the edge: public SMTP, loopback API, CAP_NET_BIND_SERVICE only, writes only its data', async (t) => {
+  const unit = renderSystemEdgeUnit(edgeSpec({ acme: { email: 'ops@example.com' } }));
+  const lines = unit.split('\n');
+  t.same(execWords(unit).slice(2), ['edge', '--data', '/var/lib/svc-edge', '--host', '0.0.0.0', '--smtp-port', '25', '--api-host', '127.0.0.1', '--api-port', '8790', '--hostname', 'mx.example.com', '--acme', '--acme-email', 'ops@example.com']);
+  for (const line of ['CapabilityBoundingSet=CAP_NET_BIND_SERVICE', 'AmbientCapabilities=CAP_NET_BIND_SERVICE', 'ReadWritePaths=/var/lib/svc-edge', 'ProtectSystem=strict', 'ProtectHome=yes', 'NoNewPrivileges=yes']) {
+    t.ok(lines.includes(line), line);
+  }
+  t.notOk(lines.some((l) => l.startsWith('LoadCredential')), 'the edge gets no key of the home');
+  t.notMatch(unit, SECRET_WORDS);
+  t.notOk(execWords(renderSystemEdgeUnit(edgeSpec())).includes('--acme'), 'ACME only when asked');
+});
+
+t.test('system units: a path cannot inject a setting or break the credential line', async (t) => {
+  t.throws(() => renderSystemServiceUnit({ ...systemBase, home: '/var/lib/svc\nExecStartPre=/bin/evil', port: 1 }));
+  t.throws(() => renderSystemServiceUnit({ ...systemBase, home: '/var/lib/svc:x', port: 1 }), 'a colon would end the credential name/path pair early');
+  t.throws(() => renderSystemServiceUnit({ ...systemBase, home: '/var/lib/mail home', port: 1 }));
+  t.throws(() => renderSystemEdgeUnit(edgeSpec({ dataDir: '/var/lib/"edge' })));
+  t.match(renderSystemEdgeUnit(edgeSpec({ dataDir: '/var/lib/50% edge' })), /^ReadWritePaths="\/var\/lib\/50%% edge"$/m);
+  t.ok(isUnderProtectedHome('/home/ann/svc') && isUnderProtectedHome('/root') && isUnderProtectedHome('/run/user/1000/svc'));
+  t.notOk(isUnderProtectedHome('/var/lib/svc') || isUnderProtectedHome('/homestead'));
 });
