@@ -8,6 +8,7 @@ import { homeFiles, resolveHome, type Flavor } from '../keys/home.js';
 import { StartupError } from '../keys/startup-error.js';
 import { CREDENTIAL_KEYS, DEFAULT_CREDENTIAL_KEY, kekCredentialFile, type CredentialKey } from '../keys/systemd-creds.js';
 import { UNLOCK_METHODS, unlockHome, type UnlockMethod } from '../keys/unlock.js';
+import { recoveryCodeLine } from '../backup/recovery-file.js';
 import { parseArgs } from './args.js';
 import { CliError, EXIT, reportCliError } from './exit-codes.js';
 import { isSourceCheckout } from './package-root.js';
@@ -24,6 +25,8 @@ interface InitReport {
   created: boolean;
   /** The sealed credential of a systemd-creds home. */
   credential: string | null;
+  /** Shown once, when the home is created (docs/backup.md); never stored. */
+  recovery_code: string | null;
 }
 
 /** The unlock method an existing home records in keys.json (absent: keyring); null when unreadable. */
@@ -61,7 +64,7 @@ function init(args: string[]): InitReport {
         existing ? `Use it as it is, or choose a new --home for a ${unlock} home.` : 'Restore keys.json together with svc.db from the same home backup.',
       );
     }
-    return { home, unlock, created: false, credential: unlock === 'systemd-creds' ? kekCredentialFile(home) : null };
+    return { home, unlock, created: false, credential: unlock === 'systemd-creds' ? kekCredentialFile(home) : null, recovery_code: null };
   }
   let unlocked;
   try {
@@ -71,7 +74,7 @@ function init(args: string[]): InitReport {
     throw err;
   }
   unlocked.dbKey.fill(0);
-  return { home, unlock, created: unlocked.created, credential: unlock === 'systemd-creds' ? kekCredentialFile(home) : null };
+  return { home, unlock, created: unlocked.created, credential: unlock === 'systemd-creds' ? kekCredentialFile(home) : null, recovery_code: unlocked.recoveryCode ?? null };
 }
 
 function describe(r: InitReport): string {
@@ -88,6 +91,8 @@ export async function runInitCommand(args: string[]): Promise<number> {
   const json = args.includes('--json');
   try {
     const report = init(args);
+    // The recovery code first, as the one JSON line `svc serve --init` prints too; then the report.
+    if (report.recovery_code !== null && !json) process.stdout.write(JSON.stringify(recoveryCodeLine(report.recovery_code)) + '\n');
     process.stdout.write(json ? JSON.stringify(report) + '\n' : describe(report));
     return EXIT.ok;
   } catch (err) {

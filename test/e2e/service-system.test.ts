@@ -57,9 +57,12 @@ t.teardown(() => {
 let units: PrintedUnit[] = [];
 let homePort = 0;
 
+let initReport: Record<string, unknown> = {};
+
 t.before(async () => {
   const init = svc(['init', '--home', home, '--unlock', 'systemd-creds', '--json']);
   if (init.code !== 0) throw new Error(`svc init failed: ${init.stderr}`);
+  initReport = JSON.parse(init.stdout) as Record<string, unknown>;
   homePort = await freePort();
   units = printUnits(home, ['--port', String(homePort), '--edge', '--edge-hostname', 'mx.system.test', '--edge-data', edgeData, '--edge-host', '127.0.0.1', '--edge-smtp-port', String(await freePort()), '--edge-api-port', String(await freePort())]);
 });
@@ -77,9 +80,11 @@ t.test('svc init --unlock systemd-creds: keys.json names the method, the credent
   t.equal(Buffer.from(sealed.toString('latin1'), 'base64').indexOf(kek), -1, 'nor in its base64 body');
   t.notOk(/svc-kek/.test(fs.readFileSync(path.join(home, 'keys.json'), 'utf8')), 'keys.json does not carry the credential');
 
+  t.match(initReport.recovery_code, /^[0-9A-Z]{4}(-[0-9A-Z]{4}){6}$/, 'svc init shows the recovery code once (docs/backup.md)');
+  t.ok(keys.recovery, 'and keys.json holds the database key wrapped by it');
   const again = svc(['init', '--home', home, '--unlock', 'systemd-creds', '--json']);
   t.equal(again.code, 0);
-  t.match(JSON.parse(again.stdout), { created: false, unlock: 'systemd-creds' }, 'a second init changes nothing');
+  t.match(JSON.parse(again.stdout), { created: false, unlock: 'systemd-creds', recovery_code: null }, 'a second init changes nothing and shows no code');
   t.equal(fs.readFileSync(cred).toString(), sealed.toString(), 'the sealed credential is kept');
   const otherMethod = svc(['init', '--home', home, '--json']);
   t.equal(otherMethod.code, 6, 'asking for the keyring on a systemd-creds home is refused, not silently ignored');
