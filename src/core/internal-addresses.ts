@@ -2,7 +2,8 @@
  * Which hosts are this machine or its private network: loopback, link-local, private, unspecified,
  * multicast and reserved addresses, and the names that mean them. Shared by the webhook target
  * rules (src/webhooks/target.ts), which refuse them for agents, and the link extraction of
- * received mail (src/mail/actions.ts), which never offers them as an action to take.
+ * received mail (src/mail/actions.ts), which never offers them as an action to take, and the
+ * domain plan (src/core/public-address.ts), which never publishes them in DNS.
  */
 import net from 'node:net';
 

@@ -5,37 +5,17 @@
  * somebody else's network. Documentation ranges (RFC 5737, RFC 3849) count as public: they are
  * never assigned, so only examples and tests use them.
  */
-import { BlockList, isIP } from 'node:net';
-
-const NOT_PUBLIC = new BlockList();
-for (const [net, bits] of [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['224.0.0.0', 3],
-] as const) NOT_PUBLIC.addSubnet(net, bits, 'ipv4');
-for (const [net, bits] of [
-  ['::', 127],
-  ['64:ff9b::', 96],
-  ['fc00::', 7],
-  ['fe80::', 10],
-  ['ff00::', 8],
-] as const) NOT_PUBLIC.addSubnet(net, bits, 'ipv6');
+import { isIP } from 'node:net';
+import { isInternalAddress } from './internal-addresses.js';
 
 /** True for an IPv4 or IPv6 address other hosts on the internet can reach. */
 export function isPublicAddress(address: string): boolean {
   const family = isIP(address);
   if (family === 0) return false;
-  // An IPv4 address written as IPv6 (::ffff:a.b.c.d) goes into an A record as IPv4, if at all.
-  // (node's BlockList already matches IPv4 against IPv6 rules of that form, so none is listed.)
-  if (family === 6 && /^::ffff:/i.test(address)) return false;
-  return !NOT_PUBLIC.check(address, family === 4 ? 'ipv4' : 'ipv6');
+  // An IPv4 address written as IPv6 (::ffff:a.b.c.d, or NAT64's 64:ff9b::/96) goes into DNS as
+  // IPv4, if at all; the rest is the one list of internal ranges (src/core/internal-addresses.ts).
+  if (family === 6 && /^(::ffff:|64:ff9b::)/i.test(address)) return false;
+  return !isInternalAddress(address);
 }
 
 /** The PTR owner name of an address: `4.3.2.1.in-addr.arpa`, or the nibbles under `ip6.arpa`. */

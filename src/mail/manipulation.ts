@@ -698,7 +698,8 @@ function parseStyle(style: string): Map<string, string> {
   return declarations;
 }
 
-function withoutCssComments(s: string): string {
+/** CSS without its comments; an unterminated comment ends the text (also src/mail/part-mismatch.ts). */
+export function withoutCssComments(s: string): string {
   if (!s.includes('/*')) return s;
   const parts: string[] = [];
   let run = 0;

@@ -22,7 +22,7 @@
  *   parts longer than MAX_COMPARED_CHARS (the rest is not compared).
  */
 import { closingTagAt, readTag } from './html-tags.js';
-import { decodeText, renderHtml } from './manipulation.js';
+import { decodeText, renderHtml, withoutCssComments } from './manipulation.js';
 
 /** Characters of each part compared; the manipulation scanner reads as much of a received body. */
 export const MAX_COMPARED_CHARS = 256 * 1024;
@@ -369,17 +369,3 @@ function markupOf(html: string): Markup {
   return { links, unseenImages, styledText };
 }
 
-/** CSS without its comments (`content/**\/:` is a `content:` declaration); an unterminated comment ends the text. */
-function withoutCssComments(s: string): string {
-  if (!s.includes('/*')) return s;
-  const parts: string[] = [];
-  let run = 0;
-  for (let open = s.indexOf('/*'); open !== -1; open = s.indexOf('/*', run)) {
-    parts.push(s.slice(run, open));
-    const close = s.indexOf('*/', open + 2);
-    if (close === -1) return parts.join('');
-    run = close + 2;
-  }
-  parts.push(s.slice(run));
-  return parts.join('');
-}
