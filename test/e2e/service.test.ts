@@ -116,7 +116,8 @@ async function freePort(): Promise<number> {
 function installReleasePackage(): { svc: string } | { failure: string } {
   const packDir = path.join(tmp, 'pack');
   fs.mkdirSync(packDir);
-  const pack = spawnSync('npm', ['pack', '--pack-destination', packDir, '--silent'], { cwd: repoRoot, encoding: 'utf8', timeout: INSTALL_TIMEOUT_MS });
+  // --ignore-scripts: prepack would rebuild dist/ under the other tests; `npm test` built it already.
+  const pack = spawnSync('npm', ['pack', '--ignore-scripts', '--pack-destination', packDir, '--silent'], { cwd: repoRoot, encoding: 'utf8', timeout: INSTALL_TIMEOUT_MS });
   const tarball = fs.readdirSync(packDir).find((f) => f.endsWith('.tgz'));
   if (pack.status !== 0 || !tarball) return { failure: `npm pack failed: ${pack.stderr}` };
   const install = spawnSync(
@@ -135,7 +136,8 @@ if (!installed) {
   t.fail(`the release package installs with npm install -g — ${installed.failure}`, { diagnostic: true });
 } else {
   const svc = installed.svc;
-  const packageDir = fs.realpathSync(path.join(prefix, 'lib', 'node_modules', 'svc'));
+  const packageName = (JSON.parse(fs.readFileSync(path.join(repoRoot, 'package.json'), 'utf8')) as { name: string }).name;
+  const packageDir = fs.realpathSync(path.join(prefix, 'lib', 'node_modules', packageName));
   const unitDir = path.join(configHome, 'systemd', 'user');
   const { home, kek } = initializedHome('home-a');
   const port = await freePort();
