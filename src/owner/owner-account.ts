@@ -360,7 +360,8 @@ function ensureDeviceKey(db: Db): Buffer {
   const read = () => db.prepare("SELECT value FROM settings WHERE key = 'owner_device_key'").get() as { value: string } | undefined;
   let row = read();
   if (!row) {
-    db.transaction(() => db.prepare("INSERT OR IGNORE INTO settings (key, value) VALUES ('owner_device_key', ?)").run(randomBytes(32).toString('base64')))();
+    // One statement, atomic on its own (like the page-token key, src/core/pagination.ts).
+    db.prepare("INSERT OR IGNORE INTO settings (key, value) VALUES ('owner_device_key', ?)").run(randomBytes(32).toString('base64'));
     row = read()!;
   }
   return Buffer.from(row.value, 'base64');
