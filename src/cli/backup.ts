@@ -16,7 +16,7 @@ import { opt, type Ctx, type Group } from './commands.js';
 import { ownerHome, readOwnerConnection, rejectAgentEnvironment } from './owner-client.js';
 import { fields, out, printJson } from './output.js';
 import { homeFiles, prepareHome, writeFileAtomic } from '../keys/home.js';
-import { unlockHome, wrap, type KeysFile } from '../keys/unlock.js';
+import { unlockHome, wrap, type KeysFile, type Unlocked } from '../keys/unlock.js';
 import { deleteKek, storeKek } from '../keys/credential-store.js';
 import { StartupError } from '../keys/startup-error.js';
 import { openDatabase } from '../db/open.js';
@@ -34,6 +34,15 @@ function asCliError(err: unknown): never {
   if (err instanceof CliError) throw err;
   if (err instanceof StartupError) throw new CliError('action_required', err.message, err.fix);
   throw err;
+}
+
+/** A stopped home unlocked here, its failures as the CLI reports them. */
+function unlockStoppedHome(home: string): Unlocked {
+  try {
+    return unlockHome(home, false);
+  } catch (err) {
+    asCliError(err);
+  }
 }
 
 /** The running service for this home, or null when it is not running (the home itself is intact). */
@@ -107,12 +116,7 @@ async function backupThroughService(service: { url: string; token: string }, fil
 
 /** svc is stopped: unlock the home here and make the backup directly. */
 async function backupDirectly(home: string, file: string): Promise<{ created_at: string; size: number }> {
-  let unlocked;
-  try {
-    unlocked = unlockHome(home, false);
-  } catch (err) {
-    asCliError(err);
-  }
+  const unlocked = unlockStoppedHome(home);
   try {
     const made = await new BackupService(home, unlocked.homeId, unlocked.dbKey).make(file);
     try {
@@ -314,12 +318,7 @@ export const key: Group = {
           }
         }
         if (code === null) {
-          let unlocked;
-          try {
-            unlocked = unlockHome(home, false);
-          } catch (err) {
-            asCliError(err);
-          }
+          const unlocked = unlockStoppedHome(home);
           try {
             code = addRecoveryCode(home, unlocked.dbKey, rotate);
           } catch (err) {

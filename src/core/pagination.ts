@@ -3,12 +3,13 @@
  * filters and the caller's scope, and for search to the index generation. Reusing a token with
  * other filters or after the index changed is `409 page_token_stale`.
  */
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 import type { Db } from '../db/open.js';
 import { ApiError } from './errors.js';
 import type { Principal } from '../auth/principal.js';
 import { sameSecret } from '../auth/secrets.js';
 import { prepared } from '../db/statements.js';
+import { settingsSecret } from '../db/settings-secret.js';
 
 export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 100;
@@ -26,12 +27,7 @@ const pageKeys = new WeakMap<Db, Buffer>();
 function pageKey(db: Db): Buffer {
   let key = pageKeys.get(db);
   if (key) return key;
-  const row = db.prepare("SELECT value FROM settings WHERE key = 'page_token_key'").get() as { value: string } | undefined;
-  if (!row) {
-    db.prepare("INSERT OR IGNORE INTO settings (key, value) VALUES ('page_token_key', ?)").run(randomBytes(32).toString('base64'));
-    return pageKey(db);
-  }
-  key = Buffer.from(row.value, 'base64');
+  key = settingsSecret(db, 'page_token_key');
   pageKeys.set(db, key);
   return key;
 }

@@ -17,7 +17,7 @@
  *   mailto:, the only non-http link kept, as an agent can send that mail). The kind comes from the
  *   anchor text, else the URL, else the words around a link whose text says nothing ("click here").
  */
-import { closingTagAt, readTag } from './html-tags.js';
+import { closingTagAt, readTag, skipMarkup } from './html-tags.js';
 import { HIDING_ATTRIBUTES, HidingStack, hidingTag, type HidingTag } from './manipulation.js';
 import { isInternalHost } from '../core/internal-addresses.js';
 
@@ -390,19 +390,6 @@ function renderHtml(html: string): Page {
   return { text: text.toString(), anchors, hiddenText: hiddenText.toString(), hiddenHrefs };
 }
 
-/** Past a comment, doctype or processing instruction at `lt`; `lt` itself when there is none. */
-function skipMarkup(html: string, lt: number): number {
-  if (html.startsWith('<!--', lt)) {
-    const close = html.indexOf('-->', lt + 4);
-    return close === -1 ? html.length : close + 3;
-  }
-  const next = html.charCodeAt(lt + 1);
-  if (next === 0x21 /* ! */ || next === 0x3f /* ? */) {
-    const close = html.indexOf('>', lt + 2);
-    return close === -1 ? html.length : close + 1;
-  }
-  return lt;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Codes

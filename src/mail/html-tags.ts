@@ -86,3 +86,17 @@ export function closingTagAt(html: string, from: number, name: string): number {
   }
   return html.length;
 }
+
+/** Past a comment, doctype or processing instruction at `lt`; `lt` itself when there is none. A comment left open swallows the rest. */
+export function skipMarkup(html: string, lt: number): number {
+  if (html.startsWith('<!--', lt)) {
+    const close = html.indexOf('-->', lt + 4);
+    return close === -1 ? html.length : close + 3;
+  }
+  const next = html.charCodeAt(lt + 1);
+  if (next === 0x21 /* ! */ || next === 0x3f /* ? */) {
+    const close = html.indexOf('>', lt + 2);
+    return close === -1 ? html.length : close + 1;
+  }
+  return lt;
+}

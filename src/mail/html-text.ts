@@ -13,7 +13,7 @@
  * nothing of scripts, styles or the title.
  */
 import { decodeEntity } from './actions.js';
-import { closingTagAt, readTag } from './html-tags.js';
+import { closingTagAt, readTag, skipMarkup } from './html-tags.js';
 
 /** Lists tracked for their item markers; deeper ones are still rendered, their items marked `* `. */
 const MAX_OPEN_LISTS = 32;
@@ -136,19 +136,6 @@ class PlainText {
   }
 }
 
-/** Past a comment, doctype or processing instruction at `lt`; `lt` itself when there is none. A comment left open swallows the rest. */
-function skipMarkup(html: string, lt: number): number {
-  if (html.startsWith('<!--', lt)) {
-    const close = html.indexOf('-->', lt + 4);
-    return close === -1 ? html.length : close + 3;
-  }
-  const next = html.charCodeAt(lt + 1);
-  if (next === 0x21 /* ! */ || next === 0x3f /* ? */) {
-    const close = html.indexOf('>', lt + 2);
-    return close === -1 ? html.length : close + 1;
-  }
-  return lt;
-}
 
 /** An attribute's value with its entities decoded, or null when absent or too long to show. */
 function attributeValue(html: string, span: { start: number; end: number } | null | undefined): string | null {

@@ -12,6 +12,7 @@ import type { Principal } from '../auth/principal.js';
 import { newSecret, sameSecret, sha256Hex } from '../auth/secrets.js';
 import { uuidv7 } from '../db/ids.js';
 import { prepared } from '../db/statements.js';
+import { settingsSecret } from '../db/settings-secret.js';
 import { AttemptBudget } from './attempt-budget.js';
 import { hashPassword, verifyPassword } from './password.js';
 import { newSessionEpoch, renewalAnswer, serverProof, sessionKeys } from './session-binding.js';
@@ -356,13 +357,4 @@ function budgetFor(budgets: Map<string, AttemptBudget>, key: string): AttemptBud
 }
 
 /** The HMAC key of device cookies, made once per home (at start-up, before anything is served). */
-function ensureDeviceKey(db: Db): Buffer {
-  const read = () => db.prepare("SELECT value FROM settings WHERE key = 'owner_device_key'").get() as { value: string } | undefined;
-  let row = read();
-  if (!row) {
-    // One statement, atomic on its own (like the page-token key, src/core/pagination.ts).
-    db.prepare("INSERT OR IGNORE INTO settings (key, value) VALUES ('owner_device_key', ?)").run(randomBytes(32).toString('base64'));
-    row = read()!;
-  }
-  return Buffer.from(row.value, 'base64');
-}
+const ensureDeviceKey = (db: Db): Buffer => settingsSecret(db, 'owner_device_key');
