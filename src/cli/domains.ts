@@ -10,9 +10,11 @@ import type { Domain as FullDomain, DomainItem } from '../domains/schemas.js';
 import { cell, fields, itemsTable, out, pageTable, printJson, type Column, WHOLE } from './output.js';
 import type { DnsProviderResponse } from '../domains/providers/schemas.js';
 
-type DomainRecord = FullDomain['records'][number];
+type DomainRecord = FullDomain['records'][number] | FullDomain['extra_records'][number];
 /** A list item, or the full domain (its records and self-test only on the full one). */
-type Domain = DomainItem & Partial<Pick<FullDomain, 'records' | 'selftest'>>;
+type Domain = DomainItem & Partial<Pick<FullDomain, 'records' | 'extra_records' | 'selftest'>>;
+/** Every planned record, the SDK-typed and the edge's address and reverse-DNS ones, in the plan's order of kinds. */
+const allRecords = (d: Domain): DomainRecord[] => [...(d.records ?? []), ...(d.extra_records ?? [])];
 
 /** States a wait ends in (docs/domains.md). */
 const FINAL = new Set(['verified', 'failed', 'torn_down']);
@@ -25,7 +27,7 @@ const MAX_LOOKUP_PAGES = 50;
 const COLUMNS: Column<Domain>[] = [
   ['DOMAIN', (d) => d.domain],
   ['ID', (d) => d.domain_id, WHOLE],
-  ['STATUS', (d) => d.status],
+  ['STATUS', (d) => d.state],
   ['REASON', (d) => d.reason, 60],
 ];
 
@@ -33,7 +35,7 @@ const RECORD_COLUMNS: Column<DomainRecord>[] = [
   ['TYPE', (r) => r.type],
   ['NAME', (r) => r.name],
   ['VALUE', (r) => `${r.priority !== undefined ? `${r.priority} ` : ''}${r.value}`, 70],
-  ['STATUS', (r) => `${r.status}${r.reason ? ` (${r.reason})` : ''}`, 60],
+  ['STATUS', (r) => `${r.state}${r.reason ? ` (${r.reason})` : ''}`, 60],
 ];
 
 /** The domain id for an id or a name (names are looked up in the list). */
@@ -56,18 +58,18 @@ function showDomain(ctx: Ctx, d: Domain, lead?: string): void {
   const head = fields([
     ['domain', d.domain],
     ['id', d.domain_id],
-    ['status', d.status],
+    ['status', d.state],
     ['reason', d.reason],
     ['self-test', d.selftest?.status],
     ['verified', d.verified_at],
   ]);
-  out(`${lead ? `${lead}\n` : ''}${head}${d.records?.length ? `\n\n${itemsTable(d.records, RECORD_COLUMNS, '')}` : ''}`);
+  out(`${lead ? `${lead}\n` : ''}${head}${allRecords(d).length ? `\n\n${itemsTable(allRecords(d), RECORD_COLUMNS, '')}` : ''}`);
 }
 
 const progressLine = (d: Domain) => {
-  const records = d.records ?? [];
-  const valid = records.filter((r) => r.status === 'valid').length;
-  return `${d.domain}: ${d.status}${records.length ? ` — records ${valid}/${records.length} valid` : ''}${d.selftest ? `, self-test ${d.selftest.status}` : ''}${d.reason ? ` — ${cell(d.reason)}` : ''}`;
+  const records = allRecords(d);
+  const valid = records.filter((r) => r.state === 'valid').length;
+  return `${d.domain}: ${d.state}${records.length ? ` — records ${valid}/${records.length} valid` : ''}${d.selftest ? `, self-test ${d.selftest.status}` : ''}${d.reason ? ` — ${cell(d.reason)}` : ''}`;
 };
 
 /**
@@ -88,10 +90,10 @@ async function waitForFinal(ctx: Ctx, client: ServiceClient, id: string, start: 
   };
   let d = start;
   show(d);
-  while (!FINAL.has(d.status)) {
+  while (!FINAL.has(d.state)) {
     if (Date.now() >= deadline) {
       if (tty && !ctx.json) process.stderr.write('\n');
-      throw new CliError('timeout', `${d.domain} is still ${d.status} after ${timeoutS} s.`, 'Check again later with `svc domains show`, or wait longer with --timeout.', { domain_id: id, status: d.status });
+      throw new CliError('timeout', `${d.domain} is still ${d.state} after ${timeoutS} s.`, 'Check again later with `svc domains show`, or wait longer with --timeout.', { domain_id: id, status: d.state });
     }
     await new Promise((r) => setTimeout(r, Math.min(POLL_MS, Math.max(0, deadline - Date.now()))));
     d = await client.call<Domain>('GET', `/v0/domains/${enc(id)}`);
@@ -108,12 +110,12 @@ async function startAndWait(ctx: Ctx, action: 'apply' | 'verify'): Promise<void>
   const started = await client.call<Domain>('POST', `/v0/domains/${enc(id)}/${action}`, { body: {} });
   if (ctx.bool('no-wait')) return showDomain(ctx, started, `${action === 'apply' ? 'Applying' : 'Verifying'} ${started.domain}.`);
   // A verified domain stays verified on apply: nothing to wait for.
-  const d = action === 'apply' && started.status === 'verified' ? started : await waitForFinal(ctx, client, id, started);
-  if (d.status === 'failed') {
+  const d = action === 'apply' && started.state === 'verified' ? started : await waitForFinal(ctx, client, id, started);
+  if (d.state === 'failed') {
     if (!ctx.json) showDomain(ctx, d);
-    throw new CliError('verification_failed', `${d.domain} failed verification: ${(d.reason ?? 'see the records.').replace(/\.?$/, '.')}`, 'Fix the records listed (see `svc domains plan`), then run `svc domains verify` again.', { domain_id: id, status: d.status });
+    throw new CliError('verification_failed', `${d.domain} failed verification: ${(d.reason ?? 'see the records.').replace(/\.?$/, '.')}`, 'Fix the records listed (see `svc domains plan`), then run `svc domains verify` again.', { domain_id: id, status: d.state });
   }
-  showDomain(ctx, d, d.status === 'verified' ? `${d.domain} is verified.` : undefined);
+  showDomain(ctx, d, d.state === 'verified' ? `${d.domain} is verified.` : undefined);
 }
 
 const waitOptions = [opt('timeout SECONDS', `Stop waiting after this long (default ${DEFAULT_TIMEOUT_S}, exit 1 with code timeout).`), opt('no-wait', 'Return at once instead of waiting for a final state.')];
@@ -234,8 +236,8 @@ export const group: Group = {
         const client = await ctx.client();
         const id = await domainId(client, ctx.args[0]);
         const started = await client.call<Domain>('POST', `/v0/domains/${enc(id)}/teardown`, { body: {} });
-        const d = ctx.bool('no-wait') || started.status === 'torn_down' ? started : await waitForFinal(ctx, client, id, started);
-        showDomain(ctx, d, d.status === 'torn_down' ? `${d.domain} is torn down; \`svc domains delete\` removes it.` : undefined);
+        const d = ctx.bool('no-wait') || started.state === 'torn_down' ? started : await waitForFinal(ctx, client, id, started);
+        showDomain(ctx, d, d.state === 'torn_down' ? `${d.domain} is torn down; \`svc domains delete\` removes it.` : undefined);
       },
     },
     delete: {

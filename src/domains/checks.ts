@@ -13,6 +13,8 @@ export interface RecordCheck {
   /** The value the check compared with; a later plan with another value makes the check stale. */
   expected: string;
   status: 'valid' | 'invalid';
+  /** Invalid because DNS has no such record at all (the SDK's `MISSING`), not a wrong one. Absent in checks stored before it. */
+  missing?: true;
   reason: string | null;
   /** What DNS answered (shortened), or null when nothing. */
   observed: string | null;
@@ -67,11 +69,11 @@ const tags = (txt: string) =>
  * Reverse DNS, forward-confirmed (RFC 8601 §2.7.3 "iprev"): the PTR of the edge's address names
  * its host, and that host resolves back to the address. Receivers check exactly this.
  */
-async function checkPtr(resolver: Resolver, r: PlannedRecord, result: (status: 'valid' | 'invalid', reason: string | null, observed: string | null) => RecordCheck): Promise<RecordCheck> {
+async function checkPtr(resolver: Resolver, r: PlannedRecord, result: (status: 'valid' | 'invalid', reason: string | null, observed: string | null, missing?: boolean) => RecordCheck): Promise<RecordCheck> {
   const address = r.address ?? '';
   const fix = `set the reverse DNS (PTR) of ${address} to ${r.value} at your VPS provider (its control panel or support; the address's owner sets it, not the domain's DNS)`;
   const l = await lookup(() => resolver.resolvePtr(r.name));
-  if (!l.ok) return l.missing ? result('invalid', `The address ${address} has no reverse DNS: ${fix}.`, null) : result('invalid', `The reverse DNS lookup of ${address} failed (${l.error}); check it again later, or ${fix}.`, null);
+  if (!l.ok) return l.missing ? result('invalid', `The address ${address} has no reverse DNS: ${fix}.`, null, true) : result('invalid', `The reverse DNS lookup of ${address} failed (${l.error}); check it again later, or ${fix}.`, null);
   const names = l.value.map(host);
   if (!names.includes(host(r.value))) return result('invalid', `The reverse DNS of ${address} is ${names.join(', ') || 'empty'}, not ${r.value}: ${fix}.`, names.join(', '));
   const forward = await lookup(() => (address.includes(':') ? resolver.resolve6(r.value) : resolver.resolve4(r.value)));
@@ -90,17 +92,18 @@ export async function checkRecords(records: PlannedRecord[], servers: string[] |
 }
 
 async function checkRecord(resolver: Resolver, r: PlannedRecord): Promise<RecordCheck> {
-  const result = (status: 'valid' | 'invalid', reason: string | null, observed: string | null): RecordCheck => ({
+  const result = (status: 'valid' | 'invalid', reason: string | null, observed: string | null, missing = false): RecordCheck => ({
     type: r.type,
     name: r.name,
     expected: r.value,
     status,
+    ...(missing ? { missing: true as const } : {}),
     reason,
     observed: observed === null ? null : clip(observed, 300),
     checked_at: new Date().toISOString(),
   });
   const failed = (l: { missing: boolean; error: string }, what: string) =>
-    l.missing ? result('invalid', `${what} is missing; add ${r.type} ${r.name} ${r.priority !== undefined ? `${r.priority} ` : ''}${clip(r.value, 60)}.`, null)
+    l.missing ? result('invalid', `${what} is missing; add ${r.type} ${r.name} ${r.priority !== undefined ? `${r.priority} ` : ''}${clip(r.value, 60)}.`, null, true)
       : result('invalid', `The DNS lookup of ${what} failed (${l.error}); check that the domain's name servers answer, then verify again.`, null);
 
   if (r.purpose === 'mx') {
@@ -108,7 +111,7 @@ async function checkRecord(resolver: Resolver, r: PlannedRecord): Promise<Record
     if (!l.ok) return failed(l, `MX at ${r.name}`);
     const hosts = l.value.map((m) => host(m.exchange));
     const observed = l.value.map((m) => `${m.priority} ${host(m.exchange)}`).join(', ');
-    if (hosts.length === 0) return result('invalid', `MX at ${r.name} is missing; add MX ${r.priority} ${r.value}.`, null);
+    if (hosts.length === 0) return result('invalid', `MX at ${r.name} is missing; add MX ${r.priority} ${r.value}.`, null, true);
     if (!hosts.includes(host(r.value))) return result('invalid', `MX at ${r.name} points at ${hosts.join(', ')}, expected ${r.value}.`, observed);
     const others = hosts.filter((h) => h !== host(r.value));
     if (others.length > 0) return result('invalid', `MX at ${r.name} also points at ${others.join(', ')}; remove it so all mail reaches ${r.value}.`, observed);
@@ -127,7 +130,7 @@ async function checkRecord(resolver: Resolver, r: PlannedRecord): Promise<Record
   const txts = l.value.map((parts) => parts.join(''));
   if (r.purpose === 'spf') {
     const spf = txts.filter((t) => /^v=spf1(\s|$)/i.test(t.trim()));
-    if (spf.length === 0) return result('invalid', `TXT at ${r.name} has no SPF record; add "${r.value}".`, txts.join(' | ') || null);
+    if (spf.length === 0) return result('invalid', `TXT at ${r.name} has no SPF record; add "${r.value}".`, txts.join(' | ') || null, true);
     if (spf.length > 1) return result('invalid', `TXT at ${r.name} has ${spf.length} SPF records; merge them into one (receivers treat several as an error).`, spf.join(' | '));
     const terms = spf[0].toLowerCase().split(/\s+/);
     if (!terms.some((t) => t === 'mx' || t === '+mx' || t.startsWith('mx:') || t.startsWith('include:') || t.startsWith('ip4:') || t.startsWith('ip6:') || t.startsWith('a:') || t === 'a')) {
@@ -143,7 +146,7 @@ async function checkRecord(resolver: Resolver, r: PlannedRecord): Promise<Record
   if (r.purpose === 'dkim') {
     const want = tags(r.value).get('p');
     const dkim = txts.map((t) => ({ t, tags: tags(t) })).filter((x) => x.tags.has('p'));
-    if (dkim.length === 0) return result('invalid', `TXT at ${r.name} is missing the DKIM key; add "${clip(r.value, 40)}" (the full value is in the plan).`, txts.join(' | ') || null);
+    if (dkim.length === 0) return result('invalid', `TXT at ${r.name} is missing the DKIM key; add "${clip(r.value, 40)}" (the full value is in the plan).`, txts.join(' | ') || null, true);
     if (!dkim.some((x) => x.tags.get('p') === want)) {
       const got = dkim[0].tags.get('p') ?? '';
       return result('invalid', `TXT at ${r.name} publishes a different DKIM key (p=${clip(got, 24) || 'empty'}) than svc signs with; replace it with the value from the plan.`, dkim[0].t);
@@ -153,7 +156,7 @@ async function checkRecord(resolver: Resolver, r: PlannedRecord): Promise<Record
   if (r.purpose === 'mta_sts' || r.purpose === 'tls_rpt') {
     const [tag, what] = r.purpose === 'mta_sts' ? [/^v=STSv1\s*(;|$)/i, 'MTA-STS'] : [/^v=TLSRPTv1\s*(;|$)/i, 'TLS-RPT'];
     const found = txts.filter((t) => tag.test(t.trim()));
-    if (found.length === 0) return result('invalid', `TXT at ${r.name} is missing; add "${r.value}".`, txts.join(' | ') || null);
+    if (found.length === 0) return result('invalid', `TXT at ${r.name} is missing; add "${r.value}".`, txts.join(' | ') || null, true);
     if (found.length > 1) return result('invalid', `TXT at ${r.name} has ${found.length} ${what} records; keep one.`, found.join(' | '));
     // An MTA-STS id is the policy's version: another id is a policy svc did not write.
     if (r.purpose === 'mta_sts' && tags(found[0]).get('id') !== tags(r.value).get('id')) {
@@ -164,7 +167,7 @@ async function checkRecord(resolver: Resolver, r: PlannedRecord): Promise<Record
   }
   // DMARC
   const dmarc = txts.filter((t) => /^v=DMARC1\s*(;|$)/i.test(t.trim()));
-  if (dmarc.length === 0) return result('invalid', `TXT at ${r.name} is missing; add "${r.value}".`, txts.join(' | ') || null);
+  if (dmarc.length === 0) return result('invalid', `TXT at ${r.name} is missing; add "${r.value}".`, txts.join(' | ') || null, true);
   if (dmarc.length > 1) return result('invalid', `TXT at ${r.name} has ${dmarc.length} DMARC records; keep one.`, dmarc.join(' | '));
   const p = tags(dmarc[0]).get('p');
   if (!p || !['none', 'quarantine', 'reject'].includes(p.toLowerCase())) return result('invalid', `The DMARC record at ${r.name} has no valid p= policy; use "${r.value}".`, dmarc[0]);

@@ -12,7 +12,9 @@ import { isPublicHostname } from '../edge/identity.js';
 import { isPublicAddress, reverseName } from '../core/public-address.js';
 import { domainDkimKey, dkimRecord, type DkimKey } from '../mail/dkim-keys.js';
 
-export type RecordType = 'MX' | 'TXT' | 'A' | 'AAAA' | 'PTR';
+import type { RecordType } from './record-types.js';
+
+export type { RecordType } from './record-types.js';
 
 /** One record the domain needs. `name` is the fully qualified owner name (no trailing dot). */
 export interface PlannedRecord {

@@ -7,6 +7,8 @@
  */
 import { Type, type Static } from 'typebox';
 import { NullableString } from '../core/schemas.js';
+import { DOMAIN_STATUSES, RECORD_STATES, SDK_DOMAIN_STATUSES, SDK_RECORD_STATUSES } from './states.js';
+import { EXTRA_RECORD_TYPES, SDK_RECORD_TYPES } from './record-types.js';
 
 const Flags = {
   feedback_enabled: Type.Optional(Type.Boolean()),
@@ -19,19 +21,15 @@ export const UpdateDomainBody = Type.Object(Flags, { additionalProperties: false
 export type UpdateDomainBody = Static<typeof UpdateDomainBody>;
 
 const RecordTypeField = Type.Union([Type.Literal('MX'), Type.Literal('TXT'), Type.Literal('A'), Type.Literal('AAAA'), Type.Literal('PTR')]);
-/** What a list shows of a domain. */
+/**
+ * `status` in the AgentMail SDK's words (its VerificationStatus enum); svc's own lifecycle is
+ * `state`, as a draft keeps its full state beside the SDK's `send_status` (docs/domains.md).
+ */
 const DomainItemFields = {
   domain_id: Type.String(),
   domain: Type.String(),
-  status: Type.Union([
-    Type.Literal('pending'),
-    Type.Literal('provisioning'),
-    Type.Literal('verifying'),
-    Type.Literal('verified'),
-    Type.Literal('failed'),
-    Type.Literal('tearing_down'),
-    Type.Literal('torn_down'),
-  ]),
+  status: Type.Enum(SDK_DOMAIN_STATUSES),
+  state: Type.Enum(DOMAIN_STATUSES),
   reason: NullableString,
   feedback_enabled: Type.Boolean(),
   subdomains_enabled: Type.Boolean(),
@@ -41,22 +39,35 @@ const DomainItemFields = {
   verified_at: NullableString,
 };
 export const DomainItem = Type.Object(DomainItemFields);
-/** The full domain: its records with their check status, and the self-test's progress. */
+/** One planned record with its last check: `status` as the SDK names it, `state` as svc does. */
+const recordView = <T extends string>(types: readonly [T, ...T[]]) =>
+  Type.Object({
+    type: Type.Enum(types),
+    name: Type.String(),
+    value: Type.String(),
+    priority: Type.Optional(Type.Integer()),
+    status: Type.Enum(SDK_RECORD_STATUSES),
+    state: Type.Enum(RECORD_STATES),
+    reason: Type.Optional(Type.String()),
+    checked_at: Type.Optional(Type.String()),
+  });
+/**
+ * The full domain: its records with their check status, and the self-test's progress. `records`
+ * holds only the types the SDK's RecordType enum names (it refuses others when it validates);
+ * the edge's address and reverse-DNS records are `extra_records`, checked the same way.
+ */
 export const Domain = Type.Object({
   ...DomainItemFields,
-  records: Type.Array(
-    Type.Object({
-      type: Type.String(),
-      name: Type.String(),
-      value: Type.String(),
-      priority: Type.Optional(Type.Integer()),
-      status: Type.Union([Type.Literal('pending'), Type.Literal('valid'), Type.Literal('invalid')]),
-      reason: Type.Optional(Type.String()),
-      checked_at: Type.Optional(Type.String()),
-    }),
-  ),
+  records: Type.Array(recordView(SDK_RECORD_TYPES)),
+  extra_records: Type.Array(recordView(EXTRA_RECORD_TYPES)),
   checked_at: NullableString,
   selftest: Type.Object({ status: Type.String(), sent_at: NullableString, received_at: NullableString }),
+});
+/** `GET /domains/{id}/setup-link`, the SDK's GetSetupLinkResponse: the owner's web app page for the domain. */
+export const DomainSetupLink = Type.Object({
+  supported: Type.Boolean(),
+  provider_name: Type.Optional(Type.String()),
+  url: Type.String(),
 });
 export const DomainPlanResponse = Type.Object({
   domain: Type.String(),
@@ -67,3 +78,4 @@ export const DomainPlanResponse = Type.Object({
 export type DomainItem = Static<typeof DomainItem>;
 export type Domain = Static<typeof Domain>;
 export type DomainPlanResponse = Static<typeof DomainPlanResponse>;
+export type DomainSetupLink = Static<typeof DomainSetupLink>;

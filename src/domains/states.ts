@@ -36,7 +36,8 @@ export const DOMAIN_TRANSITIONS: readonly DomainTransition[] = [
   { from: ['pending', 'failed', 'tearing_down', 'torn_down'], trigger: 'apply', to: 'provisioning', resetsVerification: true },
   { from: ['provisioning'], trigger: 'verify', to: 'unchanged' },
   { from: ['verifying', 'verified', 'failed'], trigger: 'verify', to: 'verifying', resetsVerification: true },
-  { from: ['pending', 'tearing_down', 'torn_down'], trigger: 'verify', to: { refused: 'conflict' } },
+  // The AgentMail SDK has no apply: its verify must take a domain that was never applied (or torn down) live.
+  { from: ['pending', 'tearing_down', 'torn_down'], trigger: 'verify', to: 'provisioning', resetsVerification: true },
   { from: ['tearing_down', 'torn_down'], trigger: 'teardown', to: 'unchanged' },
   { from: ['pending', ...ROUTED_STATUSES], trigger: 'teardown', to: 'tearing_down', resetsVerification: true },
   { from: ['pending', 'torn_down'], trigger: 'delete', to: 'gone' },
@@ -48,6 +49,36 @@ export const DOMAIN_TRANSITIONS: readonly DomainTransition[] = [
   { from: ['verifying'], trigger: 'selftest_timeout', to: 'failed' },
   { from: ['verifying'], trigger: 'selftest_refused', to: 'failed' },
 ];
+
+/**
+ * The AgentMail SDK's names (its `VerificationStatus` and `RecordStatus` enums) for svc's
+ * lifecycle, which responses keep in `state` (docs/domains.md "Statuses for the AgentMail SDK").
+ * A failed domain with an invalid record is `INVALID` (fix the DNS); otherwise `FAILED` (the
+ * self-test did not come back).
+ */
+export const SDK_DOMAIN_STATUSES = ['NOT_STARTED', 'PENDING', 'INVALID', 'FAILED', 'VERIFYING', 'VERIFIED'] as const;
+export type SdkDomainStatus = (typeof SDK_DOMAIN_STATUSES)[number];
+const SDK_STATUS_OF: Record<DomainStatus, SdkDomainStatus> = {
+  pending: 'NOT_STARTED',
+  provisioning: 'PENDING',
+  verifying: 'VERIFYING',
+  verified: 'VERIFIED',
+  failed: 'FAILED',
+  tearing_down: 'NOT_STARTED',
+  torn_down: 'NOT_STARTED',
+};
+export function sdkDomainStatus(state: DomainStatus, anyRecordInvalid: boolean): SdkDomainStatus {
+  return state === 'failed' && anyRecordInvalid ? 'INVALID' : SDK_STATUS_OF[state];
+}
+
+/** A record's check as svc states it, and as the SDK names it: not checked yet reads `MISSING` (not seen in DNS). */
+export const RECORD_STATES = ['pending', 'valid', 'invalid'] as const;
+export type RecordState = (typeof RECORD_STATES)[number];
+export const SDK_RECORD_STATUSES = ['MISSING', 'INVALID', 'VALID'] as const;
+export type SdkRecordStatus = (typeof SDK_RECORD_STATUSES)[number];
+export function sdkRecordStatus(state: RecordState, missing: boolean): SdkRecordStatus {
+  return state === 'valid' ? 'VALID' : state === 'invalid' && !missing ? 'INVALID' : 'MISSING';
+}
 
 /** The row for `trigger` from `from`, or null when the trigger does not apply there (the loop's findings, e.g. `routed` of a verified domain). */
 export function domainTransition(from: DomainStatus, trigger: DomainTrigger): DomainTransition | null {

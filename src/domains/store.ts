@@ -24,7 +24,8 @@ import type { Principal } from '../auth/principal.js';
 import { normalizeDomainName } from './names.js';
 import { domainPlan, type PlannedRecord } from './plan.js';
 import type { RecordCheck } from './checks.js';
-import { domainTransition, loopTarget, type DomainStatus, type DomainTransition, type DomainTrigger } from './states.js';
+import { domainTransition, loopTarget, sdkDomainStatus, sdkRecordStatus, type DomainStatus, type DomainTransition, type DomainTrigger, type RecordState, type SdkRecordStatus } from './states.js';
+import { isSdkRecordType, type ExtraRecordType, type RecordType, type SdkRecordType } from './record-types.js';
 import type { CreateDomainBody, UpdateDomainBody } from './schemas.js';
 
 export { DOMAIN_STATUSES, ROUTED_STATUSES, type DomainStatus } from './states.js';
@@ -54,12 +55,13 @@ export interface DomainRow {
   dns_published_at: string | null;
 }
 
-export interface DomainRecordView {
-  type: string;
+export interface DomainRecordView<T extends RecordType = RecordType> {
+  type: T;
   name: string;
   value: string;
   priority?: number;
-  status: 'pending' | 'valid' | 'invalid';
+  status: SdkRecordStatus;
+  state: RecordState;
   reason?: string;
   checked_at?: string;
 }
@@ -76,17 +78,21 @@ export function domainRowsIn(db: Db, statuses: readonly DomainStatus[]): DomainR
   return db.prepare(`SELECT * FROM domains WHERE status IN (${statuses.map(() => '?').join(', ')}) ORDER BY domain`).all(...statuses) as DomainRow[];
 }
 
+const storedChecks = (checksJson: string) => JSON.parse(checksJson) as RecordCheck[];
+
 /** The planned records with the status of their last check (a check of another value is stale: pending). */
 export function recordViews(records: PlannedRecord[], checksJson: string): DomainRecordView[] {
-  const checks = JSON.parse(checksJson) as RecordCheck[];
+  const checks = storedChecks(checksJson);
   return records.map((r) => {
     const check = checks.find((c) => c.type === r.type && c.name === r.name && c.expected === r.value);
+    const state = check?.status ?? 'pending';
     return {
       type: r.type,
       name: r.name,
       value: r.value,
       ...(r.priority !== undefined ? { priority: r.priority } : {}),
-      status: check?.status ?? 'pending',
+      status: sdkRecordStatus(state, check?.missing === true),
+      state,
       ...(check?.reason ? { reason: check.reason } : {}),
       ...(check ? { checked_at: check.checked_at } : {}),
     };
@@ -97,7 +103,8 @@ function itemView(row: DomainRow) {
   return {
     domain_id: row.domain_id,
     domain: row.domain,
-    status: row.status,
+    status: sdkDomainStatus(row.status, storedChecks(row.checks).some((c) => c.status === 'invalid')),
+    state: row.status,
     reason: row.reason,
     feedback_enabled: row.feedback_enabled === 1,
     subdomains_enabled: row.subdomains_enabled === 1,
@@ -111,9 +118,11 @@ function itemView(row: DomainRow) {
 /** The full domain: fields, records with their check status, and the self-test's progress. */
 export async function domainView(db: Db, row: DomainRow) {
   const plan = await domainPlan(db, row.domain, { domainId: row.domain_id, feedbackEnabled: row.feedback_enabled === 1 });
+  const views = recordViews(plan.records, row.checks);
   return {
     ...itemView(row),
-    records: recordViews(plan.records, row.checks),
+    records: views.filter((r): r is DomainRecordView<SdkRecordType> => isSdkRecordType(r.type)),
+    extra_records: views.filter((r): r is DomainRecordView<ExtraRecordType> => !isSdkRecordType(r.type)),
     checked_at: row.checked_at,
     selftest: {
       status: row.selftest_received_at ? 'received' : row.selftest_sent_at ? 'sent' : 'not_sent',
@@ -221,17 +230,14 @@ export function applyDomain(db: Db, domainId: string): DomainRow {
   return ownerMove(db, domainRow(db, domainId), 'apply');
 }
 
-/** Starts a new check of a provisioned domain: records back to pending, a new self-test. Runs inside the caller's transaction. */
+/**
+ * Starts a new check: records back to pending, a new self-test. A domain never applied (or torn
+ * down) is provisioned first, as apply does, because the AgentMail SDK has verify but no apply.
+ * Runs inside the caller's transaction.
+ */
 export function requestVerification(db: Db, domainId: string): DomainRow {
-  const row = domainRow(db, domainId);
   // From provisioning the row is `unchanged`: verification starts by itself once the edge routes it.
-  const step = ownerStep(row, 'verify');
-  if (typeof step.to === 'object') {
-    throw new ApiError('conflict', `The domain ${row.domain} is ${row.status}; only a provisioned domain can be verified.`, {
-      fix: `Run \`svc domains apply ${row.domain}\` first; it starts the verification by itself.`,
-    });
-  }
-  return ownerMove(db, row, 'verify');
+  return ownerMove(db, domainRow(db, domainId), 'verify');
 }
 
 /** Starts the teardown: the edge stops routing the domain. Runs inside the caller's transaction. */

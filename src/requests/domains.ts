@@ -26,10 +26,11 @@ import {
   type UpdateDomainBody,
 } from '../domains/store.js';
 import { domainPlan, zoneFile } from '../domains/plan.js';
-import type { DomainPlanResponse } from '../domains/schemas.js';
+import type { DomainPlanResponse, DomainSetupLink } from '../domains/schemas.js';
+import { readDnsProvider } from '../domains/providers/config.js';
 
 /** What the domain requests need from the running service. */
-export type DomainServices = Pick<AppContext, 'db' | 'bus'>;
+export type DomainServices = Pick<AppContext, 'db' | 'bus' | 'origin'>;
 
 export type DomainView = Awaited<ReturnType<typeof domainView>>;
 
@@ -91,3 +92,22 @@ async function trigger(svc: DomainServices, move: () => DomainRow): Promise<Doma
 export const applyDomainFor = (svc: DomainServices, domainId: string) => trigger(svc, () => applyDomain(svc.db, domainId));
 export const verifyDomainFor = (svc: DomainServices, domainId: string) => trigger(svc, () => requestVerification(svc.db, domainId));
 export const teardownDomainFor = (svc: DomainServices, domainId: string) => trigger(svc, () => teardownDomain(svc.db, domainId));
+
+/** How the setup page names the provider its Apply publishes through (the SDK's `provider_name`). */
+const PROVIDER_NAMES = { rfc2136: 'RFC 2136 (TSIG)', powerdns: 'PowerDNS' } as const;
+
+/**
+ * The AgentMail SDK's `getSetupLink`: the domain's page in the owner's web app, on the home's own
+ * origin. The page needs the owner's sign-in, so the link carries no secret. `supported` says
+ * whether Apply there publishes the records in one click (a DNS provider is configured); either
+ * way the page lists the records and offers the zone file.
+ */
+export function domainSetupLink(svc: DomainServices, domainId: string): DomainSetupLink {
+  const row = domainRow(svc.db, domainId);
+  const provider = readDnsProvider(svc.db);
+  return {
+    supported: provider !== null,
+    ...(provider ? { provider_name: PROVIDER_NAMES[provider.kind] } : {}),
+    url: `${svc.origin()}/domains/${encodeURIComponent(row.domain_id)}`,
+  };
+}

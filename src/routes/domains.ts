@@ -11,6 +11,7 @@ import {
   applyDomainFor,
   createDomainFor,
   deleteDomainFor,
+  domainSetupLink,
   domainListPage,
   readDomain,
   readDomainPlan,
@@ -21,7 +22,7 @@ import {
   type DomainView,
 } from '../requests/domains.js';
 import type { SameShape } from '../core/validation.js';
-import { CreateDomainBody, Domain, DomainItem, DomainPlanResponse, UpdateDomainBody } from '../domains/schemas.js';
+import { CreateDomainBody, Domain, DomainItem, DomainPlanResponse, DomainSetupLink, UpdateDomainBody } from '../domains/schemas.js';
 
 const Params = Type.Object({ domain_id: Type.String({ minLength: 1, maxLength: 64 }) });
 const ListQuery = Type.Object(PageQuery);
@@ -32,7 +33,7 @@ const owner = { auth: 'owner' } as const;
 
 // Compile-time: the schemas are exactly the views (src/core/validation.ts SameShape).
 const domainShape: SameShape<Static<typeof Domain>, DomainView> = true;
-const itemShape: SameShape<Static<typeof DomainItem>, Omit<DomainView, 'records' | 'checked_at' | 'selftest'>> = true;
+const itemShape: SameShape<Static<typeof DomainItem>, Omit<DomainView, 'records' | 'extra_records' | 'checked_at' | 'selftest'>> = true;
 const one = { 200: Domain };
 const accepted = { 202: Domain };
 
@@ -55,6 +56,9 @@ export const domainRoutes: FastifyPluginAsync = async (app) => {
     const zone = await readZoneFile(svc, request.params.domain_id);
     return reply.type('text/plain; charset=utf-8').header('content-disposition', `attachment; filename="${zone.domain}.zone"`).send(zone.text);
   });
+
+  // The AgentMail SDK's domains.getSetupLink: the domain's page in the owner's web app.
+  app.get<{ Params: Params }>('/domains/:domain_id/setup-link', { config: owner, schema: { params: Params, response: { 200: DomainSetupLink } } }, async (request) => domainSetupLink(svc, request.params.domain_id));
 
   app.post<{ Params: Params }>('/domains/:domain_id/apply', { config: owner, schema: { params: Params, response: accepted } }, async (request, reply) =>
     reply.code(202).send(await applyDomainFor(svc, request.params.domain_id)),

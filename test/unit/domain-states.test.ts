@@ -4,7 +4,8 @@
  * owner's calls answered in every status.
  */
 import t from 'tap';
-import { DOMAIN_STATUSES, DOMAIN_TRANSITIONS, domainTransition, type DomainStatus, type DomainTransition, type DomainTrigger } from '../../src/domains/states.js';
+import * as serialization from 'agentmail/serialization';
+import { DOMAIN_STATUSES, DOMAIN_TRANSITIONS, RECORD_STATES, domainTransition, sdkDomainStatus, sdkRecordStatus, type DomainStatus, type DomainTransition, type DomainTrigger } from '../../src/domains/states.js';
 
 interface Case {
   row: string;
@@ -20,7 +21,7 @@ const CASES: Case[] = [
   { row: 'apply: provision (again)', from: ['pending', 'failed', 'tearing_down', 'torn_down'], trigger: 'apply', to: 'provisioning', resetsVerification: true },
   { row: 'verify while provisioning: it starts by itself', from: ['provisioning'], trigger: 'verify', to: 'unchanged' },
   { row: 'verify a provisioned domain: a new check from scratch', from: ['verifying', 'verified', 'failed'], trigger: 'verify', to: 'verifying', resetsVerification: true },
-  { row: 'verify a domain never applied or torn down: 409', from: ['pending', 'tearing_down', 'torn_down'], trigger: 'verify', to: { refused: 'conflict' } },
+  { row: 'verify a domain never applied or torn down: provision it, as apply does', from: ['pending', 'tearing_down', 'torn_down'], trigger: 'verify', to: 'provisioning', resetsVerification: true },
   { row: 'teardown again: idempotent', from: ['tearing_down', 'torn_down'], trigger: 'teardown', to: 'unchanged' },
   { row: 'teardown', from: ['pending', 'provisioning', 'verifying', 'verified', 'failed'], trigger: 'teardown', to: 'tearing_down', resetsVerification: true },
   { row: 'delete when nothing is provisioned', from: ['pending', 'torn_down'], trigger: 'delete', to: 'gone' },
@@ -64,4 +65,27 @@ t.test('the loop findings do not apply outside their status', async (t) => {
   t.equal(domainTransition('verified', 'routed'), null, 'a verified domain stays verified when routed again');
   t.equal(domainTransition('torn_down', 'unrouted'), null);
   t.equal(domainTransition('failed', 'selftest_back'), null, 'a self-test from an earlier check does not verify a failed domain');
+});
+
+/** docs/domains.md "Statuses for the AgentMail SDK", row by row. */
+const SDK_STATUS_ROWS: [DomainStatus, boolean, string][] = [
+  ['pending', false, 'NOT_STARTED'],
+  ['provisioning', false, 'PENDING'],
+  ['verifying', false, 'VERIFYING'],
+  ['verified', false, 'VERIFIED'],
+  ['failed', true, 'INVALID'],
+  ['failed', false, 'FAILED'],
+  ['tearing_down', false, 'NOT_STARTED'],
+  ['torn_down', false, 'NOT_STARTED'],
+];
+
+t.test("every state maps to a value of the SDK's VerificationStatus, as the docs table says", async (t) => {
+  const strict = { allowUnrecognizedEnumValues: false, skipValidation: false };
+  for (const [state, invalidRecord, sdk] of SDK_STATUS_ROWS) {
+    t.equal(sdkDomainStatus(state, invalidRecord), sdk, `${state}${invalidRecord ? ' with an invalid record' : ''}`);
+    t.ok(serialization.Status.parse(sdk, strict).ok, `${sdk} parses with the SDK's enum`);
+  }
+  for (const state of DOMAIN_STATUSES) t.ok(SDK_STATUS_ROWS.some(([s]) => s === state), `${state} has a row`);
+  for (const state of RECORD_STATES) for (const missing of [false, true]) t.ok(serialization.RecordStatus.parse(sdkRecordStatus(state, missing), strict).ok, `record ${state}`);
+  t.same([sdkRecordStatus('pending', false), sdkRecordStatus('valid', false), sdkRecordStatus('invalid', false), sdkRecordStatus('invalid', true)], ['MISSING', 'VALID', 'INVALID', 'MISSING']);
 });

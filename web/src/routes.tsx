@@ -33,6 +33,8 @@ export const routes: [string, Render][] = [
   ['/webhooks', () => <WebhooksPage />],
   ['/lists', () => <ListsPage />],
   ['/domains', () => <DomainsPage />],
+  // The AgentMail SDK's setup link (GET /v0/domains/{id}/setup-link) opens one domain here.
+  ['/domains/:domain', (p) => <DomainsPage openId={p.domain} />],
   ['/transport', () => <TransportPage />],
   ['/remote', () => <RemotePage />],
   ['/quarantine', () => <QuarantinePage />],

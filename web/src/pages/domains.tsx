@@ -162,7 +162,7 @@ function DomainDetail({ id, onChanged }: { id: string; onChanged: () => void }) 
               </tr>
             </thead>
             <tbody>
-              {d.data.records.map((r, i) => (
+              {[...d.data.records, ...d.data.extra_records].map((r, i) => (
                 <tr key={i}>
                   <td>{r.type}</td>
                   <td>
@@ -172,7 +172,7 @@ function DomainDetail({ id, onChanged }: { id: string; onChanged: () => void }) 
                     <code>{r.value}</code>
                   </td>
                   <td>
-                    <span class={`badge ${r.status === 'valid' ? 'good' : r.status === 'invalid' ? 'bad' : 'warn'}`}>{r.status}</span>
+                    <span class={`badge ${r.state === 'valid' ? 'good' : r.state === 'invalid' ? 'bad' : 'warn'}`}>{r.state}</span>
                   </td>
                 </tr>
               ))}
@@ -201,9 +201,10 @@ function DomainDetail({ id, onChanged }: { id: string; onChanged: () => void }) 
   );
 }
 
-export function DomainsPage() {
+/** `openId`: the domain shown open, from its setup link (`/domains/<domain_id>`). */
+export function DomainsPage({ openId }: { openId?: string } = {}) {
   const domains = useLoad(() => get<{ domains: DomainItem[] }>('/v0/domains?limit=100'), []);
-  const [open, setOpen] = useState<string | null>(null);
+  const [open, setOpen] = useState<string | null>(openId ?? null);
   const action = useAction();
   return (
     <Page title="Domains">
@@ -232,7 +233,7 @@ export function DomainsPage() {
               <button class="small" onClick={() => setOpen(open === d.domain_id ? null : d.domain_id)} aria-expanded={open === d.domain_id}>
                 {d.domain}
               </button>
-              <span class={`badge ${d.status === 'verified' ? 'good' : d.status === 'failed' ? 'bad' : 'warn'}`}>{d.status}</span>
+              <span class={`badge ${d.state === 'verified' ? 'good' : d.state === 'failed' ? 'bad' : 'warn'}`}>{d.state}</span>
             </div>
             {d.reason && <div class="small muted">{d.reason}</div>}
             {open === d.domain_id && <DomainDetail id={d.domain_id} onChanged={domains.reload} />}
