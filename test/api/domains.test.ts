@@ -9,21 +9,23 @@ import { openHomeDb } from '../helpers/db.js';
 import { createApiKey } from '../helpers/seed.js';
 import { until } from '../helpers/until.js';
 
-interface DomainRecord { type: string; name: string; value: string; priority?: number; status: string; reason?: string }
+interface DomainRecord { type: string; name: string; value: string; priority?: number; status: string; state: string; reason?: string }
 interface Domain {
   domain_id: string;
   domain: string;
   status: string;
+  state: string;
   reason: string | null;
   feedback_enabled: boolean;
   subdomains_enabled: boolean;
   tracking_enabled: boolean;
   records: DomainRecord[];
+  extra_records: DomainRecord[];
   created_at: string;
   updated_at: string;
   verified_at: string | null;
 }
-interface Plan { domain: string; steps: string[]; records: Omit<DomainRecord, 'status'>[]; warnings: string[] }
+interface Plan { domain: string; steps: string[]; records: Omit<DomainRecord, 'status' | 'state'>[]; warnings: string[] }
 
 let svc: RunningSvc;
 t.before(async () => {
@@ -41,15 +43,16 @@ async function register(domain: string, flags: Record<string, unknown> = {}): Pr
 
 const statusOf = async (id: string, want: string) => {
   const res = await owner<Domain>('GET', `/v0/domains/${id}`);
-  return res.body.status === want ? res.body : undefined;
+  return res.body.state === want ? res.body : undefined;
 };
 
 t.test('register: pending, UUIDv7 id, flags, the four records pending', async (t) => {
   const d = await register('Crud.Example.com');
   t.match(d.domain_id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
-  t.match(d, { domain: 'crud.example.com', status: 'pending', reason: null, feedback_enabled: true, subdomains_enabled: false, tracking_enabled: false, verified_at: null });
+  t.match(d, { domain: 'crud.example.com', status: 'NOT_STARTED', state: 'pending', reason: null, feedback_enabled: true, subdomains_enabled: false, tracking_enabled: false, verified_at: null });
   t.same(d.records.map((r) => `${r.type} ${r.name}`).sort(), ['MX crud.example.com', 'TXT _dmarc.crud.example.com', `TXT ${d.records.find((r) => r.name.includes('_domainkey'))!.name}`, 'TXT crud.example.com'].sort());
-  t.ok(d.records.every((r) => r.status === 'pending'), 'nothing checked yet');
+  t.ok(d.records.every((r) => r.state === 'pending' && r.status === 'MISSING'), 'nothing checked yet');
+  t.same(d.extra_records, [], 'no edge: no address records');
   const got = await owner<Domain>('GET', `/v0/domains/${d.domain_id}`);
   t.equal(got.status, 200);
   t.same(got.body.records, d.records);
@@ -154,17 +157,20 @@ t.test('zone file: BIND text with $ORIGIN, $TTL and the DKIM key split into 255-
   t.equal(strings.join(''), `v=DKIM1; k=rsa; p=${key.public_key}`, 'joined, they are the stored key');
 });
 
-t.test('state machine without an edge: apply waits for a transport; verify needs apply; teardown, then delete', async (t) => {
-  const d = await register('states.example.com');
-  const early = await owner('POST', `/v0/domains/${d.domain_id}/verify`);
-  t.equal(early.status, 409, 'verify before apply is a conflict');
-  t.match(early.body.fix, /apply/);
+t.test('state machine without an edge: apply waits for a transport; verify before apply provisions; teardown, then delete', async (t) => {
+  const early = await register('early.example.com');
+  const verified = await owner<Domain>('POST', `/v0/domains/${early.domain_id}/verify`);
+  t.equal(verified.status, 202, 'verify before apply provisions the domain (the SDK has no apply)');
+  t.match(verified.body, { state: 'provisioning', status: 'PENDING' });
+  t.ok(verified.body.records.length > 0 && verified.body.records.every((r) => r.status === 'MISSING'), 'it answers the records to publish');
+  t.match((await owner<Domain>('POST', `/v0/domains/${early.domain_id}/verify`)).body, { state: 'provisioning' }, 'verify again while provisioning changes nothing');
 
+  const d = await register('states.example.com');
   const applied = await owner<Domain>('POST', `/v0/domains/${d.domain_id}/apply`);
   t.equal(applied.status, 202);
-  t.equal(applied.body.status, 'provisioning');
+  t.equal(applied.body.state, 'provisioning');
   const again = await owner<Domain>('POST', `/v0/domains/${d.domain_id}/apply`);
-  t.equal(again.body.status, 'provisioning', 'apply is idempotent');
+  t.equal(again.body.state, 'provisioning', 'apply is idempotent');
   const waiting = await until('the transport reason', async () => {
     const r = await owner<Domain>('GET', `/v0/domains/${d.domain_id}`);
     return r.body.reason ? r.body : undefined;
@@ -178,12 +184,12 @@ t.test('state machine without an edge: apply waits for a transport; verify needs
 
   const down = await owner<Domain>('POST', `/v0/domains/${d.domain_id}/teardown`);
   t.equal(down.status, 202);
-  t.equal(down.body.status, 'tearing_down');
+  t.match(down.body, { state: 'tearing_down', status: 'NOT_STARTED' });
   await until('torn_down', () => statusOf(d.domain_id, 'torn_down'));
   const deleted = await owner('DELETE', `/v0/domains/${d.domain_id}`);
   t.ok(deleted.status >= 200 && deleted.status < 300, `delete after teardown: ${deleted.status}`);
   t.equal((await owner('GET', `/v0/domains/${d.domain_id}`)).status, 404);
-  t.equal((await register('states.example.com')).status, 'pending', 'the name can be registered again');
+  t.equal((await register('states.example.com')).state, 'pending', 'the name can be registered again');
 });
 
 t.test('a pending (never applied) domain can be deleted', async (t) => {

@@ -240,14 +240,14 @@ t.test('approval policy: the agent send exits 1 with approval_required and the d
 t.test('domains: zone file to stdout, apply follows the progress until failed (exit 1), teardown and delete', async (t) => {
   const add = await svcCli(['domains', 'add', 'cli.test', '--json', ...owner]);
   t.equal(add.code, 0, add.stderr);
-  t.match(add.json(), { domain: 'cli.test', status: 'pending' });
+  t.match(add.json(), { domain: 'cli.test', state: 'pending', status: 'NOT_STARTED' });
   const zone = await svcCli(['domains', 'zone-file', 'cli.test', ...owner]);
   t.match(zone.stdout, /^\$ORIGIN cli\.test\.$/m);
   const plan = await svcCli(['domains', 'plan', 'cli.test', '--json', ...owner]);
   t.match(plan.json(), { domain: 'cli.test', records: Array, steps: Array, warnings: Array });
-  const early = await svcCli(['domains', 'verify', 'cli.test', ...owner]);
-  t.equal(early.code, 1, 'verify before apply is a conflict');
-  t.match(early.stderr, /conflict/);
+  const early = await svcCli(['domains', 'verify', 'cli.test', '--no-wait', '--json', ...owner]);
+  t.equal(early.code, 0, early.stderr);
+  t.match(early.json(), { state: 'provisioning', status: 'PENDING' }, 'verify before apply provisions the domain, as apply does');
   // No records exist in the loopback DNS, so verification must end in `failed`.
   const apply = await svcCli(['domains', 'apply', 'cli.test', '--timeout', '45', ...owner]);
   t.equal(apply.code, 1, apply.stderr);
@@ -259,7 +259,7 @@ t.test('domains: zone file to stdout, apply follows the progress until failed (e
   t.match(timeout.error().error.code, /^(timeout|verification_failed)$/);
   const down = await svcCli(['domains', 'teardown', 'cli.test', '--timeout', '30', '--json', ...owner]);
   t.equal(down.code, 0, down.stderr);
-  t.match(down.json(), { status: 'torn_down' });
+  t.match(down.json(), { state: 'torn_down', status: 'NOT_STARTED' });
   t.equal((await svcCli(['domains', 'delete', 'cli.test', ...owner])).code, 0);
   const gone = await svcCli(['domains', 'show', 'cli.test', '--json', ...owner]);
   t.equal(gone.code, 1);

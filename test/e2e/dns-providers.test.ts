@@ -11,7 +11,7 @@ import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
 import { dnsServersMissing, startKnot, startPowerDns, type RunningKnot, type RunningPowerDns } from '../helpers/dns-servers.js';
 import { until } from '../helpers/until.js';
 
-interface Domain { domain_id: string; domain: string; status: string; reason: string | null; records: { type: string; name: string; value: string; status: string; reason?: string }[] }
+interface Domain { domain_id: string; domain: string; status: string; state: string; reason: string | null; records: { type: string; name: string; value: string; status: string; state: string; reason?: string }[] }
 
 const missing = dnsServersMissing();
 if (missing) {
@@ -26,7 +26,7 @@ if (missing) {
         `status ${statuses.join('/')}`,
         async () => {
           last = (await owner<Domain>(svc, 'GET', `/v0/domains/${id}`)).body;
-          return statuses.includes(last.status) ? last : undefined;
+          return statuses.includes(last.state) ? last : undefined;
         },
         timeout,
       );
@@ -56,8 +56,8 @@ if (missing) {
     const d = await register(svc, 'agents.knot.test');
     t.equal((await owner(svc, 'POST', `/v0/domains/${d.domain_id}/apply`)).status, 202);
     const verified = await domainIn(svc, d.domain_id, ['verified', 'failed']);
-    t.equal(verified.status, 'verified', verified.reason ?? '');
-    t.ok(verified.records.every((r) => r.status === 'valid'), 'every record valid, checked against Knot');
+    t.equal(verified.state, 'verified', verified.reason ?? '');
+    t.ok(verified.records.every((r) => r.state === 'valid'), 'every record valid, checked against Knot');
 
     t.same(knot.dig('agents.knot.test', 'MX'), ['10 mx.agents.knot.test.']);
     t.same(knot.dig('mx.agents.knot.test', 'A'), ['192.0.2.7'], 'no A for a loopback edge; the owner\'s A at the same name stays');
@@ -65,7 +65,7 @@ if (missing) {
     const dkim = verified.records.find((r) => r.name.includes('._domainkey.'))!;
     t.match(knot.dig(dkim.name, 'TXT').join(''), /v=DKIM1; k=rsa; p=/);
 
-    t.equal((await owner<Domain>(svc, 'POST', `/v0/domains/${d.domain_id}/apply`)).body.status, 'verified');
+    t.equal((await owner<Domain>(svc, 'POST', `/v0/domains/${d.domain_id}/apply`)).body.state, 'verified');
     t.equal(knot.dig('agents.knot.test', 'MX').length, 1);
 
     await owner(svc, 'POST', `/v0/domains/${d.domain_id}/teardown`);
@@ -79,7 +79,7 @@ if (missing) {
 
     // Apply again after teardown publishes again, once.
     await owner(svc, 'POST', `/v0/domains/${d.domain_id}/apply`);
-    t.equal((await domainIn(svc, d.domain_id, ['verified', 'failed'])).status, 'verified');
+    t.equal((await domainIn(svc, d.domain_id, ['verified', 'failed'])).state, 'verified');
     t.same(knot.dig('agents.knot.test', 'MX'), ['10 mx.agents.knot.test.']);
     t.same(knot.dig('mx.agents.knot.test', 'A'), ['192.0.2.7']);
   });
@@ -94,7 +94,7 @@ if (missing) {
     await owner(svc, 'PUT', '/v0/owner/dns-provider', { kind: 'rfc2136', server: '127.0.0.1', port: knot.port, transport: 'udp', key_name: 'svc-update', secret: knot.secret });
     const d = await register(svc, 'own.test');
     await owner(svc, 'POST', `/v0/domains/${d.domain_id}/apply`);
-    t.equal((await domainIn(svc, d.domain_id, ['verified', 'failed'])).status, 'verified');
+    t.equal((await domainIn(svc, d.domain_id, ['verified', 'failed'])).state, 'verified');
     t.same(knot.dig('own.test', 'TXT'), ['"v=spf1 mx -all"'], 'one SPF record');
     await owner(svc, 'POST', `/v0/domains/${d.domain_id}/teardown`);
     await domainIn(svc, d.domain_id, ['torn_down']);
@@ -114,12 +114,12 @@ if (missing) {
     const d = await register(svc, 'fail.test');
     await owner(svc, 'POST', `/v0/domains/${d.domain_id}/apply`);
     const failed = await domainIn(svc, d.domain_id, ['failed', 'verified']);
-    t.equal(failed.status, 'failed', 'the owner\'s other MX makes the check fail');
+    t.equal(failed.state, 'failed', 'the owner\'s other MX makes the check fail');
     t.match(failed.records.find((r) => r.type === 'MX')!.reason, /also points at other\.example; remove it/);
     const before = ['MX', 'TXT'].map((type) => knot.dig('fail.test', type).sort());
 
     await owner(svc, 'POST', `/v0/domains/${d.domain_id}/apply`);
-    t.equal((await domainIn(svc, d.domain_id, ['failed', 'verified'])).status, 'failed');
+    t.equal((await domainIn(svc, d.domain_id, ['failed', 'verified'])).state, 'failed');
     t.same(['MX', 'TXT'].map((type) => knot.dig('fail.test', type).sort()), before, 'the second apply added nothing');
     t.same(before[0], ['10 mx.fail.test.', '20 other.example.']);
 
@@ -144,7 +144,7 @@ if (missing) {
     const d = await register(svc, 'pdns.test');
     await owner(svc, 'POST', `/v0/domains/${d.domain_id}/apply`);
     const verified = await domainIn(svc, d.domain_id, ['verified', 'failed']);
-    t.equal(verified.status, 'verified', verified.reason ?? '');
+    t.equal(verified.state, 'verified', verified.reason ?? '');
     t.same(await pdns.contents('pdns.test', 'pdns.test.', 'MX'), ['10 mx.pdns.test.']);
     t.same((await pdns.contents('pdns.test', 'pdns.test.', 'TXT')).sort(), ['"google-site-verification=abc"', '"v=spf1 mx -all"']);
 
@@ -170,7 +170,7 @@ if (missing) {
     await owner(svc, 'POST', `/v0/domains/${d.domain_id}/apply`);
     await proxy.held; // svc sent its UPDATE; Knot has not seen it yet
     const torn = await owner<Domain>(svc, 'POST', `/v0/domains/${d.domain_id}/teardown`);
-    t.equal(torn.body.status, 'tearing_down', 'the owner tears the domain down mid-publish');
+    t.equal(torn.body.state, 'tearing_down', 'the owner tears the domain down mid-publish');
     proxy.release(); // now Knot applies the UPDATE, after the teardown started
     await domainIn(svc, d.domain_id, ['torn_down']);
     t.ok(proxy.updates() >= 2, 'svc sent a removal after the held add');
@@ -204,7 +204,7 @@ if (missing) {
     const d = await register(svc, 'dis.test');
     await owner(svc, 'POST', `/v0/domains/${d.domain_id}/apply`);
     const done = await domainIn(svc, d.domain_id, ['verified', 'failed']);
-    t.equal(done.status, 'failed', 'the DMARC record is disabled, so the check fails');
+    t.equal(done.state, 'failed', 'the DMARC record is disabled, so the check fails');
     t.same(await rrset('dis.test.', 'MX'), ['10 mx.dis.test.', '20 backup.example. (disabled)'], 'svc added its MX; the owner\'s disabled MX stays disabled');
     t.same(await rrset('_dmarc.dis.test.', 'TXT'), [`${dmarc} (disabled)`], 'not re-enabled, no twin added');
 

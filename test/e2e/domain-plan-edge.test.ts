@@ -17,7 +17,8 @@ import { checkRecords } from '../../src/domains/checks.js';
 
 interface PlanRecord { type: string; name: string; value: string; priority?: number }
 interface Plan { domain: string; steps: string[]; records: PlanRecord[]; warnings: string[] }
-interface Domain { domain_id: string; status: string; reason: string | null; records: (PlanRecord & { status: string; reason?: string })[] }
+type DomainRecord = PlanRecord & { status: string; state: string; reason?: string };
+interface Domain { domain_id: string; status: string; state: string; reason: string | null; records: DomainRecord[]; extra_records: DomainRecord[] }
 
 const missing = dnsServersMissing();
 if (missing) t.fail(missing);
@@ -76,10 +77,13 @@ else {
     t.equal((await owner('POST', `/v0/domains/${d.domain_id}/apply`)).status, 202);
     const done = await until('verified or failed', async () => {
       const r = (await owner<Domain>('GET', `/v0/domains/${d.domain_id}`)).body;
-      return ['verified', 'failed'].includes(r.status) ? r : undefined;
+      return ['verified', 'failed'].includes(r.state) ? r : undefined;
     }, 60_000);
-    t.equal(done.status, 'verified', done.reason ?? '');
-    t.match(done.records.find((r) => r.type === 'PTR'), { status: 'valid', value: 'mx.plan.test' });
+    t.equal(done.state, 'verified', done.reason ?? '');
+    t.equal(done.status, 'VERIFIED');
+    t.match(done.extra_records.find((r) => r.type === 'PTR'), { state: 'valid', status: 'VALID', value: 'mx.plan.test' });
+    t.match(done.extra_records.find((r) => r.type === 'A'), { state: 'valid', name: 'mx.plan.test', value: '203.0.113.9' });
+    t.same([...new Set(done.records.map((r) => r.type))].sort(), ['MX', 'TXT'], 'records holds only the types the SDK names; A and PTR are extra_records');
     t.same(knot.dig('mx.plan.test', 'A'), ['203.0.113.9'], 'the A already there is not added twice');
   });
 

@@ -12,9 +12,9 @@ import { startLoopbackDns, type LoopbackDns, type Zone } from '../helpers/dns.js
 import { subscribe, type EventStream } from '../helpers/events.js';
 import { until } from '../helpers/until.js';
 
-interface DomainRecord { type: string; name: string; value: string; priority?: number; status: string; reason?: string }
-interface Domain { domain_id: string; domain: string; status: string; reason: string | null; records: DomainRecord[]; verified_at: string | null; selftest: { status: string } }
-interface Plan { domain: string; steps: string[]; records: Omit<DomainRecord, 'status'>[]; warnings: string[] }
+interface DomainRecord { type: string; name: string; value: string; priority?: number; status: string; state: string; reason?: string }
+interface Domain { domain_id: string; domain: string; status: string; state: string; reason: string | null; records: DomainRecord[]; verified_at: string | null; selftest: { status: string } }
+interface Plan { domain: string; steps: string[]; records: Omit<DomainRecord, 'status' | 'state'>[]; warnings: string[] }
 
 let dns: LoopbackDns;
 let svc: RunningSvc;
@@ -37,13 +37,13 @@ async function domainIn(id: string, statuses: string[]): Promise<Domain> {
   let last = '';
   return until(`status ${statuses.join('/')} (last ${last})`, async () => {
     const res = await owner<Domain>('GET', `/v0/domains/${id}`);
-    last = res.body.status;
-    return statuses.includes(res.body.status) ? res.body : undefined;
+    last = res.body.state;
+    return statuses.includes(res.body.state) ? res.body : undefined;
   });
 }
 
 /** Publishes plan records in the loopback zone (replacing what the names had). */
-function publish(records: Omit<DomainRecord, 'status'>[]): void {
+function publish(records: Omit<DomainRecord, 'status' | 'state'>[]): void {
   const zone: Zone = dns.zone;
   for (const r of records) delete zone[r.name];
   for (const r of records) {
@@ -74,7 +74,7 @@ t.test('correct records: apply → verifying → self-test round trip → verifi
   publish(plan.records);
   const applied = await owner<Domain>('POST', `/v0/domains/${d.domain_id}/apply`);
   t.equal(applied.status, 202);
-  t.equal(applied.body.status, 'provisioning');
+  t.equal(applied.body.state, 'provisioning');
 
   const event = await events.next('domain.verified', (e) => (e.domain as { domain_id: string }).domain_id === d.domain_id, 30_000);
   const payload = event.domain as Record<string, unknown>;
@@ -85,11 +85,12 @@ t.test('correct records: apply → verifying → self-test round trip → verifi
   t.equal(verified.reason, null);
   t.ok(verified.verified_at);
   t.equal(verified.selftest.status, 'received');
-  t.ok(verified.records.every((r) => r.status === 'valid'), 'every record valid');
+  t.ok(verified.records.every((r) => r.state === 'valid' && r.status === 'VALID'), 'every record valid');
+  t.equal(verified.status, 'VERIFIED', "the SDK's word for it");
   t.ok(dns.queries.includes('MX good.example.com') && dns.queries.includes('TXT _dmarc.good.example.com'), 'the home asked the configured DNS server');
   t.equal(events.all('message.received').length, 0, 'the self-test is not stored as mail');
   const again = await owner<Domain>('POST', `/v0/domains/${d.domain_id}/apply`);
-  t.equal(again.body.status, 'verified', 'apply on a verified domain changes nothing');
+  t.equal(again.body.state, 'verified', 'apply on a verified domain changes nothing');
 });
 
 t.test('wrong MX, missing DMARC, wrong DKIM key → failed with reasons; fixed and verified again', async (t) => {
@@ -103,18 +104,19 @@ t.test('wrong MX, missing DMARC, wrong DKIM key → failed with reasons; fixed a
   await owner('POST', `/v0/domains/${d.domain_id}/apply`);
   const failed = await domainIn(d.domain_id, ['failed']);
   const byName = (prefix: string, type: string) => failed.records.find((r) => r.type === type && r.name.startsWith(prefix))!;
-  t.match(byName('bad.example.com', 'MX'), { status: 'invalid', reason: /MX at bad\.example\.com points at mx\.other\.net, expected mx\.bad\.example\.com/ });
-  t.match(byName('_dmarc.', 'TXT'), { status: 'invalid', reason: /TXT at _dmarc\.bad\.example\.com is missing/ });
-  t.match(byName(plan.records.find((r) => r.name.includes('._domainkey.'))!.name, 'TXT'), { status: 'invalid', reason: /different DKIM key/ });
-  t.match(byName('bad.example.com', 'TXT'), { status: 'valid' }, 'SPF is right');
+  t.equal(failed.status, 'INVALID', 'failed on its records: the SDK reads INVALID');
+  t.match(byName('bad.example.com', 'MX'), { state: 'invalid', status: 'INVALID', reason: /MX at bad\.example\.com points at mx\.other\.net, expected mx\.bad\.example\.com/ });
+  t.match(byName('_dmarc.', 'TXT'), { state: 'invalid', status: 'MISSING', reason: /TXT at _dmarc\.bad\.example\.com is missing/ });
+  t.match(byName(plan.records.find((r) => r.name.includes('._domainkey.'))!.name, 'TXT'), { state: 'invalid', status: 'INVALID', reason: /different DKIM key/ });
+  t.match(byName('bad.example.com', 'TXT'), { state: 'valid', status: 'VALID' }, 'SPF is right');
   t.match(failed.reason, /3 of 4 DNS records are not right yet/);
   t.match(failed.reason, /svc domains verify bad\.example\.com/);
 
   publish(plan.records);
   const verify = await owner<Domain>('POST', `/v0/domains/${d.domain_id}/verify`);
   t.equal(verify.status, 202);
-  t.equal(verify.body.status, 'verifying');
-  t.ok(verify.body.records.every((r) => r.status === 'pending'), 'a new check starts from pending');
+  t.equal(verify.body.state, 'verifying');
+  t.ok(verify.body.records.every((r) => r.state === 'pending'), 'a new check starts from pending');
   await events.next('domain.verified', (e) => (e.domain as { domain_id: string }).domain_id === d.domain_id, 30_000);
   t.equal((await domainIn(d.domain_id, ['verified'])).selftest.status, 'received');
 });
@@ -129,7 +131,7 @@ t.test('teardown: the edge stops routing the domain, torn_down, then delete; del
   t.equal(early.body.code, 'conflict');
 
   const down = await owner<Domain>('POST', `/v0/domains/${d.domain_id}/teardown`);
-  t.equal(down.body.status, 'tearing_down');
+  t.equal(down.body.state, 'tearing_down');
   await domainIn(d.domain_id, ['torn_down']);
   const res = await owner('DELETE', `/v0/domains/${d.domain_id}`);
   t.ok(res.status < 300, `deleted: ${res.status}`);

@@ -67,7 +67,7 @@ async function keepProvisioningBusy(t: Tap.Test, svc: RunningSvc): Promise<void>
   const verifyingBy = Date.now() + VERIFYING_WAIT_MS;
   let status = '';
   while (status !== 'verifying' && Date.now() < verifyingBy) {
-    status = (await api<{ status: string }>(svc.url, 'GET', `/v0/domains/${registered.body.domain_id}`, { token: svc.ownerToken })).body.status;
+    status = (await api<{ state: string }>(svc.url, 'GET', `/v0/domains/${registered.body.domain_id}`, { token: svc.ownerToken })).body.state;
     if (status !== 'verifying') await new Promise((r) => setTimeout(r, 100));
   }
   t.equal(status, 'verifying', 'the provisioning loop is now busy with its DNS checks');

@@ -68,7 +68,7 @@ if (missing) {
     if (put.status !== 200) throw new Error(`provider: ${put.status} ${put.text}`);
     const domain = await owner<{ domain_id: string }>('POST', '/v0/domains', { domain: DOMAIN });
     await owner('POST', `/v0/domains/${domain.body.domain_id}/apply`);
-    await until('the domain verified against Knot', async () => (await owner<{ status: string }>('GET', `/v0/domains/${domain.body.domain_id}`)).body.status === 'verified', 60_000);
+    await until('the domain verified against Knot', async () => (await owner<{ state: string }>('GET', `/v0/domains/${domain.body.domain_id}`)).body.state === 'verified', 60_000);
     const inbox = await owner('POST', '/v0/inboxes', { username: 'hello', domain: DOMAIN });
     if (inbox.status !== 200) throw new Error(`inbox: ${inbox.status} ${inbox.text}`);
   });

@@ -108,10 +108,10 @@ t.test('a wrong TSIG key: the domain says BADKEY/BADSIG, svc keeps running, noth
   const d = (await owner<{ domain_id: string }>('POST', '/v0/domains', { domain: 'wrong.test' })).body;
   await owner('POST', `/v0/domains/${d.domain_id}/apply`);
   const stuck = await until('a reason about the key', async () => {
-    const res = await owner<{ status: string; reason: string | null }>('GET', `/v0/domains/${d.domain_id}`);
+    const res = await owner<{ state: string; reason: string | null }>('GET', `/v0/domains/${d.domain_id}`);
     return res.body.reason?.includes('TSIG') ? res.body : undefined;
   });
-  t.equal(stuck.status, 'provisioning', 'it stays provisioning and is retried');
+  t.equal(stuck.state, 'provisioning', 'it stays provisioning and is retried');
   t.match(stuck.reason, /refused the TSIG key \((BADKEY|BADSIG)\)/);
   t.match(stuck.reason, /key name, algorithm and secret/);
   t.notMatch(stuck.reason, wrongSecret);
@@ -120,7 +120,7 @@ t.test('a wrong TSIG key: the domain says BADKEY/BADSIG, svc keeps running, noth
 
   // The right key fixes it without a new apply: the loop retries.
   await owner('PUT', '/v0/owner/dns-provider', { kind: 'rfc2136', server: '127.0.0.1', port: knot.port, key_name: 'svc-update', secret: knot.secret });
-  await until('verified', async () => (await owner<{ status: string }>('GET', `/v0/domains/${d.domain_id}`)).body.status === 'verified');
+  await until('verified', async () => (await owner<{ state: string }>('GET', `/v0/domains/${d.domain_id}`)).body.state === 'verified');
   t.same(knot.dig('wrong.test', 'MX'), ['10 mx.wrong.test.']);
   for (const text of [svc.stderr(), JSON.stringify(svc.stdoutLines)]) {
     t.notMatch(text, wrongSecret);
