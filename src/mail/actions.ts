@@ -743,7 +743,11 @@ function findLinks(subject: string, text: string | null, page: Page | null, list
   /** Records a sighting of a URL; `classify` runs only when the sighting can still change its kind. */
   const add = (url: string, text: string | null, kindOf: () => LinkKind, order: number) => {
     // A link into this machine or a private network (svc's own loopback API among them) is never an action to take.
-    const classify = (): LinkKind => (pointsInward(url) ? 'other' : kindOf());
+    // So is a tracking redirect whose destination (a URL in its query) points inward.
+    const classify = (): LinkKind => {
+      const destination = wrappedUrl(url);
+      return pointsInward(url) || (destination !== null && pointsInward(destination)) ? 'other' : kindOf();
+    };
     const seen = found.get(url);
     if (seen === undefined) {
       if (found.size < MAX_LINK_CANDIDATES) found.set(url, { url, text, kind: classify(), order });
@@ -975,15 +979,53 @@ const GENERIC_TEXTS = new Set([
  */
 function classifyLink(url: string, text: string | null, alt: string, surroundings: () => string, signInMail: boolean): LinkKind {
   const tokenish = hasToken(url);
+  // A sign-in URL with its credential (…/auth/magic?token=…) makes "Sign in to Acme" the action
+  // itself, whatever the subject says; so does one wrapped in a tracking redirect.
+  const destination = wrappedUrl(url);
+  const signInAction = isSignInAction(url) || (destination !== null && isSignInAction(destination));
+  const signInConfirmed = (tokenish && signInMail) || signInAction;
   const label = `${text ?? ''} ${alt}`.trim().toLowerCase();
-  const fromLabel = kindFromWords(label, tokenish && signInMail);
+  const fromLabel = kindFromWords(label, signInConfirmed);
   if (fromLabel !== null) return fromLabel;
   const generic = isGenericText(text, url) && isGenericText(alt, url);
-  const fromUrl = kindFromUrl(url, tokenish);
+  const fromUrl = kindFromUrl(url, signInAction);
   // A help article may have "verify" in its path; an action link carries a token.
-  if (fromUrl === 'unsubscribe' || (fromUrl !== null && tokenish)) return fromUrl;
+  if (fromUrl === 'unsubscribe' || (fromUrl !== null && (tokenish || signInAction))) return fromUrl;
   if (!generic) return 'other';
-  return kindFromWords(surroundings().toLowerCase(), tokenish && signInMail) ?? 'other';
+  return kindFromWords(surroundings().toLowerCase(), signInConfirmed) ?? 'other';
+}
+
+/** A path segment that names signing in (…/auth/…, /login/, /sign-in/, /verify/, /magic/…). */
+const SIGN_IN_SEGMENT = /\/(?:auth|authenticate|login|log-in|log_in|signin|sign-in|sign_in|verify|magic|magic-link|magiclink|passwordless|sso|session|sessions)(?=[/?#.]|$)/;
+/** A query parameter that carries a sign-in credential, with a value of at least 6 characters. */
+const CREDENTIAL_PARAM = /[?&](?:token|code|key|otp|magic|login_token|auth_token|access_token|signin_token|ticket|nonce|sig|signature)=[^&#]{6}/;
+
+/**
+ * Whether the URL is a sign-in action rather than the sign-in page: a sign-in segment in its path
+ * and a credential with it (a named parameter, or a token in the path itself). A query that only
+ * carries a redirect (`/login?next=%2Fdoc%2F4f2a…`) is the page.
+ */
+function isSignInAction(url: string): boolean {
+  const rest = pathAndQuery(url).toLowerCase();
+  const query = rest.search(/[?#]/);
+  const path = query === -1 ? rest : rest.slice(0, query);
+  if (!SIGN_IN_SEGMENT.test(path)) return false;
+  return CREDENTIAL_PARAM.test(rest) || hasToken(`x://h${path}`);
+}
+
+/** Query parameter values that hold the real destination of a tracking redirect. */
+const WRAPPED_URL = /[?&][a-z_]{1,12}=(https?(?::|%3a)(?:\/\/|%2f%2f)[^&#]{1,2000})/i;
+
+/** The destination a tracking redirect wraps (`https://t.example/r?url=https%3A%2F%2F…`), decoded, or null. */
+function wrappedUrl(url: string): string | null {
+  const m = WRAPPED_URL.exec(pathAndQuery(url));
+  if (m === null) return null;
+  try {
+    const inner = decodeURIComponent(m[1]);
+    return /^https?:\/\/[^/?#\s]/i.test(inner) ? inner : null;
+  } catch {
+    return null;
+  }
 }
 
 function kindFromWords(words: string, signInConfirmed: boolean): LinkKind | null {
@@ -1015,13 +1057,14 @@ function trimSymbols(s: string): string {
 }
 
 /** The kind a URL's path and query speak for (the host is the sender's, not the action's). */
-function kindFromUrl(url: string, tokenish: boolean): LinkKind | null {
+function kindFromUrl(url: string, signInAction: boolean): LinkKind | null {
   const rest = pathAndQuery(url).toLowerCase();
   if (/unsub|opt[-_]?out|email[-_]?preferences|\/preferences|list-manage/.test(rest)) return 'unsubscribe';
   if (/(?:reset|forgot|recover)[-_/]?(?:your[-_/]?)?password|password[-_/]?(?:reset|forgot|recover)|\/reset(?:[/?#]|$)/.test(rest)) return 'password_reset';
   if (/magic[-_]?link|magiclink|\/magic(?:[-_/?#]|$)/.test(rest)) return 'magic_link';
   if (/verif|confirm|activat|validat/.test(rest) && !/order|booking|reservation|purchase|invoice|receipt|payment/.test(rest)) return 'verification';
-  if (tokenish && /(?:^|[^a-z])(?:log-?in|sign-?in|signin|auth|sso|session|passwordless|otp)(?:[^a-z]|$)/.test(rest)) return 'magic_link';
+  // Not a token anywhere (a redirect back to a document has one): the credential of a sign-in path.
+  if (signInAction || (hasToken(url) && /(?:^|[^a-z])(?:passwordless|otp)(?:[^a-z]|$)/.test(rest))) return 'magic_link';
   return null;
 }
 

@@ -6,7 +6,7 @@
 import t, { type Test } from 'tap';
 import { performance } from 'node:perf_hooks';
 import { extractActions, MAX_CODES, MAX_LINKS, MAX_SCANNED_CHARS, type ActionSource, type ExtractedActions } from '../../src/mail/actions.js';
-import { CORPUS } from '../fixtures/actions-corpus.js';
+import { CORPUS, SIGN_IN_CASES } from '../fixtures/actions-corpus.js';
 import { assertLinear } from '../helpers/linear.js';
 
 const EMPTY: ActionSource = { subject: null, text: null, html: null, listUnsubscribe: null };
@@ -56,6 +56,16 @@ t.test('corpus: codes and action links are found with precision and recall of at
   t.ok(recall(codes) >= 0.9, codeLine);
   t.ok(precision(links) >= 0.9, linkLine);
   t.ok(recall(links) >= 0.9, linkLine);
+});
+
+t.test('sign-in mails and their neighbours: each link exactly its kind, the negatives other (issue 35 §7)', async (t) => {
+  t.ok(SIGN_IN_CASES.length >= 12, `${SIGN_IN_CASES.length} cases`);
+  for (const c of SIGN_IN_CASES) {
+    const found = extractActions(c.source).links;
+    const actions = found.filter((l) => ACTION_KINDS.has(l.kind)).map(({ url, kind }) => ({ url, kind }));
+    t.same(actions, c.links, `${c.name}: the action links, in order`);
+    for (const url of c.others ?? []) t.equal(found.find((l) => l.url === url)?.kind, 'other', `${c.name}: ${url} is other`);
+  }
 });
 
 t.test('corpus: every code comes with the words around it', async (t) => {
