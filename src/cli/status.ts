@@ -110,7 +110,7 @@ export const group: Group = {
         const counts = {
           inboxes: await countItems(client, '/v0/inboxes', 'inboxes'),
           domains: await countItems(client, '/v0/domains', 'domains'),
-          domains_verified: await countItems<{ status: string }>(client, '/v0/domains', 'domains', {}, (d) => d.status === 'verified'),
+          domains_verified: await countItems<{ state: string }>(client, '/v0/domains', 'domains', {}, (d) => d.state === 'verified'),
           // The API filters by state, so only the waiting drafts are paged through, however many others exist.
           drafts_pending_approval: await countItems(client, '/v0/drafts', 'drafts', { send_status: 'pending_approval' }),
           threads_send_unknown: await countItems(client, '/v0/threads', 'threads', { labels: ['send_unknown'] }),
