@@ -92,6 +92,25 @@ t.test('a domain is registered, its plan shown and its zone file downloaded', as
   await screenshot(page, 'domains');
 });
 
+t.test("the SDK's setup link opens that domain's page, records shown, for the signed-in owner only", async (t) => {
+  const d = await api<{ domain_id: string }>(svc.url, 'POST', '/v0/domains', { ...owner, body: { domain: 'setup.example.test' } });
+  const link = await api<{ url: string }>(svc.url, 'GET', `/v0/domains/${d.body.domain_id}/setup-link`, owner);
+  t.equal(link.status, 200, link.text);
+  await page.goto(link.body.url);
+  const item = page.locator('[data-domain="setup.example.test"]');
+  await item.getByRole('button', { name: 'Show plan' }).waitFor();
+  t.equal(await item.getByRole('button', { name: 'setup.example.test' }).getAttribute('aria-expanded'), 'true', 'the linked domain is open');
+  t.match(await item.locator('table').innerText(), /MX\s+setup\.example\.test/, 'its records are listed');
+  t.equal(await page.locator('[data-domain="mail.example.test"] button[aria-expanded="true"]').count(), 0, 'no other domain is open');
+
+  const elsewhere = await launchBrowser();
+  t.teardown(() => elsewhere.close());
+  const stranger = await newPage(elsewhere);
+  await stranger.goto(link.body.url);
+  await stranger.waitForURL(/\/login\?return_to=%2Fdomains%2F/);
+  t.equal(await stranger.locator('[data-domain="setup.example.test"]').count(), 0, "without the owner's sign-in the link shows nothing of the domain");
+});
+
 t.test('the domains page sets a DNS provider and never shows its secret', async (t) => {
   const secret = Buffer.from('a-tsig-secret-of-32-bytes-long!!').toString('base64');
   await page.goto(svc.url + '/domains');
