@@ -23,6 +23,7 @@ export interface CertificateDates {
 }
 
 const DAY_MS = 86_400_000;
+const daysLeftText = (days: number) => `${days} day${days === 1 ? '' : 's'} left`;
 const RENEW = "Renew it: with `svc edge --acme`, check the edge's log for edge.certificate_* events and that port 80 reaches it (docs/acme.md); otherwise install a new certificate and restart the edge.";
 
 /**
@@ -90,6 +91,14 @@ export async function edgeCheck(edge: ConfiguredEdge, id = 'edge'): Promise<Doct
       if (certificate && standing?.status === 'fail') {
         return check('fail', `The edge at ${edge.url} cannot be reached over TLS: its certificate expired ${certificate.notAfter.toISOString()}.`, RENEW, { days_left: standing.daysLeft });
       }
+      if (certificate && standing) {
+        return check(
+          'fail',
+          `The edge at ${edge.url} presents a TLS certificate (${daysLeftText(standing.daysLeft)}), but its API did not answer over a verified connection within ${EDGE_PROBE_MS / 1000} s: a certificate this machine does not trust or for another name, or an API that hangs.`,
+          `Give the edge a certificate for ${url.hostname} from a public CA (\`svc edge --acme\`, docs/acme.md), or trust its CA here (NODE_EXTRA_CA_CERTS); then check again.`,
+          { days_left: standing.daysLeft },
+        );
+      }
       return check('fail', `Nothing answered at ${edge.url} within ${EDGE_PROBE_MS / 1000} s.`, repair);
     }
     return check('fail', `The edge at ${edge.url} answered ${answer.status} instead of listing its buffer.`, repair);
@@ -98,7 +107,7 @@ export async function edgeCheck(edge: ConfiguredEdge, id = 'edge'): Promise<Doct
   if (!https) return check('pass', `${reachable}${edge.builtIn ? ' It runs in this process on loopback, without TLS.' : ' It is reached over plain HTTP on loopback (an SSH tunnel or a local edge), so it has no certificate to check.'}`, null);
   if (!certificate) return check('warn', `${reachable} Its TLS certificate could not be read.`, 'Check the edge\'s certificate with `svc edge` on the edge host (docs/acme.md).');
   const standing = certificateStanding(certificate);
-  const expiry = `Its TLS certificate expires ${certificate.notAfter.toISOString()} (${standing.daysLeft} days left).`;
+  const expiry = `Its TLS certificate expires ${certificate.notAfter.toISOString()} (${daysLeftText(standing.daysLeft)}).`;
   if (standing.status === 'fail') return check('fail', `${reachable} Its TLS certificate expired ${certificate.notAfter.toISOString()}.`, RENEW, { days_left: standing.daysLeft });
   if (standing.status === 'warn') return check('warn', `${reachable} ${expiry} It should have been renewed by now.`, RENEW, { days_left: standing.daysLeft });
   return check('pass', `${reachable} ${expiry}`, null, { days_left: standing.daysLeft });
