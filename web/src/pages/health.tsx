@@ -31,7 +31,7 @@ export function HealthPage() {
       {r && (
         <p data-testid="health-summary" data-ok={String(r.ok)}>
           <span class={`badge ${r.ok ? 'good' : 'warn'}`}>{r.ok ? 'All checks pass' : `${attention} ${attention === 1 ? 'check needs' : 'checks need'} attention`}</span>{' '}
-          <span class="small muted" data-testid="checked-at">
+          <span class="small muted" data-testid="checked-at" data-at={r.checked_at}>
             checked {when(r.checked_at)}
           </span>
         </p>
