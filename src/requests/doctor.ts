@@ -44,6 +44,17 @@ const seconds = CHECK_TIMEOUT_MS / 1000;
 const unfinished = (id: string, title: string, fix: string) => () => ({ id, title, status: 'fail' as const, detail: `The check did not finish within ${seconds} s.`, fix });
 const unchecked = (id: string, title: string) => () => ({ id, title, status: 'fail' as const, detail: 'The check could not be run.', fix: 'Check again; if it persists, look at the service log.' });
 
+/** No edge paired: no mail comes in (a smart host alone only sends), so it never merely does not apply. */
+function noEdgeCheck(smartHost: boolean): DoctorCheck {
+  return {
+    id: 'edge',
+    title: 'Edge',
+    status: smartHost ? 'warn' : 'fail',
+    detail: smartHost ? 'No edge is paired: mail goes out through the smart host, but none comes in.' : 'No edge is paired, so no mail comes in.',
+    fix: 'Pair with an edge: `svc transport set --edge-url URL --edge-token-file FILE` (`svc edge` prints both), or start with `svc serve --local-edge` to try svc locally.',
+  };
+}
+
 function domainChecks(svc: DoctorServices, rows: DomainRow[]): Promise<DoctorCheck>[] {
   if (rows.length === 0) return [Promise.resolve({ id: 'domains', title: 'Domains', status: 'skip', detail: 'No domains yet: mail uses the edge\'s own addresses only.', fix: null })];
   const servers = checkServers(svc.db);
@@ -70,7 +81,7 @@ async function runChecks(svc: DoctorServices): Promise<DoctorReport> {
   });
   const edgeChecks: Promise<DoctorCheck>[] = edgeRuns.length > 0
     ? edgeRuns
-    : [Promise.resolve({ id: 'edge', title: 'Edge', status: transport.smtp ? 'skip' : 'fail', detail: transport.smtp ? 'No edge is paired: mail goes out through the smart host, and none comes in.' : 'No edge is paired, so no mail comes in.', fix: transport.smtp ? null : 'Pair with an edge: `svc transport set --edge-url URL --edge-token-file FILE`, or start with `svc serve --local-edge` to try svc locally.' } satisfies DoctorCheck)];
+    : [Promise.resolve(noEdgeCheck(transport.smtp !== null))];
   const outboundTitle = 'Outbound transport';
   const outbound = transport.smtp
     ? bounded(() => smartHostLoginCheck(transport.smtp!, os.hostname()), unfinished('outbound', outboundTitle, 'Check that the smart host is reachable from this machine, or fix it with `svc transport set`.'), unchecked('outbound', outboundTitle))

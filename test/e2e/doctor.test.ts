@@ -200,6 +200,12 @@ t.test('a dead edge fails the edge and outbound checks, and the token is never s
   const cli = await svcCli(['doctor', '--json', ...ownerCli()]);
   t.equal(cli.code, 1);
   t.notMatch(cli.stdout + cli.stderr, EDGE_TOKEN, 'the token is not in the CLI output');
+
+  // No transport at all: nothing comes in and nothing goes out.
+  t.equal((await owner('DELETE', '/v0/owner/transport')).status, 204);
+  const none = await doctor();
+  t.match(byId(none, 'edge'), { status: 'fail', detail: 'No edge is paired, so no mail comes in.', fix: /svc transport set --edge-url/ });
+  t.match(byId(none, 'outbound'), { status: 'fail', detail: /No transport is configured/, fix: /svc transport set/ });
 });
 
 t.test('svc doctor with the service stopped: the local checks still run, and the exit code says svc is not running', async (t) => {
