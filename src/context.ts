@@ -12,6 +12,13 @@ import type { Readers } from './supervisor/readers.js';
 import type { MessageWaits } from './events/waits.js';
 import type { RemoteAccess } from './remote/remote-access.js';
 import type { BackupService } from './backup/service.js';
+import type { LoopHealth } from './supervisor/loop-table.js';
+
+/** What `svc doctor` reads beyond the database: the home on disk and the loops' heartbeats. */
+export interface HealthSources {
+  home: string;
+  loops(): LoopHealth[];
+}
 
 /** Everything route plugins need, decorated onto the instance as `app.svc`. */
 export interface AppContext {
@@ -31,4 +38,6 @@ export interface AppContext {
   remote?: RemoteAccess;
   /** Backups and the recovery code (src/backup/service.ts); given to the loopback listener only. */
   backups?: BackupService;
+  /** What `svc doctor` reads beyond the database (the home, the loops' heartbeats); the loopback listener only. */
+  health?: HealthSources;
 }

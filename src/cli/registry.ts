@@ -9,6 +9,7 @@ type Loader = () => Promise<Group>;
 /** The client command groups (they call the running service), in help order. */
 export const GROUPS: Record<string, { summary: string; load: Loader }> = {
   status: { summary: 'show the running service: transport, edge, loops, remote access, counts', load: async () => (await import('./status.js')).group },
+  doctor: { summary: 'check keys, edge, DNS, self-test, transport, disk, backup, loops and quarantine; exit 0 only when all pass (owner)', load: async () => (await import('./doctor.js')).group },
   open: { summary: 'open the owner web app in a browser, signed in (or print the link)', load: async () => (await import('./open.js')).group },
   inboxes: { summary: 'list, create, update, pause, resume and delete inboxes', load: async () => (await import('./inboxes.js')).group },
   threads: { summary: 'list, search, read, label and delete conversations', load: async () => (await import('./mail.js')).threads },

@@ -84,9 +84,9 @@ async function checkPtr(resolver: Resolver, r: PlannedRecord, result: (status: '
   return result('valid', null, names.join(', '));
 }
 
-/** Checks every record; never throws (a failing lookup is an `invalid` record with the DNS error). */
-export async function checkRecords(records: PlannedRecord[], servers: string[] | null): Promise<RecordCheck[]> {
-  const resolver = new Resolver({ timeout: DNS_TIMEOUT_MS, tries: DNS_TRIES });
+/** Checks every record; never throws (a failing lookup is an `invalid` record with the DNS error). `svc doctor` asks with shorter limits. */
+export async function checkRecords(records: PlannedRecord[], servers: string[] | null, limits: { timeoutMs: number; tries: number } = { timeoutMs: DNS_TIMEOUT_MS, tries: DNS_TRIES }): Promise<RecordCheck[]> {
+  const resolver = new Resolver({ timeout: limits.timeoutMs, tries: limits.tries });
   if (servers) resolver.setServers(servers);
   return Promise.all(records.map((r) => checkRecord(resolver, r)));
 }

@@ -34,6 +34,7 @@ import { oauthRoutes } from '../routes/oauth.js';
 import { ownerOAuthRoutes } from '../routes/owner-oauth.js';
 import { remoteRoutes } from '../routes/remote.js';
 import { backupRoutes } from '../routes/backup.js';
+import { doctorRoutes } from '../routes/doctor.js';
 import { lazySerializerFactory } from './lazy-schemas.js';
 import type { AppContext } from '../context.js';
 
@@ -184,6 +185,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await app.register(oauthRoutes);
   if (ctx.remote) await app.register(remoteRoutes(ctx.remote), { prefix: '/v0/owner' });
   if (ctx.backups && ctx.listener === 'local') await app.register(backupRoutes(ctx.backups), { prefix: '/v0/owner' });
+  if (ctx.health && ctx.listener === 'local') await app.register(doctorRoutes(ctx.health), { prefix: '/v0/owner' });
   await app.register(mcpRoutes);
   for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, sendRoutes, draftRoutes, listRoutes, downloadRoutes, wsRoutes, domainRoutes, webhookRoutes, metricRoutes]) {
     await app.register(routes, { prefix: '/v0' });

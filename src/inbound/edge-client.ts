@@ -87,6 +87,12 @@ export class EdgeClient {
     return res;
   }
 
+  /** Whether the edge answers its API with this token (`svc doctor`): a one-object listing, bounded by `timeoutMs`. */
+  async probe(timeoutMs: number): Promise<void> {
+    const res = await this.call('GET', '/objects?limit=1', { timeoutMs });
+    await res?.body?.cancel().catch(() => {});
+  }
+
   async listObjects(after: string | null, limit: number): Promise<{ objects: { key: string; size: number }[]; has_more: boolean }> {
     const res = await this.call('GET', `/objects?limit=${limit}${after ? `&after=${after}` : ''}`);
     return (await res!.json()) as { objects: { key: string; size: number }[]; has_more: boolean };

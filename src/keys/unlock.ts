@@ -87,6 +87,16 @@ function unwrap(kek: Buffer, keys: KeysFile): Buffer {
   }
 }
 
+/** Whether `kek` unwraps this keys.json (`svc doctor`); the KEK and the database key are zeroed either way. */
+export function opensKeys(kek: Buffer, keys: KeysFile): boolean {
+  try {
+    unwrap(kek, keys).fill(0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export interface Unlocked {
   home: string;
   homeId: string;

@@ -88,6 +88,23 @@ export interface LoopThread {
 
 export type LoopThreadName = keyof typeof LOOP_THREADS;
 
+/**
+ * Each loop's heartbeat, for `svc doctor`: when its current or last pass began and ended (ms since
+ * the epoch, 0 for never), written by the loop thread and read by the supervisor through shared
+ * memory, so a pass costs two atomic stores and no message.
+ */
+export const HEARTBEAT_SLOTS = 2;
+export const heartbeatBytes = () => LOOP_NAMES.length * HEARTBEAT_SLOTS * BigInt64Array.BYTES_PER_ELEMENT;
+export const heartbeatIndex = (loop: LoopName) => LOOP_NAMES.indexOf(loop) * HEARTBEAT_SLOTS;
+
+/** One loop as the supervisor sees it: its thread's state and its heartbeat (null: no pass yet). */
+export interface LoopHealth {
+  loop: LoopName;
+  thread: 'starting' | 'running' | 'stopped';
+  passStartedAt: number | null;
+  passEndedAt: number | null;
+}
+
 /** Messages between the supervisor and a loop thread. */
 export type ToLoop =
   /** The supervisor's go-ahead after `ready`: no pass begins before it, so a stop that arrives
@@ -117,4 +134,6 @@ export interface LoopWorkerData {
   writeGate: SharedArrayBuffer;
   /** Test-only fault injection (docs/testing.md); null in normal runs. */
   fault: string | null;
+  /** The loops' heartbeats (HEARTBEAT_SLOTS per loop, BigInt64). */
+  heartbeat: SharedArrayBuffer;
 }

@@ -1,7 +1,7 @@
 /** Starts the background loops' worker threads (LOOP_THREADS) and stops the service if any of them dies. */
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
-import { LOOP_THREADS, type FromLoop, type LoopName, type LoopThreadName, type LoopWorkerData, type ToLoop } from './loop-table.js';
+import { LOOP_NAMES, LOOP_THREADS, heartbeatBytes, heartbeatIndex, type FromLoop, type LoopHealth, type LoopName, type LoopThreadName, type LoopWorkerData, type ToLoop } from './loop-table.js';
 import type { Bus } from './bus.js';
 import type { CpuPool } from './pool.js';
 import type { WriteGate } from '../db/write-gate.js';
@@ -23,6 +23,7 @@ export class LoopSupervisor {
   /** Threads told to start; the others have begun no pass. */
   readonly #started = new Set<LoopThreadName>();
   #stopping = false;
+  readonly #heartbeat = new SharedArrayBuffer(heartbeatBytes());
 
   constructor(
     private readonly bus: Bus,
@@ -43,7 +44,7 @@ export class LoopSupervisor {
   #spawn(thread: LoopThreadName, dbFile: string, dbKey: Buffer, gate: WriteGate, fault: string | null): Promise<void> {
     const key = new Uint8Array(dbKey);
     const { loops, youngGenerationMb } = LOOP_THREADS[thread];
-    const data: LoopWorkerData = { loops, dbFile, dbKey: key, writeGate: gate.buffer, fault };
+    const data: LoopWorkerData = { loops, dbFile, dbKey: key, writeGate: gate.buffer, fault, heartbeat: this.#heartbeat };
     const resourceLimits = youngGenerationMb === null ? undefined : { maxYoungGenerationSizeMb: youngGenerationMb };
     const worker = new Worker(THREAD_FILE, { workerData: data, name: `loops:${thread}`, resourceLimits });
     key.fill(0);
@@ -90,6 +91,21 @@ export class LoopSupervisor {
           if (code !== 0 || !this.#stopping) died();
         }
       });
+    });
+  }
+
+  /** Every loop's thread state and heartbeat (`svc doctor`). */
+  health(): LoopHealth[] {
+    const beats = new BigInt64Array(this.#heartbeat);
+    const at = (i: number) => {
+      const ms = Number(Atomics.load(beats, i));
+      return ms === 0 ? null : ms;
+    };
+    return LOOP_NAMES.map((loop) => {
+      const thread = threadOf.get(loop)!;
+      const state = this.#started.has(thread) && this.#workers.has(thread) ? 'running' : this.#workers.has(thread) && !this.#stopping ? 'starting' : 'stopped';
+      const i = heartbeatIndex(loop);
+      return { loop, thread: state, passStartedAt: at(i), passEndedAt: at(i + 1) };
     });
   }
 

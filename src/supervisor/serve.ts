@@ -156,7 +156,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
       throw new StartupError('service_unavailable', 'TunnelListenFailed', 'svc could not start the remote-access listener on 127.0.0.1.', 'Check that loopback ports are available, then start svc again.');
     }
     let origin = '';
-    app = await buildApp({ db, bus, pool, reads: readers, waits: messageWaits, owner, origin: () => origin, listener: 'local', remote, backups });
+    app = await buildApp({ db, bus, pool, reads: readers, waits: messageWaits, owner, origin: () => origin, listener: 'local', remote, backups, health: { home: opts.home, loops: () => loops.health() } });
     const wanted = await portToUse(opts.port, DEFAULT_SERVICE_PORT, opts.flavor, 'server.port_changed', 'port', '--port');
     try {
       await app.listen({ host: '127.0.0.1', port: wanted });

@@ -85,6 +85,10 @@ else {
     t.match(done.extra_records.find((r) => r.type === 'A'), { state: 'valid', name: 'mx.plan.test', value: '203.0.113.9' });
     t.same([...new Set(done.records.map((r) => r.type))].sort(), ['MX', 'TXT'], 'records holds only the types the SDK names; A and PTR are extra_records');
     t.same(knot.dig('mx.plan.test', 'A'), ['203.0.113.9'], 'the A already there is not added twice');
+    // svc doctor (docs/doctor.md) looks the same plan up again, PTR and A included, and passes it with the self-test.
+    const report = (await owner<{ checks: { id: string; status: string; detail: string }[] }>('GET', '/v0/owner/doctor')).body;
+    t.match(report.checks.find((c) => c.id === 'domain:agents.plan.test'), { status: 'pass', detail: /planned records \(MX, A, TXT, PTR\) are published as planned/ });
+    t.match(report.checks.find((c) => c.id === 'selftest:agents.plan.test'), { status: 'pass' });
   });
 
   t.test('a wrong, missing or unconfirmed PTR is invalid with the fix: set it at the VPS provider', async (t) => {

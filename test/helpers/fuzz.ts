@@ -177,8 +177,8 @@ const distRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..'
 
 /**
  * Every route `svc serve` registers on its loopback listener, read the same way from the built
- * package (dist/, what bin/svc runs) with the context the service gives it: the remote-access and backup
- * routes (registered only with a RemoteAccess / BackupService) and the web app's `GET /*` (registered
+ * package (dist/, what bin/svc runs) with the context the service gives it: the remote-access, backup
+ * and doctor routes (registered only with a RemoteAccess / BackupService / the health sources) and the web app's `GET /*` (registered
  * only when web/dist is next to dist/) are included, which `routeTable()` built from src/ lacks.
  * Run `npm run build` first, as for every test that starts the service.
  */
@@ -199,7 +199,9 @@ export async function servedRouteTable(): Promise<RouteEntry[]> {
   const remote = new BuiltRemote(db, bus, () => Promise.reject(new Error('the route table never opens a tunnel listener')));
   // The backup routes, as svc serve registers them with its BackupService (never asked to back up here).
   const backups = new BuiltBackups(dir, 'route-table', randomBytes(32));
-  const app = await buildBuilt({ db, bus, pool, owner: new BuiltOwner(db), origin: () => 'http://127.0.0.1:1', listener: 'local', remote, backups });
+  // The doctor's route, as svc serve registers it with the home and the loops' heartbeats (never run here).
+  const health = { home: dir, loops: () => [] };
+  const app = await buildBuilt({ db, bus, pool, owner: new BuiltOwner(db), origin: () => 'http://127.0.0.1:1', listener: 'local', remote, backups, health });
   try {
     await app.ready();
     // fastify prints the root wildcard as `*`; requests reach it as `/anything`.

@@ -43,6 +43,7 @@ import { ownerOAuthRoutes } from '../../src/routes/owner-oauth.js';
 import { oauthRoutes } from '../../src/routes/oauth.js';
 import { remoteRoutes } from '../../src/routes/remote.js';
 import { backupRoutes } from '../../src/routes/backup.js';
+import { doctorRoutes } from '../../src/routes/doctor.js';
 import { BackupService } from '../../src/backup/service.js';
 import { mcpRoutes } from '../../src/routes/mcp.js';
 import { inboxRoutes } from '../../src/routes/inboxes.js';
@@ -130,7 +131,7 @@ async function declaredRoutes(): Promise<Declared[]> {
     await app.register(websocket);
     await app.register(httpGate, ctx);
     const backups = new BackupService(dir, 'schema-test', randomBytes(32));
-    for (const routes of [ownerRoutes, transportRoutes, dnsProviderRoutes, ownerGuardRoutes, inboundRoutes, ownerOAuthRoutes, remoteRoutes(remote), backupRoutes(backups)]) await app.register(routes, { prefix: '/v0/owner' });
+    for (const routes of [ownerRoutes, transportRoutes, dnsProviderRoutes, ownerGuardRoutes, inboundRoutes, ownerOAuthRoutes, remoteRoutes(remote), backupRoutes(backups), doctorRoutes({ home: dir, loops: () => [] })]) await app.register(routes, { prefix: '/v0/owner' });
     await app.register(oauthRoutes);
     await app.register(mcpRoutes);
     for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, sendRoutes, draftRoutes, listRoutes, downloadRoutes, wsRoutes, domainRoutes, webhookRoutes, metricRoutes]) {

@@ -17,3 +17,4 @@ export type { DnsProviderResponse as DnsProviderView } from '../../src/domains/p
 export type { Session, SessionResponse, StatusResponse as OwnerStatus } from '../../src/owner/schemas';
 export type { RemoteResponse as RemoteView } from '../../src/remote/schemas';
 export type { TransportResponse as TransportView } from '../../src/mail/transport';
+export type { DoctorCheck, DoctorReport } from '../../src/doctor/schemas';

@@ -25,6 +25,7 @@ const NAV: { href: string; label: string }[] = [
   { href: '/transport', label: 'Transport' },
   { href: '/remote', label: 'Remote access' },
   { href: '/quarantine', label: 'Quarantine' },
+  { href: '/health', label: 'Health' },
   { href: '/apps', label: 'OAuth apps' },
   { href: '/account', label: 'Account' },
 ];

@@ -7,6 +7,7 @@ import { ConsentPage } from './pages/consent';
 import { ApprovalsPage, ScheduledPage, SendUnknownPage } from './pages/control';
 import { DashboardPage } from './pages/dashboard';
 import { DomainsPage } from './pages/domains';
+import { HealthPage } from './pages/health';
 import { ListsPage } from './pages/lists';
 import { InboxesPage, ThreadsPage } from './pages/mail';
 import { OAuthPage, QuarantinePage, RemotePage, TransportPage } from './pages/settings';
@@ -38,6 +39,7 @@ export const routes: [string, Render][] = [
   ['/transport', () => <TransportPage />],
   ['/remote', () => <RemotePage />],
   ['/quarantine', () => <QuarantinePage />],
+  ['/health', () => <HealthPage />],
   ['/apps', () => <OAuthPage />],
   ['/consent', (_p, ctx) => <ConsentPage requestId={ctx.search.get('request') ?? ''} />],
   ['/account', (_p, ctx) => <AccountPage onSignedOut={ctx.signedOut} />],

@@ -56,9 +56,10 @@ async function hostLoops(): Promise<void> {
     }
   });
 
+  const heartbeat = new BigInt64Array(data.heartbeat);
   for (const name of data.loops) {
     const { default: pass } = (await import(loopFile(name))) as { default: LoopPass };
-    runners.set(name, new LoopRunner(name, pass, shared));
+    runners.set(name, new LoopRunner(name, pass, shared, heartbeat));
   }
   send({ kind: 'ready' });
   // No pass before the supervisor's go-ahead: until then it may terminate this thread at once.

@@ -6,7 +6,7 @@
  * service.
  */
 import type { Db } from '../../src/db/open.js';
-import { LOOPS, type LoopName } from '../../src/supervisor/loop-table.js';
+import { LOOPS, heartbeatIndex, type LoopName } from '../../src/supervisor/loop-table.js';
 import type { BusMessage } from '../../src/supervisor/bus.js';
 import type { TaskName } from '../pool/tasks.js';
 
@@ -41,13 +41,18 @@ export class LoopRunner {
   #stopping = false;
   readonly #stopController = new AbortController();
   readonly ctx: LoopContext;
+  readonly #beat: (slot: 0 | 1) => void;
 
   constructor(
     readonly name: LoopName,
     private readonly pass: LoopPass,
     shared: Omit<LoopContext, 'name' | 'wakeSelf' | 'stopped'>,
+    /** The loops' shared heartbeats (loop-table.ts), or none (tests that run a pass alone). */
+    heartbeat: BigInt64Array | null = null,
   ) {
     this.ctx = { ...shared, name, wakeSelf: () => this.wake(), stopped: this.#stopController.signal };
+    const at = heartbeatIndex(name);
+    this.#beat = heartbeat ? (slot) => void Atomics.store(heartbeat, at + slot, BigInt(Date.now())) : () => {};
   }
 
   wake(): void {
@@ -80,7 +85,9 @@ export class LoopRunner {
     while (!this.#stopping) {
       this.#woken = false;
       if (crashFault && passes > 0) throw new Error(`injected fault in ${this.name}`);
+      this.#beat(0);
       const result = await this.pass(this.ctx);
+      this.#beat(1);
       passes++;
       const delay = result === 'busy' ? timing.busyMs : result === 'idle' ? timing.idleMs : Math.min(result.delayMs, timing.idleMs);
       // Crash injection fires on the second pass, late enough that startup has completed and been
