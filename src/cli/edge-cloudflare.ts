@@ -87,7 +87,7 @@ function parseDevArgs(args: string[]): DevCommand {
 /** The parts of miniflare's API this command uses. */
 interface MiniflareModule {
   Miniflare: new (options: Record<string, unknown>) => { ready: Promise<URL>; dispose(): Promise<void> };
-  Log: new (level: number) => unknown;
+  Log: new (level: number) => object;
   LogLevel: { WARN: number };
 }
 
@@ -148,6 +148,9 @@ export async function runEdgeCloudflareCommand(args: string[]): Promise<number> 
       throw new DevStartError('service_unavailable', `The data directory ${command.dataDir} cannot be created or written.`, 'Choose a writable directory with --data, or fix its permissions.');
     }
     const { Miniflare, Log, LogLevel } = (await import(pathToFileURL(entry).href)) as MiniflareModule;
+    // miniflare writes its lines to stdout; stdout is reserved for the JSON event lines, as with `svc edge`.
+    const log = new Log(LogLevel.WARN) as { log(message: string): void };
+    log.log = (message: string) => void process.stderr.write(message + '\n');
     const persist = path.join(command.dataDir, 'workerd');
     ensurePrivateDir(persist);
     const mf = new Miniflare({
@@ -164,7 +167,7 @@ export async function runEdgeCloudflareCommand(args: string[]): Promise<number> 
       // No Request.cf lookup at workers.cloudflare.com: the local edge makes no outbound calls.
       cf: false,
       // Warnings and errors only (no request lines); the Worker itself never logs.
-      log: new Log(LogLevel.WARN),
+      log,
     });
     running = mf;
     let url: URL;
