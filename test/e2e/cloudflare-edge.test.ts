@@ -177,3 +177,29 @@ t.test('nothing on the Worker\'s disk and nothing it printed holds plaintext', a
   await waitFor('the held message', async () => (await messages()).some((m) => m.subject === `Subject ${marker}`));
   t.notOk(edge.output().includes(marker));
 });
+
+t.test('an installed svc without miniflare: edge.failed action_required, naming npm install -g wrangler@4.86.0', async (t) => {
+  // A package laid out as npm installs it (bin, dist, package.json), with every dependency but
+  // wrangler and miniflare, and an empty global npm root.
+  const pkg = tempDir('svc-cf-nominiflare-');
+  fs.cpSync(path.join(repoRoot, 'bin'), path.join(pkg, 'bin'), { recursive: true });
+  fs.cpSync(path.join(repoRoot, 'dist'), path.join(pkg, 'dist'), { recursive: true });
+  fs.copyFileSync(path.join(repoRoot, 'package.json'), path.join(pkg, 'package.json'));
+  fs.mkdirSync(path.join(pkg, 'node_modules'));
+  const modules = fs.realpathSync(path.join(repoRoot, 'node_modules'));
+  for (const name of fs.readdirSync(modules)) {
+    if (name === 'miniflare' || name === 'wrangler' || name === '.bin') continue;
+    fs.symlinkSync(path.join(modules, name), path.join(pkg, 'node_modules', name));
+  }
+  const globalPrefix = tempDir('svc-cf-npm-prefix-');
+  const { spawnSync } = await import('node:child_process');
+  const run = spawnSync(process.execPath, [path.join(pkg, 'bin', 'svc'), 'edge', 'cloudflare', 'dev', '--port', '0', '--data', path.join(pkg, 'edge')], {
+    env: { ...process.env, ...NO_CLOUDFLARE_CALLS, npm_config_prefix: globalPrefix, NPM_CONFIG_PREFIX: globalPrefix },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  t.equal(run.status, 1);
+  t.equal(run.stdout, '', 'no edge.ready');
+  const failed = JSON.parse(run.stderr.trim().split('\n').at(-1)!) as Record<string, string>;
+  t.match(failed, { event: 'edge.failed', code: 'action_required', message: /miniflare/, fix: /npm install -g wrangler@4\.86\.0/ });
+});
