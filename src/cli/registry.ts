@@ -109,6 +109,13 @@ export const LOCAL_COMMANDS: Group[] = [
         examples: ['svc edge --data /var/lib/svc-edge --hostname mx.example.com'],
         run: async () => 0,
       },
+      cloudflare: {
+        summary: 'The serverless edge (a Cloudflare Email Worker): `dev` runs it locally in workerd (miniflare) on 127.0.0.1, prints edge.ready, and takes test mail at POST /cdn-cgi/handler/email?from=&to=. Needs miniflare: a source checkout has it, else `npm install -g wrangler@4.86.0`.',
+        usage: 'dev [--port N] [--data DIR] [--max-message-bytes N]',
+        options: [opt('port N', 'API port on 127.0.0.1 (default 8791; 0 picks a free one).'), opt('data DIR', 'Where its storage and api-token live (default <home>/edge/cloudflare).'), opt('max-message-bytes N', 'Size limit (default 25 MiB).')],
+        examples: ['svc edge cloudflare dev --port 0 --data /tmp/cf-edge'],
+        run: async () => 0,
+      },
     },
   },
   {

@@ -32,7 +32,7 @@ export function dnsResolver(servers?: string[]): DNSResolver {
 
 const VERDICTS = new Set<string>(['pass', 'fail', 'softfail', 'neutral', 'none', 'temperror', 'permerror', 'policy', 'skipped']);
 
-function verdict(status: AuthStatus | undefined): AuthVerdict {
+export function verdict(status: AuthStatus | undefined): AuthVerdict {
   const result = status?.result === 'temperr' ? 'temperror' : status?.result;
   return result && VERDICTS.has(result) ? (result as AuthVerdict) : 'none';
 }

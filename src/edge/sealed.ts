@@ -111,6 +111,12 @@ export const InboundEnvelope = Type.Object({
   helo: Type.String(),
   /** RFC 3339 UTC with milliseconds: when the end of DATA arrived. */
   received_at: Type.String(),
+  /**
+   * Set by an edge that never sees the SMTP connection (the Cloudflare Email Worker): `client_ip`
+   * and `helo` are empty and `auth` is unchecked; the home evaluates the message itself
+   * (src/inbound/message-auth.ts).
+   */
+  via: Type.Optional(Type.Literal('cloudflare-email-routing')),
 });
 export type InboundEnvelope = Static<typeof InboundEnvelope>;
 

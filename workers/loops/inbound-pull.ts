@@ -26,6 +26,7 @@ import type { ParseFailure, ParsedMail } from '../pool/parse.js';
 import type { DerivedText } from '../../src/mail/extract.js';
 import { COLLECT_AFTER_BYTES, collectGarbage } from '../../src/core/gc.js';
 import type { InboundMeta } from '../../src/edge/sealed.js';
+import { checkServers } from '../../src/domains/checks.js';
 
 /**
  * Sealed objects up to this size are opened and parsed in this loop's own thread: that skips
@@ -115,7 +116,7 @@ function parseInWorker(raw: Buffer, stall: boolean): Promise<{ parsed: ParsedMai
  * Opens a large object in place and parses it in a worker. The pipeline's large-message lane asks
  * for one at a time (src/inbound/pipeline.ts), so no queue is needed here.
  */
-async function openLarge(sealed: string | Uint8Array, privateJwk: JWK, stall: boolean): Promise<OpenedInbound> {
+async function openLarge(sealed: string | Uint8Array, privateJwk: JWK, stall: boolean, dnsServers: string[] | null): Promise<OpenedInbound> {
   let opened: { meta: InboundMeta; raw: Buffer };
   // Loaded on the first large message, as the pool tasks are on the first small one (outside the
   // try: a module that failed to load is the service's fault, not the message's).
@@ -125,7 +126,9 @@ async function openLarge(sealed: string | Uint8Array, privateJwk: JWK, stall: bo
   } catch {
     throw new Error('open_failed');
   }
-  const { envelope, auth, spam } = opened.meta;
+  const { envelope, spam } = opened.meta;
+  // Before the parse moves the buffer to its worker (an edge without the connection: checked here).
+  const auth = await (await (tasks ??= import('../pool/tasks.js'))).objectAuth(opened.meta, opened.raw, dnsServers);
   if (opened.raw.byteLength >= COLLECT_AFTER_BYTES) collectGarbage(); // the fetch's dead chunks, before the parser adds its own
   const { parsed, derived, raw } = await parseInWorker(opened.raw, stall);
   return { envelope, auth, spam, raw, parsed, derived };
@@ -176,13 +179,15 @@ export default loopPass(async (ctx) => {
   const { edge } = readTransport(db);
   if (!edge) return 'idle';
   const { privateJwk } = await homeKeyPair(db);
+  // The home's own resolvers (`svc serve --dns`), for mail it authenticates itself (src/inbound/message-auth.ts).
+  const dnsServers = checkServers(db);
   // Test-only (docs/testing.md): the large-message parser computes forever, as a parse that never ends would.
   const stall = ctx.fault === 'inbound-parse-stall';
   const deps: IngestDeps = {
     db,
     edge: new EdgeClient(edge.url, edge.token),
     open: (sealed) =>
-      (typeof sealed === 'string' ? sealed.length : sealed.byteLength) <= OPEN_IN_LOOP_MAX_CHARS ? openInbound({ jwe: sealed, privateJwk }) : openLarge(sealed, privateJwk, stall),
+      (typeof sealed === 'string' ? sealed.length : sealed.byteLength) <= OPEN_IN_LOOP_MAX_CHARS ? openInbound({ jwe: sealed, privateJwk, dnsServers }) : openLarge(sealed, privateJwk, stall, dnsServers),
     publish: (seq: number) => ctx.publish({ kind: 'event', seq }),
     // Test-only (docs/testing.md): die like `kill -9` after a commit, before the edge delete.
     beforeDelete: ctx.fault === 'inbound-kill-after-commit' ? () => process.kill(process.pid, 'SIGKILL') : undefined,

@@ -8,6 +8,7 @@ import { composeMime, composeOutbound } from './compose.js';
 import { deriveText, type DerivedText } from '../../src/mail/extract.js';
 import { PARSE_FAILURES, parseMime, type ParsedMail } from './parse.js';
 import { inspectContent, type GuardContent } from '../../src/mail/guard-content.js';
+import { evaluateMessageAuth, trustedArcSealers, VIA_CLOUDFLARE } from '../../src/inbound/message-auth.js';
 
 /** What the inbound pipeline needs from a sealed object: its envelope and verdicts, the raw bytes, the parse. */
 export interface OpenedInbound {
@@ -24,19 +25,30 @@ export interface OpenedInbound {
  * Opens a sealed edge object with the home's private key and parses the message. Throws an
  * Error whose message is a reason code (`open_failed`, `parse_failed`, `parse_limit_exceeded`) for the quarantine.
  */
-export async function openInbound({ jwe, privateJwk }: { jwe: string | Uint8Array; privateJwk: JWK }): Promise<OpenedInbound> {
+export async function openInbound({ jwe, privateJwk, dnsServers }: { jwe: string | Uint8Array; privateJwk: JWK; dnsServers?: string[] | null }): Promise<OpenedInbound> {
   let opened: Awaited<ReturnType<typeof openSealed>>;
   try {
     opened = await openSealed(jwe, privateJwk);
   } catch {
     throw new Error('open_failed');
   }
-  return parseOpened(opened);
+  return parseOpened(opened, dnsServers ?? null);
+}
+
+/**
+ * The verdicts of an object: as the edge sealed them, or, from an edge that never saw the
+ * connection (the Cloudflare Worker), evaluated here from the message (src/inbound/message-auth.ts).
+ */
+export async function objectAuth(meta: InboundMeta, raw: Buffer, dnsServers: string[] | null): Promise<InboundObject['auth']> {
+  if (meta.envelope.via !== VIA_CLOUDFLARE) return meta.auth;
+  const { dnsResolver } = await import('../../src/edge/auth.js');
+  return evaluateMessageAuth(raw, dnsResolver(dnsServers ?? undefined), trustedArcSealers());
 }
 
 /** The parse half of `openInbound`. */
-async function parseOpened({ meta, raw }: { meta: InboundMeta; raw: Buffer }): Promise<OpenedInbound> {
-  const { envelope, auth, spam } = meta;
+async function parseOpened({ meta, raw }: { meta: InboundMeta; raw: Buffer }, dnsServers: string[] | null): Promise<OpenedInbound> {
+  const { envelope, spam } = meta;
+  const auth = await objectAuth(meta, raw, dnsServers);
   try {
     const parsed = await parseMime(raw);
     return { envelope, auth, spam, raw, parsed, derived: deriveText(parsed) };
