@@ -33,7 +33,7 @@ const ID = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** The fix for each failure a Cloudflare answer can mean. */
 const FIX = {
-  auth: 'the API token was not accepted or may not do this: it needs Zone:DNS:Edit for the zone (and Zone:Read when no zone_id is set). Make one under My Profile → API Tokens and set it with `svc domains provider-set --kind cloudflare --api-token-file FILE`.',
+  auth: 'the API token was not accepted or may not do this: the token needs Zone:DNS:Edit for the zone (and Zone:Read when no zone_id is set). Make one under My Profile → API Tokens and set it with `svc domains provider-set --kind cloudflare --api-token-file FILE`.',
   rateLimited: 'Cloudflare is rate-limiting this token (HTTP 429); svc tries again on its next pass.',
 } as const;
 
