@@ -202,7 +202,8 @@ export class CloudflareProvider implements DnsProvider {
       const what = `Removing ${r.type} ${r.name} from ${zone}`;
       // One record for each svc added (Cloudflare refuses identical twins anyway); none there is no error.
       const mine = (await this.listed(zone, r.name, r.type, what)).find((l) => sameRecord(l.record, r));
-      if (mine) await this.call('DELETE', `/zones/${id}/dns_records/${mine.id}`, what, undefined, this.notFound(zone));
+      // The published schema requires a JSON body on this DELETE (with no schema of its own): an empty object.
+      if (mine) await this.call('DELETE', `/zones/${id}/dns_records/${mine.id}`, what, {}, this.notFound(zone));
     }
   }
 
