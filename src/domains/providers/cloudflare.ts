@@ -108,7 +108,9 @@ export class CloudflareProvider implements DnsProvider {
       // Not JSON: handled below by status, or as a malformed answer.
     }
     const envelope = isEnvelope(parsed) ? parsed : null;
-    const serverSays = envelope ? quoteServer(envelope.errors.map((e) => `${typeof e.code === 'number' ? `${e.code} ` : ''}${typeof e.message === 'string' ? e.message : ''}`).join('; ')) : '';
+    // A server that echoes the token back gets it cut out before its text is quoted.
+    const serverText = envelope ? envelope.errors.map((e) => `${typeof e.code === 'number' ? `${e.code} ` : ''}${typeof e.message === 'string' ? e.message : ''}`).join('; ') : '';
+    const serverSays = quoteServer(serverText.split(this.s.apiToken).join('[token]'));
     const said = serverSays ? ` (Cloudflare says: ${serverSays})` : '';
     if (res.status === 401 || res.status === 403) throw new DnsProviderError(`${what} at ${this.label} failed: ${FIX.auth}${said}`);
     if (res.status === 429) throw new DnsProviderError(`${what} at ${this.label} failed: ${FIX.rateLimited}`);
