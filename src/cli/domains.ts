@@ -274,7 +274,7 @@ export const group: Group = {
         opt('url URL', 'powerdns: the API base URL (https, or http on loopback or a private network).'),
         opt('server-id ID', 'powerdns: the server id (default localhost).'),
         opt('api-key-file FILE', 'powerdns: read the API key from FILE (- for stdin). Omitted: the stored one is kept for the same URL.'),
-        opt('api-token-file FILE', 'cloudflare: read the API token (Zone:DNS:Edit) from FILE (- for stdin). Omitted: the stored one is kept for the same zone id and API base.'),
+        opt('api-token-file FILE', 'cloudflare: read the API token (Zone:DNS:Edit) from FILE (- for stdin). Omitted: the stored one is kept for the same API base.'),
         opt('zone-id ID', 'cloudflare: the zone\'s id (its Overview page). Omitted: looked up by the zone\'s name (the token then also needs Zone:Read).'),
         opt('api-base URL', 'cloudflare: the API base URL (default https://api.cloudflare.com/client/v4).'),
         opt('zone ZONE...', 'A zone the provider serves (repeatable); a domain goes into the longest one it is under. Default: each domain is its own zone.'),

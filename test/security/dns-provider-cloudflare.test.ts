@@ -19,7 +19,7 @@ import { DnsProviderError } from '../../src/domains/providers/provider.js';
 
 const TOKEN = `cf${randomBytes(20).toString('hex')}`;
 
-t.test('the token is write-only; api_base is https (or http on loopback), without credentials; a new api_base or zone_id needs the token again', async (t) => {
+t.test('the token is write-only; api_base is https (or http on loopback), without credentials; a new api_base needs the token again', async (t) => {
   const svc = await startSvc();
   t.teardown(() => svc.stop());
   const put = (body: unknown) => api(svc.url, 'PUT', '/v0/owner/dns-provider', { token: svc.ownerToken, body });
@@ -35,7 +35,9 @@ t.test('the token is write-only; api_base is https (or http on loopback), withou
   const moved = await put({ kind: 'cloudflare', api_base: 'https://cf-proxy.example.net/client/v4' });
   t.equal(moved.status, 400, 'a new api_base does not inherit the token (it would be sent to another host)');
   t.match(moved.body, { code: 'validation_error', message: /api_token is required/ });
-  t.equal((await put({ kind: 'cloudflare', zone_id: '023e105f4ecef8ad9ca31a8372d0c353' })).status, 400, 'nor does a new zone_id');
+  const zoned = await put({ kind: 'cloudflare', zone_id: '023e105f4ecef8ad9ca31a8372d0c353' });
+  t.equal(zoned.status, 200, 'a zone_id at the same api_base keeps the token (it goes to the same host)');
+  t.match(zoned.body, { provider: { zone_id: '023e105f4ecef8ad9ca31a8372d0c353', api_token_set: true } });
 
   const refused: [string, unknown][] = [
     ['file: URL', { api_base: 'file:///etc/passwd' }],

@@ -102,8 +102,8 @@ export function checkDnsProviderBody(body: DnsProviderBody, current: StoredDnsPr
 
 /**
  * Cloudflare: the API base is https (plain http only on loopback or a private network, for a
- * local stand-in), with no credentials, query or fragment. The token is kept when neither the
- * base nor the zone id changes: a token is sent only where the owner sent it.
+ * local stand-in), with no credentials, query or fragment. The token is kept when the base is
+ * the same: a token is sent only to the host the owner sent it for.
  */
 function checkCloudflare(body: Extract<DnsProviderBody, { kind: 'cloudflare' }>, current: StoredDnsProvider | null, zones: string[], ttl: number): StoredDnsProvider {
   let url: URL;
@@ -118,9 +118,9 @@ function checkCloudflare(body: Extract<DnsProviderBody, { kind: 'cloudflare' }>,
   if (url.username || url.password || url.search || url.hash) throw invalid('api_base must not carry credentials, a query or a fragment.', 'Send the API token as `api_token`.');
   const apiBase = url.origin + url.pathname.replace(/\/+$/, '');
   const zoneId = body.zone_id ?? null;
-  const same = current?.kind === 'cloudflare' && current.api_base === apiBase && current.zone_id === zoneId;
+  const same = current?.kind === 'cloudflare' && current.api_base === apiBase;
   const token = body.api_token?.trim() ?? (same ? current.api_token : undefined);
-  if (token === undefined) throw invalid('api_token is required for a new Cloudflare configuration (a new api_base or zone_id).', 'Create an API token with Zone:DNS:Edit (and Zone:Read) for the zone under My Profile → API Tokens, and send it as `api_token`.');
+  if (token === undefined) throw invalid('api_token is required for a new Cloudflare configuration (or a new api_base).', 'Create an API token with Zone:DNS:Edit (and Zone:Read) for the zone under My Profile → API Tokens, and send it as `api_token`.');
   // A token goes into an HTTP header: nothing but the printable characters Cloudflare's tokens are made of.
   if (!/^[\x21-\x7e]+$/.test(token)) throw invalid('api_token must be printable characters without spaces.', 'Paste the token exactly as Cloudflare showed it.');
   return { kind: 'cloudflare', api_token: token, zone_id: zoneId, api_base: apiBase, zones, ttl };

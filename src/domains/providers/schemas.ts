@@ -43,7 +43,7 @@ export const PowerDnsConfig = Type.Object(
 export const CloudflareConfig = Type.Object(
   {
     kind: Type.Literal('cloudflare'),
-    /** An API token with Zone:DNS:Edit (and Zone:Read without zone_id). Omitted: the stored one is kept when zone_id and api_base are the same. */
+    /** An API token with Zone:DNS:Edit (and Zone:Read without zone_id). Omitted: the stored one is kept when api_base is the same. */
     api_token: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
     /** The zone's id (its Overview page); omitted: looked up by the zone's name. */
     zone_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' })),

@@ -44,7 +44,7 @@ function DnsProviderCard() {
               ? { kind, server: f.server, ...(f.port ? { port: Number(f.port) } : {}), key_name: f.key_name, algorithm: f.algorithm, ...(f.secret ? { secret: f.secret } : {}), ...common }
               : kind === 'powerdns'
                 ? { kind, url: f.url, ...(f.server_id ? { server_id: f.server_id } : {}), ...(f.api_key ? { api_key: f.api_key } : {}), ...common }
-                : { kind, ...(f.api_token ? { api_token: f.api_token } : {}), ...(f.zone_id ? { zone_id: f.zone_id } : {}), ...(f.api_base ? { api_base: f.api_base } : {}), ...common },
+                : { kind, ...(f.api_token ? { api_token: f.api_token } : {}), ...(f.zone_id ? { zone_id: f.zone_id } : {}), ...(v?.kind === 'cloudflare' ? { api_base: v.api_base } : {}), ...common },
           );
           // Write-only: once stored, the secret leaves the page too.
           form.querySelectorAll<HTMLInputElement>('input[type=password]').forEach((i) => (i.value = ''));
