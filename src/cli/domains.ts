@@ -127,7 +127,9 @@ function showProvider(ctx: Ctx, v: DnsProviderResponse, lead?: string): void {
     ? [['provider', 'none (apply asks you to create the records by hand)']]
     : p.kind === 'rfc2136'
       ? [['provider', 'RFC 2136 dynamic updates with TSIG'], ['server', `${p.server}:${p.port} over ${p.transport.toUpperCase()}`], ['key', `${p.key_name} (${p.algorithm})${p.secret_set ? ', secret set' : ''}`]]
-      : [['provider', 'PowerDNS HTTP API'], ['url', p.url], ['server id', p.server_id], ['api key', p.api_key_set ? 'set' : 'not set']];
+      : p.kind === 'powerdns'
+        ? [['provider', 'PowerDNS HTTP API'], ['url', p.url], ['server id', p.server_id], ['api key', p.api_key_set ? 'set' : 'not set']]
+        : [['provider', 'Cloudflare DNS API'], ['api', p.api_base], ['zone id', p.zone_id ?? 'looked up by the zone\'s name'], ['api token', p.api_token_set ? 'set' : 'not set']];
   if (p) rows.push(['zones', p.zones.length ? p.zones.join(', ') : 'each domain is its own zone'], ['ttl', String(p.ttl)]);
   out((lead ? `${lead}\n` : '') + fields(rows));
 }
@@ -262,9 +264,9 @@ export const group: Group = {
       },
     },
     'provider-set': {
-      summary: 'Publish records through a DNS provider: RFC 2136 with TSIG, or the PowerDNS API (docs/dns-providers.md).',
+      summary: 'Publish records through a DNS provider: RFC 2136 with TSIG, the PowerDNS API or the Cloudflare API (docs/dns-providers.md).',
       options: [
-        opt('kind KIND', 'rfc2136 or powerdns.'),
+        opt('kind KIND', 'rfc2136, powerdns or cloudflare.'),
         opt('server HOST', 'rfc2136: the primary name server (IP address or host name).'),
         opt('port PORT', 'rfc2136: its port (default 53).'),
         opt('udp', 'rfc2136: send updates over UDP (default TCP).'),
@@ -274,12 +276,16 @@ export const group: Group = {
         opt('url URL', 'powerdns: the API base URL (https, or http on loopback or a private network).'),
         opt('server-id ID', 'powerdns: the server id (default localhost).'),
         opt('api-key-file FILE', 'powerdns: read the API key from FILE (- for stdin). Omitted: the stored one is kept for the same URL.'),
+        opt('api-token-file FILE', 'cloudflare: read the API token (Zone:DNS:Edit) from FILE (- for stdin). Omitted: the stored one is kept for the same API base.'),
+        opt('zone-id ID', 'cloudflare: the zone\'s id (its Overview page). Omitted: looked up by the zone\'s name (the token then also needs Zone:Read).'),
+        opt('api-base URL', 'cloudflare: the API base URL (default https://api.cloudflare.com/client/v4).'),
         opt('zone ZONE...', 'A zone the provider serves (repeatable); a domain goes into the longest one it is under. Default: each domain is its own zone.'),
         opt('ttl SECONDS', 'TTL of the records (default 3600).'),
       ],
       examples: [
         'svc domains provider-set --kind rfc2136 --server 10.0.0.53 --key-name svc-update --secret-file svc-update.secret --zone example.com',
         'svc domains provider-set --kind powerdns --url http://127.0.0.1:8081 --api-key-file pdns.key',
+        'svc domains provider-set --kind cloudflare --api-token-file cloudflare.token',
       ],
       async run(ctx) {
         const kind = ctx.str('kind');
@@ -295,7 +301,9 @@ export const group: Group = {
           const url = ctx.str('url');
           if (!url) throw new CliError('validation_error', 'powerdns needs --url (and --api-key-file the first time).');
           body = { kind, url, server_id: ctx.str('server-id'), api_key: secretFile(ctx, 'api-key'), ...common };
-        } else throw new CliError('validation_error', '--kind must be rfc2136 or powerdns.', 'Run `svc domains provider-set --help`.');
+        } else if (kind === 'cloudflare') {
+          body = { kind, api_token: secretFile(ctx, 'api-token'), zone_id: ctx.str('zone-id'), api_base: ctx.str('api-base'), ...common };
+        } else throw new CliError('validation_error', '--kind must be rfc2136, powerdns or cloudflare.', 'Run `svc domains provider-set --help`.');
         const client = await ctx.client();
         showProvider(ctx, await client.call<DnsProviderResponse>('PUT', '/v0/owner/dns-provider', { body }), 'DNS provider set; domains applied from now on publish their records through it.');
       },

@@ -127,6 +127,26 @@ t.test('the domains page sets a DNS provider and never shows its secret', async 
   t.match(stored.body, { provider: { kind: 'rfc2136', server: '10.0.0.53', key_name: 'svc-update', secret_set: true, zones: ['example.test'] } });
 });
 
+t.test('the domains page sets Cloudflare as the DNS provider: token write-only, zone id optional', async (t) => {
+  const token = 'cf-token-0123456789abcdefghijklmnopqrstuv';
+  await page.goto(svc.url + '/domains');
+  await page.getByTestId('dns-provider').locator('summary').click();
+  await page.getByTestId('dns-provider').getByLabel('Kind').selectOption('cloudflare');
+  await page.getByLabel(/API token with Zone:DNS:Edit/).fill(token);
+  await page.getByLabel(/Zones/).fill('example.test');
+  await page.getByRole('button', { name: 'Save provider' }).click();
+  await page.getByTestId('dns-provider').getByText('Cloudflare (zone looked up by name)').waitFor();
+  t.equal(await page.getByLabel(/API token with Zone:DNS:Edit/).inputValue(), '', 'the token field is emptied once stored');
+  t.match(await page.getByLabel(/API token with Zone:DNS:Edit/).getAttribute('type'), 'password');
+  t.notMatch(await page.content(), token, 'the token is nowhere on the page');
+  await page.getByLabel(/Zone ID/).fill('023e105f4ecef8ad9ca31a8372d0c353');
+  await page.getByRole('button', { name: 'Save provider' }).click();
+  await page.getByTestId('dns-provider').getByText('Cloudflare zone 023e105f4ecef8ad9ca31a8372d0c353').waitFor();
+  const stored = await api(svc.url, 'GET', '/v0/owner/dns-provider', owner);
+  t.notMatch(stored.text, token);
+  t.match(stored.body, { provider: { kind: 'cloudflare', zone_id: '023e105f4ecef8ad9ca31a8372d0c353', api_token_set: true, zones: ['example.test'] } });
+});
+
 t.test('the transport page saves an SMTP smart host and never shows its password', async (t) => {
   await page.goto(svc.url + '/transport');
   await page.getByText('not configured').waitFor();

@@ -1,7 +1,7 @@
 /**
  * The home's DNS provider (docs/dns-providers.md): one per home, kept in the settings table
  * inside the encrypted database, like the transport. Secrets (the TSIG secret, the PowerDNS API
- * key) are write-only: the view says whether one is set, a PUT without one keeps the stored one
+ * key, the Cloudflare API token) are write-only: the view says whether one is set, a PUT without one keeps the stored one
  * when it is for the same key or URL, and no message built here contains one.
  */
 import { isIP } from 'node:net';
@@ -14,13 +14,15 @@ import type { DnsProvider } from './provider.js';
 import { Rfc2136Provider } from './rfc2136.js';
 import { encodeName } from './dns-message.js';
 import { PowerDnsProvider } from './powerdns.js';
+import { CLOUDFLARE_API_BASE, CloudflareProvider } from './cloudflare.js';
 
 export type { DnsProviderBody, DnsProviderResponse } from './schemas.js';
 
 /** What is stored: the body with defaults filled in and the secret present. */
 export type StoredDnsProvider =
   | { kind: 'rfc2136'; server: string; port: number; transport: 'tcp' | 'udp'; key_name: string; algorithm: 'hmac-sha256' | 'hmac-sha512'; secret: string; zones: string[]; ttl: number }
-  | { kind: 'powerdns'; url: string; server_id: string; api_key: string; zones: string[]; ttl: number };
+  | { kind: 'powerdns'; url: string; server_id: string; api_key: string; zones: string[]; ttl: number }
+  | { kind: 'cloudflare'; api_token: string; zone_id: string | null; api_base: string; zones: string[]; ttl: number };
 
 const KEY = 'dns_provider';
 /** A TSIG secret shorter than this is refused: RFC 8945 §6 wants at least the hash's output length / 2. */
@@ -80,6 +82,7 @@ export function checkDnsProviderBody(body: DnsProviderBody, current: StoredDnsPr
     }
     return { kind: 'rfc2136', server, port, transport: body.transport ?? 'tcp', key_name: keyName, algorithm: body.algorithm ?? 'hmac-sha256', secret, zones, ttl };
   }
+  if (body.kind === 'cloudflare') return checkCloudflare(body, current, zones, ttl);
   let url: URL;
   try {
     url = new URL(body.url);
@@ -95,6 +98,32 @@ export function checkDnsProviderBody(body: DnsProviderBody, current: StoredDnsPr
   const apiKey = body.api_key ?? (same ? current.api_key : undefined);
   if (apiKey === undefined) throw invalid('api_key is required for a new PowerDNS API URL.', 'Send the api-key from pdns.conf.');
   return { kind: 'powerdns', url: base, server_id: body.server_id ?? 'localhost', api_key: apiKey, zones, ttl };
+}
+
+/**
+ * Cloudflare: the API base is https (plain http only on loopback or a private network, for a
+ * local stand-in), with no credentials, query or fragment. The token is kept when the base is
+ * the same: a token is sent only to the host the owner sent it for.
+ */
+function checkCloudflare(body: Extract<DnsProviderBody, { kind: 'cloudflare' }>, current: StoredDnsProvider | null, zones: string[], ttl: number): StoredDnsProvider {
+  let url: URL;
+  try {
+    url = new URL(body.api_base ?? CLOUDFLARE_API_BASE);
+  } catch {
+    throw invalid('api_base is not a valid URL.', `Leave it out to use ${CLOUDFLARE_API_BASE}.`);
+  }
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && privateHost(url.hostname))) {
+    throw invalid('api_base must use https (plain http only on loopback or a private network): the API token travels with every request.', `Leave it out to use ${CLOUDFLARE_API_BASE}.`);
+  }
+  if (url.username || url.password || url.search || url.hash) throw invalid('api_base must not carry credentials, a query or a fragment.', 'Send the API token as `api_token`.');
+  const apiBase = url.origin + url.pathname.replace(/\/+$/, '');
+  const zoneId = body.zone_id ?? null;
+  const same = current?.kind === 'cloudflare' && current.api_base === apiBase;
+  const token = body.api_token?.trim() ?? (same ? current.api_token : undefined);
+  if (token === undefined) throw invalid('api_token is required for a new Cloudflare configuration (or a new api_base).', 'Create an API token with Zone:DNS:Edit (and Zone:Read) for the zone under My Profile → API Tokens, and send it as `api_token`.');
+  // A token goes into an HTTP header: nothing but the printable characters Cloudflare's tokens are made of.
+  if (!/^[\x21-\x7e]+$/.test(token)) throw invalid('api_token must be printable characters without spaces.', 'Paste the token exactly as Cloudflare showed it.');
+  return { kind: 'cloudflare', api_token: token, zone_id: zoneId, api_base: apiBase, zones, ttl };
 }
 
 /** Stores a checked configuration (replacing any). Runs inside the caller's transaction. */
@@ -113,6 +142,10 @@ export function dnsProviderView(p: StoredDnsProvider | null): DnsProviderRespons
     const { secret, ...rest } = p;
     return { configured: true, provider: { ...rest, secret_set: secret.length > 0 } };
   }
+  if (p.kind === 'cloudflare') {
+    const { api_token, ...rest } = p;
+    return { configured: true, provider: { ...rest, api_token_set: api_token.length > 0 } };
+  }
   const { api_key, ...rest } = p;
   return { configured: true, provider: { ...rest, api_key_set: api_key.length > 0 } };
 }
@@ -122,6 +155,7 @@ export function dnsProviderFor(p: StoredDnsProvider): DnsProvider {
   if (p.kind === 'rfc2136') {
     return new Rfc2136Provider({ server: p.server, port: p.port, transport: p.transport, key: { name: p.key_name, algorithm: p.algorithm, secret: Buffer.from(p.secret, 'base64') } });
   }
+  if (p.kind === 'cloudflare') return new CloudflareProvider({ apiToken: p.api_token, apiBase: p.api_base, ...(p.zone_id ? { zoneId: p.zone_id } : {}) });
   return new PowerDnsProvider({ url: p.url, serverId: p.server_id, apiKey: p.api_key });
 }
 

@@ -11,7 +11,7 @@
  * The window is one GET and one PATCH back to back, with nothing awaited in between; svc touches
  * only RRsets that hold its planned records, and only while publishing or tearing down.
  */
-import { DnsProviderError, PROVIDER_LIMITS, quoteServer, type DnsProvider } from './provider.js';
+import { DnsProviderError, readBounded, quoteServer, PROVIDER_LIMITS, type DnsProvider } from './provider.js';
 import type { WireRecord } from './dns-message.js';
 
 export interface PowerDnsSettings {
@@ -166,23 +166,4 @@ export class PowerDnsProvider implements DnsProvider {
   async check(zone: string): Promise<void> {
     await this.rrsets(zone, `Reading the zone ${zone}`);
   }
-}
-
-/** The body of an answer, at most PROVIDER_LIMITS.httpBodyBytes of it (more is an error, not a truncation). */
-async function readBounded(res: Response, what: string, label: string): Promise<string> {
-  if (!res.body) return '';
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.length;
-    if (size > PROVIDER_LIMITS.httpBodyBytes) {
-      await reader.cancel();
-      throw new DnsProviderError(`${what} at ${label} failed: the answer is larger than ${PROVIDER_LIMITS.httpBodyBytes / 1024 / 1024} MiB.`);
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }

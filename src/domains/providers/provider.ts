@@ -54,3 +54,22 @@ export function quoteServer(text: string): string {
   const clean = text.replace(/[^\x20-\x7e]+/g, ' ').trim();
   return clean.length > PROVIDER_LIMITS.quotedChars ? `${clean.slice(0, PROVIDER_LIMITS.quotedChars)}…` : clean;
 }
+
+/** The body of an answer, at most PROVIDER_LIMITS.httpBodyBytes of it (more is an error, not a truncation). */
+export async function readBounded(res: Response, what: string, label: string): Promise<string> {
+  if (!res.body) return '';
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > PROVIDER_LIMITS.httpBodyBytes) {
+      await reader.cancel();
+      throw new DnsProviderError(`${what} at ${label} failed: the answer is larger than ${PROVIDER_LIMITS.httpBodyBytes / 1024 / 1024} MiB.`);
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}

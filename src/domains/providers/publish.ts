@@ -74,6 +74,23 @@ export async function publishPlan(
   return [...owned, ...missing];
 }
 
+/**
+ * Publishes records that are not from a domain's plan (the Email Routing MX records of `svc edge
+ * cloudflare`) through a provider, e.g. `dnsProviderFor(readDnsProvider(db))`: adds those not
+ * already there and returns exactly the ones it added. The caller stores that list and later
+ * hands it to `unpublish`, so a record the owner already had is never taken away.
+ */
+export async function publishRecords(provider: DnsProvider, zone: string, records: DnsRecord[]): Promise<DnsRecord[]> {
+  await provider.check(zone);
+  const missing: DnsRecord[] = [];
+  for (const r of records) {
+    const existing = await provider.existing(zone, r.name, r.type);
+    if (!existing.some((e) => sameRecord(e, r)) && !missing.some((m) => sameRecord(m, r))) missing.push(strip(r));
+  }
+  if (missing.length > 0) await provider.add(zone, missing);
+  return missing;
+}
+
 /** Removes exactly what svc added. */
 export async function unpublish(provider: DnsProvider, zone: string, added: DnsRecord[]): Promise<void> {
   if (added.length > 0) await provider.remove(zone, added);

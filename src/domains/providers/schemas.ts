@@ -1,7 +1,7 @@
 /**
  * The request and response schemas of `/owner/dns-provider` (docs/dns-providers.md); the logic is
  * in ./config.ts. Apart so that the provisioning loop, which only reads the stored provider, does
- * not load typebox. Secrets (the TSIG secret, the PowerDNS API key) are write-only: the response
+ * not load typebox. Secrets (the TSIG secret, the PowerDNS API key, the Cloudflare API token) are write-only: the response
  * says only whether one is set.
  */
 import { Type, type Static } from 'typebox';
@@ -40,7 +40,21 @@ export const PowerDnsConfig = Type.Object(
   { additionalProperties: false },
 );
 
-export const DnsProviderBody = Type.Union([Rfc2136Config, PowerDnsConfig]);
+export const CloudflareConfig = Type.Object(
+  {
+    kind: Type.Literal('cloudflare'),
+    /** An API token with Zone:DNS:Edit (and Zone:Read without zone_id). Omitted: the stored one is kept when api_base is the same. */
+    api_token: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
+    /** The zone's id (its Overview page); omitted: looked up by the zone's name. */
+    zone_id: Type.Optional(Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' })),
+    /** The API's base URL; https://api.cloudflare.com/client/v4 unless set (tests, a proxy). */
+    api_base: Type.Optional(Type.String({ minLength: 1, maxLength: 2048 })),
+    ...Common,
+  },
+  { additionalProperties: false },
+);
+
+export const DnsProviderBody = Type.Union([Rfc2136Config, PowerDnsConfig, CloudflareConfig]);
 export type DnsProviderBody = Static<typeof DnsProviderBody>;
 
 export const DnsProviderResponse = Type.Object({
@@ -62,6 +76,14 @@ export const DnsProviderResponse = Type.Object({
       url: Type.String(),
       server_id: Type.String(),
       api_key_set: Type.Boolean(),
+      zones: Type.Array(Type.String()),
+      ttl: Type.Integer(),
+    }),
+    Type.Object({
+      kind: Type.Literal('cloudflare'),
+      zone_id: Type.Union([Type.String(), Type.Null()]),
+      api_base: Type.String(),
+      api_token_set: Type.Boolean(),
       zones: Type.Array(Type.String()),
       ttl: Type.Integer(),
     }),

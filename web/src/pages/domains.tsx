@@ -9,27 +9,30 @@ import type { DnsProviderView, Domain, DomainItem, DomainPlan } from '../api-typ
 
 const zonesOf = (text: string | undefined) => (text ?? '').split(/[\s,]+/).filter(Boolean);
 
+type Kind = 'rfc2136' | 'powerdns' | 'cloudflare';
+
 /** The DNS provider: what is configured (secrets only as "set"), and forms to set or remove it. */
 function DnsProviderCard() {
   const p = useLoad(() => get<DnsProviderView>('/v0/owner/dns-provider'), []);
   const action = useAction();
-  const [kind, setKind] = useState<'rfc2136' | 'powerdns'>('rfc2136');
+  const [kind, setKind] = useState<Kind>('rfc2136');
   const v = p.data?.provider;
   const save = async (body: unknown) => p.set(await put<DnsProviderView>('/v0/owner/dns-provider', body));
   return (
     <details class="card" data-testid="dns-provider">
       <summary>
         DNS provider:{' '}
-        {!v ? <span class="badge warn">none: create the records by hand</span> : v.kind === 'rfc2136' ? <code>{`RFC 2136 ${v.server}:${v.port}, key ${v.key_name}`}</code> : <code>{`PowerDNS ${v.url}`}</code>}
+        {!v ? <span class="badge warn">none: create the records by hand</span> : v.kind === 'rfc2136' ? <code>{`RFC 2136 ${v.server}:${v.port}, key ${v.key_name}`}</code> : v.kind === 'powerdns' ? <code>{`PowerDNS ${v.url}`}</code> : <code>{`Cloudflare ${v.zone_id ? `zone ${v.zone_id}` : '(zone looked up by name)'}`}</code>}
       </summary>
       <Loading loaded={p} />
       <ErrorBox error={action.error} />
       <p class="small muted">With a provider, Apply publishes the domain's records itself and Teardown removes exactly those. Secrets are write-only; leave them empty to keep the stored one.</p>
       <label>
         Kind
-        <select value={kind} onChange={(e) => setKind((e.currentTarget as HTMLSelectElement).value as 'rfc2136' | 'powerdns')}>
+        <select value={kind} onChange={(e) => setKind((e.currentTarget as HTMLSelectElement).value as Kind)}>
           <option value="rfc2136">RFC 2136 + TSIG (BIND, Knot, …)</option>
           <option value="powerdns">PowerDNS HTTP API</option>
+          <option value="cloudflare">Cloudflare DNS</option>
         </select>
       </label>
       <form
@@ -39,7 +42,9 @@ function DnsProviderCard() {
           await save(
             kind === 'rfc2136'
               ? { kind, server: f.server, ...(f.port ? { port: Number(f.port) } : {}), key_name: f.key_name, algorithm: f.algorithm, ...(f.secret ? { secret: f.secret } : {}), ...common }
-              : { kind, url: f.url, ...(f.server_id ? { server_id: f.server_id } : {}), ...(f.api_key ? { api_key: f.api_key } : {}), ...common },
+              : kind === 'powerdns'
+                ? { kind, url: f.url, ...(f.server_id ? { server_id: f.server_id } : {}), ...(f.api_key ? { api_key: f.api_key } : {}), ...common }
+                : { kind, ...(f.api_token ? { api_token: f.api_token } : {}), ...(f.zone_id ? { zone_id: f.zone_id } : {}), ...(v?.kind === 'cloudflare' ? { api_base: v.api_base } : {}), ...common },
           );
           // Write-only: once stored, the secret leaves the page too.
           form.querySelectorAll<HTMLInputElement>('input[type=password]').forEach((i) => (i.value = ''));
@@ -66,6 +71,16 @@ function DnsProviderCard() {
             <label>
               TSIG secret, base64 (write-only{v?.kind === 'rfc2136' && v.secret_set ? ', set' : ''})
               <input name="secret" type="password" autocomplete="off" />
+            </label>
+          </>
+        ) : kind === 'cloudflare' ? (
+          <>
+            <label>
+              API token with Zone:DNS:Edit (write-only{v?.kind === 'cloudflare' && v.api_token_set ? ', set' : ''})
+              <input name="api_token" type="password" autocomplete="off" />
+            </label>
+            <label>
+              Zone ID (optional: without it the zone is looked up by name, which needs Zone:Read) <input name="zone_id" defaultValue={v?.kind === 'cloudflare' ? v.zone_id ?? '' : ''} placeholder="023e105f4ecef8ad9ca31a8372d0c353" />
             </label>
           </>
         ) : (
