@@ -27,7 +27,7 @@ import {
 } from '../domains/store.js';
 import { domainPlan, zoneFile } from '../domains/plan.js';
 import type { DomainPlanResponse, DomainSetupLink } from '../domains/schemas.js';
-import { readDnsProvider } from '../domains/providers/config.js';
+import { readDnsProvider, type StoredDnsProvider } from '../domains/providers/config.js';
 
 /** What the domain requests need from the running service. */
 export type DomainServices = Pick<AppContext, 'db' | 'bus' | 'origin'>;
@@ -94,7 +94,7 @@ export const verifyDomainFor = (svc: DomainServices, domainId: string) => trigge
 export const teardownDomainFor = (svc: DomainServices, domainId: string) => trigger(svc, () => teardownDomain(svc.db, domainId));
 
 /** How the setup page names the provider its Apply publishes through (the SDK's `provider_name`). */
-const PROVIDER_NAMES = { rfc2136: 'RFC 2136 (TSIG)', powerdns: 'PowerDNS' } as const;
+const PROVIDER_NAMES = { rfc2136: 'RFC 2136 (TSIG)', powerdns: 'PowerDNS', cloudflare: 'Cloudflare' } as const satisfies Record<StoredDnsProvider['kind'], string>;
 
 /**
  * The AgentMail SDK's `getSetupLink`: the domain's page in the owner's web app, on the home's own
