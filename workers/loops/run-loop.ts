@@ -22,6 +22,8 @@ export interface LoopContext {
   runTask(task: TaskName, input: unknown): Promise<unknown>;
   /** Ends the current sleep early (e.g. a long-poll saw new work). */
   wakeSelf(): void;
+  /** Resolves at the next wake (a bus wake or wakeSelf), for a pass that waits on several things at once. */
+  nextWake(): Promise<void>;
   /** Aborted when the service stops: pass it to long-running requests. */
   stopped: AbortSignal;
   /** The test-only fault switch (docs/testing.md), or null. */
@@ -39,20 +41,22 @@ export class LoopRunner {
   #woken = false;
   #wake: (() => void) | null = null;
   #stopping = false;
+  #wakeWaiters: (() => void)[] = [];
   readonly #stopController = new AbortController();
   readonly ctx: LoopContext;
 
   constructor(
     readonly name: LoopName,
     private readonly pass: LoopPass,
-    shared: Omit<LoopContext, 'name' | 'wakeSelf' | 'stopped'>,
+    shared: Omit<LoopContext, 'name' | 'wakeSelf' | 'nextWake' | 'stopped'>,
   ) {
-    this.ctx = { ...shared, name, wakeSelf: () => this.wake(), stopped: this.#stopController.signal };
+    this.ctx = { ...shared, name, wakeSelf: () => this.wake(), nextWake: () => new Promise<void>((resolve) => this.#wakeWaiters.push(resolve)), stopped: this.#stopController.signal };
   }
 
   wake(): void {
     this.#woken = true;
     this.#wake?.();
+    for (const resolve of this.#wakeWaiters.splice(0)) resolve();
   }
 
   stop(): void {
