@@ -12,6 +12,15 @@ export const EdgeConfig = Type.Object(
   { additionalProperties: false },
 );
 
+/** An entry of the `edges` list: without `token`, an edge already paired keeps its stored token (reads never show it, so a client can reorder or drop edges). */
+export const EdgeListEntry = Type.Object(
+  {
+    url: Type.String({ minLength: 1, maxLength: 2048 }),
+    token: Type.Optional(Type.String({ minLength: 16, maxLength: 512 })),
+  },
+  { additionalProperties: false },
+);
+
 export const SmtpConfig = Type.Object(
   {
     host: Type.String({ minLength: 1, maxLength: 253 }),
@@ -30,7 +39,7 @@ export const TransportBody = Type.Object(
     /** The single-edge form: the list becomes this one edge (null: no edge). */
     edge: Type.Optional(Type.Union([EdgeConfig, Type.Null()])),
     /** The whole list, in order: outbound goes through the first healthy one. At most MAX_EDGES (src/mail/transport.ts, a clear error); this bound only keeps the body small. */
-    edges: Type.Optional(Type.Array(EdgeConfig, { maxItems: 64 })),
+    edges: Type.Optional(Type.Array(EdgeListEntry, { maxItems: 64 })),
     smtp: Type.Optional(Type.Union([SmtpConfig, Type.Null()])),
   },
   { additionalProperties: false },

@@ -141,7 +141,12 @@ export function storeEdgeReport(db: Db, url: string, identity: EdgeIdentity | nu
 export function writeTransport(db: Db, body: TransportBody): Transport {
   const current = readTransport(db);
   const given = body.edges ?? (body.edge === undefined ? undefined : body.edge === null ? [] : [body.edge]);
-  const edges = (given ?? current.edges).map((e) => ({ ...e, url: edgeUrl(e.url) }));
+  const edges = (given ?? current.edges).map(({ url, token }): EdgeSettings => {
+    const normal = edgeUrl(url);
+    const kept = token ?? current.edges.find((e) => e.url === normal)?.token;
+    if (kept === undefined) throw new ApiError('validation_error', `The edge ${normal} is not paired yet, so it needs its token.`, { fix: 'Give {url, token} for a new edge (`svc edge` prints both); an entry without token keeps the token of an edge already paired.' });
+    return { url: normal, token: kept };
+  });
   const smtp = body.smtp === undefined ? current.smtp : body.smtp;
   const stored: StoredTransport = { edges, smtp };
   db.prepare('INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(KEY, JSON.stringify(stored));
