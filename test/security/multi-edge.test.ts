@@ -206,8 +206,18 @@ t.test('several edges', async (t) => {
     t.equal((await put({ edges: [{ url: 'not a url', token: 'x'.repeat(20) }] })).status, 400, 'an unparsable URL is refused');
     t.equal((await put({ edges: [{ url: 'https://e.example.com', token: 'short' }] })).status, 400, 'a short token is refused');
     t.equal((await put({ edge: edge(1), edges: [edge(2)] })).status, 400, 'both forms at once are refused');
+    // An entry without token keeps the token of that same URL only: it cannot lend a paired edge's token to another host.
+    const borrow = await put({ edges: [{ url: edge(1).url }, { url: 'https://attacker.example.com:8443' }] });
+    t.equal(borrow.status, 400, 'an unpaired URL without token is refused');
+    t.match(borrow.body, { code: 'validation_error', message: /attacker\.example\.com:8443 is not paired yet/ });
     const stored = await api<{ edges: { url: string }[] }>(svc.url, 'GET', '/v0/owner/transport', owner);
     t.equal(stored.body.edges.length, 8, 'a refused write changed nothing');
+    const reordered = await put({ edges: [{ url: edge(7).url }, { url: edge(0).url }] });
+    t.equal(reordered.status, 200, 'paired edges can be kept by URL alone');
+    t.same(
+      (reordered.body as { edges: { url: string }[] }).edges.map((e) => e.url),
+      [edge(7).url, edge(0).url],
+    );
     const cleared = await put({ edges: [] });
     t.equal(cleared.status, 200);
     t.same((cleared.body as { edges: unknown[]; edge: unknown }).edges, []);
