@@ -158,9 +158,28 @@ interface EdgePuller {
 /** Every edge by URL. A pass of one never waits for another: a dead or slow edge stalls only itself. */
 const pullers = new Map<string, EdgePuller>();
 /** The quarantine retry in progress (it may ask every edge), beside the pulls. */
-let retrying: Promise<number> | null = null;
+let retrying: Promise<void> | null = null;
 /** A pass waits at most this long for a pull to end or a wake, then looks at the configuration again. */
 const RESCAN_MS = 5_000;
+/** Resolves when the loop stops (one listener for the life of the thread, not one per pass). */
+let stoppedOnce: Promise<void> | null = null;
+/** What a pull or retry running between passes threw (a database failure): the next pass throws it, as a pass's own error would stop the service. */
+let backgroundFailure: { error: unknown } | null = null;
+
+function throwBackgroundFailure(): void {
+  if (backgroundFailure) throw backgroundFailure.error;
+}
+
+/** Runs `work` beside the passes; its error is kept for the next pass to throw. */
+function beside<T>(work: Promise<T>, done: () => void): Promise<void> {
+  return work.then(
+    () => done(),
+    (error: unknown) => {
+      backgroundFailure ??= { error };
+      done();
+    },
+  );
+}
 
 /**
  * Runs beside the passes while the edge is paired: wakes the loop as soon as mail lands there.
@@ -220,6 +239,7 @@ async function pullEdge(ctx: LoopContext, base: Omit<IngestDeps, 'edge'>, puller
  * At stop it waits for every pull, so nothing is cut off mid-handover.
  */
 export default loopPass(async (ctx) => {
+  throwBackgroundFailure();
   const { db } = ctx;
   const { edges } = readTransport(db);
   for (const [url, puller] of pullers) if (!edges.some((e) => e.url === url) && !puller.running) pullers.delete(url);
@@ -247,11 +267,11 @@ export default loopPass(async (ctx) => {
     // Test-only (docs/testing.md): die like `kill -9` after a commit, before the edge delete.
     beforeDelete: ctx.fault === 'inbound-kill-after-commit' ? () => process.kill(process.pid, 'SIGKILL') : undefined,
   };
-  retrying ??= retryDueQuarantine({ ...base, edges }).finally(() => (retrying = null));
+  if (edges.length > 0) retrying ??= beside(retryDueQuarantine({ ...base, edges }), () => (retrying = null));
   const now = Date.now();
   for (const puller of pullers.values()) {
     if (puller.running || puller.nextAt > now || !edges.some((e) => e.url === puller.edge.url)) continue;
-    puller.running = pullEdge(ctx, base, puller).finally(() => {
+    puller.running = beside(pullEdge(ctx, base, puller), () => {
       puller.running = null;
       ctx.wakeSelf();
     });
@@ -259,10 +279,16 @@ export default loopPass(async (ctx) => {
   const running = () => [...[...pullers.values()].flatMap((p) => (p.running ? [p.running] : [])), ...(retrying ? [retrying] : [])];
   const waiting = [...pullers.values()].filter((p) => !p.running).map((p) => p.nextAt - Date.now());
   const wait = Math.max(0, Math.min(RESCAN_MS, ...waiting));
-  await Promise.race([ctx.nextWake(), pause(wait, ctx.stopped), ...running()]);
+  let timer: NodeJS.Timeout | undefined;
+  stoppedOnce ??= new Promise<void>((resolve) => ctx.stopped.addEventListener('abort', () => resolve(), { once: true }));
+  const stopped = stoppedOnce;
+  await Promise.race([ctx.nextWake(), new Promise<void>((resolve) => (timer = setTimeout(resolve, wait))), stopped, ...running()]);
+  clearTimeout(timer);
   if (ctx.stopped.aborted) {
-    await Promise.allSettled(running());
+    await Promise.all(running());
+    throwBackgroundFailure();
     return 'idle';
   }
+  throwBackgroundFailure();
   return { delayMs: 0 };
 });

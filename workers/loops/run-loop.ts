@@ -41,7 +41,8 @@ export class LoopRunner {
   #woken = false;
   #wake: (() => void) | null = null;
   #stopping = false;
-  #wakeWaiters: (() => void)[] = [];
+  /** The promise `nextWake` hands out (one, shared, until the next wake resolves it). */
+  #nextWake: { promise: Promise<void>; resolve: () => void } | null = null;
   readonly #stopController = new AbortController();
   readonly ctx: LoopContext;
 
@@ -50,13 +51,23 @@ export class LoopRunner {
     private readonly pass: LoopPass,
     shared: Omit<LoopContext, 'name' | 'wakeSelf' | 'nextWake' | 'stopped'>,
   ) {
-    this.ctx = { ...shared, name, wakeSelf: () => this.wake(), nextWake: () => new Promise<void>((resolve) => this.#wakeWaiters.push(resolve)), stopped: this.#stopController.signal };
+    this.ctx = { ...shared, name, wakeSelf: () => this.wake(), nextWake: () => this.#waitForWake(), stopped: this.#stopController.signal };
   }
 
   wake(): void {
     this.#woken = true;
     this.#wake?.();
-    for (const resolve of this.#wakeWaiters.splice(0)) resolve();
+    this.#nextWake?.resolve();
+    this.#nextWake = null;
+  }
+
+  #waitForWake(): Promise<void> {
+    if (!this.#nextWake) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => (resolve = r));
+      this.#nextWake = { promise, resolve };
+    }
+    return this.#nextWake.promise;
   }
 
   stop(): void {
