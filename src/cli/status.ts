@@ -64,6 +64,17 @@ async function edgeReachable(url: string): Promise<boolean> {
   }
 }
 
+/** One edge's line: whether it answers now, and what the home saw of it (src/mail/edge-health.ts). */
+function edgeLine(e: { url: string; reachable: boolean; health: TransportResponse['edges'][number]['health'] }, named: boolean): string {
+  const h = e.health;
+  const since = (at: string) => `${ageText(Math.max(0, Math.round((Date.now() - Date.parse(at)) / 1000)))} ago`;
+  const parts = [named || !e.reachable ? `${e.url} ${e.reachable ? 'reachable' : 'not answering'}` : 'reachable'];
+  parts.push(h.last_success_at ? `last contact ${since(h.last_success_at)}` : 'no contact yet');
+  if (h.consecutive_failures > 0) parts.push(`${h.consecutive_failures} failure${h.consecutive_failures > 1 ? 's' : ''} in a row (${h.last_error ?? 'error'})`);
+  if (h.backoff_until) parts.push(`retrying after ${h.backoff_until}`);
+  return parts.join('; ');
+}
+
 /** A backup's age the way a person reads it: the largest unit. */
 export function ageText(seconds: number): string {
   if (seconds < 120) return `${seconds} s`;
@@ -106,7 +117,9 @@ export const group: Group = {
         const remote = await client.call<RemoteResponse>('GET', '/v0/owner/remote');
         const backupStatus = await client.call<BackupStatus>('GET', '/v0/owner/backup');
         const backup = { ...backupStatus, age_seconds: backupStatus.last_backup_at ? Math.max(0, Math.round((Date.now() - Date.parse(backupStatus.last_backup_at)) / 1000)) : null };
-        const edge = transport.edge ? { url: transport.edge.url, reachable: await edgeReachable(transport.edge.url) } : null;
+        // Every paired edge probed side by side; `edge` is the first, as before several edges.
+        const edges = await Promise.all(transport.edges.map(async (e) => ({ url: e.url, reachable: await edgeReachable(e.url), health: e.health })));
+        const edge = edges[0] ? { url: edges[0].url, reachable: edges[0].reachable } : null;
         const counts = {
           inboxes: await countItems(client, '/v0/inboxes', 'inboxes'),
           domains: await countItems(client, '/v0/domains', 'domains'),
@@ -125,6 +138,7 @@ export const group: Group = {
           loops,
           transport,
           edge,
+          edges,
           remote,
           backup,
           counts,
@@ -137,8 +151,8 @@ export const group: Group = {
             ['home', client.home],
             ['owner', owner.setup_required ? 'setup required: run `svc open` and set a password' : 'set up'],
             ['loops', 'running'],
-            ['transport', transport.configured ? [transport.edge ? `edge ${transport.edge.url}` : null, smtp].filter(Boolean).join(', ') : 'not configured: sending answers service_unavailable (see `svc transport set`)'],
-            ['edge', edge ? (edge.reachable ? 'reachable' : `not answering at ${edge.url}`) : 'not paired'],
+            ['transport', transport.configured ? [transport.edges.length > 1 ? `${transport.edges.length} edges` : transport.edge ? `edge ${transport.edge.url}` : null, smtp].filter(Boolean).join(', ') : 'not configured: sending answers service_unavailable (see `svc transport set`)'],
+            ...(edges.length === 0 ? [['edge', 'not paired'] as [string, string]] : edges.map((e, i) => [edges.length > 1 ? `edge ${i + 1}` : 'edge', edgeLine(e, edges.length > 1)] as [string, string])),
             ['remote', remote.enabled ? `enabled at ${remote.url} (connector ${remote.connector.state}, ${remote.connector.restarts} restarts)` : 'disabled'],
             ['backup', backup.age_seconds === null ? 'never: run `svc backup --to FILE`' : `${ageText(backup.age_seconds)} ago (${backup.last_backup_at})`],
             ...(backup.recovery_code_set ? [] : [['recovery', 'no recovery code: run `svc key recovery`'] as [string, string]]),

@@ -11,6 +11,7 @@ import { EXTRACTED_SPAN_MIGRATION } from './migrations-extracted-span.js';
 import { ACTIONS_MIGRATION } from './migrations-actions.js';
 import { MANIPULATION_MIGRATION } from './migrations-manipulation.js';
 import { AUTHENTICATED_CORRESPONDENTS_MIGRATION, GUARD_MIGRATION } from './migrations-guard.js';
+import { EDGES_MIGRATION } from './migrations-edges.js';
 
 export const MIGRATIONS: readonly string[] = [
   // 1: settings and the owner account
@@ -306,6 +307,8 @@ export const MIGRATIONS: readonly string[] = [
   DNS_PROVIDER_MIGRATION,
   // 19: only authenticated senders are known correspondents; addresses known only from received mail are forgotten (src/db/migrations-guard.ts)
   AUTHENTICATED_CORRESPONDENTS_MIGRATION,
+  // 20: several edges per home: the transport's edge list, per-edge health, inbound dedup, outbound handovers per edge (src/db/migrations-edges.ts)
+  EDGES_MIGRATION,
 ];
 
 /**

@@ -88,10 +88,12 @@ async function checkPtr(resolver: Resolver, r: PlannedRecord, result: (status: '
 export async function checkRecords(records: PlannedRecord[], servers: string[] | null, limits: { timeoutMs: number; tries: number } = { timeoutMs: DNS_TIMEOUT_MS, tries: DNS_TRIES }): Promise<RecordCheck[]> {
   const resolver = new Resolver({ timeout: limits.timeoutMs, tries: limits.tries });
   if (servers) resolver.setServers(servers);
-  return Promise.all(records.map((r) => checkRecord(resolver, r)));
+  // With several edges the plan has one MX per edge: each is expected, none is "another" MX.
+  const plannedMx = records.filter((r) => r.purpose === 'mx').map((r) => host(r.value));
+  return Promise.all(records.map((r) => checkRecord(resolver, r, plannedMx)));
 }
 
-async function checkRecord(resolver: Resolver, r: PlannedRecord): Promise<RecordCheck> {
+async function checkRecord(resolver: Resolver, r: PlannedRecord, plannedMx: string[]): Promise<RecordCheck> {
   const result = (status: 'valid' | 'invalid', reason: string | null, observed: string | null, missing = false): RecordCheck => ({
     type: r.type,
     name: r.name,
@@ -113,7 +115,7 @@ async function checkRecord(resolver: Resolver, r: PlannedRecord): Promise<Record
     const observed = l.value.map((m) => `${m.priority} ${host(m.exchange)}`).join(', ');
     if (hosts.length === 0) return result('invalid', `MX at ${r.name} is missing; add MX ${r.priority} ${r.value}.`, null, true);
     if (!hosts.includes(host(r.value))) return result('invalid', `MX at ${r.name} points at ${hosts.join(', ')}, expected ${r.value}.`, observed);
-    const others = hosts.filter((h) => h !== host(r.value));
+    const others = hosts.filter((h) => !plannedMx.includes(h));
     if (others.length > 0) return result('invalid', `MX at ${r.name} also points at ${others.join(', ')}; remove it so all mail reaches ${r.value}.`, observed);
     return result('valid', null, observed);
   }

@@ -64,16 +64,31 @@ export interface MailHost {
   unusableHostname: string | null;
   /** The edge's own smart host, when it relays outbound mail through one (`--smart-host`). */
   edgeSmartHost: { host: string; spf: string | null } | null;
+  /** The edge's API URL (null without an edge), for the plan's warnings. */
+  edgeUrl: string | null;
 }
 
 const addressRecord = (ip: string) => ({ type: isIP(ip) === 6 ? ('AAAA' as const) : ('A' as const), value: ip });
 
+/** The mail host of the first paired edge (outbound prefers it; its MX has the lowest priority number). */
 export function mailHost(db: Db, domain: string): MailHost {
-  const { edge } = readTransport(db);
+  return mailHosts(db, domain)[0];
+}
+
+/**
+ * One mail host per paired edge, in list order (docs/edge.md "Several edges"): each is an MX of
+ * the domain, the first with the most preferred priority. Without an edge, one placeholder.
+ */
+export function mailHosts(db: Db, domain: string): MailHost[] {
+  const { edges } = readTransport(db);
+  if (edges.length === 0) return [{ exchange: `mx.${domain}`, reachable: false, configured: false, source: 'none', addresses: [], unusableHostname: null, edgeSmartHost: null, edgeUrl: null }];
+  return edges.map((edge) => edgeMailHost(db, domain, edge.url));
+}
+
+function edgeMailHost(db: Db, domain: string, url: string): MailHost {
   const placeholder = `mx.${domain}`;
-  const none = { addresses: [], unusableHostname: null, edgeSmartHost: null };
-  if (!edge) return { exchange: placeholder, reachable: false, configured: false, source: 'none', ...none };
-  const report = readEdgeReport(db, edge.url);
+  const none = { addresses: [], unusableHostname: null, edgeSmartHost: null, edgeUrl: url };
+  const report = readEdgeReport(db, url);
   if (report?.identity) {
     const { hostname, public_addresses: ips, smart_host } = report.identity;
     const named = isPublicHostname(hostname);
@@ -85,10 +100,11 @@ export function mailHost(db: Db, domain: string): MailHost {
       source: 'edge',
       unusableHostname: named ? null : hostname,
       edgeSmartHost: smart_host,
+      edgeUrl: url,
     };
   }
   // Nothing reported: the URL's host, but only what the internet could reach.
-  const host = new URL(edge.url).hostname.replace(/^\[|\]$/g, '').toLowerCase().replace(/\.$/, '');
+  const host = new URL(url).hostname.replace(/^\[|\]$/g, '').toLowerCase().replace(/\.$/, '');
   const source = report ? 'url' : 'waiting';
   if (isIP(host)) {
     const usable = isPublicAddress(host);
@@ -128,10 +144,20 @@ function outboundPath(transport: ReturnType<typeof readTransport>, host: MailHos
 export async function domainPlan(db: Db, domain: string, opts: { domainId?: string; feedbackEnabled?: boolean } = {}): Promise<DomainPlan> {
   const key = await domainDkimKey(db, domain);
   const transport = readTransport(db);
-  const host = mailHost(db, domain);
+  const hosts = mailHosts(db, domain);
+  const host = hosts[0];
   const outbound = outboundPath(transport, host);
-  const records: PlannedRecord[] = [{ type: 'MX', name: domain, value: host.exchange, priority: MX_PRIORITY, purpose: 'mx' }];
-  for (const a of host.addresses) records.push({ type: a.type, name: host.exchange, value: a.value, purpose: 'mx_address' });
+  // One MX per edge, in list order (10, 20, …); two edges reporting the same name share one.
+  const exchanges = [...new Set(hosts.map((h) => h.exchange))];
+  const records: PlannedRecord[] = exchanges.map((exchange, i) => ({ type: 'MX' as const, name: domain, value: exchange, priority: MX_PRIORITY * (i + 1), purpose: 'mx' as const }));
+  const addressed = new Set<string>();
+  for (const h of hosts) {
+    for (const a of h.addresses) {
+      if (addressed.has(`${h.exchange} ${a.value}`)) continue;
+      addressed.add(`${h.exchange} ${a.value}`);
+      records.push({ type: a.type, name: h.exchange, value: a.value, purpose: 'mx_address' });
+    }
+  }
   records.push(
     { type: 'TXT', name: domain, value: spfValue(outbound.smartHost !== null, outbound.mechanism), purpose: 'spf' },
     { type: 'TXT', name: dkimName(key, domain), value: dkimRecord(key), purpose: 'dkim' },
@@ -146,8 +172,18 @@ export async function domainPlan(db: Db, domain: string, opts: { domainId?: stri
   }
   // Reverse DNS of the addresses the edge sends from: receivers refuse mail from an address whose
   // PTR does not name a host that resolves back to it. Only when the edge sends itself, with a real name.
-  const ptr = host.source === 'edge' && outbound.smartHost === null && host.unusableHostname === null;
-  if (ptr) for (const a of host.addresses) records.push({ type: 'PTR', name: reverseName(a.value), value: host.exchange, purpose: 'ptr', address: a.value });
+  // With several edges, each edge's own addresses (its smart host, when it has one, sends instead).
+  const ptrOf = (h: MailHost) => h.source === 'edge' && h.unusableHostname === null && (transport.smtp ? false : h.edgeSmartHost === null);
+  const ptr = ptrOf(host) && outbound.smartHost === null;
+  const ptrAddresses: string[] = [];
+  for (const h of hosts) {
+    if (h !== host ? !ptrOf(h) : !ptr) continue;
+    for (const a of h.addresses) {
+      if (ptrAddresses.includes(a.value)) continue;
+      ptrAddresses.push(a.value);
+      records.push({ type: 'PTR', name: reverseName(a.value), value: h.exchange, purpose: 'ptr', address: a.value });
+    }
+  }
 
   const warnings: string[] = [];
   if (!host.configured) {
@@ -165,6 +201,12 @@ export async function domainPlan(db: Db, domain: string, opts: { domainId?: stri
   } else if (host.source === 'edge' && host.addresses.length === 0) {
     warnings.push(`The edge knows no public address of ${host.exchange} (it does not resolve yet and no --public-ip was given), so the plan has no A/AAAA record for it and cannot check its reverse DNS. Point ${host.exchange} at the edge's address, or start the edge with \`--public-ip <address>\`.`);
   }
+  // The further edges: what is missing for their MX, each named by its URL.
+  for (const other of hosts.slice(1)) {
+    if (other.source === 'waiting') warnings.push(`svc has not heard from the edge at ${other.edgeUrl} yet, so its MX below is ${other.exchange === `mx.${domain}` ? 'a placeholder' : 'its API address'}; read the plan again once it answers.`);
+    else if (other.unusableHostname !== null) warnings.push(`The edge at ${other.edgeUrl} calls itself ${other.unusableHostname}, which is not a public DNS name; start it with \`svc edge --hostname mx2.example.com\`.`);
+    else if (!other.reachable) warnings.push(`The edge at ${other.edgeUrl} reports no public name or address: its MX works for local testing only.`);
+  }
   if (outbound.smartHost !== null && outbound.mechanism === null) {
     warnings.push(`Outbound mail goes through the smart host ${outbound.smartHost}, which the SPF record cannot name yet: give the SPF mechanism your provider requires (e.g. include:amazonses.com for SES) with \`${outbound.how}\`. Until then the record ends in ~all, not -all.`);
   }
@@ -175,11 +217,16 @@ export async function domainPlan(db: Db, domain: string, opts: { domainId?: stri
   const zoneRecords = records.filter((r) => r.purpose !== 'ptr');
   steps.push(
     `At the DNS provider of ${domain}, create the ${zoneRecords.length} records below, or import the zone file from \`svc domains zone-file ${ref}\`.`,
-    `Remove every other MX record of ${domain}: mail for it must reach the edge at ${host.exchange}.`,
+    exchanges.length > 1
+      ? `Remove every other MX record of ${domain}: mail for it must reach the edges at ${exchanges.join(' and ')}.`
+      : `Remove every other MX record of ${domain}: mail for it must reach the edge at ${host.exchange}.`,
     `Keep exactly one SPF record (TXT starting with v=spf1) at ${domain}; if one exists, merge the mechanisms into it instead of adding a second.`,
   );
-  if (ptr && host.addresses.length > 0) {
+  const ptrRecords = records.filter((r) => r.purpose === 'ptr');
+  if (ptrRecords.length > 0 && exchanges.length === 1) {
     steps.push(`At your VPS provider, set the reverse DNS (PTR) of ${host.addresses.map((a) => a.value).join(' and ')} to ${host.exchange}: receivers refuse mail from an address whose PTR does not name its host.`);
+  } else if (ptrRecords.length > 0) {
+    steps.push(`At your VPS providers, set the reverse DNS (PTR) of ${ptrRecords.map((r) => `${r.address} to ${r.value}`).join(', ')}: receivers refuse mail from an address whose PTR does not name its host.`);
   }
   steps.push(
     `Run \`svc domains apply ${ref}\`: svc routes ${domain} at the edge and checks the records, then sends a self-test message from svc-selftest@${domain} to itself through the edge.`,

@@ -21,14 +21,29 @@ export const EDGE_TIMEOUT_MS = {
   longPollGrace: 10_000,
 } as const;
 
+/** Connection failures that happen before any byte of the request is sent. */
+const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
+/** Answers that say the edge took nothing: the request never passed its authentication or routing. */
+const REFUSED_UNREAD = new Set([401, 403, 404]);
+
 /** The edge could not be reached (`status` null) or answered with an error status: retry later. */
 export class EdgeUnavailable extends Error {
+  /** Whether the edge certainly took nothing of this request (no connection, or refused unread): a send may go elsewhere. */
+  readonly notSent: boolean;
   constructor(
     message: string,
     readonly status: number | null = null,
+    notConnected = false,
   ) {
     super(message);
+    this.notSent = notConnected || (status !== null && REFUSED_UNREAD.has(status));
   }
+}
+
+/** Our code for an edge failure, for health and logs: never the edge's text or a URL. */
+export function edgeErrorCode(err: unknown): string {
+  if (!(err instanceof EdgeUnavailable)) return 'edge_failed';
+  return err.status === null ? 'edge_unreachable' : `edge_status_${err.status}`;
 }
 
 /** The body of `POST /outbound` (docs/edge.md): the message base64-encoded, idempotent on `ref`. */
@@ -72,8 +87,9 @@ export class EdgeClient {
         body: opts.body !== undefined ? JSON.stringify(opts.body) : undefined,
         signal: AbortSignal.any(signals),
       });
-    } catch {
-      throw new EdgeUnavailable(`edge ${method} ${path.split('?')[0]} failed to connect`);
+    } catch (err) {
+      const code = (err as { cause?: { code?: unknown } }).cause?.code;
+      throw new EdgeUnavailable(`edge ${method} ${path.split('?')[0]} failed to connect`, null, typeof code === 'string' && NOT_CONNECTED.has(code));
     }
     if (opts.answers?.includes(res.status)) return res;
     if (res.status === 404 && opts.allow404) {

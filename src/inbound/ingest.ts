@@ -20,9 +20,11 @@ import { commitKey, isCommitHandled } from './commit-keys.js';
 import { COLLECT_AFTER_BYTES, collectGarbageSoon } from '../core/gc.js';
 import { inboxExists } from '../auth/inbox-lookup.js';
 import { isSelftestRecipient, receiveSelftest } from '../domains/store.js';
+import { claimSeen, contentHash, seenRecently } from './dedup.js';
 
 export interface IngestDeps {
   db: Db;
+  /** The edge this object came from: it is fetched there and acknowledged (deleted) there only. */
   edge: EdgeClient;
   /** Opens and parses (a compact JWE as text, or its bytes); rejects with Error(message = reason code). */
   open(sealed: string | Uint8Array): Promise<OpenedInbound>;
@@ -120,8 +122,28 @@ function verdictsOf(deps: IngestDeps, opened: OpenedInbound, known: Map<string, 
   return senderVerdicts(deps.db, recipientInboxes(opened), opened.derived.manipulation, opened.parsed.from[0]?.address, known);
 }
 
-/** Commits every routed recipient of an opened object; returns the event seqs to publish. Throws when a commit fails. */
-function commitRecipients(deps: IngestDeps, objectKey: string, opened: OpenedInbound, verdicts: Map<string, ManipulationVerdict>): number[] {
+/**
+ * What the dedup check needs of an opened object, found before the commit's transaction: its
+ * content hash (linear in the message) and the recipients whose copy was already committed
+ * within the window (src/inbound/dedup.ts), which the commit skips without a write.
+ */
+interface Seen {
+  hash: string;
+  already: Set<string>;
+}
+
+function seenOf(deps: IngestDeps, opened: OpenedInbound): Seen {
+  const hash = contentHash(opened.raw);
+  return { hash, already: new Set([...recipientInboxes(opened)].filter((inbox) => seenRecently(deps.db, hash, inbox))) };
+}
+
+/**
+ * Commits every routed recipient of an opened object; returns the event seqs to publish. Throws
+ * when a commit fails. A recipient whose copy of the same bytes was committed within the window
+ * (another edge delivered it too) is skipped: claimed here, inside the transaction, so two edges'
+ * copies racing each other commit once.
+ */
+function commitRecipients(deps: IngestDeps, objectKey: string, opened: OpenedInbound, verdicts: Map<string, ManipulationVerdict>, seen: Seen): number[] {
   const { db } = deps;
   const seqs: number[] = [];
   const sender = (opened.parsed.from[0]?.address ?? opened.envelope.mail_from).toLowerCase();
@@ -141,6 +163,7 @@ function commitRecipients(deps: IngestDeps, objectKey: string, opened: OpenedInb
     }
     // The edge may still route an address the home deleted a moment ago; nothing to store it in.
     if (!inboxExists(db, inboxId)) continue;
+    if (seen.already.has(inboxId) || !claimSeen(db, seen.hash, inboxId)) continue; // a copy through another edge (or a repeat) was committed
     const verdict = sender ? listVerdict(db, { inboxId, direction: 'receive', address: sender }) : 'none';
     if (verdict === 'block') {
       recordRejection(db, { sourceKey, inboxId, sender: sender || null, reason: 'receive_block_list', receivedAt: opened.envelope.received_at });
@@ -184,7 +207,8 @@ export async function ingestObject(deps: IngestDeps, key: string, size: number |
   let seqs: number[];
   try {
     const verdicts = verdictsOf(deps, opened);
-    seqs = db.transaction(() => commitRecipients(deps, key, opened, verdicts))();
+    const seen = seenOf(deps, opened);
+    seqs = db.transaction(() => commitRecipients(deps, key, opened, verdicts, seen))();
   } catch (err) {
     if (isStorageTrouble(err)) {
       const deferred = deferral(err);
@@ -343,8 +367,9 @@ function commitOpened(deps: IngestDeps, ready: Opened[]): string[] {
   let seqs: number[] = [];
   const known = new Map<string, string[]>();
   const verdicts = new Map(ready.map((o) => [o.key, verdictsOf(deps, o.mail, known)]));
+  const seen = new Map(ready.map((o) => [o.key, seenOf(deps, o.mail)]));
   try {
-    seqs = db.transaction(() => ready.flatMap((o) => commitRecipients(deps, o.key, o.mail, verdicts.get(o.key)!)))();
+    seqs = db.transaction(() => ready.flatMap((o) => commitRecipients(deps, o.key, o.mail, verdicts.get(o.key)!, seen.get(o.key)!)))();
   } catch (err) {
     if (isStorageTrouble(err)) {
       const deferred = deferral(err);
@@ -355,7 +380,7 @@ function commitOpened(deps: IngestDeps, ready: Opened[]): string[] {
     committed = [];
     for (const o of ready) {
       try {
-        seqs.push(...db.transaction(() => commitRecipients(deps, o.key, o.mail, verdicts.get(o.key)!))());
+        seqs.push(...db.transaction(() => commitRecipients(deps, o.key, o.mail, verdicts.get(o.key)!, seen.get(o.key)!))());
         committed.push(o);
       } catch (objectErr) {
         if (isStorageTrouble(objectErr)) {

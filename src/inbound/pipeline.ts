@@ -16,6 +16,7 @@
  * Invariant: an object is deleted at the edge only after its commit; objects committed but not
  * deleted (a failure, a crash) are listed again later and skipped as already committed.
  */
+import { edgeErrorCode } from './edge-client.js';
 import { CommitDeferred, commitBatch, commitLarge, deleteCommitted, prepareBatch, type IngestDeps, type PreparedBatch } from './ingest.js';
 
 /** Objects asked for in one listing. */
@@ -38,6 +39,8 @@ export const MAX_PER_PASS = 2_000;
 export interface PullOutcome {
   ended: 'done' | 'edge_failed' | 'commit_deferred';
   listed: number;
+  /** With `edge_failed`: our code for what failed (src/inbound/edge-client.ts edgeErrorCode). */
+  error?: string;
 }
 
 /** Marks a promise's rejection as handled now; awaiting it later still throws. */
@@ -93,7 +96,11 @@ class LargeLane {
   }
 }
 
-/** One pass: list, fetch and open ahead; commit and delete behind. `deps.edge` is the paired edge. */
+/**
+ * One pass over one edge: list, fetch and open ahead; commit and delete behind. `deps.edge` is
+ * the edge pulled; with several edges the loop runs one pass per edge side by side, each
+ * deleting only at its own edge (workers/loops/inbound-pull.ts).
+ */
 export async function pullObjects(deps: IngestDeps, stopped: AbortSignal): Promise<PullOutcome> {
   const client = deps.edge;
   const large = new LargeLane(deps);
@@ -104,6 +111,7 @@ export async function pullObjects(deps: IngestDeps, stopped: AbortSignal): Promi
   let listing = true;
   let stop = false;
   let failed = false;
+  let error: string | undefined;
   let commitDeferred = false;
   let wakeCommitter = () => {};
   let wakeLister = () => {};
@@ -143,8 +151,9 @@ export async function pullObjects(deps: IngestDeps, stopped: AbortSignal): Promi
         pages.push(entry);
         wakeCommitter();
       }
-    } catch {
+    } catch (err) {
       failed = true;
+      error ??= edgeErrorCode(err);
     } finally {
       listing = false;
       wakeCommitter();
@@ -182,6 +191,7 @@ export async function pullObjects(deps: IngestDeps, stopped: AbortSignal): Promi
   } catch (err) {
     failed = true;
     commitDeferred = err instanceof CommitDeferred;
+    error ??= edgeErrorCode(err);
   } finally {
     stop = true;
     large.stop();
@@ -189,7 +199,7 @@ export async function pullObjects(deps: IngestDeps, stopped: AbortSignal): Promi
   }
   await large.idle(); // a large message in progress finishes before the next pass lists it again
   if (commitDeferred) return { ended: 'commit_deferred', listed };
-  if (failed) return { ended: 'edge_failed', listed };
+  if (failed) return { ended: 'edge_failed', listed, error };
   await lister;
   return { ended: 'done', listed };
 }

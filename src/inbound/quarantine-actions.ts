@@ -6,7 +6,9 @@
  * after the mail is committed. This is a loop path, its own top level: it opens the transaction
  * around each outcome it records, as the loops do.
  */
-import { ingestObject, type IngestDeps } from './ingest.js';
+import { ingestObject, type IngestDeps, type IngestResult } from './ingest.js';
+import { edgeHolding } from './edge-holder.js';
+import type { EdgeSettings } from '../mail/transport.js';
 import { wasHandled } from './commit-keys.js';
 import { dueForAutoRetry, finishQuarantine, recordFailedRetry, setStatus } from './quarantine.js';
 
@@ -16,17 +18,19 @@ const AUTO_RETRIES_PER_PASS = 10;
 /**
  * Retries quarantined objects whose reason is transient once their backoff has passed
  * (src/inbound/quarantine.ts). Success releases the item (`inbound.released`); another failure
- * counts an attempt. An edge or database that is unavailable counts nothing: the item is tried
+ * counts an attempt. The object is looked for at every paired edge. An edge or database that is unavailable counts nothing: the item is tried
  * again on the next pass. Returns how many items were due.
  */
-export async function retryDueQuarantine(deps: IngestDeps): Promise<number> {
+export async function retryDueQuarantine(deps: Omit<IngestDeps, 'edge'> & { edges: readonly EdgeSettings[] }): Promise<number> {
   const { db } = deps;
   const due = dueForAutoRetry(db, Date.now(), AUTO_RETRIES_PER_PASS);
   for (const item of due) {
     setStatus(db, item.quarantine_id, 'release_pending');
-    let result;
+    let result: IngestResult;
     try {
-      result = await ingestObject(deps, item.source_key, item.size, { retry: true });
+      // The object is at one of the edges (whichever received it); none holding it: it is gone.
+      const edge = await edgeHolding(deps.edges, item.source_key);
+      result = edge ? await ingestObject({ ...deps, edge }, item.source_key, item.size, { retry: true }) : { outcome: 'gone' };
     } catch {
       setStatus(db, item.quarantine_id, 'quarantined');
       break; // edge unreachable or storage busy: stop here, the next pass tries again

@@ -21,10 +21,12 @@ export interface DeliveryReport {
   message?: string;
 }
 
+/** Each edge's cursor is kept under `delivery_events_cursor:<edge URL>` (migration 20 moved the single one there). */
 const CURSOR_KEY = 'delivery_events_cursor';
+const cursorKey = (url: string) => `${CURSOR_KEY}:${url}`;
 
-export function reportCursor(db: Db): string | null {
-  const row = prepared(db, 'SELECT value FROM settings WHERE key = ?').get(CURSOR_KEY) as { value: string } | undefined;
+export function reportCursor(db: Db, url: string): string | null {
+  const row = prepared(db, 'SELECT value FROM settings WHERE key = ?').get(cursorKey(url)) as { value: string } | undefined;
   return row?.value ?? null;
 }
 
@@ -96,7 +98,7 @@ function recipientsOf(json: string): string[] {
  * cursor moves with the changes, so each report is applied exactly once); returns the seqs of
  * the events appended. A report about a message deleted since is skipped.
  */
-export function applyReports(db: Db, reports: DeliveryReport[], next: string): number[] {
+export function applyReports(db: Db, reports: DeliveryReport[], next: string, edgeUrl: string): number[] {
   const seqs: number[] = [];
   for (const r of reports) {
     const row = prepared(
@@ -115,6 +117,6 @@ export function applyReports(db: Db, reports: DeliveryReport[], next: string): n
       seqs.push(appendEvent(db, { eventType: change.event.eventType, inboxId: row.inbox_id, payloadKey: change.event.payloadKey, payload: { ...ids, ...change.event.payload }, messageRowid: row.id }).seq);
     }
   }
-  prepared(db, 'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(CURSOR_KEY, next);
+  prepared(db, 'INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(cursorKey(edgeUrl), next);
   return seqs;
 }

@@ -28,9 +28,9 @@ let pushChain: Promise<void> = Promise.resolve();
  * ROUTING_PUSH_WAIT_MS, or at once without a local edge). Never throws: the inbox exists either way.
  */
 export async function routeToLocalEdge(db: Db): Promise<void> {
-  const edge = readTransport(db).edge;
   const localToken = localEdgeToken(db);
-  if (!edge || edge.token !== localToken) return;
+  const edge = readTransport(db).edges.find((e) => e.token === localToken);
+  if (!edge) return;
   // Concurrent creates share the next push instead of each sending the whole table.
   pendingPush ??= pushChain.then(() => {
     pendingPush = null;

@@ -12,6 +12,15 @@ export const EdgeConfig = Type.Object(
   { additionalProperties: false },
 );
 
+/** An entry of the `edges` list: without `token`, an edge already paired keeps its stored token (reads never show it, so a client can reorder or drop edges). */
+export const EdgeListEntry = Type.Object(
+  {
+    url: Type.String({ minLength: 1, maxLength: 2048 }),
+    token: Type.Optional(Type.String({ minLength: 16, maxLength: 512 })),
+  },
+  { additionalProperties: false },
+);
+
 export const SmtpConfig = Type.Object(
   {
     host: Type.String({ minLength: 1, maxLength: 253 }),
@@ -27,7 +36,10 @@ export const SmtpConfig = Type.Object(
 
 export const TransportBody = Type.Object(
   {
+    /** The single-edge form: the list becomes this one edge (null: no edge). */
     edge: Type.Optional(Type.Union([EdgeConfig, Type.Null()])),
+    /** The whole list, in order: outbound goes through the first healthy one. At most MAX_EDGES (src/mail/transport.ts, a clear error); this bound only keeps the body small. */
+    edges: Type.Optional(Type.Array(EdgeListEntry, { maxItems: 64 })),
     smtp: Type.Optional(Type.Union([SmtpConfig, Type.Null()])),
   },
   { additionalProperties: false },
@@ -36,9 +48,24 @@ export const TransportBody = Type.Object(
 export type TransportBody = Static<typeof TransportBody>;
 
 /** The owner's view of the transport (`GET`/`PUT /owner/transport`): secrets only as `*_set` flags. */
+/** One edge's health as the home saw it (src/mail/edge-health.ts); never a secret. */
+export const EdgeHealthView = Type.Object({
+  /** Last contact succeeded and the edge is not in backoff: outbound prefers it. */
+  healthy: Type.Boolean(),
+  last_success_at: Type.Union([Type.String(), Type.Null()]),
+  /** Our code for the last failure (`edge_unreachable`, `edge_status_503`, …), never the edge's text. */
+  last_error: Type.Union([Type.String(), Type.Null()]),
+  last_error_at: Type.Union([Type.String(), Type.Null()]),
+  consecutive_failures: Type.Integer({ minimum: 0 }),
+  backoff_until: Type.Union([Type.String(), Type.Null()]),
+});
+export type EdgeHealthView = Static<typeof EdgeHealthView>;
+
 export const TransportResponse = Type.Object({
   configured: Type.Boolean(),
+  /** The first edge, for clients of the single-edge form. */
   edge: Type.Union([Type.Object({ url: Type.String(), token_set: Type.Boolean() }), Type.Null()]),
+  edges: Type.Array(Type.Object({ url: Type.String(), token_set: Type.Boolean(), health: EdgeHealthView })),
   smtp: Type.Union([
     Type.Object({
       host: Type.String(),

@@ -1,26 +1,48 @@
 /**
- * The mail transport configuration (ARCHITECTURE §6): the paired edge (`{url, token}`) and an
- * optional SMTP smart host for outbound. Kept in the settings table (inside the encrypted
- * database); secrets are write-only: reads say whether one is set, never what it is.
+ * The mail transport configuration (ARCHITECTURE §6): the paired edges (`[{url, token}, …]`, in
+ * order; docs/edge.md "Several edges") and an optional SMTP smart host for outbound. Kept in the
+ * settings table (inside the encrypted database) as `{edges, smtp}`; migration 20 turned the
+ * single `edge` it held before into a list of one. Secrets are write-only: reads say whether one
+ * is set, never what it is.
  */
 import type { Db } from '../db/open.js';
 import { ApiError } from '../core/errors.js';
 import type { EdgeSettings, SmtpSettings, TransportBody } from './transport-schemas.js';
 import type { EdgeIdentity } from '../edge/identity.js';
 import { SPF_MECHANISM_HELP, spfMechanism } from '../domains/spf.js';
+import { edgesHealth, forgetOtherEdges } from './edge-health.js';
 
 export type { EdgeSettings, SmtpSettings, TransportBody, TransportResponse } from './transport-schemas.js';
 
 export interface Transport {
+  /** Every paired edge, in the owner's order: all are pulled, outbound prefers the first healthy one. */
+  edges: EdgeSettings[];
+  /** The first edge (null without one): what code that knows one edge reads. */
   edge: EdgeSettings | null;
   smtp: SmtpSettings | null;
 }
 
+/**
+ * The most edges one home pulls from and sends through (a VPS edge and a backup, or an edge and
+ * its replacement during a migration): each costs a long-poll and a pull per pass.
+ */
+export const MAX_EDGES = 8;
+
 const KEY = 'transport';
+
+/** What the settings row holds; `edge` only in a row written before migration 20. */
+interface StoredTransport {
+  edges?: EdgeSettings[];
+  edge?: EdgeSettings | null;
+  smtp: SmtpSettings | null;
+}
 
 export function readTransport(db: Db): Transport {
   const row = db.prepare('SELECT value FROM settings WHERE key = ?').get(KEY) as { value: string } | undefined;
-  return row ? (JSON.parse(row.value) as Transport) : { edge: null, smtp: null };
+  if (!row) return { edges: [], edge: null, smtp: null };
+  const stored = JSON.parse(row.value) as StoredTransport;
+  const edges = stored.edges ?? (stored.edge ? [stored.edge] : []);
+  return { edges, edge: edges[0] ?? null, smtp: stored.smtp ?? null };
 }
 
 const LOCAL_EDGE_TOKEN_KEY = 'local_edge_token';
@@ -57,7 +79,20 @@ function checkEdgeUrl(url: string): void {
  * goes verbatim into every domain's SPF record (stored in canonical form).
  */
 export function checkTransportBody(body: TransportBody): TransportBody {
+  if (body.edge !== undefined && body.edges !== undefined) {
+    throw new ApiError('validation_error', 'Give either edge (one edge) or edges (the whole list), not both.', { fix: 'Send the list as edges: [{url, token}, …]; edge is the older single-edge form.' });
+  }
+  if (body.edges && body.edges.length > MAX_EDGES) {
+    throw new ApiError('validation_error', `Too many edges: ${body.edges.length}; a home pulls from at most ${MAX_EDGES}.`, { fix: `Pair at most ${MAX_EDGES} edges; remove the ones you no longer use.` });
+  }
   if (body.edge) checkEdgeUrl(body.edge.url);
+  const seen = new Set<string>();
+  for (const edge of body.edges ?? []) {
+    checkEdgeUrl(edge.url);
+    const url = edgeUrl(edge.url);
+    if (seen.has(url)) throw new ApiError('validation_error', `The edge ${url} is listed twice.`, { fix: 'List each edge once.' });
+    seen.add(url);
+  }
   if (body.smtp?.spf_include !== undefined) {
     const mechanism = spfMechanism(body.smtp.spf_include);
     if (mechanism === null) {
@@ -68,7 +103,12 @@ export function checkTransportBody(body: TransportBody): TransportBody {
   return body;
 }
 
+/** The form an edge URL is stored and compared in: no trailing slash. */
+const edgeUrl = (url: string) => url.replace(/\/+$/, '');
+
+/** Before several edges the one report was kept under this key; each edge's is now under `edge_report:<url>`. */
 const EDGE_REPORT_KEY = 'edge_report';
+const reportKey = (url: string) => `${EDGE_REPORT_KEY}:${url}`;
 
 /** What the paired edge last reported of itself (src/edge/identity.ts); `identity` null: an edge that reports nothing (an older release). */
 export interface EdgeReport {
@@ -79,7 +119,7 @@ export interface EdgeReport {
 
 /** The last report of the edge at `url`, or null when that edge has not answered a routing push yet. */
 export function readEdgeReport(db: Db, url: string): EdgeReport | null {
-  const row = db.prepare('SELECT value FROM settings WHERE key = ?').get(EDGE_REPORT_KEY) as { value: string } | undefined;
+  const row = (db.prepare('SELECT value FROM settings WHERE key = ?').get(reportKey(url)) ?? db.prepare('SELECT value FROM settings WHERE key = ?').get(EDGE_REPORT_KEY)) as { value: string } | undefined;
   const report = row ? (JSON.parse(row.value) as EdgeReport) : null;
   return report && report.url === url ? report : null;
 }
@@ -89,7 +129,7 @@ export function storeEdgeReport(db: Db, url: string, identity: EdgeIdentity | nu
   const current = readEdgeReport(db, url);
   if (current && JSON.stringify(current.identity) === JSON.stringify(identity)) return;
   const report: EdgeReport = { url, identity, reported_at: new Date().toISOString() };
-  db.prepare('INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(EDGE_REPORT_KEY, JSON.stringify(report));
+  db.prepare('INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(reportKey(url), JSON.stringify(report));
 }
 
 /**
@@ -100,25 +140,35 @@ export function storeEdgeReport(db: Db, url: string, identity: EdgeIdentity | nu
  */
 export function writeTransport(db: Db, body: TransportBody): Transport {
   const current = readTransport(db);
-  const next: Transport = {
-    edge: body.edge === undefined ? current.edge : body.edge,
-    smtp: body.smtp === undefined ? current.smtp : body.smtp,
-  };
-  if (next.edge) next.edge = { ...next.edge, url: next.edge.url.replace(/\/+$/, '') };
-  db.prepare('INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(KEY, JSON.stringify(next));
-  return next;
+  const given = body.edges ?? (body.edge === undefined ? undefined : body.edge === null ? [] : [body.edge]);
+  const edges = (given ?? current.edges).map(({ url, token }): EdgeSettings => {
+    const normal = edgeUrl(url);
+    const kept = token ?? current.edges.find((e) => e.url === normal)?.token;
+    if (kept === undefined) throw new ApiError('validation_error', `The edge ${normal} is not paired yet, so it needs its token.`, { fix: 'Give {url, token} for a new edge (`svc edge` prints both); an entry without token keeps the token of an edge already paired.' });
+    return { url: normal, token: kept };
+  });
+  const smtp = body.smtp === undefined ? current.smtp : body.smtp;
+  const stored: StoredTransport = { edges, smtp };
+  db.prepare('INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(KEY, JSON.stringify(stored));
+  forgetOtherEdges(db, edges.map((e) => e.url));
+  return { edges, edge: edges[0] ?? null, smtp };
 }
 
 /** Removes the whole configuration. Runs inside the caller's transaction. */
 export function clearTransport(db: Db): void {
   db.prepare('DELETE FROM settings WHERE key = ?').run(KEY);
+  forgetOtherEdges(db, []);
 }
 
-/** The configuration as the owner may read it: secrets replaced by whether they are set. */
-export function transportView(t: Transport) {
+/** The configuration as the owner may read it: secrets replaced by whether they are set; each edge with its health. */
+export function transportView(db: Db, t: Transport) {
   return {
     configured: t.edge !== null || t.smtp !== null,
     edge: t.edge ? { url: t.edge.url, token_set: true } : null,
+    edges: edgesHealth(
+      db,
+      t.edges.map((e) => e.url),
+    ).map(({ url, health }) => ({ url, token_set: true, health })),
     smtp: t.smtp
       ? { host: t.smtp.host, port: t.smtp.port, secure: t.smtp.secure ?? false, username: t.smtp.username ?? null, password_set: Boolean(t.smtp.password), spf_include: t.smtp.spf_include ?? null }
       : null,

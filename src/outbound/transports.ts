@@ -1,7 +1,8 @@
 /**
- * Handing a composed message to the provider (ARCHITECTURE §6): the paired edge's relay
+ * Handing a composed message to the provider (ARCHITECTURE §6): the paired edges' relay
  * (`POST /outbound` through the one edge client, src/inbound/edge-client.ts; idempotent on the
- * message's ref, so a repeat never sends twice) or an SMTP
+ * message's ref, so a repeat never sends twice, and failing over between edges only when that
+ * cannot send twice) or an SMTP
  * smart host. Each answers one `Handover`:
  *   accepted  — the provider took it (→ `sent`);
  *   rejected  — a permanent 5xx at submission (→ `rejected`, `provider_rejected`);
@@ -10,8 +11,11 @@
  */
 import { Readable } from 'node:stream';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
+import type { Db } from '../db/open.js';
 import type { EdgeSettings, SmtpSettings } from '../mail/transport.js';
-import { EdgeClient, EdgeUnavailable, type EdgeOutboundStatus } from '../inbound/edge-client.js';
+import { EdgeClient, EdgeUnavailable, edgeErrorCode, type EdgeOutboundStatus } from '../inbound/edge-client.js';
+import { edgesHealth, recordEdgeFailure, recordEdgeSuccess } from '../mail/edge-health.js';
+import { forgetHandover, handoverEdges, recordHandover } from './edge-handovers.js';
 
 export interface OutboundJob {
   ref: string;
@@ -33,28 +37,89 @@ export interface Transport {
 
 // ---- edge relay ----
 
-
+/**
+ * The relay of the paired edges (docs/outbound.md "Several edges"): a job goes to the first
+ * healthy edge in list order (then to the others in list order), each idempotent on the ref. It
+ * moves on to the next edge only when the one tried certainly took nothing (no connection, or
+ * refused unread); any other failure may have left the job there, so it is retried later and,
+ * before it goes anywhere else, every edge it may have reached is asked (src/outbound/edge-handovers.ts).
+ */
 export class EdgeRelay implements Transport {
   readonly name = 'edge' as const;
-  readonly #edge: EdgeClient;
-  constructor(edge: EdgeSettings) {
-    this.#edge = new EdgeClient(edge.url, edge.token);
+  constructor(
+    private readonly db: Db,
+    private readonly edges: readonly EdgeSettings[],
+  ) {}
+
+  #client(url: string): EdgeClient {
+    const edge = this.edges.find((e) => e.url === url)!;
+    return new EdgeClient(edge.url, edge.token);
+  }
+
+  /** Healthy edges first, each group in list order. */
+  #order(): EdgeSettings[] {
+    const healthy = new Set(edgesHealth(this.db, this.edges.map((e) => e.url)).flatMap(({ url, health }) => (health.healthy ? [url] : [])));
+    return [...this.edges.filter((e) => healthy.has(e.url)), ...this.edges.filter((e) => !healthy.has(e.url))];
   }
 
   async send(job: OutboundJob): Promise<Handover> {
-    try {
-      const answer = await this.#edge.sendOutbound({ ref: job.ref, mail_from: job.mailFrom, recipients: job.recipients, raw: Buffer.from(job.raw).toString('base64') });
-      return answer.accepted ? { kind: 'accepted', recipients: job.recipients } : { kind: 'rejected', code: answer.status };
-    } catch (err) {
-      // The edge may or may not have stored it; the ref makes a repeat harmless.
-      const status = err instanceof EdgeUnavailable ? err.status : null;
-      return { kind: 'retry', error: status === null ? 'edge_unreachable' : `edge_status_${status}` };
+    const { db } = this;
+    const paired = new Set(this.edges.map((e) => e.url));
+    // An edge that is no longer paired cannot be asked; the owner removed it.
+    const mayHold = new Set(handoverEdges(db, job.ref).filter((url) => paired.has(url)));
+    let lastError = 'edge_unreachable';
+    for (const edge of this.#order()) {
+      // Never hand the job to this edge while another may still send it: ask that one first.
+      for (const other of [...mayHold].filter((url) => url !== edge.url)) {
+        let known: EdgeOutboundStatus | null;
+        try {
+          known = await this.#client(other).outboundStatus(job.ref);
+        } catch (err) {
+          recordEdgeFailure(db, other, edgeErrorCode(err));
+          return { kind: 'retry', error: edgeErrorCode(err) };
+        }
+        if (known) return { kind: 'accepted', recipients: job.recipients };
+        forgetHandover(db, job.ref, other);
+        mayHold.delete(other);
+      }
+      const fresh = !mayHold.has(edge.url);
+      recordHandover(db, job.ref, edge.url);
+      mayHold.add(edge.url);
+      try {
+        const answer = await this.#client(edge.url).sendOutbound({ ref: job.ref, mail_from: job.mailFrom, recipients: job.recipients, raw: Buffer.from(job.raw).toString('base64') });
+        recordEdgeSuccess(db, edge.url);
+        return answer.accepted ? { kind: 'accepted', recipients: job.recipients } : { kind: 'rejected', code: answer.status };
+      } catch (err) {
+        lastError = edgeErrorCode(err);
+        recordEdgeFailure(db, edge.url, lastError);
+        // The edge certainly took nothing this time: try the next one now.
+        if (err instanceof EdgeUnavailable && err.notSent) {
+          if (fresh) {
+            forgetHandover(db, job.ref, edge.url);
+            mayHold.delete(edge.url);
+          }
+          continue;
+        }
+        // It may or may not have stored it; the ref makes a repeat there harmless, and no other
+        // edge gets it before this one says it does not have it.
+        return { kind: 'retry', error: lastError };
+      }
     }
+    return { kind: 'retry', error: lastError };
   }
 
-  /** What the edge knows of a ref: its status, null when it never received it; throws when unreachable. */
-  status(ref: string): Promise<EdgeOutboundStatus | null> {
-    return this.#edge.outboundStatus(ref);
+  /**
+   * What the edges know of a ref: the edges it may have reached are asked (every paired edge when
+   * none is recorded); null when none has it; throws when one that may have it cannot be asked.
+   */
+  async status(ref: string): Promise<EdgeOutboundStatus | null> {
+    const paired = this.edges.map((e) => e.url);
+    const recorded = handoverEdges(this.db, ref).filter((url) => paired.includes(url));
+    for (const url of recorded.length > 0 ? recorded : paired) {
+      const known = await this.#client(url).outboundStatus(ref);
+      if (known) return known;
+    }
+    return null;
   }
 }
 

@@ -24,9 +24,8 @@ export type DoctorServices = Pick<AppContext, 'db'> & { health: HealthSources };
 
 /** The edges this home uses: the paired one (the built-in edge of --local-edge counts). */
 export function configuredEdges(svc: Pick<AppContext, 'db'>): ConfiguredEdge[] {
-  const { edge } = readTransport(svc.db);
-  if (!edge) return [];
-  return [{ url: edge.url, token: edge.token, builtIn: localEdgeToken(svc.db) === edge.token }];
+  const builtInToken = localEdgeToken(svc.db);
+  return readTransport(svc.db).edges.map((edge) => ({ url: edge.url, token: edge.token, builtIn: builtInToken === edge.token }));
 }
 
 /** `work`, or `late` when it takes longer than CHECK_TIMEOUT_MS, or `broken` when it throws. */
@@ -85,8 +84,12 @@ async function runChecks(svc: DoctorServices): Promise<DoctorReport> {
   const outboundTitle = 'Outbound transport';
   const outbound = transport.smtp
     ? bounded(() => smartHostLoginCheck(transport.smtp!, os.hostname()), unfinished('outbound', outboundTitle, 'Check that the smart host is reachable from this machine, or fix it with `svc transport set`.'), unchecked('outbound', outboundTitle))
-    : transport.edge
-      ? edgeRuns[0].then((edge) => edgeOutboundCheck(transport.edge!.url, edge))
+    : edges.length > 0
+      ? // Sends go through the first healthy edge in list order (docs/outbound.md), so the first that answers is the one judged.
+        Promise.all(edgeRuns).then((checked) => {
+          const at = Math.max(0, checked.findIndex((c) => c.status === 'pass'));
+          return edgeOutboundCheck(edges[at].url, checked[at]);
+        })
       : Promise.resolve(noTransportCheck());
   const rows = domainRowsIn(db, ['pending', ...ROUTED_STATUSES]);
   const checks = await Promise.all([

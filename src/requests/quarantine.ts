@@ -15,8 +15,9 @@ import type { Principal } from '../auth/principal.js';
 import { ApiError, notFound } from '../core/errors.js';
 import { DEFAULT_LIMIT, pageFromRows, readCursor } from '../core/pagination.js';
 import { EdgeClient, EdgeUnavailable } from '../inbound/edge-client.js';
+import { edgeHolding } from '../inbound/edge-holder.js';
 import { homeKeyPair } from '../inbound/home-key.js';
-import { ingestObject } from '../inbound/ingest.js';
+import { ingestObject, type IngestResult } from '../inbound/ingest.js';
 import { countQuarantine, finishQuarantine, listQuarantine, quarantineById, quarantineView, recordFailedRetry, setStatus } from '../inbound/quarantine.js';
 import { deleteRejection, listRejections } from '../inbound/rejections.js';
 import { readTransport } from '../mail/transport.js';
@@ -60,16 +61,17 @@ export async function retryQuarantineFor(svc: QuarantineServices, id: string): P
   if (item.source_kind === 'queue_message') {
     throw new ApiError('not_supported', 'A queue-message item holds metadata only; there is nothing to retry.', { fix: 'Delete the item, and ask the sender to send the message again.' });
   }
-  const { edge } = readTransport(db);
-  if (!edge) throw edgeMissing();
-  const client = new EdgeClient(edge.url, edge.token);
+  const { edges } = readTransport(db);
+  if (edges.length === 0) throw edgeMissing();
   const { privateJwk } = await homeKeyPair(db);
   setStatus(db, item.quarantine_id, 'release_pending');
-  let result;
+  let result: IngestResult;
   try {
     const open = (jwe: string | Uint8Array) => svc.pool.run('openInbound', { jwe, privateJwk, dnsServers: checkServers(db) }) as Promise<OpenedInbound>;
+    // The object is at whichever paired edge received it.
+    const client = await edgeHolding(edges, item.source_key);
     // The pipeline commits the mail in transactions of its own (src/inbound/ingest.ts, the inbound exception).
-    result = await ingestObject({ db, edge: client, open, publish }, item.source_key, item.size, { retry: true });
+    result = client ? await ingestObject({ db, edge: client, open, publish }, item.source_key, item.size, { retry: true }) : { outcome: 'gone' };
   } catch (err) {
     setStatus(db, item.quarantine_id, 'quarantined');
     if (err instanceof EdgeUnavailable) throw unavailable();
@@ -77,7 +79,7 @@ export async function retryQuarantineFor(svc: QuarantineServices, id: string): P
   }
   if (result.outcome === 'gone') {
     setStatus(db, item.quarantine_id, 'quarantined');
-    throw new ApiError('action_required', 'The configured edge does not hold this object (buffer mismatch).', { fix: 'Pair the edge that received it, or delete the item.' });
+    throw new ApiError('action_required', 'No paired edge holds this object (buffer mismatch).', { fix: 'Pair the edge that received it, or delete the item.' });
   }
   if (result.outcome === 'failed') {
     const reason = result.reason;
@@ -94,13 +96,18 @@ export async function deleteQuarantineFor(svc: Pick<AppContext, 'db' | 'bus'>, i
   if (!item) throw notFound('quarantine item');
   if (item.status === 'deleted' || item.status === 'released') return;
   // Without a buffer nothing can be deleted: the item stays as it was (and stays retryable).
-  const { edge } = readTransport(db);
-  if (!edge) throw edgeMissing();
+  const { edges } = readTransport(db);
+  if (edges.length === 0) throw edgeMissing();
   setStatus(db, item.quarantine_id, 'delete_pending');
-  const client = new EdgeClient(edge.url, edge.token);
   try {
-    if (item.source_kind === 'buffer_object') await client.deleteObject(item.source_key);
-    else await client.deleteQueueEntry(item.source_key);
+    // Deleted at every paired edge: it is at most at the one that received it, absent elsewhere.
+    for (const edge of edges) {
+      const client = new EdgeClient(edge.url, edge.token);
+      if (item.source_kind === 'buffer_object') await client.deleteObject(item.source_key);
+      else await client.deleteQueueEntry(item.source_key).catch((err: unknown) => {
+        if (!(err instanceof EdgeUnavailable && err.status === 404)) throw err;
+      });
+    }
   } catch {
     throw unavailable();
   }

@@ -22,14 +22,14 @@ const wakeTransportLoops = (svc: TransportServices) => {
 };
 
 export function readTransportView(svc: Pick<AppContext, 'db'>): TransportView {
-  return transportView(readTransport(svc.db));
+  return transportView(svc.db, readTransport(svc.db));
 }
 
 /** Replaces the parts given (an omitted part is kept); answers the stored configuration's view. */
 export function writeTransportFor(svc: TransportServices, body: TransportBody): TransportView {
   const { db } = svc;
   const checked = checkTransportBody(body);
-  const view = transportView(db.transaction(() => writeTransport(db, checked))());
+  const view = transportView(db, db.transaction(() => writeTransport(db, checked))());
   wakeTransportLoops(svc);
   return view;
 }

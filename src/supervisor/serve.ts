@@ -19,7 +19,7 @@ import { WriteGate } from '../db/write-gate.js';
 import { ensurePageKey } from '../core/pagination.js';
 import type { LocalEdgeThread } from '../edge/edge-thread.js';
 import { newSecret } from '../auth/secrets.js';
-import { keepLocalEdgeToken, readTransport, writeTransport } from '../mail/transport.js';
+import { MAX_EDGES, keepLocalEdgeToken, readTransport, writeTransport } from '../mail/transport.js';
 import { storeCheckServers } from '../domains/checks.js';
 import { RemoteAccess } from '../remote/remote-access.js';
 import { limitHeapGrowth } from '../core/heap-limits.js';
@@ -258,7 +258,10 @@ async function startLocalEdge(db: Db, home: string, opts: NonNullable<ServeOptio
     );
   }
   const { edge, addresses: bound } = started;
+  // The built-in edge is the first of the list (its port changes each start: the entry with its
+  // token is replaced); remote edges the owner added stay after it (docs/edge.md "Several edges").
   const current = readTransport(db);
-  writeTransport(db, { edge: { url: bound.api.url, token }, smtp: current.smtp });
+  const remote = current.edges.filter((e) => e.token !== token && e.url !== bound.api.url);
+  writeTransport(db, { edges: [{ url: bound.api.url, token }, ...remote].slice(0, MAX_EDGES), smtp: current.smtp });
   return { edge, smtp: bound.smtp };
 }

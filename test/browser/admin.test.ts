@@ -161,6 +161,41 @@ t.test('the transport page saves an SMTP smart host and never shows its password
   t.notOk(await page.getByText('hunter2hunter2').count(), 'the password is not shown');
 });
 
+t.test('the transport page lists several edges with their health, adds one and removes one, and never shows a token', async (t) => {
+  await page.goto(svc.url + '/transport');
+  await page.getByLabel('Edge URL').fill('http://127.0.0.1:9');
+  await page.getByLabel('Edge token (write-only)').fill('edge-token-first-0123456789');
+  await page.getByRole('button', { name: 'Save edge' }).click();
+  await page.getByTestId('edge-row').first().waitFor();
+  await page.getByLabel('Edge URL').fill('http://127.0.0.1:19');
+  await page.getByLabel('Edge token (write-only)').fill('edge-token-second-0123456789');
+  await page.getByRole('button', { name: 'Add edge' }).click();
+  await page.getByTestId('edge-row').nth(1).getByText('http://127.0.0.1:19').waitFor();
+  const both = await api<{ edges: { url: string }[] }>(svc.url, 'GET', '/v0/owner/transport', owner);
+  t.same(
+    both.body.edges.map((e) => e.url),
+    ['http://127.0.0.1:9', 'http://127.0.0.1:19'],
+    'added after the first, which kept its token',
+  );
+  // Nothing listens on either port: the pull loop records the failure, the page shows it per edge.
+  for (let i = 0; i < 50 && !(await page.getByTestId('edge-row').first().getByText(/edge_unreachable/).count()); i++) {
+    await new Promise((r) => setTimeout(r, 300));
+    await page.reload();
+  }
+  await page.getByTestId('edge-row').first().getByText(/edge_unreachable/).waitFor();
+  page.once('dialog', (d) => void d.accept());
+  await page.getByTestId('edge-row').first().getByRole('button', { name: 'Remove' }).click();
+  await page.getByTestId('edge-row').first().getByText('http://127.0.0.1:19').waitFor();
+  t.equal(await page.getByTestId('edge-row').count(), 1, 'one edge left');
+  const after = await api<{ edges: { url: string }[] }>(svc.url, 'GET', '/v0/owner/transport', owner);
+  t.same(
+    after.body.edges.map((e) => e.url),
+    ['http://127.0.0.1:19'],
+  );
+  t.notMatch(await page.content(), /edge-token-/, 'no token on the page');
+  await api(svc.url, 'PUT', '/v0/owner/transport', { ...owner, body: { edges: [] } });
+});
+
 t.test('remote access, quarantine and OAuth pages load for the owner', async (t) => {
   await page.goto(svc.url + '/remote');
   await page.getByTestId('remote-state').waitFor();

@@ -40,11 +40,37 @@ t.test('transport: pair an edge from a token file, set a smart host, show withou
   fs.writeFileSync(tokenFile, 'edge-token-0123456789abcdef\n');
   const set = await svcCli(['transport', 'set', '--edge-url', 'http://127.0.0.1:9', '--edge-token-file', tokenFile, '--json', ...owner]);
   t.equal(set.code, 0, set.stderr);
-  t.same(set.json(), { configured: true, edge: { url: 'http://127.0.0.1:9', token_set: true }, smtp: null });
+  const paired = set.json<{ edges: { url: string; token_set: boolean }[] }>();
+  t.match(paired, { configured: true, edge: { url: 'http://127.0.0.1:9', token_set: true }, smtp: null });
+  t.same(
+    paired.edges.map((e) => [e.url, e.token_set]),
+    [['http://127.0.0.1:9', true]],
+    'the one edge is the list',
+  );
+  // A second edge beside it, then first; removed again. Kept edges keep their tokens (never shown).
+  const added = await svcCli(['transport', 'add-edge', '--edge-url', 'http://127.0.0.1:19', '--edge-token', 'edge-token-second-0123456789', '--json', ...owner]);
+  t.equal(added.code, 0, added.stderr);
+  t.same(
+    added.json<{ edges: { url: string }[] }>().edges.map((e) => e.url),
+    ['http://127.0.0.1:9', 'http://127.0.0.1:19'],
+  );
+  const firstNow = await svcCli(['transport', 'add-edge', '--edge-url', 'http://127.0.0.1:19', '--edge-token', 'edge-token-second-0123456789', '--first', ...owner]);
+  t.equal(firstNow.code, 0, firstNow.stderr);
+  t.match(firstNow.stdout, /edge 1: +http:\/\/127\.0\.0\.1:19 \(token set/);
+  t.match(firstNow.stdout, /edge 2: +http:\/\/127\.0\.0\.1:9 \(token set/);
+  t.notMatch(added.stdout + firstNow.stdout, /edge-token-/, 'tokens are never printed');
+  const removed = await svcCli(['transport', 'remove-edge', 'http://127.0.0.1:19', '--json', ...owner]);
+  t.equal(removed.code, 0, removed.stderr);
+  t.same(
+    removed.json<{ edges: { url: string }[] }>().edges.map((e) => e.url),
+    ['http://127.0.0.1:9'],
+  );
+  t.equal((await svcCli(['transport', 'remove-edge', 'http://127.0.0.1:19', ...owner])).code, 1, 'removing an edge that is not paired is an error');
   const smtp = await svcCli(['transport', 'set', '--smtp-host', 'smtp.example.org', '--smtp-port', '587', '--smtp-username', 'me', '--smtp-password', 'secret-pw', ...owner]);
   t.equal(smtp.code, 0, smtp.stderr);
   const show = await svcCli(['transport', 'show', ...owner]);
-  t.match(show.stdout, /edge: +http:\/\/127\.0\.0\.1:9 \(token set\)\nsmtp: +smtp\.example\.org:587 as me, password set/);
+  // Nothing listens on port 9: the line may also say the edge is unhealthy (edge_unreachable).
+  t.match(show.stdout, /edge: +http:\/\/127\.0\.0\.1:9 \(token set\)(, unhealthy: edge_unreachable)?\nsmtp: +smtp\.example\.org:587 as me, password set/);
   t.notMatch(show.stdout + set.stdout, /edge-token-0123|secret-pw/, 'secrets are never printed');
   const half = await svcCli(['transport', 'set', '--edge-url', 'http://127.0.0.1:9', ...owner]);
   t.equal(half.code, 1, 'pairing needs the token too');

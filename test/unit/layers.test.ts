@@ -93,6 +93,8 @@ const TRANSACTION_EXCEPTIONS: { file: string; functions?: string[]; why: string 
   { file: 'src/mail/send-flow.ts', functions: ['performSend', 'sendPrepared'], why: 'shared by the request layer and the scheduled-drafts loop; opens its transaction after composing in the pool (sendPrepared is performSend past the guard)' },
   { file: 'src/inbound/quarantine.ts', functions: ['quarantine'], why: "the inbound pipeline's failure record, called by ingest.ts and the reconcile loop outside any other transaction" },
   { file: 'src/inbound/quarantine-actions.ts', functions: ['retryDueQuarantine'], why: "the inbound-pull loop's auto-retry: a loop path, its own top level" },
+  { file: 'src/mail/edge-health.ts', functions: ['recordEdgeSuccess', 'recordEdgeFailure'], why: "each edge's health, written by the inbound-pull loop and the outbox relay after talking to it: bookkeeping of a loop path, its own top level" },
+  { file: 'src/outbound/edge-handovers.ts', functions: ['recordHandover', 'forgetHandover'], why: 'which edges an outbound job may have reached, written by the relay around its request (docs/outbound.md): must be durable before the request, outside the outbox rows\' transactions' },
   { file: 'src/remote/remote-access.ts', functions: ['start'], why: "clears an earlier run's records when the service starts: a background top level, like a loop" },
 ];
 

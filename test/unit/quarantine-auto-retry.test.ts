@@ -16,7 +16,6 @@ import { AUTO_RETRY_BACKOFF_MS, dueForAutoRetry, nextAutoRetryAt, quarantine, qu
 import { retryDueQuarantine } from '../../src/inbound/quarantine-actions.js';
 import { recordRejection } from '../../src/inbound/rejections.js';
 import { commitKey } from '../../src/inbound/commit-keys.js';
-import { EdgeClient } from '../../src/inbound/edge-client.js';
 import { insertInbox } from '../helpers/db.js';
 import { tempDir } from '../helpers/svc.js';
 import { seedMail, simpleMail } from '../helpers/mail.js';
@@ -111,7 +110,8 @@ t.test('an object gone from the edge: done when a copy was handled, another fail
   const db = store(t);
   const edge = await startTestEdge(t, { route: false });
   const published: number[] = [];
-  const deps = { db, edge: new EdgeClient(edge.apiUrl, edge.token), open: () => Promise.reject(new Error('nothing is opened here')), publish: (seq: number) => void published.push(seq) };
+  // The retry looks for the object at every paired edge (here one).
+  const deps = { db, edges: [{ url: edge.apiUrl, token: edge.token }], open: () => Promise.reject(new Error('nothing is opened here')), publish: (seq: number) => void published.push(seq) };
   const due = (row: QuarantineRow) => db.prepare('UPDATE inbound_quarantine SET auto_retry_at = ? WHERE quarantine_id = ?').run(new Date(Date.now() - MINUTE).toISOString(), row.quarantine_id);
 
   // Handled earlier for its one recipient, then deleted at the edge; each is due now.

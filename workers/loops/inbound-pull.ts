@@ -1,6 +1,8 @@
 /**
  * The inbound pull loop (spec §8: every 2 s while busy, 30 s idle; woken at once by the edge's
  * long-poll): fetch → open and parse in the pool → lists and verdicts → commit → delete at the edge.
+ * With several paired edges each is pulled on its own schedule, side by side (docs/edge.md
+ * "Several edges"); the same mail through two edges is committed once (src/inbound/dedup.ts).
  *
  *   wake (the long-poll below, or the timer) → retry due transient quarantine items
  *   (src/inbound/quarantine-actions.ts) → pull: list, fetch and open ahead while committing and
@@ -14,11 +16,13 @@ import { fileURLToPath } from 'node:url';
 import type { JWK } from 'jose';
 import { loopPass, type LoopContext } from './run-loop.js';
 import { INBOUND_COMMIT_RETRY_MS as COMMIT_RETRY_MS } from '../../src/supervisor/loop-table.js';
-import { readTransport } from '../../src/mail/transport.js';
-import { EdgeClient } from '../../src/inbound/edge-client.js';
+import { readTransport, type EdgeSettings } from '../../src/mail/transport.js';
+import { EdgeClient, edgeErrorCode } from '../../src/inbound/edge-client.js';
+import { recordEdgeFailure, recordEdgeSuccess } from '../../src/mail/edge-health.js';
+import { LOOPS } from '../../src/supervisor/loop-table.js';
 import { homeKeyPair } from '../../src/inbound/home-key.js';
 import type { IngestDeps } from '../../src/inbound/ingest.js';
-import { MAX_PER_PASS, pullObjects } from '../../src/inbound/pipeline.js';
+import { MAX_PER_PASS, pullObjects, type PullOutcome } from '../../src/inbound/pipeline.js';
 import { retryDueQuarantine } from '../../src/inbound/quarantine-actions.js';
 import type { OpenedInbound } from '../pool/tasks.js';
 import type { ParseLargeReply, ParseLargeRequest } from '../pool/parse-large.js';
@@ -62,8 +66,6 @@ const openInbound = async (input: Parameters<typeof import('../pool/tasks.js').o
 const PARSE_LARGE_FILE = fileURLToPath(new URL('../pool/parse-large.js', import.meta.url));
 const LONG_POLL_MS = 25_000;
 const RETRY_POLL_MS = 2_000;
-
-let polling = false;
 
 /**
  * Parses `raw` in a worker of its own. `raw`'s buffer is moved there and back: `raw` itself reads
@@ -146,58 +148,152 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
+/** One paired edge as this thread pulls it: its pass in progress and when the next may start. */
+interface EdgePuller {
+  edge: EdgeSettings;
+  running: Promise<void> | null;
+  /** Epoch ms: the next pass starts no earlier (backoff after a failure, the idle wait after a quiet pass). */
+  nextAt: number;
+  /** Whether its long-poll is running (one per edge for the life of the thread, or until it is unpaired). */
+  polling: boolean;
+}
+
+/** Every edge by URL. A pass of one never waits for another: a dead or slow edge stalls only itself. */
+const pullers = new Map<string, EdgePuller>();
+/** The quarantine retry in progress (it may ask every edge), beside the pulls. */
+let retrying: Promise<void> | null = null;
+/** A pass waits at most this long for a pull to end or a wake, then looks at the configuration again. */
+const RESCAN_MS = 5_000;
+/** Resolves when the loop stops (one listener for the life of the thread, not one per pass). */
+let stoppedOnce: Promise<void> | null = null;
+/** What a pull or retry running between passes threw (a database failure): the next pass throws it, as a pass's own error would stop the service. */
+let backgroundFailure: { error: unknown } | null = null;
+
+function throwBackgroundFailure(): void {
+  if (backgroundFailure) throw backgroundFailure.error;
+}
+
+/** Runs `work` beside the passes; its error is kept for the next pass to throw. */
+function beside<T>(work: Promise<T>, done: () => void): Promise<void> {
+  return work.then(
+    () => done(),
+    (error: unknown) => {
+      backgroundFailure ??= { error };
+      done();
+    },
+  );
+}
+
 /**
- * Runs beside the passes for the life of the worker: wakes the loop as soon as mail lands. It
- * waits for keys newer than the newest it has announced, so it never spins while a pass catches
- * up; a quiet timeout resets that cursor to the edge's newest key (or none), so keys made after a
- * clock step back on an edge restart still wake the loop.
+ * Runs beside the passes while the edge is paired: wakes the loop as soon as mail lands there.
+ * It waits for keys newer than the newest it has announced, so it never spins while a pass
+ * catches up; a quiet timeout resets that cursor to the edge's newest key (or none), so keys made
+ * after a clock step back on an edge restart still wake the loop. An answer from an edge in
+ * backoff ends its backoff: it is back.
  */
-async function longPoll(ctx: LoopContext): Promise<void> {
+async function longPoll(ctx: LoopContext, puller: EdgePuller): Promise<void> {
   let announced: string | null = null;
-  while (!ctx.stopped.aborted) {
-    const { edge } = readTransport(ctx.db);
-    if (!edge) {
-      await pause(RETRY_POLL_MS, ctx.stopped);
-      continue;
-    }
+  const { url, token } = puller.edge;
+  const client = new EdgeClient(url, token);
+  while (!ctx.stopped.aborted && pullers.get(url) === puller) {
     try {
-      const { available, latest } = await new EdgeClient(edge.url, edge.token).wait(announced, LONG_POLL_MS, ctx.stopped);
-      if (available) ctx.wakeSelf();
+      const { available, latest } = await client.wait(announced, LONG_POLL_MS, ctx.stopped);
+      if (available || puller.nextAt > Date.now()) {
+        puller.nextAt = Math.min(puller.nextAt, Date.now());
+        ctx.wakeSelf();
+      }
       announced = latest;
     } catch {
       await pause(RETRY_POLL_MS, ctx.stopped);
     }
   }
+  puller.polling = false;
 }
 
-export default loopPass(async (ctx) => {
-  if (!polling) {
-    polling = true;
-    void longPoll(ctx);
-  }
+/** One pull pass of one edge, its health written after it; never throws. */
+async function pullEdge(ctx: LoopContext, base: Omit<IngestDeps, 'edge'>, puller: EdgePuller): Promise<void> {
   const { db } = ctx;
-  const { edge } = readTransport(db);
-  if (!edge) return 'idle';
+  const { url, token } = puller.edge;
+  let pulled: PullOutcome;
+  try {
+    pulled = await pullObjects({ ...base, edge: new EdgeClient(url, token) }, ctx.stopped);
+  } catch (err) {
+    pulled = { ended: 'edge_failed', listed: 0, error: edgeErrorCode(err) };
+  }
+  const now = Date.now();
+  // Edge unreachable: it waits out its backoff (or its long-poll's next answer); the others go on.
+  // Objects committed but not deleted are fetched again later and skipped as already committed.
+  if (pulled.ended === 'edge_failed') {
+    puller.nextAt = now + recordEdgeFailure(db, url, pulled.error ?? 'edge_failed', now);
+    return;
+  }
+  recordEdgeSuccess(db, url, now);
+  const timing = LOOPS['inbound-pull'];
+  if (pulled.ended === 'commit_deferred') puller.nextAt = now + COMMIT_RETRY_MS;
+  else if (pulled.listed >= MAX_PER_PASS) puller.nextAt = now; // a backlog may remain: continue at once
+  else puller.nextAt = now + (pulled.listed > 0 ? timing.busyMs : timing.idleMs);
+}
+
+/**
+ * A pass: every paired edge whose time has come starts a pull of its own (each independent,
+ * with its own backoff, deleting only at its own edge), and the due quarantine retries run
+ * beside them. The pass returns once a pull ends, something wakes the loop, or RESCAN_MS passed,
+ * so the next pass starts the edges that are due; pulls still running carry on across passes.
+ * At stop it waits for every pull, so nothing is cut off mid-handover.
+ */
+export default loopPass(async (ctx) => {
+  throwBackgroundFailure();
+  const { db } = ctx;
+  const { edges } = readTransport(db);
+  for (const [url, puller] of pullers) if (!edges.some((e) => e.url === url) && !puller.running) pullers.delete(url);
+  for (const edge of edges) {
+    const known = pullers.get(edge.url);
+    if (known && known.edge.token === edge.token) continue;
+    if (known?.running) continue; // re-paired with a new token: taken once its pass ends
+    const puller: EdgePuller = { edge, running: null, nextAt: 0, polling: false };
+    pullers.set(edge.url, puller);
+  }
+  for (const puller of pullers.values()) {
+    if (puller.polling || !edges.some((e) => e.url === puller.edge.url)) continue;
+    puller.polling = true;
+    void longPoll(ctx, puller);
+  }
+  if (edges.length === 0 && ![...pullers.values()].some((p) => p.running)) return 'idle';
   const { privateJwk } = await homeKeyPair(db);
   // The home's own resolvers (`svc serve --dns`), for mail it authenticates itself (src/inbound/message-auth.ts).
   const dnsServers = checkServers(db);
   // Test-only (docs/testing.md): the large-message parser computes forever, as a parse that never ends would.
   const stall = ctx.fault === 'inbound-parse-stall';
-  const deps: IngestDeps = {
+  const base: Omit<IngestDeps, 'edge'> = {
     db,
-    edge: new EdgeClient(edge.url, edge.token),
     open: (sealed) =>
       (typeof sealed === 'string' ? sealed.length : sealed.byteLength) <= OPEN_IN_LOOP_MAX_CHARS ? openInbound({ jwe: sealed, privateJwk, dnsServers }) : openLarge(sealed, privateJwk, stall, dnsServers),
     publish: (seq: number) => ctx.publish({ kind: 'event', seq }),
     // Test-only (docs/testing.md): die like `kill -9` after a commit, before the edge delete.
     beforeDelete: ctx.fault === 'inbound-kill-after-commit' ? () => process.kill(process.pid, 'SIGKILL') : undefined,
   };
-  const retried = await retryDueQuarantine(deps);
-  const pulled = await pullObjects(deps, ctx.stopped);
-  // Edge unreachable: try again on the idle schedule or at the next long-poll. Objects committed
-  // but not deleted are fetched again later and skipped as already committed.
-  if (pulled.ended === 'commit_deferred') return { delayMs: COMMIT_RETRY_MS };
-  if (pulled.ended === 'edge_failed') return 'idle';
-  if (pulled.listed >= MAX_PER_PASS) return { delayMs: 0 }; // a backlog may remain: continue at once
-  return pulled.listed > 0 || retried > 0 ? 'busy' : 'idle';
+  if (edges.length > 0) retrying ??= beside(retryDueQuarantine({ ...base, edges }), () => (retrying = null));
+  const now = Date.now();
+  for (const puller of pullers.values()) {
+    if (puller.running || puller.nextAt > now || !edges.some((e) => e.url === puller.edge.url)) continue;
+    puller.running = beside(pullEdge(ctx, base, puller), () => {
+      puller.running = null;
+      ctx.wakeSelf();
+    });
+  }
+  const running = () => [...[...pullers.values()].flatMap((p) => (p.running ? [p.running] : [])), ...(retrying ? [retrying] : [])];
+  const waiting = [...pullers.values()].filter((p) => !p.running).map((p) => p.nextAt - Date.now());
+  const wait = Math.max(0, Math.min(RESCAN_MS, ...waiting));
+  let timer: NodeJS.Timeout | undefined;
+  stoppedOnce ??= new Promise<void>((resolve) => ctx.stopped.addEventListener('abort', () => resolve(), { once: true }));
+  const stopped = stoppedOnce;
+  await Promise.race([ctx.nextWake(), new Promise<void>((resolve) => (timer = setTimeout(resolve, wait))), stopped, ...running()]);
+  clearTimeout(timer);
+  if (ctx.stopped.aborted) {
+    await Promise.all(running());
+    throwBackgroundFailure();
+    return 'idle';
+  }
+  throwBackgroundFailure();
+  return { delayMs: 0 };
 });

@@ -1,20 +1,37 @@
 /**
- * The inbound reconcile loop (spec §8: at startup, then every 15 minutes): objects already
- * committed or rejected are deleted at the edge, anything else wakes the pull loop, and queue
- * entries whose object is missing become `queue_message` quarantine items.
+ * The inbound reconcile loop (spec §8: at startup, then every 15 minutes), at every paired edge
+ * on its own: objects already committed or rejected are deleted at that edge, anything else
+ * wakes the pull loop, and queue entries whose object is missing become `queue_message`
+ * quarantine items. It also sweeps expired inbound dedup rows (src/inbound/dedup.ts) and old
+ * outbound handover records (src/outbound/edge-handovers.ts).
  */
 import { loopPass } from './run-loop.js';
 import { RECONCILE_EDGE_RETRY_MS } from '../../src/supervisor/loop-table.js';
-import { readTransport } from '../../src/mail/transport.js';
+import { readTransport, type EdgeSettings } from '../../src/mail/transport.js';
+import type { LoopContext } from './run-loop.js';
+import { forgetExpiredSeen } from '../../src/inbound/dedup.js';
+import { forgetOldHandovers } from '../../src/outbound/edge-handovers.js';
 import { EdgeClient } from '../../src/inbound/edge-client.js';
 import { quarantine, quarantineByKey } from '../../src/inbound/quarantine.js';
 import { wasHandled } from '../../src/inbound/commit-keys.js';
 
 const PAGE = 500;
 
-export default loopPass(async ({ db, publish }) => {
-  const { edge } = readTransport(db);
-  if (!edge) return 'idle';
+export default loopPass(async (ctx) => {
+  const { db } = ctx;
+  db.transaction(() => {
+    forgetExpiredSeen(db);
+    forgetOldHandovers(db);
+  })();
+  const { edges } = readTransport(db);
+  if (edges.length === 0) return 'idle';
+  // Each edge on its own: one that cannot be reached does not keep the others from being reconciled.
+  const reached = await Promise.all(edges.map((edge) => reconcileEdge(ctx, edge)));
+  return reached.every(Boolean) ? 'idle' : { delayMs: RECONCILE_EDGE_RETRY_MS }; // an edge unreachable: look again in a minute
+});
+
+/** Reconciles one edge; false when it could not be reached. */
+async function reconcileEdge({ db, publish }: LoopContext, edge: EdgeSettings): Promise<boolean> {
   const client = new EdgeClient(edge.url, edge.token);
   try {
     const objectKeys = new Set<string>();
@@ -44,7 +61,7 @@ export default loopPass(async ({ db, publish }) => {
       }
     }
   } catch {
-    return { delayMs: RECONCILE_EDGE_RETRY_MS }; // edge unreachable: look again in a minute
+    return false;
   }
-  return 'idle';
-});
+  return true;
+}

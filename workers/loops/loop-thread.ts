@@ -24,7 +24,7 @@ async function hostLoops(): Promise<void> {
 
   let nextTaskId = 1;
   const tasks = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
-  const shared: Omit<LoopContext, 'name' | 'wakeSelf' | 'stopped'> = {
+  const shared: Omit<LoopContext, 'name' | 'wakeSelf' | 'nextWake' | 'stopped'> = {
     db,
     publish: (message) => send({ kind: 'bus', message }),
     runTask: (task, input) =>

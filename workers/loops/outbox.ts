@@ -1,8 +1,9 @@
 /**
  * The outbox loop (spec §8): wakes on enqueue or approval; recovery checks 2 s after work and
  * 30 s when idle or unconfigured. Each due message: recheck the send lists (refused →
- * `failed`), mark it `handing_over` (committed), hand it to the edge relay or the SMTP smart
- * host, record the outcome with its event. On its first pass it settles messages a crash left
+ * `failed`), mark it `handing_over` (committed), hand it to the edge relay (the first healthy
+ * paired edge, failing over as docs/outbound.md says) or the SMTP smart host, record the outcome
+ * with its event. On its first pass it settles messages a crash left
  * `handing_over`: the edge is asked whether it has the ref; SMTP cannot be asked → `send_unknown`.
  */
 import os from 'node:os';
@@ -29,11 +30,11 @@ const seqOf = (moved: ReturnType<typeof moveOutbox>) => (moved.moved ? moved.seq
 let current: { fingerprint: string; transport: Transport | null } = { fingerprint: '', transport: null };
 
 /** The smart host when one is set (the owner chose it for outbound), else the edge relay; kept while the configuration holds (SMTP connections are reused). */
-function transportFor(config: TransportConfig): Transport | null {
+function transportFor(db: LoopContext['db'], config: TransportConfig): Transport | null {
   const fingerprint = JSON.stringify(config);
   if (fingerprint === current.fingerprint) return current.transport;
   if (current.transport instanceof SmtpSmartHost) current.transport.close();
-  const transport = config.smtp ? new SmtpSmartHost(config.smtp, os.hostname()) : config.edge ? new EdgeRelay(config.edge) : null;
+  const transport = config.smtp ? new SmtpSmartHost(config.smtp, os.hostname()) : config.edges.length > 0 ? new EdgeRelay(db, config.edges) : null;
   current = { fingerprint, transport };
   return transport;
 }
@@ -43,9 +44,10 @@ async function recover(ctx: LoopContext, config: TransportConfig): Promise<boole
   let complete = true;
   for (const row of interruptedOutbox(ctx.db)) {
     // The outbox table decides (src/mail/outbox.ts): ask the edge when it may have the ref; SMTP cannot be asked.
-    const facts: OutboxFacts = { canAskEdge: row.transport === 'edge' && Boolean(config.edge) };
+    const facts: OutboxFacts = { canAskEdge: row.transport === 'edge' && config.edges.length > 0 };
     let step = outboxTransition('handing_over', 'interrupted', facts);
-    if ('askEdge' in step.to) step = outboxTransition('handing_over', 'interrupted', { ...facts, edge: await askEdge(new EdgeRelay(config.edge!), row.ref) });
+    // Every edge it may have reached is asked (src/outbound/edge-handovers.ts).
+    if ('askEdge' in step.to) step = outboxTransition('handing_over', 'interrupted', { ...facts, edge: await askEdge(new EdgeRelay(ctx.db, config.edges), row.ref) });
     const action = outboxAction(step, { recipients: JSON.parse(row.recipients) as string[], retryDelayMs: 0, error: '' });
     if (action.kind === 'wait') {
       complete = false; // the edge is unreachable: ask again on the next pass, never guess
@@ -128,7 +130,7 @@ async function deliverGroup(ctx: LoopContext, transport: Transport, rows: Outbox
 
 export default loopPass(async (ctx) => {
   const config = readTransport(ctx.db);
-  const transport = transportFor(config);
+  const transport = transportFor(ctx.db, config);
   if (!recovered) recovered = await recover(ctx, config);
   if (!transport) return 'idle';
   const due = dueOutbox(ctx.db, new Date().toISOString(), BATCH);

@@ -29,20 +29,20 @@ const FULL_RECONCILE_MS = 5 * 60_000;
 /** A self-test that has not come back by then fails the verification. */
 const SELFTEST_TIMEOUT_MS = 10 * 60_000;
 
-let lastPushed = '';
-let lastFullAt = 0;
-/** The domains the edge routes according to the last successful push; null when unknown. */
+/** Per paired edge (by URL): the routing last pushed there and when. Every edge gets the same routing. */
+const lastPushed = new Map<string, { fingerprint: string; at: number }>();
+/** The domains the edges route according to the last successful push to any of them; null when unknown. */
 let routedAtEdge: Set<string> | null = null;
 
 const NO_EDGE = 'Waiting for a transport: pair an edge with `svc transport set --edge-url URL --edge-token-file FILE`; the domain is routed as soon as one is configured.';
 
 export default loopPass(async (ctx) => {
   const { db } = ctx;
-  const { edge } = readTransport(db);
+  const { edges } = readTransport(db);
   const dnsProvider = readDnsProvider(db);
-  if (!edge) {
+  if (edges.length === 0) {
     let busy = await syncDns(ctx, dnsProvider, false);
-    lastPushed = '';
+    lastPushed.clear();
     routedAtEdge = null;
     // Nothing routes anything without an edge: a teardown is complete at once (once svc's records are out of DNS).
     for (const d of domainRowsIn(db, ['tearing_down'])) busy = tearDownDone(db, d, dnsProvider) || busy;
@@ -54,19 +54,26 @@ export default loopPass(async (ctx) => {
   let busy = false;
   const { publicJwk } = await homeKeyPair(db);
   const routing = { recipient_public_key: publicJwk, ...desiredRouting(db) };
-  const fingerprint = JSON.stringify([edge.url, routing]);
-  if (fingerprint !== lastPushed || Date.now() - lastFullAt >= FULL_RECONCILE_MS) {
-    try {
-      const identity = await new EdgeClient(edge.url, edge.token).putRouting(routing);
-      storeEdgeReport(db, edge.url, identity);
-      lastPushed = fingerprint;
-      lastFullAt = Date.now();
-      routedAtEdge = new Set(routing.domains);
-      busy = true;
-    } catch {
-      // The edge is down or refused; the next pass tries again.
-      for (const d of domainRowsIn(db, ['provisioning'])) noteReason(db, d.domain_id, 'provisioning', `The edge at ${edge.url} did not accept the routing yet; retrying every 10 s.`);
-    }
+  const fingerprint = JSON.stringify(routing);
+  for (const url of lastPushed.keys()) if (!edges.some((e) => e.url === url)) lastPushed.delete(url);
+  // Each edge on its own, side by side: a dead one neither delays nor blocks the others' routing.
+  const due = edges.filter((edge) => lastPushed.get(edge.url)?.fingerprint !== fingerprint || Date.now() - lastPushed.get(edge.url)!.at >= FULL_RECONCILE_MS);
+  const refused: string[] = [];
+  await Promise.all(
+    due.map(async (edge) => {
+      try {
+        const identity = await new EdgeClient(edge.url, edge.token).putRouting(routing);
+        storeEdgeReport(db, edge.url, identity);
+        lastPushed.set(edge.url, { fingerprint, at: Date.now() });
+        routedAtEdge = new Set(routing.domains);
+        busy = true;
+      } catch {
+        refused.push(edge.url); // down or refused: the next pass tries again
+      }
+    }),
+  );
+  if (refused.length > 0 && refused.length === due.length && !edges.some((e) => lastPushed.get(e.url)?.fingerprint === fingerprint)) {
+    for (const d of domainRowsIn(db, ['provisioning'])) noteReason(db, d.domain_id, 'provisioning', `The edge${refused.length > 1 ? 's' : ''} at ${refused.join(', ')} did not accept the routing yet; retrying every 10 s.`);
   }
   busy = (await syncDns(ctx, dnsProvider, true)) || busy;
   if (routedAtEdge) busy = followRouting(ctx, routedAtEdge, dnsProvider) || busy;
@@ -185,7 +192,7 @@ async function verifyDomains(ctx: LoopContext): Promise<boolean> {
 async function sendSelftest(ctx: LoopContext, d: DomainRow, dkim: { selector: string; privateKey: string }): Promise<void> {
   const { db } = ctx;
   const config = readTransport(db);
-  const transport: Transport | null = config.smtp ? new SmtpSmartHost(config.smtp, os.hostname()) : config.edge ? new EdgeRelay(config.edge) : null;
+  const transport: Transport | null = config.smtp ? new SmtpSmartHost(config.smtp, os.hostname()) : config.edges.length > 0 ? new EdgeRelay(db, config.edges) : null;
   if (!transport) return;
   const token = `${d.domain_id}.${randomBytes(16).toString('base64url')}`;
   const address = selftestAddress(d.domain);

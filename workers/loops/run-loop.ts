@@ -22,6 +22,8 @@ export interface LoopContext {
   runTask(task: TaskName, input: unknown): Promise<unknown>;
   /** Ends the current sleep early (e.g. a long-poll saw new work). */
   wakeSelf(): void;
+  /** Resolves at the next wake (a bus wake or wakeSelf), for a pass that waits on several things at once. */
+  nextWake(): Promise<void>;
   /** Aborted when the service stops: pass it to long-running requests. */
   stopped: AbortSignal;
   /** The test-only fault switch (docs/testing.md), or null. */
@@ -39,6 +41,8 @@ export class LoopRunner {
   #woken = false;
   #wake: (() => void) | null = null;
   #stopping = false;
+  /** The promise `nextWake` hands out (one, shared, until the next wake resolves it). */
+  #nextWake: { promise: Promise<void>; resolve: () => void } | null = null;
   readonly #stopController = new AbortController();
   readonly ctx: LoopContext;
   readonly #beat: (slot: 0 | 1) => void;
@@ -46,11 +50,11 @@ export class LoopRunner {
   constructor(
     readonly name: LoopName,
     private readonly pass: LoopPass,
-    shared: Omit<LoopContext, 'name' | 'wakeSelf' | 'stopped'>,
+    shared: Omit<LoopContext, 'name' | 'wakeSelf' | 'nextWake' | 'stopped'>,
     /** The loops' shared heartbeats (loop-table.ts), or none (tests that run a pass alone). */
     heartbeat: BigInt64Array | null = null,
   ) {
-    this.ctx = { ...shared, name, wakeSelf: () => this.wake(), stopped: this.#stopController.signal };
+    this.ctx = { ...shared, name, wakeSelf: () => this.wake(), nextWake: () => this.#waitForWake(), stopped: this.#stopController.signal };
     const at = heartbeatIndex(name);
     this.#beat = heartbeat ? (slot) => void Atomics.store(heartbeat, at + slot, BigInt(Date.now())) : () => {};
   }
@@ -58,6 +62,17 @@ export class LoopRunner {
   wake(): void {
     this.#woken = true;
     this.#wake?.();
+    this.#nextWake?.resolve();
+    this.#nextWake = null;
+  }
+
+  #waitForWake(): Promise<void> {
+    if (!this.#nextWake) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => (resolve = r));
+      this.#nextWake = { promise, resolve };
+    }
+    return this.#nextWake.promise;
   }
 
   stop(): void {

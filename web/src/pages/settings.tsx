@@ -21,10 +21,42 @@ export function TransportPage() {
       {v && (
         <div class="card" data-testid="transport-state">
           {v.configured ? <span class="badge good">configured</span> : <span class="badge warn">not configured: sending answers service_unavailable</span>}
-          {v.edge && (
-            <p>
-              Edge: <code>{v.edge.url}</code> (token set)
-            </p>
+          {v.edges.length > 0 && (
+            <table data-testid="edges">
+              <thead>
+                <tr>
+                  <th>Edge</th>
+                  <th>Health</th>
+                  <th>Last contact</th>
+                  <th />
+                </tr>
+              </thead>
+              <tbody>
+                {v.edges.map((e, i) => (
+                  <tr key={e.url} data-testid="edge-row">
+                    <td>
+                      <code>{e.url}</code> (token set){i === 0 && v.edges.length > 1 ? ' · outbound prefers it' : ''}
+                    </td>
+                    <td>
+                      {e.health.healthy ? <span class="badge good">healthy</span> : <span class="badge warn">{`${e.health.consecutive_failures} failure${e.health.consecutive_failures === 1 ? '' : 's'}: ${e.health.last_error ?? 'failing'}`}</span>}
+                      {e.health.backoff_until && <span class="small muted"> retrying after {when(e.health.backoff_until)}</span>}
+                    </td>
+                    <td>{e.health.last_success_at ? when(e.health.last_success_at) : 'not yet'}</td>
+                    <td>
+                      <button
+                        class="small danger"
+                        onClick={() =>
+                          confirmed(`Unpair the edge at ${e.url}? Mail it still holds stays there until it is paired again.`) &&
+                          void save({ edges: v.edges.filter((x) => x.url !== e.url).map((x) => ({ url: x.url })) })
+                        }
+                      >
+                        Remove
+                      </button>
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
           )}
           {v.smtp && (
             <p>
@@ -38,25 +70,30 @@ export function TransportPage() {
           )}
         </div>
       )}
-      <h2>Edge pairing</h2>
+      <h2>{v && v.edges.length > 0 ? 'Add an edge' : 'Edge pairing'}</h2>
       <form
         class="card narrow"
         onSubmit={(e) => {
           e.preventDefault();
-          const f = formValues(e.currentTarget);
-          void save({ edge: { url: f.url, token: f.token }, smtp: v?.smtp ? undefined : null });
+          const form = e.currentTarget;
+          const f = formValues(form);
+          // Kept edges go by URL only: the service keeps their tokens, which it never shows.
+          const kept = (v?.edges ?? []).filter((x) => x.url !== f.url.replace(/\/+$/, '')).map((x) => ({ url: x.url }));
+          void save({ edges: [...kept, { url: f.url, token: f.token }] }).then((ok) => ok && form.reset());
         }}
       >
-        <p class="small muted">The edge buffers inbound mail sealed to this home and relays outbound mail. Its URL and token come from <code>svc edge</code>.</p>
+        <p class="small muted">
+          The edge buffers inbound mail sealed to this home and relays outbound mail. Its URL and token come from <code>svc edge</code>. With several edges (a backup MX, or a new edge during a move) every edge is pulled and outbound goes through the first healthy one.
+        </p>
         <label>
           Edge URL
-          <input name="url" type="url" required defaultValue={v?.edge?.url ?? ''} />
+          <input name="url" type="url" required />
         </label>
         <label>
           Edge token (write-only)
           <input name="token" type="password" required autocomplete="off" />
         </label>
-        <button class="primary">Save edge</button>
+        <button class="primary">{v && v.edges.length > 0 ? 'Add edge' : 'Save edge'}</button>
       </form>
       <h2>Outbound through SMTP (optional)</h2>
       <form
