@@ -13,7 +13,9 @@ import { startLoopbackDns } from '../helpers/dns.js';
 import { until } from '../helpers/until.js';
 import { svcCli } from './cli-run.js';
 
-interface Domain { domain_id: string; domain: string; status: string; reason: string | null; records: { type: string; name: string; value: string; status: string; reason?: string }[] }
+type DomainRecord = { type: string; name: string; value: string; state: string; reason?: string };
+/** svc's own lifecycle is `state` (`status` speaks the AgentMail SDK's enums); A/AAAA/PTR are in `extra_records`. */
+interface Domain { domain_id: string; domain: string; state: string; reason: string | null; records: DomainRecord[]; extra_records: DomainRecord[] }
 
 const owner = <T = Record<string, unknown>>(svc: RunningSvc, method: string, path: string, body?: unknown) => api<T>(svc.url, method, path, { token: svc.ownerToken, body });
 
@@ -22,7 +24,7 @@ async function domainIn(svc: RunningSvc, id: string, statuses: string[], timeout
   try {
     return await until(`status ${statuses.join('/')}`, async () => {
       last = (await owner<Domain>(svc, 'GET', `/v0/domains/${id}`)).body;
-      return statuses.includes(last.status) ? last : undefined;
+      return statuses.includes(last.state) ? last : undefined;
     }, timeout);
   } catch (err) {
     throw new Error(`${(err as Error).message}; last: ${JSON.stringify(last)}`);
@@ -61,12 +63,12 @@ t.test('configured through the CLI, zone looked up by name: apply publishes exac
   const d = await register(svc, 'cf.test');
   t.equal((await owner(svc, 'POST', `/v0/domains/${d.domain_id}/apply`)).status, 202);
   const verified = await domainIn(svc, d.domain_id, ['verified', 'failed']);
-  t.equal(verified.status, 'verified', verified.reason ?? '');
-  t.ok(verified.records.every((r) => r.status === 'valid'), 'every record valid, checked against the DNS the fake\'s records are served from');
+  t.equal(verified.state, 'verified', verified.reason ?? '');
+  t.ok([...verified.records, ...verified.extra_records].every((r) => r.state === 'valid'), 'every record valid, checked against the DNS the fake\'s records are served from');
   t.ok(cf.requests.includes('GET /client/v4/zones'), 'the zone was looked up by name');
 
   // Exactly the planned records that were missing, each once, with Cloudflare's content forms.
-  const planned = verified.records.filter((r) => r.type !== 'PTR');
+  const planned = [...verified.records, ...verified.extra_records].filter((r) => r.type !== 'PTR');
   const added = cf.records.filter((r) => r.id !== ownersTxt.id && r.id !== ownersA.id);
   t.equal(added.length, planned.length, 'one record per planned record');
   for (const p of planned) t.ok(added.some((r) => r.type === p.type && r.name === p.name), `${p.type} ${p.name} published`);
@@ -80,7 +82,7 @@ t.test('configured through the CLI, zone looked up by name: apply publishes exac
   t.ok(added.every((r) => r.ttl === 3600 && r.comment === 'published by svc'));
 
   const before = snapshot(cf);
-  t.equal((await owner<Domain>(svc, 'POST', `/v0/domains/${d.domain_id}/apply`)).body.status, 'verified');
+  t.equal((await owner<Domain>(svc, 'POST', `/v0/domains/${d.domain_id}/apply`)).body.state, 'verified');
   // A re-apply after a failure (the plan published, the domain not verified) is in the next test.
   t.same(snapshot(cf), before, 'apply twice: no duplicates');
 
@@ -110,7 +112,7 @@ t.test('zone_id given, owner\'s other MX and TXT at the same names: untouched by
   const d = await register(svc, 'mail.example.test');
   await owner(svc, 'POST', `/v0/domains/${d.domain_id}/apply`);
   const failed = await domainIn(svc, d.domain_id, ['failed', 'verified']);
-  t.equal(failed.status, 'failed', 'the owner\'s other MX makes the check fail');
+  t.equal(failed.state, 'failed', 'the owner\'s other MX makes the check fail');
   t.match(failed.records.find((r) => r.type === 'MX')!.reason, /mx\.elsewhere\.example/);
   t.notOk(cf.requests.includes('GET /client/v4/zones'), 'with zone_id no lookup by name');
   t.same(cf.contents('mail.example.test', 'MX').sort(), ['10 mx.mail.example.test', '20 mx.elsewhere.example']);
@@ -118,7 +120,7 @@ t.test('zone_id given, owner\'s other MX and TXT at the same names: untouched by
 
   const before = snapshot(cf);
   await owner(svc, 'POST', `/v0/domains/${d.domain_id}/apply`);
-  t.equal((await domainIn(svc, d.domain_id, ['failed', 'verified'])).status, 'failed');
+  t.equal((await domainIn(svc, d.domain_id, ['failed', 'verified'])).state, 'failed');
   t.same(snapshot(cf), before, 'a re-apply after the failure adds nothing');
 
   await owner(svc, 'POST', `/v0/domains/${d.domain_id}/teardown`);
@@ -144,7 +146,7 @@ t.test('a wrong token: the domain says the token needs Zone:DNS:Edit, nothing is
     const res = await owner<Domain>(svc, 'GET', `/v0/domains/${d.domain_id}`);
     return res.body.reason?.includes('token') ? res.body : undefined;
   });
-  t.equal(stuck.status, 'provisioning', 'it stays provisioning and is retried');
+  t.equal(stuck.state, 'provisioning', 'it stays provisioning and is retried');
   t.match(stuck.reason, /the token needs Zone:DNS:Edit for the zone/);
   t.match(stuck.reason, /Cloudflare says: 10000 Authentication error/);
   t.notMatch(stuck.reason, wrong);
@@ -162,7 +164,7 @@ t.test('a wrong token: the domain says the token needs Zone:DNS:Edit, nothing is
 
   await owner(svc, 'PUT', '/v0/owner/dns-provider', { kind: 'cloudflare', api_token: cf.token, api_base: cf.apiBase });
   const verified = await domainIn(svc, d.domain_id, ['verified', 'failed']);
-  t.equal(verified.status, 'verified', verified.reason ?? '');
+  t.equal(verified.state, 'verified', verified.reason ?? '');
   t.same(cf.contents('tok.test', 'MX'), ['10 mx.tok.test']);
   for (const text of [svc.stderr(), JSON.stringify(svc.stdoutLines)]) {
     t.notMatch(text, cf.token);

@@ -132,7 +132,7 @@ t.test('a domain whose records are missing fails naming each record; published a
   t.match(byId(published, 'domain:doctor.example.com'), { status: 'warn', detail: /not applied yet/, fix: 'Run `svc domains apply doctor.example.com`.' });
 
   t.equal((await owner('POST', `/v0/domains/${created.body.domain_id}/apply`)).status, 202);
-  await until('verified', async () => ((await owner<{ status: string }>('GET', `/v0/domains/${created.body.domain_id}`)).body.status === 'verified' ? true : undefined));
+  await until('verified', async () => ((await owner<{ state: string }>('GET', `/v0/domains/${created.body.domain_id}`)).body.state === 'verified' ? true : undefined));
   const verified = await doctor();
   t.match(byId(verified, 'domain:doctor.example.com'), { status: 'pass', fix: null });
   t.match(byId(verified, 'selftest:doctor.example.com'), { status: 'pass', detail: /came back through the edge/ });

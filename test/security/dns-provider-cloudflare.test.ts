@@ -210,10 +210,10 @@ t.test('through svc: a hostile API leaves the domain with a clear reason, svc an
   const d = (await owner<{ domain_id: string }>('POST', '/v0/domains', { domain: 'bad.test' })).body;
   await owner('POST', `/v0/domains/${d.domain_id}/apply`);
   const stuck = await until('a reason', async () => {
-    const res = await owner<{ status: string; reason: string | null }>('GET', `/v0/domains/${d.domain_id}`);
+    const res = await owner<{ state: string; reason: string | null }>('GET', `/v0/domains/${d.domain_id}`);
     return res.body.reason?.includes('Cloudflare') ? res.body : undefined;
   });
-  t.equal(stuck.status, 'provisioning', 'retried, not failed');
+  t.equal(stuck.state, 'provisioning', 'retried, not failed');
   t.match(stuck.reason, /not a Cloudflare API answer/);
   t.notMatch(stuck.reason, TOKEN);
   t.equal((await owner('GET', '/v0/owner/status')).status, 200, 'svc still answers');
