@@ -11,6 +11,7 @@ import { EXTRACTED_SPAN_MIGRATION } from './migrations-extracted-span.js';
 import { ACTIONS_MIGRATION } from './migrations-actions.js';
 import { MANIPULATION_MIGRATION } from './migrations-manipulation.js';
 import { AUTHENTICATED_CORRESPONDENTS_MIGRATION, GUARD_MIGRATION } from './migrations-guard.js';
+import { LABEL_EVENTS_MIGRATION } from './migrations-label-events.js';
 
 export const MIGRATIONS: readonly string[] = [
   // 1: settings and the owner account
@@ -306,6 +307,8 @@ export const MIGRATIONS: readonly string[] = [
   DNS_PROVIDER_MIGRATION,
   // 19: only authenticated senders are known correspondents; addresses known only from received mail are forgotten (src/db/migrations-guard.ts)
   AUTHENTICATED_CORRESPONDENTS_MIGRATION,
+  // 20: the label change log behind GET /v0/inboxes/{inbox_id}/events (src/db/migrations-label-events.ts)
+  LABEL_EVENTS_MIGRATION,
 ];
 
 /**

@@ -89,7 +89,7 @@ export const wsRoutes: FastifyPluginAsync = async (app) => {
     preHandler: beforeUpgrade,
     // A plain GET (no upgrade) after all checks passed: there is no REST route for the event log.
     handler: async () => {
-      throw new ApiError('not_found', 'GET /v0/ws only upgrades to a WebSocket; the event log over REST is GET /v0/inboxes/{inbox_id}/events.', {
+      throw new ApiError('not_found', 'GET /v0/ws only upgrades to a WebSocket; there is no REST route for the event log.', {
         fix: 'Connect with a WebSocket client and send a subscribe frame.',
       });
     },
