@@ -94,6 +94,7 @@ const NO_JSON_BODY = new Map<string, string>([
   ['POST /mcp', 'the MCP transport writes its own answer (an SSE stream or a JSON-RPC message)'],
   ['DELETE /mcp', 'the MCP transport writes its own answer'],
   ['GET /v0/ws', 'a WebSocket upgrade'],
+  ['GET /v0', "a WebSocket upgrade (the AgentMail SDK's socket)"],
   ['GET /*', 'the web app: its HTML shell and static files'],
 ]);
 /** List entries are registered once per direction and type (src/routes/lists.ts): their deletions, by pattern. */
