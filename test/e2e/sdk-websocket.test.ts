@@ -124,7 +124,7 @@ t.test('client.websockets.connect() subscribes, receives message.received over S
   t.pass('the same SDK socket receives again after the reconnect');
 });
 
-t.test('an unknown subscribe field gets an error frame, then close 1008', async (t) => {
+t.test('AgentMail subscribe frames: an unknown field gets an error frame and 1008; pod_ids, message.opened and a late subscribe work', async (t) => {
   const key = await createApiKey(svc, { permissions: ['message_read'] });
   const client = new AgentMailClient({ apiKey: key.secret, baseUrl: svc.url });
   const socket = await client.websockets.connect({ reconnectAttempts: 1 });
@@ -144,6 +144,11 @@ t.test('an unknown subscribe field gets an error frame, then close 1008', async 
   const pods = await client.websockets.connect({ reconnectAttempts: 1 });
   const podFrames: string[] = [];
   pods.socket.addEventListener('message', (e) => podFrames.push(String((e as { data: unknown }).data)));
+  const podCloses: number[] = [];
+  pods.on('close', (e) => podCloses.push((e as { code: number }).code));
+  // Longer than the pong timeout before subscribing: ping frames flow from the upgrade on.
+  await new Promise((r) => setTimeout(r, 2_500));
+  t.same(podCloses, [], 'a socket that subscribes late is not closed');
   pods.sendSubscribe({ type: 'subscribe', eventTypes: ['message.received', 'message.opened'], podIds: ['default'] });
   await until('subscribed', () => podFrames.length > 0);
   pods.close();

@@ -54,6 +54,7 @@ import { draftRoutes } from '../../src/routes/drafts.js';
 import { listRoutes } from '../../src/routes/lists.js';
 import { downloadRoutes } from '../../src/routes/downloads.js';
 import { wsRoutes } from '../../src/routes/ws.js';
+import { inboxEventRoutes } from '../../src/routes/inbox-events.js';
 import { domainRoutes } from '../../src/routes/domains.js';
 import { webhookRoutes } from '../../src/routes/webhooks.js';
 import { webAppRoutes } from '../../src/routes/web.js';
@@ -134,7 +135,7 @@ async function declaredRoutes(): Promise<Declared[]> {
     for (const routes of [ownerRoutes, transportRoutes, dnsProviderRoutes, ownerGuardRoutes, inboundRoutes, ownerOAuthRoutes, remoteRoutes(remote), backupRoutes(backups)]) await app.register(routes, { prefix: '/v0/owner' });
     await app.register(oauthRoutes);
     await app.register(mcpRoutes);
-    for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, sendRoutes, draftRoutes, listRoutes, downloadRoutes, wsRoutes, domainRoutes, webhookRoutes, metricRoutes]) {
+    for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, sendRoutes, draftRoutes, listRoutes, downloadRoutes, wsRoutes, inboxEventRoutes, domainRoutes, webhookRoutes, metricRoutes]) {
       await app.register(routes, { prefix: '/v0' });
     }
     await app.register(webAppRoutes);
