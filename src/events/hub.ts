@@ -361,14 +361,20 @@ class EventConnection {
 
   /** Every ping interval: recheck the credential, then ping (svc's protocol: once subscribed). */
   #tick(): void {
-    if (!this.#recheckPrincipal()) return;
-    // A ping frame is no message, so the SDK's socket gets one from the upgrade on: a client that
-    // subscribes late is not closed for silence it could not help.
-    if (this.dialect === 'agentmail' && this.#state === 'awaiting_subscribe') return this.socket.ping();
-    if (this.#state !== 'streaming') return;
+    if (this.dialect === 'agentmail') return this.#tickWithPingFrame();
+    if (!this.#recheckPrincipal() || this.#state !== 'streaming') return;
     if (this.#pendingBytes() > MAX_PENDING_BYTES) return this.close(CLOSE_CODE.tryAgainLater, 'more than 1 MiB is waiting for this client');
-    if (this.dialect === 'agentmail') this.socket.ping();
-    else this.#send({ type: 'ping', timestamp: new Date().toISOString() });
+    this.#send({ type: 'ping', timestamp: new Date().toISOString() });
+  }
+
+  /**
+   * The SDK's socket: a ping frame, which is no message, from the upgrade on, so a client that
+   * subscribes late is not closed for a silence it could not help.
+   */
+  #tickWithPingFrame(): void {
+    if (!this.#recheckPrincipal()) return;
+    if (this.#state === 'streaming' && this.#pendingBytes() > MAX_PENDING_BYTES) return this.close(CLOSE_CODE.tryAgainLater, 'more than 1 MiB is waiting for this client');
+    this.socket.ping();
   }
 
   /**
