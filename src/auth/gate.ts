@@ -66,6 +66,14 @@ declare module 'fastify' {
      * or change where mail and secrets go. Bearers (the owner's CLI, agents) are not asked.
      */
     sudo?: boolean;
+    /**
+     * The AgentMail SDK's event socket (docs/websocket.md): this route's WebSocket upgrade may
+     * carry an API key as `?api_key=`, because that is where the SDK puts it. Nowhere else, and
+     * never on a plain request: every other route refuses credentials in the URL.
+     */
+    apiKeyInUpgradeUrl?: boolean;
+    /** Set by the gate from the route's own declaration: it has a WebSocket handler. */
+    upgrades?: boolean;
   }
 }
 
@@ -129,12 +137,11 @@ export function installGate(app: FastifyInstance, ctx: GateContext): void {
     const access = config.auth as Access; // declareRoute guarantees it
     if (ctx.listener === 'tunnel' && !servedOnTunnel(request, access)) throw noRoute(request);
     checkOrigin(request, ctx, config.origins ?? 'own');
+    // An upgrade of a route that has no socket would be accepted and closed at once: answer it as no route.
+    if (isUpgrade(request) && config.upgrades !== true) throw noRoute(request);
     if (access === 'none') return;
-    const query = request.query as Record<string, unknown> | undefined;
-    if (query && URL_CREDENTIALS.some((k) => k in query)) {
-      throw new ApiError('validation_error', 'Credentials are not accepted in the URL.', { fix: 'Send the credential in the `Authorization: Bearer` header.' });
-    }
-    request.principal = access === 'mcp' ? mcpPrincipal(request, ctx) : authenticate(request, ctx, access);
+    const urlKey = apiKeyFromUrl(request, config);
+    request.principal = access === 'mcp' ? mcpPrincipal(request, ctx) : authenticate(request, ctx, access, urlKey);
     authorize(request.principal, access);
     if (config.sudo === true && request.principal?.kind === 'session' && !ctx.owner.recentlyProved(request.principal.id)) throw sudoRequired();
   });
@@ -160,6 +167,8 @@ export function noRoute(request: FastifyRequest): ApiError {
  */
 function declareRoute(route: RouteOptions): void {
   const access = route.config?.auth;
+  // @fastify/websocket (registered first) leaves `wsHandler` on the routes it upgrades.
+  route.config = { ...route.config, upgrades: typeof route.wsHandler === 'function' };
   const methods = Array.isArray(route.method) ? route.method.join(',') : route.method;
   if (typeof access !== 'string' || !ACCESS.has(access)) {
     throw new Error(`Route ${methods} ${route.url} declares no access (config.auth); every route must say who may call it.`);
@@ -288,12 +297,42 @@ function bearerToken(request: FastifyRequest): string | undefined {
   return match[1];
 }
 
-/** Authorization header first (cookies ignored when present), then the bound browser session. */
-function authenticate(request: FastifyRequest, ctx: GateContext, access: Access): Principal | null {
-  const token = bearerToken(request);
+const urlCredentialRefused = () =>
+  new ApiError('validation_error', 'Credentials are not accepted in the URL.', { fix: 'Send the credential in the `Authorization: Bearer` header.' });
+
+/**
+ * The one credential a URL may carry: `?api_key=` on the WebSocket upgrade of a route that
+ * declares `apiKeyInUpgradeUrl` (the AgentMail SDK's socket). Any credential-named parameter
+ * anywhere else — another route, a plain request, another name, the name twice — is refused
+ * before anything reads it. The key is never echoed: messages name the parameter, not its value.
+ */
+function apiKeyFromUrl(request: FastifyRequest, config: FastifyRequest['routeOptions']['config']): string | undefined {
+  const query = request.query as Record<string, unknown> | undefined;
+  const named = query ? URL_CREDENTIALS.filter((k) => k in query) : [];
+  if (named.length === 0) return undefined;
+  const allowed = config.apiKeyInUpgradeUrl === true && isUpgrade(request) && named.length === 1 && named[0] === 'api_key';
+  if (!allowed || typeof query!.api_key !== 'string' || query!.api_key === '') throw urlCredentialRefused();
+  return query!.api_key;
+}
+
+/**
+ * Authorization header first (cookies ignored when present), then the bound browser session. A
+ * credential from the URL (see apiKeyFromUrl) must be the header's own (the SDK sends both), or,
+ * with no header, an API key: the owner token is never taken from a URL alone.
+ */
+function authenticate(request: FastifyRequest, ctx: GateContext, access: Access, urlKey?: string): Principal | null {
+  const header = bearerToken(request);
+  if (urlKey !== undefined && header !== undefined && !sameSecret(urlKey, header)) {
+    throw unauthorized('`?api_key=` and the Authorization header name different credentials.');
+  }
+  const token = header ?? urlKey;
   if (token !== undefined) {
     const principal = resolveBearer(ctx.db, ctx.owner, token, { origin: ctx.origin(), audience: '/v0', listener: ctx.listener });
     if (!principal) throw unauthorized('The credential is not valid, or it was revoked or expired.');
+    // The SDK copies its key into the URL beside the header; alone there, only an API key will do.
+    if (urlKey !== undefined && header === undefined && principal.kind !== 'api_key') {
+      throw new ApiError('unauthorized', 'Only an API key is accepted as `?api_key=`.', { fix: 'Send the owner token or an OAuth token in the `Authorization: Bearer` header.' });
+    }
     if (principal.kind === 'api_key') markApiKeyUsed(ctx.db, principal.id);
     return principal;
   }

@@ -12,6 +12,7 @@ import { ACTIONS_MIGRATION } from './migrations-actions.js';
 import { MANIPULATION_MIGRATION } from './migrations-manipulation.js';
 import { AUTHENTICATED_CORRESPONDENTS_MIGRATION, GUARD_MIGRATION } from './migrations-guard.js';
 import { EDGES_MIGRATION } from './migrations-edges.js';
+import { LABEL_EVENTS_MIGRATION } from './migrations-label-events.js';
 
 export const MIGRATIONS: readonly string[] = [
   // 1: settings and the owner account
@@ -309,6 +310,8 @@ export const MIGRATIONS: readonly string[] = [
   AUTHENTICATED_CORRESPONDENTS_MIGRATION,
   // 20: several edges per home: the transport's edge list, per-edge health, inbound dedup, outbound handovers per edge (src/db/migrations-edges.ts)
   EDGES_MIGRATION,
+  // 21: the label change log behind GET /v0/inboxes/{inbox_id}/events (src/db/migrations-label-events.ts)
+  LABEL_EVENTS_MIGRATION,
 ];
 
 /**

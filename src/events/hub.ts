@@ -81,7 +81,33 @@ export type SubscribeFrame = Static<typeof SubscribeFrame>;
 
 export const PongFrame = Type.Object({ type: Type.Literal('pong') }, { additionalProperties: false });
 
+/**
+ * Which protocol a socket speaks (docs/websocket.md): svc's own on `/v0/ws`, or the AgentMail
+ * SDK's on `/v0` — the same events and filters, with AgentMail's `pod_ids` and event names, its
+ * `{type:"error"}` frame before a refusal, and WebSocket ping frames (which every client answers
+ * by itself) instead of JSON pings the SDK has no way to answer.
+ */
+export type StreamDialect = 'svc' | 'agentmail';
+
+/** AgentMail's event names svc never emits; subscribing to them is allowed and matches nothing. */
+export const AGENTMAIL_ONLY_EVENT_TYPES = ['message.opened'] as const;
+/** svc is one pod; AgentMail's `pod_ids` filter matches everything when it names this one. */
+export const THE_POD_ID = 'default';
+
+export const AgentMailSubscribeFrame = Type.Object(
+  {
+    type: Type.Literal('subscribe'),
+    event_types: Type.Optional(Type.Array(Type.Union([Type.Enum(EVENT_TYPES), Type.Enum(AGENTMAIL_ONLY_EVENT_TYPES)]))),
+    inbox_ids: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 320 }))),
+    pod_ids: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 128 }))),
+    last_event_id: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+  },
+  { additionalProperties: false },
+);
+export type AgentMailSubscribeFrame = Static<typeof AgentMailSubscribeFrame>;
+
 const subscribeFrame = Compile(SubscribeFrame);
+const agentMailSubscribeFrame = Compile(AgentMailSubscribeFrame);
 const pongFrame = Compile(PongFrame);
 
 /** A resume point given as `?last_event_id=` and already checked to exist. */
@@ -134,7 +160,7 @@ export class EventHub {
   }
 
   /** Takes over an upgraded socket whose principal passed the pre-upgrade checks. */
-  accept(socket: WebSocket, principal: Principal, urlResume: UrlResume | null, headAtOpen: number): void {
+  accept(socket: WebSocket, principal: Principal, urlResume: UrlResume | null, headAtOpen: number, dialect: StreamDialect = 'svc'): void {
     this.#sockets.add(socket);
     socket.once('close', () => this.#sockets.delete(socket));
     if (this.#closing) {
@@ -142,7 +168,7 @@ export class EventHub {
       return;
     }
     // Without a resume point the stream starts after the last event that existed at open (read before the upgrade answered).
-    const connection = new EventConnection(this.#services, socket, principal, headAtOpen, urlResume);
+    const connection = new EventConnection(this.#services, socket, principal, headAtOpen, urlResume, dialect);
     this.#connections.add(connection);
     this.#pollTimer ??= setInterval(() => this.#poll(), POLL_MS).unref();
   }
@@ -216,6 +242,8 @@ class EventConnection {
   #cursor: number;
   #eventTypes: ReadonlySet<string> | null = null;
   #inboxIds: ReadonlySet<string> | null = null;
+  /** An AgentMail `pod_ids` filter that does not name svc's one pod: nothing matches. */
+  #otherPodsOnly = false;
   /** Until a read first finds the end of the log, the backlog is read only as fast as the client takes it. */
   #replaying = true;
   /** Rows may exist after #cursor. */
@@ -235,6 +263,7 @@ class EventConnection {
     principal: Principal,
     openedAtSeq: number,
     private readonly urlResume: UrlResume | null,
+    private readonly dialect: StreamDialect,
   ) {
     this.#principal = principal;
     this.#cursor = openedAtSeq;
@@ -244,6 +273,7 @@ class EventConnection {
     // A client that never subscribes, or stops answering pings, is gone.
     this.#pongDeadline = setTimeout(() => this.close(CLOSE_CODE.goingAway, 'no pong received in time'), hub.timing.pongTimeoutMs);
     socket.on('message', (data, isBinary) => this.#onFrame(data, isBinary));
+    if (dialect === 'agentmail') socket.on('pong', () => this.#pongDeadline.refresh());
     socket.once('close', () => this.#stop());
   }
 
@@ -273,55 +303,78 @@ class EventConnection {
     const bytes = Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
     const text = isBinary ? null : bytes.toString('utf8');
     const size = text === null ? bytes.length : characterCount(text);
-    if (size > MAX_CLIENT_FRAME_CHARS) return this.close(CLOSE_CODE.messageTooBig, `frames are limited to ${MAX_CLIENT_FRAME_CHARS} characters`);
-    if (text === null) return this.close(CLOSE_CODE.policyViolation, 'frames must be JSON text');
+    if (size > MAX_CLIENT_FRAME_CHARS) return this.#refuse(CLOSE_CODE.messageTooBig, `frames are limited to ${MAX_CLIENT_FRAME_CHARS} characters`);
+    if (text === null) return this.#refuse(CLOSE_CODE.policyViolation, 'frames must be JSON text');
     let frame: unknown;
     try {
       frame = JSON.parse(text);
     } catch {
-      return this.close(CLOSE_CODE.policyViolation, 'the frame is not JSON');
+      return this.#refuse(CLOSE_CODE.policyViolation, 'the frame is not JSON');
     }
     if (pongFrame.Check(frame)) {
       this.#pongDeadline.refresh();
       return;
     }
-    if (subscribeFrame.Check(frame)) {
-      if (this.#state !== 'awaiting_subscribe') return this.close(CLOSE_CODE.policyViolation, 'only one subscribe frame is allowed');
-      return this.#subscribe(frame);
+    const subscribe = this.dialect === 'svc' ? (subscribeFrame.Check(frame) ? frame : null) : agentMailSubscribeFrame.Check(frame) ? frame : null;
+    if (subscribe) {
+      if (this.#state !== 'awaiting_subscribe') return this.#refuse(CLOSE_CODE.policyViolation, 'only one subscribe frame is allowed');
+      return this.#subscribe(subscribe);
     }
-    this.close(CLOSE_CODE.policyViolation, 'invalid frame: expected subscribe or pong with the documented fields');
+    this.#refuse(CLOSE_CODE.policyViolation, 'invalid frame: expected subscribe or pong with the documented fields');
   }
 
-  #subscribe(frame: SubscribeFrame): void {
+  /** A client mistake: AgentMail's clients are told in an `error` frame first (their close events carry no reason). */
+  #refuse(code: number, reason: string): void {
+    if (this.dialect === 'agentmail' && this.socket.readyState === this.socket.OPEN) {
+      this.socket.send(JSON.stringify({ type: 'error', name: code === CLOSE_CODE.messageTooBig ? 'FrameTooLargeError' : 'ValidationError', message: reason }));
+    }
+    this.close(code, reason);
+  }
+
+  #subscribe(frame: SubscribeFrame | AgentMailSubscribeFrame): void {
     let resumeSeq = this.urlResume?.seq ?? null;
     const resumeId = frame.last_event_id ?? this.urlResume?.eventId;
     if (frame.last_event_id !== undefined) {
       if (this.urlResume && this.urlResume.eventId !== frame.last_event_id) {
-        return this.close(CLOSE_CODE.policyViolation, 'last_event_id in the frame differs from the URL');
+        return this.#refuse(CLOSE_CODE.policyViolation, 'last_event_id in the frame differs from the URL');
       }
       resumeSeq = seqOfEventId(this.hub.db, frame.last_event_id);
-      if (resumeSeq === null) return this.close(CLOSE_CODE.policyViolation, 'unknown or expired last_event_id');
+      if (resumeSeq === null) return this.#refuse(CLOSE_CODE.policyViolation, 'unknown or expired last_event_id');
     }
     if (resumeSeq !== null) this.#cursor = resumeSeq;
     this.#eventTypes = frame.event_types ? new Set(frame.event_types) : null;
     const inboxIds = frame.inbox_ids ? [...new Set(frame.inbox_ids.map(normalizeInboxId))] : undefined;
     this.#inboxIds = inboxIds ? new Set(inboxIds) : null;
+    const podIds = 'pod_ids' in frame && frame.pod_ids ? [...new Set(frame.pod_ids)] : undefined;
+    this.#otherPodsOnly = podIds !== undefined && !podIds.includes(THE_POD_ID);
     this.#state = 'streaming';
     this.#pongDeadline.refresh();
     this.#send({
       type: 'subscribed',
       ...(frame.event_types ? { event_types: [...this.#eventTypes!] } : {}),
       ...(inboxIds ? { inbox_ids: inboxIds } : {}),
+      ...(podIds ? { pod_ids: podIds } : {}),
       ...(resumeId !== undefined ? { last_event_id: resumeId } : {}),
     });
     this.#pump(false);
   }
 
-  /** Every ping interval: recheck the credential, then ping (once subscribed). */
+  /** Every ping interval: recheck the credential, then ping (svc's protocol: once subscribed). */
   #tick(): void {
+    if (this.dialect === 'agentmail') return this.#tickWithPingFrame();
     if (!this.#recheckPrincipal() || this.#state !== 'streaming') return;
     if (this.#pendingBytes() > MAX_PENDING_BYTES) return this.close(CLOSE_CODE.tryAgainLater, 'more than 1 MiB is waiting for this client');
     this.#send({ type: 'ping', timestamp: new Date().toISOString() });
+  }
+
+  /**
+   * The SDK's socket: a ping frame, which is no message, from the upgrade on, so a client that
+   * subscribes late is not closed for a silence it could not help.
+   */
+  #tickWithPingFrame(): void {
+    if (!this.#recheckPrincipal()) return;
+    if (this.#state === 'streaming' && this.#pendingBytes() > MAX_PENDING_BYTES) return this.close(CLOSE_CODE.tryAgainLater, 'more than 1 MiB is waiting for this client');
+    this.socket.ping();
   }
 
   /**
@@ -402,6 +455,7 @@ class EventConnection {
   }
 
   #wants(event: EventAddress): boolean {
+    if (this.#otherPodsOnly) return false;
     if (this.#eventTypes && !this.#eventTypes.has(event.event_type)) return false;
     if (this.#inboxIds && (event.inbox_id === null || !this.#inboxIds.has(event.inbox_id))) return false;
     return isEventVisible(this.#principal, event);

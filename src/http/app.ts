@@ -26,6 +26,7 @@ import { draftRoutes } from '../routes/drafts.js';
 import { listRoutes } from '../routes/lists.js';
 import { downloadRoutes } from '../routes/downloads.js';
 import { wsRoutes } from '../routes/ws.js';
+import { inboxEventRoutes } from '../routes/inbox-events.js';
 import { webhookRoutes } from '../routes/webhooks.js';
 import { domainRoutes } from '../routes/domains.js';
 import { webAppRoutes } from '../routes/web.js';
@@ -187,7 +188,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   if (ctx.backups && ctx.listener === 'local') await app.register(backupRoutes(ctx.backups), { prefix: '/v0/owner' });
   if (ctx.health && ctx.listener === 'local') await app.register(doctorRoutes(ctx.health), { prefix: '/v0/owner' });
   await app.register(mcpRoutes);
-  for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, sendRoutes, draftRoutes, listRoutes, downloadRoutes, wsRoutes, domainRoutes, webhookRoutes, metricRoutes]) {
+  for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, sendRoutes, draftRoutes, listRoutes, downloadRoutes, wsRoutes, inboxEventRoutes, domainRoutes, webhookRoutes, metricRoutes]) {
     await app.register(routes, { prefix: '/v0' });
   }
   // The owner web app is for the owner's own browser: never on the tunnel listener (spec §5.2).

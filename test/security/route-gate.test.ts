@@ -100,6 +100,9 @@ const AGENT_ROUTES: readonly [RegExp, RegExp][] = [
   [/^(GET|PATCH|DELETE)$/, /^\/v0(\/inboxes\/:inbox_id)?\/webhooks\/:webhook_id$/],
   [/^(GET|PATCH)$/, /^\/v0(\/inboxes\/:inbox_id)?\/webhooks\/:webhook_id\/headers$/],
   [/^GET$/, /^\/v0\/ws$/],
+  // Issue 35: the AgentMail SDK's socket, and an inbox's label change log.
+  [/^GET$/, /^\/v0$/],
+  [/^GET$/, /^\/v0\/inboxes\/:inbox_id\/events$/],
   // Issue 20 §5: usage metrics (AgentMail's metrics API) and live counts, inbox-scoped and over the caller's scope.
   [/^GET$/, /^\/v0(\/inboxes\/:inbox_id)?\/metrics\/(events|usage|counts)$/],
 ];
@@ -298,7 +301,7 @@ t.test('the credentials are real: each works where the spec lets it', async (t) 
   const allowedGets: Probe[] = [];
   for (const route of routes) {
     const access = specAccess(route);
-    if (route.method !== 'GET' || !access || access === 'public' || access === 'mcp' || route.url === '/v0/ws') continue;
+    if (route.method !== 'GET' || !access || access === 'public' || access === 'mcp' || route.url === '/v0/ws' || route.url === '/v0') continue;
     for (const kind of ['owner_bearer', 'session', 'key_in_scope'] as const) {
       if (!mustRefuse(route, access, kind)) allowedGets.push({ route, access, kind, spelling: CANONICAL });
     }

@@ -55,6 +55,7 @@ import { draftRoutes } from '../../src/routes/drafts.js';
 import { listRoutes } from '../../src/routes/lists.js';
 import { downloadRoutes } from '../../src/routes/downloads.js';
 import { wsRoutes } from '../../src/routes/ws.js';
+import { inboxEventRoutes } from '../../src/routes/inbox-events.js';
 import { domainRoutes } from '../../src/routes/domains.js';
 import { webhookRoutes } from '../../src/routes/webhooks.js';
 import { webAppRoutes } from '../../src/routes/web.js';
@@ -95,6 +96,7 @@ const NO_JSON_BODY = new Map<string, string>([
   ['POST /mcp', 'the MCP transport writes its own answer (an SSE stream or a JSON-RPC message)'],
   ['DELETE /mcp', 'the MCP transport writes its own answer'],
   ['GET /v0/ws', 'a WebSocket upgrade'],
+  ['GET /v0', "a WebSocket upgrade (the AgentMail SDK's socket)"],
   ['GET /*', 'the web app: its HTML shell and static files'],
 ]);
 /** List entries are registered once per direction and type (src/routes/lists.ts): their deletions, by pattern. */
@@ -134,7 +136,7 @@ async function declaredRoutes(): Promise<Declared[]> {
     for (const routes of [ownerRoutes, transportRoutes, dnsProviderRoutes, ownerGuardRoutes, inboundRoutes, ownerOAuthRoutes, remoteRoutes(remote), backupRoutes(backups), doctorRoutes({ home: dir, loops: () => [] })]) await app.register(routes, { prefix: '/v0/owner' });
     await app.register(oauthRoutes);
     await app.register(mcpRoutes);
-    for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, sendRoutes, draftRoutes, listRoutes, downloadRoutes, wsRoutes, domainRoutes, webhookRoutes, metricRoutes]) {
+    for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, sendRoutes, draftRoutes, listRoutes, downloadRoutes, wsRoutes, inboxEventRoutes, domainRoutes, webhookRoutes, metricRoutes]) {
       await app.register(routes, { prefix: '/v0' });
     }
     await app.register(webAppRoutes);
