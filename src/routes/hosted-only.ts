@@ -4,7 +4,8 @@
  * authorizing an inbox's sign-in). Each route answers `400 not_supported` with a `fix` saying
  * what to do instead, so the SDK raises a clear error rather than a bare 404.
  *
- * They are agent routes like any other: a credential is required (401 without one), and the
+ * They are agent routes like any other: a credential is required (401 without one; sign-up, which
+ * the SDK sends without one, answers anyone), and the
  * inbox form checks the inbox is in the caller's scope first (404), so the answer tells a caller
  * nothing it could not already see. Nothing from the request is echoed back.
  */
@@ -34,7 +35,10 @@ export const hostedOnlyRoutes: FastifyPluginAsync = async (app) => {
     throw error();
   };
 
-  app.post('/agent/sign-up', { config: agent }, refuse(signUp));
+  // The SDK sends sign-up without a credential (it is how AgentMail hands out the first one),
+  // so this one answers anyone; a credential that is sent is still checked. Its answer is fixed
+  // text and reads nothing.
+  app.post('/agent/sign-up', { config: { auth: 'public' } }, refuse(signUp));
   app.post('/agent/verify', { config: agent }, refuse(signUp));
 
   // Whatever id a path names, the answer is the same: none exists here.
