@@ -46,11 +46,18 @@ function unknownPermission(name: string): ApiError {
   });
 }
 
-/** The granted names: `true` entries of the object form (false and null grant nothing), or the array. */
+/**
+ * The granted names. The object form is AgentMail's (docs/inboxes-and-keys.md): a `true` svc
+ * name grants it; `false` and `null` grant nothing; any other name is ignored whatever its value —
+ * AgentMail's own permissions (`domain_*`, `api_key_*`, `metrics_read`, `pod_*`, `provider_*`)
+ * and whatever a newer SDK adds — since only the names listed here ever grant anything, so
+ * ignoring a name can never widen a key. The array form is svc's own: an unknown name there is
+ * a mistake and a `400`.
+ */
 export function permissionSet(input: PermissionsInput): Set<Permission> {
-  const names = Array.isArray(input) ? input : Object.entries(input).filter(([name, granted]) => (KNOWN.has(name) ? granted === true : true)).map(([name]) => name);
+  if (!Array.isArray(input)) return new Set(PERMISSIONS.filter((name) => Object.hasOwn(input, name) && input[name] === true));
   const granted = new Set<Permission>();
-  for (const name of names) {
+  for (const name of input) {
     if (!KNOWN.has(name)) throw unknownPermission(name);
     granted.add(name as Permission);
   }

@@ -20,6 +20,8 @@ import { inboxRoutes } from '../routes/inboxes.js';
 import { apiKeyRoutes } from '../routes/api-keys.js';
 import { threadRoutes } from '../routes/threads.js';
 import { metricRoutes } from '../routes/metrics.js';
+import { identityRoutes } from '../routes/identity.js';
+import { hostedOnlyRoutes } from '../routes/hosted-only.js';
 import { messageRoutes } from '../routes/messages.js';
 import { sendRoutes } from '../routes/send.js';
 import { draftRoutes } from '../routes/drafts.js';
@@ -188,7 +190,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   if (ctx.backups && ctx.listener === 'local') await app.register(backupRoutes(ctx.backups), { prefix: '/v0/owner' });
   if (ctx.health && ctx.listener === 'local') await app.register(doctorRoutes(ctx.health), { prefix: '/v0/owner' });
   await app.register(mcpRoutes);
-  for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, sendRoutes, draftRoutes, listRoutes, downloadRoutes, wsRoutes, inboxEventRoutes, domainRoutes, webhookRoutes, metricRoutes]) {
+  for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, sendRoutes, draftRoutes, listRoutes, downloadRoutes, wsRoutes, inboxEventRoutes, domainRoutes, webhookRoutes, metricRoutes, identityRoutes, hostedOnlyRoutes]) {
     await app.register(routes, { prefix: '/v0' });
   }
   // The owner web app is for the owner's own browser: never on the tunnel listener (spec §5.2).

@@ -110,7 +110,7 @@ t.test('stored hashed: the row holds sha256(secret) and never the secret', async
   t.same(JSON.parse(row.permissions as string), ['inbox_read', 'message_read'], 'permissions stored as the list of granted names');
 });
 
-t.test('permissions: object of booleans or array of names; unknown names → validation_error', async (t) => {
+t.test('permissions: object of booleans or array of names; an unknown name in the array → validation_error, in the object ignored', async (t) => {
   const fromArray = await createKey({ permissions: ['draft_send', 'label_spam_read', 'message_reply'], send_policy: 'direct' });
   t.same(Object.entries(fromArray.permissions).filter(([, v]) => v).map(([k]) => k).sort(), ['draft_send', 'label_spam_read', 'message_reply']);
   const fromObject = await createKey({ permissions: { webhook_read: true, webhook_create: false, list_entry_read: null }, send_policy: 'direct' });
@@ -118,12 +118,17 @@ t.test('permissions: object of booleans or array of names; unknown names → val
   const none = await createKey({ permissions: {}, send_policy: 'read_only' });
   t.notOk(Object.values(none.permissions).some(Boolean), 'an empty set is allowed');
 
-  for (const permissions of [['inbox_read', 'pod_read'], { inbox_read: true, domain_create: true }, { not_a_permission: false }, ['INBOX_READ']]) {
+  for (const permissions of [['inbox_read', 'pod_read'], ['INBOX_READ'], ['inbox_read', 'domain_read']]) {
     const res = await owner('POST', '/v0/api-keys', { permissions, send_policy: 'direct' });
     t.equal(res.status, 400, JSON.stringify(permissions));
     t.match(res.body, { code: 'validation_error', message: /Unknown permission/, fix: /inbox_read/ });
   }
-  for (const permissions of ['inbox_read', 7, { inbox_read: 'yes' }, [1]]) {
+  // The object form is AgentMail's: its own names and a newer SDK's are ignored, never granted.
+  for (const permissions of [{ inbox_read: true, domain_create: true }, { not_a_permission: false, inbox_read: true }, { inbox_read: true, INBOX_READ: true, metrics_read: false }]) {
+    const key = await createKey({ permissions, send_policy: 'direct' });
+    t.same(Object.entries(key.permissions).filter(([, v]) => v).map(([k]) => k), ['inbox_read'], JSON.stringify(permissions));
+  }
+  for (const permissions of ['inbox_read', 7, { inbox_read: 'yes' }, [1], { domain_read: 1 }, { future_permission: 'yes' }]) {
     const res = await owner('POST', '/v0/api-keys', { permissions, send_policy: 'direct' });
     t.equal(res.status, 400, JSON.stringify(permissions));
   }

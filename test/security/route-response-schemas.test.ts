@@ -39,6 +39,8 @@ import { transportRoutes } from '../../src/routes/transport.js';
 import { dnsProviderRoutes } from '../../src/routes/dns-provider.js';
 import { inboundRoutes } from '../../src/routes/inbound.js';
 import { metricRoutes } from '../../src/routes/metrics.js';
+import { identityRoutes } from '../../src/routes/identity.js';
+import { hostedOnlyRoutes } from '../../src/routes/hosted-only.js';
 import { ownerOAuthRoutes } from '../../src/routes/owner-oauth.js';
 import { oauthRoutes } from '../../src/routes/oauth.js';
 import { remoteRoutes } from '../../src/routes/remote.js';
@@ -98,6 +100,10 @@ const NO_JSON_BODY = new Map<string, string>([
   ['GET /v0/ws', 'a WebSocket upgrade'],
   ['GET /v0', "a WebSocket upgrade (the AgentMail SDK's socket)"],
   ['GET /*', 'the web app: its HTML shell and static files'],
+  // AgentMail's hosted-only methods (src/routes/hosted-only.ts): they only ever answer `not_supported`.
+  ...['POST /v0/agent/sign-up', 'POST /v0/agent/verify', 'GET /v0/providers', 'GET /v0/providers/search', 'GET /v0/providers/:provider_id', 'GET /v0/providers/:provider_id/accounts', 'POST /v0/providers/:provider_id/connect', 'GET /v0/accounts', 'GET /v0/accounts/:account_id', 'POST /v0/inboxes/:inbox_id/authorize'].map(
+    (route): [string, string] => [route, 'answers only the not_supported error, from the error handler'],
+  ),
 ]);
 /** List entries are registered once per direction and type (src/routes/lists.ts): their deletions, by pattern. */
 const NO_JSON_BODY_PATTERNS: readonly [RegExp, string][] = [[/^DELETE \/v0(\/inboxes\/:inbox_id)?\/lists\/(receive|send|reply)\/(allow|block)\/:entry$/, NO_BODY]];
@@ -136,7 +142,7 @@ async function declaredRoutes(): Promise<Declared[]> {
     for (const routes of [ownerRoutes, transportRoutes, dnsProviderRoutes, ownerGuardRoutes, inboundRoutes, ownerOAuthRoutes, remoteRoutes(remote), backupRoutes(backups), doctorRoutes({ home: dir, loops: () => [] })]) await app.register(routes, { prefix: '/v0/owner' });
     await app.register(oauthRoutes);
     await app.register(mcpRoutes);
-    for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, sendRoutes, draftRoutes, listRoutes, downloadRoutes, wsRoutes, inboxEventRoutes, domainRoutes, webhookRoutes, metricRoutes]) {
+    for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, sendRoutes, draftRoutes, listRoutes, downloadRoutes, wsRoutes, inboxEventRoutes, domainRoutes, webhookRoutes, metricRoutes, identityRoutes, hostedOnlyRoutes]) {
       await app.register(routes, { prefix: '/v0' });
     }
     await app.register(webAppRoutes);
