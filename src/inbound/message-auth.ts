@@ -16,8 +16,8 @@ import type { AuthVerdict, InboundAuth } from '../edge/sealed.js';
 
 /** The envelope marker the Cloudflare Worker puts in every object it seals (src/edge/cloudflare/worker.ts). */
 export const VIA_CLOUDFLARE = 'cloudflare-email-routing';
-/** The domain Cloudflare Email Routing seals its ARC sets with. */
-export const CLOUDFLARE_ARC_SEALERS = ['cloudflare-email.net'];
+/** The domain Cloudflare Email Routing seals its ARC sets with (`ARC-Seal: i=1; a=rsa-sha256; s=2022; d=email.cloudflare.net` in delivered mail; its DKIM signatures use the same domain). */
+export const CLOUDFLARE_ARC_SEALERS = ['email.cloudflare.net'];
 /** Test-only (docs/testing.md): the ARC sealer domain to trust instead, so a test can seal with a key of its own. */
 export const TEST_ARC_SEALER_ENV = 'SVC_TEST_ARC_SEALER';
 
