@@ -21,10 +21,15 @@ export const EDGE_TIMEOUT_MS = {
   longPollGrace: 10_000,
 } as const;
 
+/** What an edge that receives only answers the relay routes with (docs/edge.md "The Cloudflare edge"). */
+export const NOT_RELAYING = 501;
 /** Connection failures that happen before any byte of the request is sent. */
 const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL']);
-/** Answers that say the edge took nothing: the request never passed its authentication or routing. */
-const REFUSED_UNREAD = new Set([401, 403, 404]);
+/**
+ * Answers that say the edge took nothing: the request never passed its authentication or routing,
+ * or the edge does not relay at all (501, the Cloudflare Email Worker: it receives only).
+ */
+const REFUSED_UNREAD = new Set([401, 403, 404, NOT_RELAYING]);
 
 /** The edge could not be reached (`status` null) or answered with an error status: retry later. */
 export class EdgeUnavailable extends Error {
@@ -234,7 +239,14 @@ export class EdgeClient {
 
   /** What the edge knows of a ref; null when it never received it. */
   async outboundStatus(ref: string): Promise<EdgeOutboundStatus | null> {
-    const res = await this.call('GET', `/outbound/${encodeURIComponent(ref)}`, { allow404: true });
+    let res;
+    try {
+      res = await this.call('GET', `/outbound/${encodeURIComponent(ref)}`, { allow404: true });
+    } catch (err) {
+      // An edge that never relays holds no job.
+      if (err instanceof EdgeUnavailable && err.status === NOT_RELAYING) return null;
+      throw err;
+    }
     return res ? ((await res.json()) as EdgeOutboundStatus) : null;
   }
 

@@ -13,7 +13,7 @@ import { Readable } from 'node:stream';
 import SMTPConnection from 'nodemailer/lib/smtp-connection';
 import type { Db } from '../db/open.js';
 import type { EdgeSettings, SmtpSettings } from '../mail/transport.js';
-import { EdgeClient, EdgeUnavailable, edgeErrorCode, type EdgeOutboundStatus } from '../inbound/edge-client.js';
+import { EdgeClient, EdgeUnavailable, NOT_RELAYING, edgeErrorCode, type EdgeOutboundStatus } from '../inbound/edge-client.js';
 import { edgesHealth, recordEdgeFailure, recordEdgeSuccess } from '../mail/edge-health.js';
 import { forgetHandover, handoverEdges, recordHandover } from './edge-handovers.js';
 
@@ -90,6 +90,13 @@ export class EdgeRelay implements Transport {
         recordEdgeSuccess(db, edge.url);
         return answer.accepted ? { kind: 'accepted', recipients: job.recipients } : { kind: 'rejected', code: answer.status };
       } catch (err) {
+        if (err instanceof EdgeUnavailable && err.status === NOT_RELAYING) {
+          // A receive-only edge is not unhealthy (its pulls work); it is skipped for sending.
+          lastError = 'edge_does_not_relay';
+          forgetHandover(db, job.ref, edge.url);
+          mayHold.delete(edge.url);
+          continue;
+        }
         lastError = edgeErrorCode(err);
         recordEdgeFailure(db, edge.url, lastError);
         // The edge certainly took nothing this time: try the next one now.

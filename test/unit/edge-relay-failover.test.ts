@@ -137,3 +137,32 @@ t.test('an edge that answers it never had the job releases it to the next edge',
   const at = [(await a.call('GET', '/outbound/reset-1')).status, (await b.call('GET', '/outbound/reset-1')).status];
   t.equal(at.filter((s) => s === 200).length, 1, `held by exactly one edge (${at.join(', ')})`);
 });
+
+t.test('a receive-only edge (501, the Cloudflare Worker) is skipped for sending without being marked unhealthy', async (t) => {
+  const db = store();
+  t.teardown(() => db.close());
+  const b = await startTestEdge(t, { route: false, deliveryPort: await deadPort() });
+  const seen: string[] = [];
+  const receiveOnly = http.createServer((req, res) => {
+    seen.push(`${req.method} ${req.url}`);
+    req.resume();
+    res.writeHead(501, { 'content-type': 'application/json' }).end(JSON.stringify({ name: 'not_supported', message: 'This edge receives mail only.' }));
+  });
+  await new Promise<void>((resolve) => receiveOnly.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => new Promise<void>((resolve) => receiveOnly.close(() => resolve())));
+  const workerUrl = `http://127.0.0.1:${(receiveOnly.address() as AddressInfo).port}`;
+  const relay = new EdgeRelay(db, [
+    { url: workerUrl, token: 'edge_worker_token_0123456789' },
+    { url: b.apiUrl, token: b.token },
+  ]);
+  t.equal((await relay.send(job('worker-1'))).kind, 'accepted', 'sent through the edge that relays');
+  t.equal((await b.call('GET', '/outbound/worker-1')).status, 200);
+  t.ok(seen.includes('POST /outbound'), 'the receive-only edge was tried first, in list order');
+  t.same(handoverEdges(db, 'worker-1'), [b.apiUrl], 'the receive-only edge is not recorded as maybe holding it');
+  t.equal(edgeHealth(db, workerUrl).healthy, true, 'its health (which pulls rely on) is untouched');
+  t.equal((await relay.status('worker-1'))?.ref, 'worker-1', 'recovery finds it');
+  t.equal(await relay.status('never-sent'), null, 'a 501 on the status route means "not here", not an error');
+
+  const alone = new EdgeRelay(db, [{ url: workerUrl, token: 'edge_worker_token_0123456789' }]);
+  t.same(await alone.send(job('worker-2')), { kind: 'retry', error: 'edge_does_not_relay' }, 'with only a receive-only edge the outbox says why');
+});
