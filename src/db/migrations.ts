@@ -12,6 +12,7 @@ import { ACTIONS_MIGRATION } from './migrations-actions.js';
 import { MANIPULATION_MIGRATION } from './migrations-manipulation.js';
 import { AUTHENTICATED_CORRESPONDENTS_MIGRATION, GUARD_MIGRATION } from './migrations-guard.js';
 
+import { ATTACHMENT_TEXT_MIGRATION } from './migrations-attachment-text.js';
 export const MIGRATIONS: readonly string[] = [
   // 1: settings and the owner account
   `
@@ -306,6 +307,8 @@ export const MIGRATIONS: readonly string[] = [
   DNS_PROVIDER_MIGRATION,
   // 19: only authenticated senders are known correspondents; addresses known only from received mail are forgotten (src/db/migrations-guard.ts)
   AUTHENTICATED_CORRESPONDENTS_MIGRATION,
+  // 20: each attachment's extracted text, searchable with its message (src/db/migrations-attachment-text.ts)
+  ATTACHMENT_TEXT_MIGRATION,
 ];
 
 /**
