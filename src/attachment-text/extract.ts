@@ -34,8 +34,9 @@ export async function extractAttachmentText(file: AttachmentFile): Promise<Attac
 }
 
 /** The synchronous readers, for the linearity checks; PDF is the one asynchronous kind. */
-export function readSync(kind: Exclude<AttachmentKind, 'pdf'>, file: Pick<AttachmentFile, 'content' | 'contentType'>, sink: TextSink): void {
+export function readSync(kind: Exclude<AttachmentKind, 'pdf'>, file: Pick<AttachmentFile, 'content' | 'contentType' | 'charset'>, sink: TextSink): void {
   const bytes = file.content;
+  const charset = file.charset ?? charsetOf(file.contentType);
   switch (kind) {
     case 'docx':
       return docxText(bytes, sink);
@@ -43,18 +44,28 @@ export function readSync(kind: Exclude<AttachmentKind, 'pdf'>, file: Pick<Attach
       return xlsxText(bytes, sink);
     case 'html': {
       const cut = bytes.byteLength > MAX_HTML_INPUT_BYTES;
-      sink.write(htmlText(decodeCharset(cut ? bytes.subarray(0, MAX_HTML_INPUT_BYTES) : bytes, charsetOf(file.contentType))));
+      sink.write(htmlText(decodeText(cut ? bytes.subarray(0, MAX_HTML_INPUT_BYTES) : bytes, charset)));
       if (cut) sink.cut();
       return;
     }
     case 'csv':
     case 'text': {
       const cut = bytes.byteLength > MAX_TEXT_INPUT_BYTES;
-      sink.write(decodeCharset(cut ? bytes.subarray(0, MAX_TEXT_INPUT_BYTES) : bytes, charsetOf(file.contentType)));
+      sink.write(decodeText(cut ? bytes.subarray(0, MAX_TEXT_INPUT_BYTES) : bytes, charset));
       if (cut) sink.cut();
       return;
     }
   }
+}
+
+/**
+ * Text in its declared charset; without one, UTF-8, and bytes that are not UTF-8 are read as
+ * windows-1252 (what a spreadsheet program writes a CSV in), rather than shown as U+FFFD.
+ */
+function decodeText(bytes: Uint8Array, charset: string | null): string {
+  const text = decodeCharset(bytes, charset);
+  if (charset !== null || !text.includes('\ufffd')) return text;
+  return decodeCharset(bytes, 'windows-1252');
 }
 
 async function readInto(kind: AttachmentKind, file: AttachmentFile, sink: TextSink): Promise<void> {

@@ -13,6 +13,7 @@ interface ReceivedAttachment {
   content: Uint8Array;
   contentType: string | null;
   filename: string | null;
+  charset?: string | null;
 }
 
 export type ExtractText = (file: AttachmentFile) => Promise<AttachmentText>;
@@ -32,7 +33,7 @@ export async function readReceivedAttachments(attachments: readonly ReceivedAtta
       out.push(null);
       continue;
     }
-    const read = await extract({ content: a.content, contentType: a.contentType, filename: a.filename, maxBytes: left });
+    const read = await extract({ content: a.content, contentType: a.contentType, filename: a.filename, charset: a.charset ?? null, maxBytes: left });
     if (read.text !== null) left -= Buffer.byteLength(read.text);
     out.push(read);
   }

@@ -17,10 +17,11 @@ export function looksLikePdf(bytes: Uint8Array): boolean {
 
 /** The legacy build is loaded on the first PDF, only in extraction workers. */
 let pdfjs: Promise<typeof import('pdfjs-dist/legacy/build/pdf.mjs')> | null = null;
+export const loadPdfjs = () => (pdfjs ??= import('pdfjs-dist/legacy/build/pdf.mjs'));
 
 export async function pdfText(bytes: Uint8Array, sink: TextSink): Promise<void> {
   if (!looksLikePdf(bytes)) throw new ExtractionStop('failed');
-  const { getDocument } = await (pdfjs ??= import('pdfjs-dist/legacy/build/pdf.mjs'));
+  const { getDocument } = await loadPdfjs();
   const task = getDocument({
     // pdf.js takes ownership of the array it is given: give it a copy.
     data: new Uint8Array(bytes),

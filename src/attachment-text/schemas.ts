@@ -31,6 +31,8 @@ export interface AttachmentFile {
   content: Uint8Array;
   contentType: string | null;
   filename: string | null;
+  /** The part's declared charset when known apart from `contentType` (received mail, at receive time). */
+  charset?: string | null;
   /** Text bytes this attachment may still add to its message's (MAX_MESSAGE_ATTACHMENT_TEXT_BYTES). */
   maxBytes: number;
 }

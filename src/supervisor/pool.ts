@@ -8,6 +8,10 @@ import { EXTRACT_ATTACHMENT_TEXT, type AttachmentFile, type AttachmentText } fro
 import { ATTACHMENT_TEXT_TIMEOUT_MS, EXTRACTION_HEAP_MB, EXTRACTION_THREADS } from '../attachment-text/limits.js';
 
 const TASK_FILE = fileURLToPath(new URL('../../workers/pool/tasks.js', import.meta.url));
+/** Loading pdf.js into a new extraction worker; far more than it takes (well under a second). */
+const EXTRACTION_WARM_UP_MS = 60_000;
+/** The warm-up request of workers/pool/attachment-text.ts (not imported: that module loads the readers). */
+const WARM_UP = 'warm-up';
 const EXTRACTION_FILE = fileURLToPath(new URL('../../workers/pool/attachment-text.js', import.meta.url));
 
 export type PoolTaskName = TaskName | typeof EXTRACT_ATTACHMENT_TEXT;
@@ -50,6 +54,8 @@ export class CpuPool {
     if (this.#extracting >= EXTRACTION_THREADS) await new Promise<void>((resolve) => this.#waiting.push(resolve));
     this.#extracting++;
     try {
+      // A new worker loads pdf.js first, outside the file's time (which is the file's own work).
+      if (this.#extraction.threads.length === 0) await this.#extraction.run(WARM_UP, { signal: AbortSignal.timeout(EXTRACTION_WARM_UP_MS) });
       return (await this.#extraction.run(file, { signal: AbortSignal.timeout(ATTACHMENT_TEXT_TIMEOUT_MS) })) as AttachmentText;
     } catch (err) {
       return { status: failureStatus(err), text: null, truncated: false };

@@ -5,7 +5,15 @@
  */
 import { extractAttachmentText } from '../../src/attachment-text/extract.js';
 import type { AttachmentFile, AttachmentText } from '../../src/attachment-text/schemas.js';
+import { loadPdfjs } from '../../src/attachment-text/pdf.js';
 
-export default function run(file: AttachmentFile): Promise<AttachmentText> {
+/** Asked of a new worker before its first file, so loading pdf.js never counts against a file's time. */
+export const WARM_UP = 'warm-up';
+
+export default async function run(file: AttachmentFile | typeof WARM_UP): Promise<AttachmentText | null> {
+  if (file === WARM_UP) {
+    await loadPdfjs();
+    return null;
+  }
   return extractAttachmentText(file);
 }
