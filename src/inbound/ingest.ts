@@ -175,6 +175,7 @@ function commitRecipients(deps: IngestDeps, objectKey: string, opened: OpenedInb
       parsed: opened.parsed,
       raw: opened.raw,
       derived: opened.derived,
+      attachmentText: opened.attachmentText,
       manipulation: verdicts.get(inboxId),
       sourceKey,
       hiddenLabels,

@@ -4,6 +4,7 @@
  * serialized by a compiled serializer. Apart so that the loops, which store and send mail but
  * answer no request, do not load typebox (a few MiB per thread).
  */
+import { AttachmentTextFields } from '../attachment-text/schemas.js';
 import { Type, type Static, type TSchema } from 'typebox';
 
 const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
@@ -100,5 +101,7 @@ export const LabelsResult = {
 
 export const DownloadLink = Type.Object({ download_url: Type.String(), expires_at: Type.String() });
 export const AttachmentDownload = Type.Object({ ...Attachment.properties, ...DownloadLink.properties });
+/** A received or sent attachment's answer: the download and svc's extension fields, its text (docs/attachments.md). */
+export const MessageAttachmentDownload = Type.Object({ ...AttachmentDownload.properties, ...AttachmentTextFields });
 /** The raw MIME link with AgentMail's RawMessageResponse fields: which message, and its size in bytes. */
 export const RawMessageDownload = Type.Object({ message_id: Type.String(), size: Type.Integer(), ...DownloadLink.properties });

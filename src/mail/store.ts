@@ -25,6 +25,8 @@ import { prepared } from '../db/statements.js';
 import { MAX_MESSAGE_ID, MAX_THREAD_REFS } from './limits.js';
 import { storeRawMime } from './raw-mime.js';
 import { bufferView } from '../core/bytes.js';
+import { searchBodyWith } from './attachment-text.js';
+import type { AttachmentText } from '../attachment-text/schemas.js';
 
 export interface InboundMail {
   inboxId: string;
@@ -47,6 +49,11 @@ export interface InboundMail {
    * a caller that commits inside a transaction of its own; computed here when absent.
    */
   manipulation?: ManipulationVerdict;
+  /**
+   * Each attachment's text, read before the commit (src/attachment-text/on-receive.ts); an absent
+   * or null entry is read on the attachment's first read.
+   */
+  attachmentText?: readonly (AttachmentText | null)[];
 }
 
 export interface CommitResult {
@@ -59,8 +66,7 @@ export interface CommitResult {
   duplicate: boolean;
 }
 
-/** Body text indexed for search per message; longer bodies are searchable by their start. */
-export const MAX_INDEXED_BODY = 256 * 1024;
+export { MAX_INDEXED_BODY } from './attachment-text.js';
 
 const MSG_ID = /<[^<>\s]+>/g;
 
@@ -94,7 +100,7 @@ export function commitInbound(db: Db, input: InboundMail): CommitResult {
   const derived = input.derived ?? deriveText(parsed);
   const from = parsed.from[0];
   const participants = [from ? displayAddress(from) : '', ...parsed.to.map(displayAddress), ...parsed.cc.map(displayAddress)].join(' ');
-  const searchBody = (parsed.text ?? '').slice(0, MAX_INDEXED_BODY);
+  const searchBody = searchBodyWith(parsed.text, input.attachmentText?.map((r) => r?.text) ?? []);
   const parsedId = messageIds(parsed.messageId)[0];
   const inReplyTo = messageIds(parsed.inReplyTo);
   const refs = parsed.references.flatMap((r) => messageIds(r));
@@ -168,11 +174,13 @@ export function commitInbound(db: Db, input: InboundMail): CommitResult {
 
     const addAttachment = prepared(
       db,
-      'INSERT INTO attachments (message_rowid, attachment_id, filename, content_type, content_disposition, content_id, size, content) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+      `INSERT INTO attachments (message_rowid, attachment_id, filename, content_type, content_disposition, content_id, size, content, text, text_status, text_truncated)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     parsed.attachments.forEach((a, i) => {
       const contentId = a.contentId ? a.contentId.replace(/^<|>$/g, '') : null;
-      addAttachment.run(rowid, stableAttachmentId(messageId, i), a.filename, a.contentType, disposition(a.contentDisposition), contentId, a.content.byteLength, bufferView(a.content));
+      const read = input.attachmentText?.[i] ?? null;
+      addAttachment.run(rowid, stableAttachmentId(messageId, i), a.filename, a.contentType, disposition(a.contentDisposition), contentId, a.content.byteLength, bufferView(a.content), read?.text ?? null, read?.status ?? null, read?.truncated ? 1 : 0);
     });
     storeRawMime(db, rowid, input.raw);
     prepared(db, 'INSERT INTO messages_fts (rowid, subject, participants, body) VALUES (?, ?, ?, ?)').run(rowid, parsed.subject ?? '', participants, searchBody);

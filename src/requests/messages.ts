@@ -15,6 +15,8 @@ import { batchGetMessages, deleteMessage, getMessage, listMessages, messageAttac
 import { keysetPage, queryList, timeBounds, type MessageListQuery, type SearchQuery } from '../mail/query.js';
 import { searchMessages } from '../mail/search.js';
 import { attachmentShape } from '../mail/serialize.js';
+import { attachmentReading } from '../mail/attachment-text.js';
+import type { ExtractText } from '../attachment-text/on-receive.js';
 
 /** Most messages one batch-get reads: bounds the answer's size (each message carries its bodies). */
 export const MAX_BATCH_GET = 500;
@@ -97,10 +99,11 @@ export function rawMessageDownload(db: Db, p: Principal, inboxId: string, messag
  * An attachment of one message with a signed download URL on `origin`; an OAuth token's URL keeps
  * its audience (spec §4.7, src/auth/downloads.ts).
  */
-export function messageAttachmentDownload(db: Db, p: Principal, inboxId: string, messageId: string, attachmentId: string, origin: string) {
+export async function messageAttachmentDownload(db: Db, p: Principal, inboxId: string, messageId: string, attachmentId: string, origin: string, extract: ExtractText) {
   const inbox = inboxFor(db, p, inboxId, 'message_read');
   const found = messageAttachment(db, inbox.inbox_id, messageId, attachmentId, readVisibility(p));
   if (!found) throw notFound('attachment');
   const link = issueDownloadUrl(p, origin, { kind: 'attachment', inboxId: inbox.inbox_id, messageId: found.messageId, attachmentId: found.attachment.attachment_id });
-  return { ...attachmentShape(found.attachment), ...link };
+  const reading = await attachmentReading(db, found.attachment.message_rowid, found.attachment.attachment_id, extract);
+  return { ...attachmentShape(found.attachment), ...link, ...reading };
 }

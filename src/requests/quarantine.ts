@@ -9,6 +9,7 @@
  * edge), and published after it commits. The edge is never asked under the write lock.
  * The inbound-pull loop's automatic retry is src/inbound/quarantine-actions.ts.
  */
+import { withAttachmentText } from '../attachment-text/on-receive.js';
 import { checkServers } from '../domains/checks.js';
 import type { AppContext } from '../context.js';
 import type { Principal } from '../auth/principal.js';
@@ -67,7 +68,8 @@ export async function retryQuarantineFor(svc: QuarantineServices, id: string): P
   setStatus(db, item.quarantine_id, 'release_pending');
   let result: IngestResult;
   try {
-    const open = (jwe: string | Uint8Array) => svc.pool.run('openInbound', { jwe, privateJwk, dnsServers: checkServers(db) }) as Promise<OpenedInbound>;
+    const open = async (jwe: string | Uint8Array) =>
+      withAttachmentText((await svc.pool.run('openInbound', { jwe, privateJwk, dnsServers: checkServers(db) })) as OpenedInbound, (file) => svc.pool.extractText(file));
     // The object is at whichever paired edge received it.
     const client = await edgeHolding(edges, item.source_key);
     // The pipeline commits the mail in transactions of its own (src/inbound/ingest.ts, the inbound exception).

@@ -16,6 +16,8 @@ import { labelEdit, listVisibility, readVisibility } from '../mail/labels.js';
 import { keysetPage, queryList, scopeInboxes, timeBounds, type SearchQuery, type ThreadListQuery, type ThreadPageQuery } from '../mail/query.js';
 import { searchThreads } from '../mail/search.js';
 import { attachmentShape } from '../mail/serialize.js';
+import { attachmentReading } from '../mail/attachment-text.js';
+import type { ExtractText } from '../attachment-text/on-receive.js';
 import { deleteThread, getThread, listThreads, threadAttachment, threadInbox, updateThreadLabels } from '../mail/threads.js';
 
 /** Where a thread is looked for: one inbox (the inbox-scoped form) or the caller's whole scope. */
@@ -102,10 +104,11 @@ export function removeThread(db: Db, p: Principal, target: ThreadTarget): void {
  * An attachment of a message in the thread with a signed download URL on `origin`; an OAuth
  * token's URL keeps its audience (spec §4.7, src/auth/downloads.ts).
  */
-export function threadAttachmentDownload(db: Db, p: Principal, target: ThreadTarget, attachmentId: string, origin: string) {
+export async function threadAttachmentDownload(db: Db, p: Principal, target: ThreadTarget, attachmentId: string, origin: string, extract: ExtractText) {
   const inboxId = threadScope(db, p, target, 'message_read');
   const found = threadAttachment(db, inboxId, target.thread_id, attachmentId, readVisibility(p));
   if (!found) throw notFound('attachment');
   const link = issueDownloadUrl(p, origin, { kind: 'attachment', inboxId, messageId: found.messageId, attachmentId: found.attachment.attachment_id });
-  return { ...attachmentShape(found.attachment), ...link };
+  const reading = await attachmentReading(db, found.attachment.message_rowid, found.attachment.attachment_id, extract);
+  return { ...attachmentShape(found.attachment), ...link, ...reading };
 }

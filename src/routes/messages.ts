@@ -8,7 +8,7 @@ import { Type, type Static } from 'typebox';
 import { InboxParams, ListOf, MessageAttachmentParams, MessageId, MessageParams } from '../core/schemas.js';
 import { MessageListQuery, SearchQuery } from '../mail/query.js';
 import { cachedRead } from '../mail/read-cache.js';
-import { AttachmentDownload, LabelsResult, RawMessageDownload, Message, MessageItem } from '../mail/serialize-schemas.js';
+import { MessageAttachmentDownload, LabelsResult, RawMessageDownload, Message, MessageItem } from '../mail/serialize-schemas.js';
 import {
   batchEditMessageLabels,
   editMessageLabels,
@@ -107,8 +107,10 @@ export const messageRoutes: FastifyPluginAsync = async (app) => {
 
   app.get<{ Params: MessageAttachmentParams }>(
     `${base}/:message_id/attachments/:attachment_id`,
-    { config: { auth: 'agent' }, schema: { params: MessageAttachmentParams, response: { 200: AttachmentDownload } } },
+    { config: { auth: 'agent' }, schema: { params: MessageAttachmentParams, response: { 200: MessageAttachmentDownload } } },
     async (request) =>
-      messageAttachmentDownload(db, request.principal!, request.params.inbox_id, request.params.message_id, request.params.attachment_id, app.svc.origin()),
+      messageAttachmentDownload(db, request.principal!, request.params.inbox_id, request.params.message_id, request.params.attachment_id, app.svc.origin(), (file) =>
+        app.svc.pool.extractText(file),
+      ),
   );
 };

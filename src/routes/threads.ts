@@ -7,7 +7,7 @@ import type { FastifyInstance, FastifyPluginAsync } from 'fastify';
 import { ListOf, ScopeParams, ThreadAttachmentParams, ThreadParams } from '../core/schemas.js';
 import { SearchQuery, ThreadListQuery, ThreadPageQuery } from '../mail/query.js';
 import { cachedRead } from '../mail/read-cache.js';
-import { AttachmentDownload, LabelsResult, Thread, ThreadItem } from '../mail/serialize-schemas.js';
+import { MessageAttachmentDownload, LabelsResult, Thread, ThreadItem } from '../mail/serialize-schemas.js';
 import { LabelEditRequest } from '../requests/labels.js';
 import { editThreadLabels, removeThread, threadAttachmentDownload } from '../requests/threads.js';
 
@@ -45,8 +45,8 @@ function register(app: FastifyInstance, base: string): void {
 
   app.get<{ Params: ThreadAttachmentParams }>(
     `${base}/:thread_id/attachments/:attachment_id`,
-    { config: { auth: 'agent' }, schema: { params: ThreadAttachmentParams, response: { 200: AttachmentDownload } } },
-    async (request) => threadAttachmentDownload(db, request.principal!, request.params, request.params.attachment_id, app.svc.origin()),
+    { config: { auth: 'agent' }, schema: { params: ThreadAttachmentParams, response: { 200: MessageAttachmentDownload } } },
+    async (request) => threadAttachmentDownload(db, request.principal!, request.params, request.params.attachment_id, app.svc.origin(), (file) => app.svc.pool.extractText(file)),
   );
 }
 

@@ -123,7 +123,7 @@ export type FromLoop =
   | { kind: 'crashed'; loop: LoopName }
   | { kind: 'bus'; message: import('./bus.js').BusMessage }
   /** CPU work for the shared Piscina pool, run by the supervisor on the loop's behalf. */
-  | { kind: 'task'; id: number; task: import('../../workers/pool/tasks.js').TaskName; input: unknown };
+  | { kind: 'task'; id: number; task: import('./pool.js').PoolTaskName; input: unknown };
 
 /** What every loop thread receives as workerData. */
 export interface LoopWorkerData {

@@ -68,6 +68,8 @@ const EXTENSIONS: Record<string, string[]> = {
   ListListEntriesResponse: ['entries.*.inbox_id'],
   ListEntry: ['inbox_id'],
   Domain: DOMAIN_EXTENSIONS,
+  // A message's or thread's attachment answer carries its text (docs/attachments.md); a draft's does not.
+  AttachmentResponse: ['extracted_text', 'extraction'],
   // svc's domain list items also carry the status fields of its single read.
   ListDomainsResponse: ['state', 'verified_at', 'status', 'reason'].map((k) => `domains.*.${k}`),
 };

@@ -31,6 +31,8 @@ import type { DerivedText } from '../../src/mail/extract.js';
 import { COLLECT_AFTER_BYTES, collectGarbage } from '../../src/core/gc.js';
 import type { InboundMeta } from '../../src/edge/sealed.js';
 import { checkServers } from '../../src/domains/checks.js';
+import { withAttachmentText } from '../../src/attachment-text/on-receive.js';
+import { EXTRACT_ATTACHMENT_TEXT, type AttachmentText } from '../../src/attachment-text/schemas.js';
 
 /**
  * Sealed objects up to this size are opened and parsed in this loop's own thread: that skips
@@ -266,8 +268,13 @@ export default loopPass(async (ctx) => {
   const stall = ctx.fault === 'inbound-parse-stall';
   const base: Omit<IngestDeps, 'edge'> = {
     db,
-    open: (sealed) =>
-      (typeof sealed === 'string' ? sealed.length : sealed.byteLength) <= OPEN_IN_LOOP_MAX_CHARS ? openInbound({ jwe: sealed, privateJwk, dnsServers }) : openLarge(sealed, privateJwk, stall, dnsServers),
+    open: async (sealed) =>
+      withAttachmentText(
+        await ((typeof sealed === 'string' ? sealed.length : sealed.byteLength) <= OPEN_IN_LOOP_MAX_CHARS
+          ? openInbound({ jwe: sealed, privateJwk, dnsServers })
+          : openLarge(sealed, privateJwk, stall, dnsServers)),
+        (file) => ctx.runTask(EXTRACT_ATTACHMENT_TEXT, file) as Promise<AttachmentText>,
+      ),
     publish: (seq: number) => ctx.publish({ kind: 'event', seq }),
     // Test-only (docs/testing.md): die like `kill -9` after a commit, before the edge delete.
     beforeDelete: ctx.fault === 'inbound-kill-after-commit' ? () => process.kill(process.pid, 'SIGKILL') : undefined,

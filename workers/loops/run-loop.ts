@@ -8,7 +8,7 @@
 import type { Db } from '../../src/db/open.js';
 import { LOOPS, heartbeatIndex, type LoopName } from '../../src/supervisor/loop-table.js';
 import type { BusMessage } from '../../src/supervisor/bus.js';
-import type { TaskName } from '../pool/tasks.js';
+import type { PoolTaskName as TaskName } from '../../src/supervisor/pool.js';
 
 /** Test-only crash injection (docs/testing.md) waits this long after the first pass. */
 const FAULT_DELAY_MS = 2_000;

@@ -23,6 +23,8 @@ export interface ParsedAttachment {
   contentDisposition: string | null;
   contentId: string | null;
   content: Uint8Array;
+  /** The declared charset of a text part (mailparser keeps it apart from `contentType`), for its text (docs/attachments.md). */
+  charset?: string | null;
 }
 
 export interface ParsedMail {
@@ -99,6 +101,14 @@ export async function parseMime(raw: Uint8Array): Promise<ParsedMail> {
       contentDisposition: a.contentDisposition ?? null,
       contentId: a.contentId ?? null,
       content: a.content,
+      charset: declaredCharset(a.headers),
     })),
   };
+}
+
+/** The `charset` parameter of a part's Content-Type header, lower-cased, or null. */
+function declaredCharset(headers: import('mailparser').Headers | undefined): string | null {
+  const type = headers?.get('content-type') as { params?: Record<string, string> } | undefined;
+  const charset = type?.params?.charset;
+  return typeof charset === 'string' && /^[A-Za-z0-9_.:+-]{1,40}$/.test(charset) ? charset.toLowerCase() : null;
 }

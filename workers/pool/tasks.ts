@@ -6,6 +6,7 @@ import type { JWK } from 'jose';
 import { openSealed, type InboundMeta, type InboundObject } from '../../src/edge/sealed.js';
 import { composeMime, composeOutbound } from './compose.js';
 import { deriveText, type DerivedText } from '../../src/mail/extract.js';
+import type { AttachmentText } from '../../src/attachment-text/schemas.js';
 import { PARSE_FAILURES, parseMime, type ParsedMail } from './parse.js';
 import { inspectContent, type GuardContent } from '../../src/mail/guard-content.js';
 import { evaluateMessageAuth, trustedArcSealers, VIA_CLOUDFLARE } from '../../src/inbound/message-auth.js';
@@ -19,6 +20,11 @@ export interface OpenedInbound {
   parsed: ParsedMail;
   /** Extraction, preview and header record, computed here so the commit holds the write lock for SQL only. */
   derived: DerivedText;
+  /**
+   * Each attachment's text (src/attachment-text/on-receive.ts), read after the open by the caller
+   * in the extraction lane; absent or null entries are read on the attachment's first read.
+   */
+  attachmentText?: (AttachmentText | null)[];
 }
 
 /**
