@@ -121,7 +121,7 @@ const workerScript = () => path.resolve(path.dirname(fileURLToPath(import.meta.u
 export async function runEdgeCloudflareCommand(args: string[]): Promise<number> {
   const json = args.includes('--json');
   const [action, ...rest] = args;
-  if (action !== 'dev') return reportCliError(invalid(action === undefined ? 'Missing action: dev.' : `Unknown action "${action}"; the only one is dev.`), json);
+  if (action !== 'dev') return reportCliError(invalid(action === undefined ? 'Missing action: dev, init, deploy or status.' : `Unknown action "${action}"; the actions are dev, init, deploy and status.`), json);
   let command: DevCommand;
   try {
     command = parseDevArgs(rest);

@@ -38,6 +38,9 @@ async function main(argv: string[]): Promise<number> {
         return await serve({ home, flavor, init: flags.init === true, port: flags.port === undefined ? null : parsePort(flags.port, 0, true), localEdge, dns });
       }
       case 'edge': {
+        if (rest[0] === 'cloudflare' && (rest[1] === 'init' || rest[1] === 'deploy' || rest[1] === 'status')) {
+          return await (await import('./edge-cloudflare-deploy.js')).runEdgeCloudflareDeployCommand(rest[1], rest.slice(2));
+        }
         if (rest[0] === 'cloudflare') return await (await import('./edge-cloudflare.js')).runEdgeCloudflareCommand(rest.slice(1));
         const { runEdgeCommand } = await import('./edge.js');
         return await runEdgeCommand(rest);

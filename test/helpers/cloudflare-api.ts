@@ -42,6 +42,13 @@ export interface CloudflareRecord {
   modified_on: string;
 }
 
+/** A zone's Email Routing as the fake keeps it. */
+export interface FakeEmailRouting {
+  enabled: boolean;
+  rules: { id: string; tag: string; name: string; enabled: boolean; priority: number; matchers: Json[]; actions: Json[] }[];
+  catchAll: { name: string; enabled: boolean; matchers: Json[]; actions: Json[] };
+}
+
 export interface FakeCloudflare {
   /** The API base to configure as `api_base`: `http://127.0.0.1:<port>/client/v4`. */
   apiBase: string;
@@ -54,6 +61,8 @@ export interface FakeCloudflare {
   contents(name: string, type: string): string[];
   /** Adds a record as its owner would in the dashboard (no request). */
   seed(zone: string, r: { name: string; type: string; content: string; priority?: number }): CloudflareRecord;
+  /** Email Routing of a zone, by zone name (disabled, no rules, catch-all drop until changed). */
+  emailRouting(zone: string): FakeEmailRouting;
   /** `METHOD path` of every request, in order. */
   requests: string[];
   /** Requests and answers that did not validate against the schema; must stay empty. */
@@ -126,6 +135,9 @@ const newId = () => randomBytes(16).toString('hex');
 export async function startCloudflareApi(o: { zones: string[]; token?: string; dns?: Zone }): Promise<FakeCloudflare> {
   const token = o.token ?? randomBytes(30).toString('base64url');
   const zones = o.zones.map((name) => ({ id: newId(), name }));
+  const routing = new Map<string, FakeEmailRouting>(
+    zones.map((z) => [z.id, { enabled: false, rules: [], catchAll: { name: '', enabled: false, matchers: [{ type: 'all' }], actions: [{ type: 'drop' }] } }]),
+  );
   const records: CloudflareRecord[] = [];
   const requests: string[] = [];
   const violations: string[] = [];
@@ -273,8 +285,35 @@ export async function startCloudflareApi(o: { zones: string[]; token?: string; d
       const { items, info } = page(zones.filter((z) => wanted === null || z.name === wanted), Number(values.per_page ?? 20));
       return ok(items.map(zoneView), info);
     }
-    const zone = zones.find((z) => z.id === params.zone_id);
+    const zone = zones.find((z) => z.id === (params.zone_id ?? params.zone_identifier));
     if (!zone) return answer(res, op, where, 404, failure(7003, 'Could not route to /zones/' + params.zone_id + ', perhaps your object identifier is invalid?'));
+    const email = routing.get(zone.id)!;
+    if (rest.includes('/email/routing')) {
+      const settings = () => ({ id: zone.id, tag: zone.id, name: zone.name, enabled: email.enabled, skip_wizard: true, status: email.enabled ? 'ready' : 'unconfigured', created: '2024-01-01T00:00:00Z', modified: now() });
+      if (rest.endsWith('/email/routing') && method === 'get') return ok(settings());
+      if (rest.endsWith('/email/routing/enable')) {
+        email.enabled = true;
+        return ok(settings());
+      }
+      if (rest.endsWith('/rules/catch_all')) {
+        if (method === 'put') {
+          const b = body as { actions: Json[]; matchers: Json[]; enabled?: boolean; name?: string };
+          email.catchAll = { name: b.name ?? '', enabled: b.enabled ?? true, matchers: b.matchers, actions: b.actions };
+        }
+        return ok({ id: `${zone.id.slice(0, 16)}catchall`, tag: `${zone.id.slice(0, 16)}catchall`, ...email.catchAll });
+      }
+      if (rest.endsWith('/rules') && method === 'get') {
+        const { items, info } = page(email.rules.filter((r) => values.enabled === undefined || r.enabled === values.enabled), Number(values.per_page ?? 20));
+        return ok(items, info);
+      }
+      if (rest.endsWith('/rules') && method === 'post') {
+        const b = body as { actions: Json[]; matchers: Json[]; enabled?: boolean; name?: string; priority?: number };
+        const id = newId();
+        const rule = { id, tag: id, name: b.name ?? '', enabled: b.enabled ?? true, priority: b.priority ?? 0, matchers: b.matchers, actions: b.actions };
+        email.rules.push(rule);
+        return ok(rule);
+      }
+    }
     if (rest.endsWith('/dns_records') && method === 'get') {
       const name = typeof values.name === 'string' ? values.name.toLowerCase() : null;
       const all = records.filter((r) => r.zone_id === zone.id && (name === null || r.name === name) && (values.type === undefined || r.type === values.type));
@@ -312,6 +351,7 @@ export async function startCloudflareApi(o: { zones: string[]; token?: string; d
     records,
     requests,
     violations,
+    emailRouting: (name) => routing.get(zones.find((z) => z.name === name)!.id)!,
     contents: (name, type) => records.filter((r) => r.name === name.toLowerCase() && r.type === type).map((r) => (r.type === 'MX' ? `${r.priority} ${r.content}` : r.content)),
     seed(zoneName, r) {
       const zone = zones.find((z) => z.name === zoneName)!;
