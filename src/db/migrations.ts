@@ -13,6 +13,7 @@ import { MANIPULATION_MIGRATION } from './migrations-manipulation.js';
 import { AUTHENTICATED_CORRESPONDENTS_MIGRATION, GUARD_MIGRATION } from './migrations-guard.js';
 import { EDGES_MIGRATION } from './migrations-edges.js';
 import { LABEL_EVENTS_MIGRATION } from './migrations-label-events.js';
+import { RETENTION_MIGRATION } from './migrations-retention.js';
 
 export const MIGRATIONS: readonly string[] = [
   // 1: settings and the owner account
@@ -312,6 +313,8 @@ export const MIGRATIONS: readonly string[] = [
   EDGES_MIGRATION,
   // 21: the label change log behind GET /v0/inboxes/{inbox_id}/events (src/db/migrations-label-events.ts)
   LABEL_EVENTS_MIGRATION,
+  // 22: when a quarantine item was resolved, and the indexes the retention pass deletes by (src/db/migrations-retention.ts)
+  RETENTION_MIGRATION,
 ];
 
 /**
