@@ -156,6 +156,15 @@ t.test('rows of every kind, made through routes and SMTP', async (t) => {
   t.equal(count('oauth_grants'), 2, 'each consent is a grant');
   t.same(rows('SELECT kind FROM oauth_tokens ORDER BY kind'), [{ kind: 'access' }, { kind: 'refresh' }]);
 
+  // A send with an Idempotency-Key, to a domain that does not exist: it fails at once, and is final.
+  const sent = await api<{ message_id: string }>(svc.url, 'POST', `/v0/inboxes/${encodeURIComponent(INBOX)}/messages/send`, {
+    token: svc.ownerToken,
+    headers: { 'idempotency-key': 'retention-send-1' },
+    body: { to: ['someone@nowhere.test'], subject: 'hello', text: 'hi' },
+  });
+  t.equal(sent.status, 200, 'sent');
+  await until('the send to be final', () => rows("SELECT final_at FROM idempotency_keys WHERE key = 'retention-send-1' AND final_at IS NOT NULL").length === 1);
+
   // A webhook whose receiver fails: events after its creation wait for it.
   firstHookSeq = rows<{ seq: number }>('SELECT max(seq) AS seq FROM events')[0].seq + 1;
   const hook = await api(svc.url, 'POST', '/v0/webhooks', { token: svc.ownerToken, body: { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`, event_types: ['message.received'] } });
@@ -174,7 +183,7 @@ async function loginAgain(): Promise<Session> {
   return { cookie: (res.headers.get('set-cookie') ?? '').split(';')[0], csrf: res.body.csrf_token };
 }
 
-t.test('2 days on: expired OAuth codes and access tokens are gone; the rest is within its period', async (t) => {
+t.test('2 days on: expired OAuth codes, access tokens and the send key are gone; the rest is within its period', async (t) => {
   await restartAhead(2 * DAY, () => count('oauth_codes') === 0);
   t.same(rows('SELECT kind FROM oauth_tokens'), [{ kind: 'refresh' }], 'the access token expired; the refresh token lives with its grant');
   t.equal(count('owner_sessions'), 2);
@@ -182,6 +191,7 @@ t.test('2 days on: expired OAuth codes and access tokens are gone; the rest is w
   t.equal(count('inbound_quarantine'), 2, 'the tombstone and the waiting item');
   t.ok(count('events', `seq < ${firstHookSeq}`) >= 1, 'events younger than 30 days');
   t.equal(count('oauth_grants'), 2);
+  t.equal(count('idempotency_keys'), 0, 'the send key, 24 h past its final send, is gone');
 });
 
 t.test('31 days on: sessions, rejections, the tombstone and old events are gone; what is waiting stays', async (t) => {
