@@ -9,4 +9,5 @@ export const RETENTION_MIGRATION = `
   CREATE INDEX inbound_quarantine_resolved ON inbound_quarantine (resolved_at) WHERE resolved_at IS NOT NULL;
   CREATE INDEX inbound_rejections_created ON inbound_rejections (created_at);
   CREATE INDEX owner_sessions_expiry ON owner_sessions (expires_at);
+  CREATE INDEX idempotency_final ON idempotency_keys (final_at) WHERE kind = 'send' AND final_at IS NOT NULL;
 `;
