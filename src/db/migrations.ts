@@ -14,6 +14,7 @@ import { AUTHENTICATED_CORRESPONDENTS_MIGRATION, GUARD_MIGRATION } from './migra
 import { EDGES_MIGRATION } from './migrations-edges.js';
 import { LABEL_EVENTS_MIGRATION } from './migrations-label-events.js';
 import { ATTACHMENT_TEXT_MIGRATION } from './migrations-attachment-text.js';
+import { RETENTION_MIGRATION } from './migrations-retention.js';
 
 export const MIGRATIONS: readonly string[] = [
   // 1: settings and the owner account
@@ -315,6 +316,8 @@ export const MIGRATIONS: readonly string[] = [
   LABEL_EVENTS_MIGRATION,
   // 22: each attachment's extracted text, searchable with its message (src/db/migrations-attachment-text.ts)
   ATTACHMENT_TEXT_MIGRATION,
+  // 23: when a quarantine item was resolved, and the indexes the retention pass deletes by (src/db/migrations-retention.ts)
+  RETENTION_MIGRATION,
 ];
 
 /**

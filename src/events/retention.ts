@@ -6,6 +6,7 @@
 import type { Db } from '../db/open.js';
 import { EVENT_RETENTION_MS } from './log.js';
 import { lowestEnabledCursor } from '../webhooks/repository.js';
+import { prepared } from '../db/statements.js';
 
 /** How often the webhooks loop prunes; retention is counted in days, so hourly is plenty. */
 export const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
@@ -33,18 +34,22 @@ export function oldestUndeliveredSeq(db: Db): number | null {
 }
 
 /**
- * Deletes events older than the retention period that no delivery still needs; returns how many.
+ * Deletes at most `limit` events older than the retention period that no delivery still needs,
+ * oldest first; returns how many. One statement: the caller chooses the transaction around it
+ * (src/db/retention.ts runs each batch in its own, so the write lock is never held for long).
  * Without `oldestUndeliveredSeq`, the webhooks table says what is still needed.
  */
-export function pruneEvents(db: Db, opts: PruneOptions = {}): number {
+export function deleteEventBatch(db: Db, limit: number, opts: PruneOptions = {}): number {
   const cutoff = new Date((opts.now ?? Date.now()) - EVENT_RETENTION_MS).toISOString();
   const keepFrom = (opts.oldestUndeliveredSeq === undefined ? oldestUndeliveredSeq(db) : opts.oldestUndeliveredSeq) ?? Number.MAX_SAFE_INTEGER;
-  const deleteChunk = db.prepare(
-    'DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE created_at < ? AND seq < ? ORDER BY seq LIMIT ?)',
-  );
+  return prepared(db, 'DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE created_at < ? AND seq < ? ORDER BY seq LIMIT ?)').run(cutoff, keepFrom, limit).changes;
+}
+
+/** Deletes every event past retention that no delivery still needs, in batches; returns how many. */
+export function pruneEvents(db: Db, opts: PruneOptions = {}): number {
   let deleted = 0;
   for (;;) {
-    const { changes } = deleteChunk.run(cutoff, keepFrom, PRUNE_CHUNK);
+    const changes = deleteEventBatch(db, PRUNE_CHUNK, opts);
     deleted += changes;
     if (changes < PRUNE_CHUNK) return deleted;
   }

@@ -69,6 +69,8 @@ export interface QuarantineRow {
   status: QuarantineStatus;
   /** When the background loop next retries it (nextAutoRetryAt); null: never. */
   auto_retry_at: string | null;
+  /** When it was released or deleted (a tombstone); the retention pass forgets it 30 days later. */
+  resolved_at: string | null;
 }
 
 /** The item as the owner API shows it (§2.11). */
@@ -148,7 +150,7 @@ export function setStatus(db: Db, id: string, status: QuarantineStatus): void {
 /** After the edge cleanup was observed: tombstone the item and emit released/deleted. Runs inside the caller's transaction, so the status and its event commit together. */
 export function finishQuarantine(db: Db, id: string, outcome: 'released' | 'deleted'): number {
   const row = quarantineById(db, id)!;
-  setStatus(db, id, outcome);
+  db.prepare('UPDATE inbound_quarantine SET status = ?, resolved_at = ? WHERE quarantine_id = ?').run(outcome, new Date().toISOString(), id);
   return event(db, outcome === 'released' ? 'inbound.released' : 'inbound.deleted', row);
 }
 

@@ -11,7 +11,7 @@ import { ApiError } from '../core/errors.js';
 import { prepared } from '../db/statements.js';
 
 export const IDEMPOTENCY_KEY = /^[A-Za-z0-9._~-]{1,256}$/;
-const REUSABLE_AFTER_MS = 24 * 60 * 60 * 1000;
+export const REUSABLE_AFTER_MS = 24 * 60 * 60 * 1000;
 
 export type IdempotentKind = 'send' | 'approval' | 'draft_send' | 'draft_approve';
 

@@ -1,7 +1,8 @@
 /**
  * The webhooks loop (spec §8: every second; also woken on new events). Each pass:
  *
- *   wake → prune the event log when due (keeping what enabled webhooks still need) → for every
+ *   wake → the retention pass when due (src/db/retention.ts: the event log, keeping what enabled
+ *   webhooks still need, and every other table that would grow) → for every
  *   enabled webhook with new events or a retry that is due and no delivery running, start a
  *   drain → sleep until the next retry is due (at most a second).
  *
@@ -14,7 +15,7 @@
  */
 import { loopPass, type LoopContext } from './run-loop.js';
 import { WEBHOOK_DISABLE_AFTER_MS as DISABLE_AFTER_MS, WEBHOOK_RETRY_SCHEDULE_MS as RETRY_SCHEDULE_MS } from '../../src/supervisor/loop-table.js';
-import { EventPruneSchedule } from '../../src/events/retention.js';
+import { RetentionSchedule } from '../../src/db/retention.js';
 import { latestSeq, rawEventsAfter, type RawEvent } from '../../src/events/log.js';
 import { isEventVisible } from '../../src/events/visibility.js';
 import { deliver, DELIVERY_TIMEOUT_MS } from '../../src/webhooks/delivery.js';
@@ -48,6 +49,8 @@ const RETRY_POLICY: RetryPolicy = {
   disableAfterMs: fromEnv('SVC_TEST_WEBHOOK_DISABLE_MS') ?? DISABLE_AFTER_MS,
 };
 const timeoutMs = fromEnv('SVC_TEST_WEBHOOK_TIMEOUT_MS') ?? DELIVERY_TIMEOUT_MS;
+/** Test-only: the retention pass judges ages as if the clock were this far ahead (docs/testing.md). */
+const retentionClockAheadMs = fromEnv('SVC_TEST_RETENTION_CLOCK_MS') ?? 0;
 /** Lets tests point agent-created webhooks at a loopback receiver; creation still refuses such URLs. */
 const unguarded = process.env.SVC_TEST_WEBHOOK_UNGUARDED === '1';
 
@@ -149,12 +152,12 @@ async function drain(ctx: LoopContext, webhookId: string): Promise<void> {
   }
 }
 
-const retention = new EventPruneSchedule();
+const retention = new RetentionSchedule();
 const running = new Map<string, Promise<void>>();
 
 export default loopPass(async (ctx) => {
   const { db } = ctx;
-  retention.pruneIfDue(db);
+  retention.runIfDue(db, retentionClockAheadMs);
   const head = latestSeq(db);
   const now = Date.now();
   let nextDueMs = Number.POSITIVE_INFINITY;
