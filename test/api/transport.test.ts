@@ -15,16 +15,18 @@ const EDGE_TOKEN = 'edge-token-0123456789abcdef';
 t.test('a new home has no transport', async (t) => {
   const res = await api(svc.url, 'GET', '/v0/owner/transport', { token: svc.ownerToken });
   t.equal(res.status, 200);
-  t.same(res.body, { configured: false, edge: null, smtp: null });
+  t.same(res.body, { configured: false, edge: null, edges: [], smtp: null });
 });
 
 t.test('PUT stores the edge; the token is never read back', async (t) => {
   const put = await api(svc.url, 'PUT', '/v0/owner/transport', { token: svc.ownerToken, body: { edge: { url: 'http://127.0.0.1:9999/', token: EDGE_TOKEN } } });
   t.equal(put.status, 200);
-  t.same(put.body, { configured: true, edge: { url: 'http://127.0.0.1:9999', token_set: true }, smtp: null });
+  t.match(put.body, { configured: true, edge: { url: 'http://127.0.0.1:9999', token_set: true }, edges: [{ url: 'http://127.0.0.1:9999', token_set: true, health: { consecutive_failures: Number } }], smtp: null });
+  t.equal((put.body as { edges: unknown[] }).edges.length, 1, 'the single edge form pairs one edge');
   const get = await api(svc.url, 'GET', '/v0/owner/transport', { token: svc.ownerToken });
   t.notMatch(get.text, EDGE_TOKEN);
-  t.same(get.body, put.body);
+  t.notMatch(put.text, EDGE_TOKEN);
+  t.same({ ...get.body, edges: null }, { ...put.body, edges: null }, 'GET answers what PUT stored (health aside, which the loops update)');
 });
 
 t.test('an SMTP smart host keeps the edge and hides its password', async (t) => {
@@ -72,5 +74,5 @@ t.test('DELETE removes the configuration', async (t) => {
   t.equal(del.status, 200);
   t.equal(del.text, '');
   const get = await api(svc.url, 'GET', '/v0/owner/transport', { token: svc.ownerToken });
-  t.same(get.body, { configured: false, edge: null, smtp: null });
+  t.same(get.body, { configured: false, edge: null, edges: [], smtp: null });
 });
