@@ -282,7 +282,7 @@ t.test('status as the owner shows the service, loops, transport and edge, remote
   });
   const human = await svcCli(['status', ...owner]);
   t.match(human.stdout, /^service: +running at http:\/\/127\.0\.0\.1:\d+ /);
-  t.match(human.stdout, /\nedge: +reachable\n/);
+  t.match(human.stdout, /\nedge: +reachable(; last contact [^\n]+)?\n/, "one edge line: reachable, with its last contact once the pull loop has reached it");
 });
 
 t.test('inboxes delete removes the inbox and everything in it', async (t) => {
