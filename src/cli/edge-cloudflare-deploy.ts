@@ -298,7 +298,7 @@ async function deploy(f: Flags): Promise<number> {
   if (token !== null && settings.domains.length > 0) {
     const routing = new CloudflareEmailRouting(token, apiBase, settings.worker_name);
     const addresses = f['catch-all'] ? [] : await homeAddresses(f, settings.domains);
-    if (addresses === null) throw new CliError('service_unavailable', 'The home is not running, so svc cannot list the addresses to route.', 'Start the home (svc start) and deploy again, or route every address with --catch-all.');
+    if (addresses === null) throw new CliError('service_unavailable', 'The home is not running, so svc cannot list the addresses to route.', 'Start the home (svc service install, or svc serve) and deploy again, or route every address with --catch-all.');
     for (const domain of settings.domains) {
       const r = await routing.apply(domain, { addresses: addresses.filter((a) => a.endsWith(`@${domain}`)), catchAll: f['catch-all'] === true });
       say(`Email Routing on ${domain}: ${r.enabled ? 'enabled now' : 'already enabled'}; ${r.catchAll ? 'catch-all to the Worker; ' : ''}${r.created.length} new rule(s)${r.created.length ? ` (${r.created.join(', ')})` : ''}.`);
