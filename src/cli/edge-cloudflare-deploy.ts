@@ -28,7 +28,7 @@ import { COMPATIBILITY_DATE, WRANGLER_VERSION } from './edge-cloudflare.js';
 import type { TransportResponse } from '../mail/transport.js';
 
 /** A Worker name as Cloudflare takes it (and as it goes into a workers.dev host name). */
-const WORKER_NAME = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+export const WORKER_NAME = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 /** One DNS label (an account's workers.dev subdomain, a label of --url's host). */
 const DNS_LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 /** Terminal colour and cursor sequences wrangler may print around its URL. */
@@ -151,7 +151,7 @@ function runWrangler(w: NonNullable<ReturnType<typeof findWrangler>>, args: stri
 /** What wrangler printed, safe to show: any secret cut out. */
 const scrub = (text: string, secrets: string[]) => secrets.filter((s) => s.length > 0).reduce((t, s) => t.split(s).join('[secret]'), text);
 
-function apiBaseOf(raw: string | undefined): string {
+export function apiBaseOf(raw: string | undefined): string {
   if (raw === undefined) return CLOUDFLARE_API_BASE;
   let url: URL;
   try {
@@ -257,7 +257,7 @@ async function init(f: Flags): Promise<void> {
  * silently turn into another one (percent escapes, invisible characters, full-width dots) is
  * refused, so the zone routed is the one the owner read.
  */
-function normalizeOrRefuse(d: string): string {
+export function normalizeOrRefuse(d: string): string {
   let ascii: string;
   try {
     ascii = normalizeDomainName(d);
@@ -272,7 +272,7 @@ function normalizeOrRefuse(d: string): string {
 }
 
 /** --url: the Worker's https origin (a custom domain or workers.dev): no credentials, path, query or fragment. */
-function workerOrigin(raw: string): string {
+export function workerOrigin(raw: string): string {
   const refuse = () => invalid('--url must be the Worker\'s https origin, e.g. https://svc-edge.you.workers.dev.', 'Give only https://<host>, without a user, path, query or fragment.');
   let url: URL;
   try {
