@@ -11,7 +11,7 @@ import { spawn, execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { domainToUnicode, fileURLToPath } from 'node:url';
 import { resolveHome, type Flavor } from '../keys/home.js';
 import { loadOrCreateApiToken } from '../edge/api-token.js';
 import { ensurePrivateDir } from '../edge/durable-files.js';
@@ -28,7 +28,11 @@ import { COMPATIBILITY_DATE, WRANGLER_VERSION } from './edge-cloudflare.js';
 import type { TransportResponse } from '../mail/transport.js';
 
 /** A Worker name as Cloudflare takes it (and as it goes into a workers.dev host name). */
-const WORKER_NAME = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+export const WORKER_NAME = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+/** One DNS label (an account's workers.dev subdomain, a label of --url's host). */
+const DNS_LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+/** Terminal colour and cursor sequences wrangler may print around its URL. */
+const ANSI_ESCAPE = /\x1b\[[0-9;?]*[A-Za-z]/g;
 const ACCOUNT_ID = /^[0-9a-f]{32}$/;
 const DEFAULT_WORKER_NAME = 'svc-edge';
 const SETTINGS_FILE = 'svc-cloudflare.json';
@@ -147,7 +151,7 @@ function runWrangler(w: NonNullable<ReturnType<typeof findWrangler>>, args: stri
 /** What wrangler printed, safe to show: any secret cut out. */
 const scrub = (text: string, secrets: string[]) => secrets.filter((s) => s.length > 0).reduce((t, s) => t.split(s).join('[secret]'), text);
 
-function apiBaseOf(raw: string | undefined): string {
+export function apiBaseOf(raw: string | undefined): string {
   if (raw === undefined) return CLOUDFLARE_API_BASE;
   let url: URL;
   try {
@@ -156,7 +160,8 @@ function apiBaseOf(raw: string | undefined): string {
     throw invalid('--api-base is not a URL.');
   }
   // Only for tests against a local stand-in: a real deploy talks to api.cloudflare.com.
-  if (url.protocol !== 'http:' || !['127.0.0.1', '[::1]', 'localhost'].includes(url.hostname) || url.username || url.password) {
+  // Loopback addresses only: a name such as localhost is whatever the resolver says it is.
+  if (url.protocol !== 'http:' || !['127.0.0.1', '[::1]'].includes(url.hostname) || url.username || url.password || url.search || url.hash) {
     throw invalid('--api-base must be an http URL on the loopback interface (a local Cloudflare API stand-in).', 'Leave --api-base out for the real Cloudflare API.');
   }
   return raw.replace(/\/+$/, '');
@@ -247,12 +252,53 @@ async function init(f: Flags): Promise<void> {
   say(`Next:\n  svc edge cloudflare deploy --dir ${dir} --dry-run          (bundles the Worker; no account needed)\n  CLOUDFLARE_ACCOUNT_ID=… svc edge cloudflare deploy --dir ${dir} --api-token-file cloudflare.token`);
 }
 
-function normalizeOrRefuse(d: string): string {
+/**
+ * The domain as typed, in its ASCII form. Beyond `svc domains add`'s rules, a name that IDNA would
+ * silently turn into another one (percent escapes, invisible characters, full-width dots) is
+ * refused, so the zone routed is the one the owner read.
+ */
+export function normalizeOrRefuse(d: string): string {
+  let ascii: string;
   try {
-    return normalizeDomainName(d);
+    ascii = normalizeDomainName(d);
   } catch (err) {
     throw invalid((err as Error).message.slice(0, 300), 'Give a registered domain name such as example.com.');
   }
+  const typed = d.normalize('NFC').toLowerCase().replace(/\.$/, '');
+  if (typed !== ascii && typed !== domainToUnicode(ascii)) {
+    throw invalid(`\`${d.slice(0, 80)}\` would be read as ${ascii}: give the name exactly, without escapes or invisible characters.`, `Give ${ascii} if that is the domain.`);
+  }
+  return ascii;
+}
+
+/** --url: the Worker's https origin (a custom domain or workers.dev): no credentials, path, query or fragment. */
+export function workerOrigin(raw: string): string {
+  const refuse = () => invalid('--url must be the Worker\'s https origin, e.g. https://svc-edge.you.workers.dev.', 'Give only https://<host>, without a user, path, query or fragment.');
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw refuse();
+  }
+  const labels = url.hostname.split('.');
+  if (url.protocol !== 'https:' || url.username || url.password || url.search || url.hash || url.pathname !== '/' || !/^https:\/\/[a-z0-9.-]+(?::\d{1,5})?\/?$/i.test(raw)) throw refuse();
+  if (labels.length < 2 || !labels.every((l) => DNS_LABEL.test(l)) || /^[0-9]+$/.test(labels.at(-1)!)) throw refuse();
+  return url.origin;
+}
+
+/**
+ * The Worker's URL from `wrangler deploy`'s output: only a whole word that is exactly
+ * `https://<this worker>.<one label>.workers.dev`, and only when the output names one such URL, so
+ * what else it prints cannot choose the host the home pairs with. null when there is none.
+ */
+export function workersDevUrlOf(output: string, workerName: string): string | null {
+  if (!WORKER_NAME.test(workerName)) return null;
+  const found = new Set<string>();
+  for (const word of output.replace(ANSI_ESCAPE, '').split(/\s+/)) {
+    const m = /^https:\/\/([a-z0-9-]+)\.([a-z0-9-]+)\.workers\.dev\/?$/.exec(word);
+    if (m && m[1] === workerName && DNS_LABEL.test(m[2])) found.add(`https://${m[1]}.${m[2]}.workers.dev`);
+  }
+  return found.size === 1 ? [...found][0] : null;
 }
 
 async function deploy(f: Flags): Promise<number> {
@@ -261,10 +307,10 @@ async function deploy(f: Flags): Promise<number> {
   const token = readToken(f['api-token-file']);
   const apiBase = apiBaseOf(f['api-base']);
   if (f['dry-run'] && f['routing-only']) throw invalid('Give --dry-run or --routing-only, not both.');
-  if (f.url !== undefined && !/^https:\/\/[a-z0-9.-]+(?::\d+)?\/?$/i.test(f.url) && !/^http:\/\/127\.0\.0\.1:\d+\/?$/.test(f.url)) throw invalid('--url must be the Worker\'s https origin, e.g. https://svc-edge.you.workers.dev.');
+  const givenUrl = f.url === undefined ? undefined : workerOrigin(f.url);
   const edgeToken = loadOrCreateApiToken(dir);
   const secrets = [token ?? '', edgeToken.token];
-  let url = f.url?.replace(/\/+$/, '') ?? settings.url;
+  let url = givenUrl ?? settings.url;
 
   if (!f['routing-only']) {
     const wrangler = findWrangler();
@@ -287,7 +333,7 @@ async function deploy(f: Flags): Promise<number> {
     }
     const d = await runWrangler(wrangler, ['deploy', ...config], env, dir);
     if (d.code !== 0) throw new CliError('service_unavailable', `wrangler deploy failed:\n${scrub(d.output, secrets).slice(-2000)}`, 'The token needs Workers Scripts:Edit; set CLOUDFLARE_ACCOUNT_ID or init --account-id when it sees several accounts.');
-    url = f.url?.replace(/\/+$/, '') ?? /https:\/\/[a-z0-9.-]+\.workers\.dev/i.exec(d.output)?.[0] ?? url;
+    url = givenUrl ?? workersDevUrlOf(d.output, settings.worker_name) ?? url;
     say(`Deployed the Worker ${settings.worker_name}${url ? ` at ${url}` : ''}.`);
     const s = await runWrangler(wrangler, ['secret', 'put', 'EDGE_TOKEN', ...config], env, dir, edgeToken.token + '\n');
     if (s.code !== 0) throw new CliError('service_unavailable', `Setting the secret EDGE_TOKEN failed:\n${scrub(s.output, secrets).slice(-2000)}`, 'Run the deploy again.');
@@ -298,7 +344,7 @@ async function deploy(f: Flags): Promise<number> {
   if (token !== null && settings.domains.length > 0) {
     const routing = new CloudflareEmailRouting(token, apiBase, settings.worker_name);
     const addresses = f['catch-all'] ? [] : await homeAddresses(f, settings.domains);
-    if (addresses === null) throw new CliError('service_unavailable', 'The home is not running, so svc cannot list the addresses to route.', 'Start the home (svc start) and deploy again, or route every address with --catch-all.');
+    if (addresses === null) throw new CliError('service_unavailable', 'The home is not running, so svc cannot list the addresses to route.', 'Start the home (svc service install, or svc serve) and deploy again, or route every address with --catch-all.');
     for (const domain of settings.domains) {
       const r = await routing.apply(domain, { addresses: addresses.filter((a) => a.endsWith(`@${domain}`)), catchAll: f['catch-all'] === true });
       say(`Email Routing on ${domain}: ${r.enabled ? 'enabled now' : 'already enabled'}; ${r.catchAll ? 'catch-all to the Worker; ' : ''}${r.created.length} new rule(s)${r.created.length ? ` (${r.created.join(', ')})` : ''}.`);

@@ -2,7 +2,7 @@
  * Every `svc` command group the CLI knows, loaded on demand, plus the help of the commands that
  * live elsewhere (serve, service, edge, oauth) so `--help` and the completion scripts cover all.
  */
-import { opt, runGroup, actionHelp, type Group } from './commands.js';
+import { opt, runGroup, actionHelp, groupHelp, type Group } from './commands.js';
 
 type Loader = () => Promise<Group>;
 
@@ -104,16 +104,15 @@ export const LOCAL_COMMANDS: Group[] = [
     summary: 'run the edge standalone (a host with port 25)',
     actions: {
       '': {
-        summary: 'Run the internet-facing edge: SMTP receiver, sealed buffer and edge API. Prints its API URL and token for `svc transport set`.',
+        summary: 'Run the internet-facing edge: SMTP receiver, sealed buffer and edge API. Prints its API URL and token for `svc transport set`. Without a host with port 25, the edge can be a Cloudflare Email Worker instead: `svc edge cloudflare dev|init|deploy|status` (see `svc edge cloudflare --help`).',
         options: [opt('data DIR', 'Where the edge keeps its buffer.'), opt('host H', 'Address to listen on.'), opt('smtp-port N', 'SMTP port (default 2733; 25 for real internet mail).'), opt('api-port N', 'Edge API port (default 8790).'), opt('hostname NAME', 'The edge host name (MX).')],
         examples: ['svc edge --data /var/lib/svc-edge --hostname mx.example.com'],
         run: async () => 0,
       },
       cloudflare: {
-        summary: 'The serverless edge (a Cloudflare Email Worker): `dev` runs it locally in workerd (miniflare) on 127.0.0.1, prints edge.ready, and takes test mail at POST /cdn-cgi/handler/email?from=&to=. Needs miniflare: a source checkout has it, else `npm install -g wrangler@4.86.0`.',
-        usage: 'dev [--port N] [--data DIR] [--max-message-bytes N]',
-        options: [opt('port N', 'API port on 127.0.0.1 (default 8791; 0 picks a free one).'), opt('data DIR', 'Where its storage and api-token live (default <home>/edge/cloudflare).'), opt('max-message-bytes N', 'Size limit (default 25 MiB).')],
-        examples: ['svc edge cloudflare dev --port 0 --data /tmp/cf-edge'],
+        summary: 'The serverless edge (a Cloudflare Email Worker on Email Routing): `dev` runs it locally, `init` writes its wrangler configuration, `deploy` deploys it, routes the domains\' mail to it and pairs the home, `status` shows all that. Run `svc edge cloudflare --help`.',
+        usage: 'dev|init|deploy|status',
+        examples: ['svc edge cloudflare --help'],
         run: async () => 0,
       },
     },
@@ -130,11 +129,62 @@ export const LOCAL_COMMANDS: Group[] = [
   },
 ];
 
+/** `svc edge cloudflare <action>`: its own help page, reached from `svc edge cloudflare --help`. */
+export const EDGE_CLOUDFLARE: Group = {
+  name: 'edge cloudflare',
+  summary: 'the serverless edge: a Cloudflare Email Worker on Email Routing (docs/edge.md)',
+  actions: {
+    dev: {
+      summary: 'Run the Worker locally in workerd (miniflare) on 127.0.0.1; prints edge.ready and takes test mail at POST /cdn-cgi/handler/email?from=&to=. Needs miniflare: a source checkout has it, else `npm install -g wrangler@4.86.0`.',
+      options: [opt('port N', 'API port on 127.0.0.1 (default 8791; 0 picks a free one).'), opt('data DIR', 'Where its storage and api-token live (default <home>/edge/cloudflare).'), opt('max-message-bytes N', 'Size limit (default 25 MiB).')],
+      examples: ['svc edge cloudflare dev --port 0 --data /tmp/cf-edge'],
+      run: async () => 0,
+    },
+    init: {
+      summary: 'Write the deploy directory: the built Worker, wrangler.json (R2 bucket <name>-buffer), svc-cloudflare.json and the edge token (0600, kept on reruns). Sends nothing.',
+      options: [
+        opt('dir DIR', 'The deploy directory (default <home>/edge-cloudflare).'),
+        opt('name WORKER', 'The Worker name: lower-case letters, digits and hyphens, at most 63 (default svc-edge).'),
+        opt('domain D...', 'A domain whose mail goes to the Worker (its DNS on Cloudflare).'),
+        opt('account-id ID', 'The Cloudflare account id (32 hex digits), when the token sees several accounts.'),
+      ],
+      examples: ['svc edge cloudflare init --domain example.com'],
+      run: async () => 0,
+    },
+    deploy: {
+      summary: 'Run wrangler (R2 bucket, deploy, secret EDGE_TOKEN), enable Email Routing and route each inbox address (or the catch-all) to the Worker, pair the home. The API token comes from --api-token-file or CLOUDFLARE_API_TOKEN and is never stored. Needs wrangler: `npm install -g wrangler@4.86.0`.',
+      options: [
+        opt('dir DIR', 'The deploy directory (default <home>/edge-cloudflare).'),
+        opt('dry-run', 'Only bundle the Worker (wrangler deploy --dry-run): nothing uploaded, no account needed.'),
+        opt('routing-only', 'Skip wrangler: only Email Routing and pairing (after creating an inbox).'),
+        opt('api-token-file FILE', 'The Cloudflare API token (- reads stdin); else CLOUDFLARE_API_TOKEN.'),
+        opt('catch-all', 'Route every address of the domains to the Worker (new inboxes need no redeploy).'),
+        opt('url URL', 'The Worker\'s https origin, when wrangler does not print it (a custom domain).'),
+      ],
+      examples: ['CLOUDFLARE_ACCOUNT_ID=… svc edge cloudflare deploy --api-token-file ~/cloudflare.token', 'svc edge cloudflare deploy --dry-run', 'svc edge cloudflare deploy --routing-only --api-token-file ~/cloudflare.token'],
+      run: async () => 0,
+    },
+    status: {
+      summary: 'Show the Worker\'s name and URL, wrangler, whether the home runs and is paired with it, and with a token each domain\'s Email Routing (enabled, address rules, catch-all).',
+      options: [opt('dir DIR', 'The deploy directory (default <home>/edge-cloudflare).'), opt('api-token-file FILE', 'The Cloudflare API token (- reads stdin); else CLOUDFLARE_API_TOKEN.')],
+      examples: ['svc edge cloudflare status --api-token-file ~/cloudflare.token'],
+      run: async () => 0,
+    },
+  },
+  notes: 'Outbound mail from a home on this edge goes through an SMTP smart host (svc transport set --smtp-host …; docs/deploy.md).',
+};
+
 /** Prints the help of a command implemented elsewhere; false when `command` is not one. */
 export async function localHelp(command: string, rest: string[]): Promise<boolean> {
   const group = LOCAL_COMMANDS.find((g) => g.name === command);
   if (!group) return false;
-  const action = rest.find((a) => !a.startsWith('-'));
+  const words = rest.filter((a) => !a.startsWith('-'));
+  if (command === 'edge' && words[0] === 'cloudflare') {
+    const sub = words[1];
+    process.stdout.write(sub !== undefined && Object.hasOwn(EDGE_CLOUDFLARE.actions, sub) ? actionHelp(EDGE_CLOUDFLARE, sub, EDGE_CLOUDFLARE.actions[sub]) : groupHelp(EDGE_CLOUDFLARE));
+    return true;
+  }
+  const action = words[0];
   if (action && group.actions[action]) process.stdout.write(actionHelp(group, action, group.actions[action]));
   else await runGroup(group, ['--help']);
   return true;

@@ -236,6 +236,18 @@ t.test('--help on every command prints its usage and an example', async (t) => {
     t.match(run.stdout, /Examples?:\n {2}\S/, `${command} --help has an example`);
   }
   t.match((await svcCli(['domains', 'verify', '--help'])).stdout, /^Usage: svc domains verify <domain> \[options\]\n[\s\S]*--timeout SECONDS/);
+  // The Cloudflare edge's four actions have their own help page, reached from `svc edge --help`.
+  t.match((await svcCli(['edge', '--help'])).stdout, /svc edge cloudflare dev\|init\|deploy\|status/);
+  const cloudflare = await svcCli(['edge', 'cloudflare', '--help']);
+  t.equal(cloudflare.code, 0);
+  t.same([...cloudflare.stdout.matchAll(/^ {2}svc edge cloudflare ([a-z]+) {2,}\S/gm)].map((m) => m[1]), ['dev', 'init', 'deploy', 'status']);
+  const optionOf = { dev: '--max-message-bytes N', init: '--domain D (repeatable)', deploy: '--routing-only', status: '--api-token-file FILE' };
+  for (const [action, option] of Object.entries(optionOf)) {
+    const run = await svcCli(['edge', 'cloudflare', action, '--help']);
+    t.equal(run.code, 0, action);
+    t.ok(run.stdout.startsWith(`Usage: svc edge cloudflare ${action} [options]\n`), `${action} --help names its command`);
+    t.ok(run.stdout.includes(`  ${option}`), `${action} --help lists ${option}`);
+  }
   const unknown = await svcCli(['mailboxes']);
   t.equal(unknown.code, 1);
   t.match(unknown.stderr, /^error \(validation_error\): Unknown command mailboxes\./);
