@@ -63,3 +63,6 @@ export const MAX_TEXT_INPUT_BYTES = 4 * MAX_ATTACHMENT_TEXT_BYTES;
 
 /** Bytes of an HTML file rendered to text (linear, src/mail/html-text.ts); markup is most of a page. */
 export const MAX_HTML_INPUT_BYTES = 4 * MiB;
+
+/** The pool task a loop thread names to have an attachment read (src/supervisor/pool.ts). */
+export const EXTRACT_ATTACHMENT_TEXT = 'extractAttachmentText';

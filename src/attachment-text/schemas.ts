@@ -48,5 +48,5 @@ export const AttachmentTextFields = {
   }),
 };
 
-/** The pool task a loop thread names to have an attachment read (src/supervisor/pool.ts). */
-export const EXTRACT_ATTACHMENT_TEXT = 'extractAttachmentText';
+// The pool task's name lives in limits.ts, which imports nothing: a loop thread names it without loading typebox.
+export { EXTRACT_ATTACHMENT_TEXT } from './limits.js';

@@ -24,7 +24,9 @@ const DECOY_ID = '01900000-0000-7000-8000-000000000000';
 /** Routes a request with no credential may call (spec §4.13, §4.7): nothing to bind there. */
 const PUBLIC_V0 = new Set(['GET /v0/owner/status', 'POST /v0/owner/setup', 'POST /v0/owner/login', 'POST /v0/owner/login-links/redeem', 'GET /v0/downloads/:token',
   // The reconnect handshake: the cookie names the session, the answer to svc's challenge proves it (test/security/port-squatter.test.ts).
-  'POST /v0/owner/session-proof', 'POST /v0/owner/session-renew']);
+  'POST /v0/owner/session-proof', 'POST /v0/owner/session-renew',
+  // AgentMail's sign-up: the SDK sends it with no credential, and it only ever answers not_supported (src/routes/hosted-only.ts).
+  'POST /v0/agent/sign-up']);
 
 interface BrowserSession {
   how: string;

@@ -95,6 +95,7 @@ const TRANSACTION_EXCEPTIONS: { file: string; functions?: string[]; why: string 
   { file: 'src/inbound/quarantine-actions.ts', functions: ['retryDueQuarantine'], why: "the inbound-pull loop's auto-retry: a loop path, its own top level" },
   { file: 'src/mail/edge-health.ts', functions: ['recordEdgeSuccess', 'recordEdgeFailure'], why: "each edge's health, written by the inbound-pull loop and the outbox relay after talking to it: bookkeeping of a loop path, its own top level" },
   { file: 'src/outbound/edge-handovers.ts', functions: ['recordHandover', 'forgetHandover'], why: 'which edges an outbound job may have reached, written by the relay around its request (docs/outbound.md): must be durable before the request, outside the outbox rows\' transactions' },
+  { file: 'src/mail/attachment-text.ts', functions: ['keepAttachmentText'], why: "an attachment's text read on first access (docs/attachments.md): called only from the request layer's attachmentReading, after the pool read the file outside any transaction" },
   { file: 'src/remote/remote-access.ts', functions: ['start'], why: "clears an earlier run's records when the service starts: a background top level, like a loop" },
 ];
 

@@ -32,7 +32,8 @@ import { COLLECT_AFTER_BYTES, collectGarbage } from '../../src/core/gc.js';
 import type { InboundMeta } from '../../src/edge/sealed.js';
 import { checkServers } from '../../src/domains/checks.js';
 import { withAttachmentText } from '../../src/attachment-text/on-receive.js';
-import { EXTRACT_ATTACHMENT_TEXT, type AttachmentText } from '../../src/attachment-text/schemas.js';
+import { EXTRACT_ATTACHMENT_TEXT } from '../../src/attachment-text/limits.js';
+import type { AttachmentText } from '../../src/attachment-text/schemas.js';
 
 /**
  * Sealed objects up to this size are opened and parsed in this loop's own thread: that skips
