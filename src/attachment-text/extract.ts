@@ -9,14 +9,14 @@
  * `application/pdf`). Text types are decoded in their declared charset.
  */
 import { htmlText } from '../mail/html-text.js';
-import { decodeCharset } from '../mail/shown-attachment.js';
+import { charsetOf, decodeCharset } from '../mail/shown-attachment.js';
 import { MAX_ATTACHMENT_INPUT_BYTES, MAX_ATTACHMENT_TEXT_BYTES, MAX_HTML_INPUT_BYTES, MAX_TEXT_INPUT_BYTES } from './limits.js';
 import { docxText, xlsxText } from './office.js';
 import { pdfText } from './pdf.js';
 import type { AttachmentFile, AttachmentText } from './schemas.js';
 import { ExtractionStop } from './stop.js';
 import { TextSink } from './text-sink.js';
-import { attachmentKind, charsetOf, type AttachmentKind } from './kind.js';
+import { attachmentKind, type AttachmentKind } from './kind.js';
 
 /** Reads one attachment; never throws (a failure is a status). */
 export async function extractAttachmentText(file: AttachmentFile): Promise<AttachmentText> {

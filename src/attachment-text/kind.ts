@@ -42,12 +42,6 @@ const MAX_TYPE_CHARS = 256;
 /** The bare media type, lower-cased (`text/plain; charset=…` → `text/plain`). */
 const mediaType = (type: string | null) => (type ?? '').slice(0, MAX_TYPE_CHARS).split(';')[0].trim().toLowerCase();
 
-/** The `charset` parameter of a content type, lower-cased, or null. */
-export function charsetOf(type: string | null): string | null {
-  const m = /;\s*charset\s*=\s*["']?([A-Za-z0-9_.:+-]{1,40})/i.exec((type ?? '').slice(0, MAX_TYPE_CHARS));
-  return m === null ? null : m[1].toLowerCase();
-}
-
 /** What svc reads this attachment as, or null when it does not read its kind. */
 export function attachmentKind(contentType: string | null, filename: string | null): AttachmentKind | null {
   const type = mediaType(contentType);

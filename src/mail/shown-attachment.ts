@@ -50,9 +50,9 @@ function renderingOf(type: string, name: string): Rendering {
   return null;
 }
 
-/** The `charset` parameter of a content type, lower-cased, or null. */
-function charsetOf(type: string): string | null {
-  const m = /;\s*charset\s*=\s*["']?([A-Za-z0-9_.:+-]{1,40})/i.exec(type.slice(0, MAX_TYPE_CHARS));
+/** The `charset` parameter of a Content-Type, lower-cased, or null (read from a bounded prefix). */
+export function charsetOf(type: string | null): string | null {
+  const m = /;\s*charset\s*=\s*["']?([A-Za-z0-9_.:+-]{1,40})/i.exec((type ?? '').slice(0, MAX_TYPE_CHARS));
   return m === null ? null : m[1].toLowerCase();
 }
 
