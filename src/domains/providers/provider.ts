@@ -55,7 +55,11 @@ export function quoteServer(text: string): string {
   return clean.length > PROVIDER_LIMITS.quotedChars ? `${clean.slice(0, PROVIDER_LIMITS.quotedChars)}…` : clean;
 }
 
-/** The body of an answer, at most PROVIDER_LIMITS.httpBodyBytes of it (more is an error, not a truncation). */
+/**
+ * The body of an answer, at most PROVIDER_LIMITS.httpBodyBytes of it (more is an error, not a
+ * truncation). The cancel of an oversized body is not awaited: a cancel can wait on the server
+ * forever (undici), and the caller's timeout signal already bounds the exchange.
+ */
 export async function readBounded(res: Response, what: string, label: string): Promise<string> {
   if (!res.body) return '';
   const reader = res.body.getReader();
@@ -66,7 +70,7 @@ export async function readBounded(res: Response, what: string, label: string): P
     if (done) break;
     size += value.length;
     if (size > PROVIDER_LIMITS.httpBodyBytes) {
-      await reader.cancel();
+      reader.cancel().catch(() => {});
       throw new DnsProviderError(`${what} at ${label} failed: the answer is larger than ${PROVIDER_LIMITS.httpBodyBytes / 1024 / 1024} MiB.`);
     }
     chunks.push(value);
