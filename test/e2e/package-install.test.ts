@@ -3,13 +3,19 @@
  * empty prefix, with no checkout and no build step of ours, and `svc serve --init` runs from there.
  * It carries the docs, LICENSE and CHANGELOG, and no benchmark, test or TypeScript source.
  *
- * Slow by nature: npm compiles better-sqlite3-multiple-ciphers when no prebuilt binary can be
- * fetched (no internet here), one to several minutes on a busy 2-core machine.
+ * The one native module, better-sqlite3-multiple-ciphers, installs the way it does for a user
+ * with internet: prebuild-install downloads its prebuilt binary. Here the download comes from a
+ * loopback mirror (the package's documented `npm_config_<name>_binary_host`) serving the binary
+ * this checkout already runs, packed as the release asset would be — no internet, and no
+ * minutes-long compile on a 2-core CI machine.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
+import type net from 'node:net';
 import path from 'node:path';
 import readline from 'node:readline';
+import { promisify } from 'node:util';
 import t from 'tap';
 import semver from 'semver';
 import { api, repoRoot, tempDir } from '../helpers/svc.js';
@@ -67,12 +73,50 @@ t.test('the tarball carries what a user needs and nothing of the development tre
   t.notOk(/\.\.\/shared\//.test(readme), 'no link out of the repository');
 });
 
+/**
+ * A loopback stand-in for the native module's release downloads: the addon this checkout runs
+ * (built for the running Node's ABI), packed as `build/Release/better_sqlite3.node` in the
+ * asset's name. Answers the one asset prebuild-install asks for and counts the requests.
+ */
+async function prebuildMirror(): Promise<{ host: string; served: string[]; close(): Promise<void> }> {
+  const pkgDir = path.join(repoRoot, 'node_modules', 'better-sqlite3-multiple-ciphers');
+  const { version } = JSON.parse(fs.readFileSync(path.join(pkgDir, 'package.json'), 'utf8')) as { version: string };
+  const stage = tempDir('svc-prebuild-');
+  fs.mkdirSync(path.join(stage, 'build', 'Release'), { recursive: true });
+  fs.copyFileSync(path.join(pkgDir, 'build', 'Release', 'better_sqlite3.node'), path.join(stage, 'build', 'Release', 'better_sqlite3.node'));
+  const asset = `better-sqlite3-multiple-ciphers-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`;
+  execFileSync('tar', ['-czf', path.join(stage, asset), '-C', stage, 'build']);
+  const served: string[] = [];
+  const server = http.createServer((req, res) => {
+    served.push(req.url ?? '');
+    if (req.url !== `/v${version}/${asset}`) return void res.writeHead(404).end();
+    res.writeHead(200, { 'content-type': 'application/gzip' });
+    fs.createReadStream(path.join(stage, asset)).pipe(res);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    host: `http://127.0.0.1:${(server.address() as net.AddressInfo).port}`,
+    served,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
 t.test('npm install -g into an empty prefix, then svc serve --init from there', async (t) => {
   const prefix = path.join(work, 'prefix');
-  const env = { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false', npm_config_update_notifier: 'false' };
-  execFileSync('npm', ['install', '-g', '--prefix', prefix, '--prefer-offline', tarball], { cwd: work, env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const mirror = await prebuildMirror();
+  t.teardown(() => mirror.close());
+  const env = {
+    ...process.env,
+    npm_config_audit: 'false',
+    npm_config_fund: 'false',
+    npm_config_update_notifier: 'false',
+    npm_config_better_sqlite3_multiple_ciphers_binary_host: mirror.host,
+  };
+  // Not execFileSync: the mirror answers from this process's event loop.
+  await promisify(execFile)('npm', ['install', '-g', '--prefix', prefix, '--prefer-offline', tarball], { cwd: work, env, maxBuffer: 16 * 1024 * 1024 });
   const svc = path.join(prefix, 'bin', 'svc');
   t.ok(fs.existsSync(svc), 'the svc command is installed');
+  t.equal(mirror.served.length, 1, 'the native module came as its prebuilt release asset, not compiled');
   const installed = path.join(prefix, 'lib', 'node_modules', pkg.name);
   t.notOk(fs.existsSync(path.join(installed, 'tsconfig.json')), 'a release, not a checkout');
   // What npm installed (a published package's `overrides` do not apply): every package accepts Node 20 and 24,
