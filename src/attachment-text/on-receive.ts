@@ -2,7 +2,9 @@
  * Reading a received message's attachments before its commit (docs/attachments.md): one at a
  * time in the extraction lane, within MESSAGE_TEXT_BUDGET_MS and MAX_MESSAGE_ATTACHMENT_TEXT_BYTES
  * for the message. An attachment not begun within the budget is left unread (null): its text is
- * read on its first read. A failure is a status; the mail commits whatever the files do.
+ * read on its first read. So is one that timed out here: a home busy at that moment (a burst of
+ * mail on a small VPS) must not cost an ordinary PDF its text for good; the first read's timeout
+ * is final. Any other failure is a status; the mail commits whatever the files do.
  */
 import { attachmentKind } from './kind.js';
 import { MAX_MESSAGE_ATTACHMENT_TEXT_BYTES, MESSAGE_TEXT_BUDGET_MS } from './limits.js';
@@ -35,7 +37,7 @@ export async function readReceivedAttachments(attachments: readonly ReceivedAtta
     }
     const read = await extract({ content: a.content, contentType: a.contentType, filename: a.filename, charset: a.charset ?? null, maxBytes: left });
     if (read.text !== null) left -= Buffer.byteLength(read.text);
-    out.push(read);
+    out.push(read.status === 'timeout' ? null : read);
   }
   return out;
 }
