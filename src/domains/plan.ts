@@ -8,7 +8,7 @@ import { isIP } from 'node:net';
 import { createHash } from 'node:crypto';
 import type { Db } from '../db/open.js';
 import { readEdgeReport, readTransport } from '../mail/transport.js';
-import { isPublicHostname } from '../edge/identity.js';
+import { isPublicHostname, type EdgeIdentity, type ManagedMxOperator } from '../edge/identity.js';
 import { isPublicAddress, reverseName } from '../core/public-address.js';
 import { domainDkimKey, dkimRecord, type DkimKey } from '../mail/dkim-keys.js';
 
@@ -29,6 +29,12 @@ export interface PlannedRecord {
   purpose: 'mx' | 'mx_address' | 'spf' | 'dkim' | 'dmarc' | 'mta_sts' | 'tls_rpt' | 'ptr';
   /** A PTR's address, for the forward confirmation of its check. */
   address?: string;
+  /**
+   * An MX that its operator publishes itself (Cloudflare Email Routing writes route1/2/3 with
+   * priorities of its own): checked like any planned MX, never published by svc, and its priority
+   * here only orders the list.
+   */
+  managed_by?: ManagedMxOperator;
 }
 
 export interface DomainPlan {
@@ -66,6 +72,8 @@ export interface MailHost {
   edgeSmartHost: { host: string; spf: string | null } | null;
   /** The edge's API URL (null without an edge), for the plan's warnings. */
   edgeUrl: string | null;
+  /** The MX its operator publishes (the Cloudflare Email Worker behind Email Routing); null for an edge of svc's own. */
+  managedMx: EdgeIdentity['managed_mx'];
 }
 
 const addressRecord = (ip: string) => ({ type: isIP(ip) === 6 ? ('AAAA' as const) : ('A' as const), value: ip });
@@ -81,16 +89,19 @@ export function mailHost(db: Db, domain: string): MailHost {
  */
 export function mailHosts(db: Db, domain: string): MailHost[] {
   const { edges } = readTransport(db);
-  if (edges.length === 0) return [{ exchange: `mx.${domain}`, reachable: false, configured: false, source: 'none', addresses: [], unusableHostname: null, edgeSmartHost: null, edgeUrl: null }];
+  if (edges.length === 0) return [{ exchange: `mx.${domain}`, reachable: false, configured: false, source: 'none', addresses: [], unusableHostname: null, edgeSmartHost: null, edgeUrl: null, managedMx: null }];
   return edges.map((edge) => edgeMailHost(db, domain, edge.url));
 }
 
 function edgeMailHost(db: Db, domain: string, url: string): MailHost {
   const placeholder = `mx.${domain}`;
-  const none = { addresses: [], unusableHostname: null, edgeSmartHost: null, edgeUrl: url };
+  const none = { addresses: [], unusableHostname: null, edgeSmartHost: null, edgeUrl: url, managedMx: null };
   const report = readEdgeReport(db, url);
   if (report?.identity) {
-    const { hostname, public_addresses: ips, smart_host } = report.identity;
+    const { hostname, public_addresses: ips, smart_host, managed_mx } = report.identity;
+    if (managed_mx) {
+      return { exchange: managed_mx.hosts[0], addresses: [], reachable: true, configured: true, source: 'edge', unusableHostname: null, edgeSmartHost: null, edgeUrl: url, managedMx: managed_mx };
+    }
     const named = isPublicHostname(hostname);
     return {
       exchange: named ? hostname : placeholder,
@@ -101,6 +112,7 @@ function edgeMailHost(db: Db, domain: string, url: string): MailHost {
       unusableHostname: named ? null : hostname,
       edgeSmartHost: smart_host,
       edgeUrl: url,
+      managedMx: null,
     };
   }
   // Nothing reported: the URL's host, but only what the internet could reach.
@@ -133,6 +145,20 @@ export const spfValue = (smartHost: boolean, mechanism: string | null = null) =>
 export const dmarcValue = () => 'v=DMARC1; p=quarantine; adkim=r; aspf=r';
 export const dkimName = (key: DkimKey, domain: string) => `${key.selector}._domainkey.${domain}`;
 
+/**
+ * The plan's SPF value: `mx` authorizes an edge that sends; a managed MX's operator keeps its own
+ * mechanism (Email Routing writes `include:_spf.mx.cloudflare.net` and counts it as one of its
+ * records), and its MX sends nothing of svc's, so a home behind it alone has no `mx`.
+ */
+function planSpf(hosts: MailHost[], outbound: { smartHost: string | null; mechanism: string | null }): string {
+  const base = spfValue(outbound.smartHost !== null, outbound.mechanism);
+  const includes = [...new Set(hosts.flatMap((h) => (h.managedMx ? [h.managedMx.spf_include] : [])))];
+  if (includes.length === 0) return base;
+  const terms = base.split(' ').slice(1);
+  const sending = hosts.some((h) => !h.managedMx);
+  return ['v=spf1', ...includes, ...terms.filter((t) => t !== 'mx' || sending)].join(' ');
+}
+
 /** The outbound path that senders' SPF checks see: the home's smart host, else the edge's, else the edge itself. */
 function outboundPath(transport: ReturnType<typeof readTransport>, host: MailHost): { smartHost: string | null; mechanism: string | null; how: string } {
   if (transport.smtp) return { smartHost: transport.smtp.host, mechanism: transport.smtp.spf_include ?? null, how: 'svc transport set --smtp-host … --smtp-spf include:<provider>' };
@@ -147,9 +173,15 @@ export async function domainPlan(db: Db, domain: string, opts: { domainId?: stri
   const hosts = mailHosts(db, domain);
   const host = hosts[0];
   const outbound = outboundPath(transport, host);
-  // One MX per edge, in list order (10, 20, …); two edges reporting the same name share one.
-  const exchanges = [...new Set(hosts.map((h) => h.exchange))];
-  const records: PlannedRecord[] = exchanges.map((exchange, i) => ({ type: 'MX' as const, name: domain, value: exchange, priority: MX_PRIORITY * (i + 1), purpose: 'mx' as const }));
+  // One MX per edge, in list order (10, 20, …); two edges reporting the same name share one. An
+  // edge behind a managed MX (Cloudflare Email Routing) has all of its operator's hosts, marked.
+  const managedBy = new Map<string, ManagedMxOperator>();
+  for (const h of hosts) for (const name of h.managedMx?.hosts ?? []) managedBy.set(name, h.managedMx!.by);
+  const exchanges = [...new Set(hosts.flatMap((h) => h.managedMx?.hosts ?? [h.exchange]))];
+  const records: PlannedRecord[] = exchanges.map((exchange, i) => {
+    const by = managedBy.get(exchange);
+    return { type: 'MX' as const, name: domain, value: exchange, priority: MX_PRIORITY * (i + 1), purpose: 'mx' as const, ...(by ? { managed_by: by } : {}) };
+  });
   const addressed = new Set<string>();
   for (const h of hosts) {
     for (const a of h.addresses) {
@@ -159,12 +191,13 @@ export async function domainPlan(db: Db, domain: string, opts: { domainId?: stri
     }
   }
   records.push(
-    { type: 'TXT', name: domain, value: spfValue(outbound.smartHost !== null, outbound.mechanism), purpose: 'spf' },
+    { type: 'TXT', name: domain, value: planSpf(hosts, outbound), purpose: 'spf' },
     { type: 'TXT', name: dkimName(key, domain), value: dkimRecord(key), purpose: 'dkim' },
     { type: 'TXT', name: `_dmarc.${domain}`, value: dmarcValue(), purpose: 'dmarc' },
   );
-  // MTA-STS and TLS reporting only for an edge the internet reaches: a loopback edge has no public HTTPS.
-  if (host.configured && host.reachable) {
+  // MTA-STS and TLS reporting only for an edge the internet reaches: a loopback edge has no public
+  // HTTPS, and a managed MX (Cloudflare's) is not one whose policy an edge of svc serves.
+  if (host.configured && host.reachable && !host.managedMx) {
     records.push(
       { type: 'TXT', name: `_mta-sts.${domain}`, value: mtaStsValue(host.exchange), purpose: 'mta_sts' },
       { type: 'TXT', name: `_smtp._tls.${domain}`, value: tlsRptValue(domain), purpose: 'tls_rpt' },
@@ -198,7 +231,7 @@ export async function domainPlan(db: Db, domain: string, opts: { domainId?: stri
   }
   if (host.configured && !host.reachable) {
     warnings.push(`The edge reports no public name or address (it runs on loopback or was started without --hostname and --public-ip): these records work for local testing only; the internet cannot reach this MX. Run \`svc edge --hostname mx.example.com --public-ip <address>\` on a host with a public port 25 for real mail.`);
-  } else if (host.source === 'edge' && host.addresses.length === 0) {
+  } else if (host.source === 'edge' && host.addresses.length === 0 && !host.managedMx) {
     warnings.push(`The edge knows no public address of ${host.exchange} (it does not resolve yet and no --public-ip was given), so the plan has no A/AAAA record for it and cannot check its reverse DNS. Point ${host.exchange} at the edge's address, or start the edge with \`--public-ip <address>\`.`);
   }
   // The further edges: what is missing for their MX, each named by its URL.
@@ -214,10 +247,13 @@ export async function domainPlan(db: Db, domain: string, opts: { domainId?: stri
   const ref = domain;
   const steps: string[] = [];
   if (!host.configured) steps.push('Pair svc with an edge: `svc transport set --edge-url URL --edge-token-file FILE` (`svc edge` prints both), or start with `svc serve --local-edge` to try it locally.');
-  const zoneRecords = records.filter((r) => r.purpose !== 'ptr');
+  const zoneRecords = records.filter((r) => r.purpose !== 'ptr' && !r.managed_by);
+  const managed = records.filter((r) => r.managed_by);
   steps.push(
-    `At the DNS provider of ${domain}, create the ${zoneRecords.length} records below, or import the zone file from \`svc domains zone-file ${ref}\`.`,
-    exchanges.length > 1
+    `At the DNS provider of ${domain}, create the ${zoneRecords.length} records below${managed.length > 0 ? ' that are not marked as Cloudflare\'s' : ''}, or import the zone file from \`svc domains zone-file ${ref}\`.`,
+    managed.length > 0
+      ? `Cloudflare Email Routing publishes the MX records ${managed.map((r) => r.value).join(', ')} itself, with priorities of its own, when it is enabled on ${domain} (\`svc edge cloudflare deploy\`): keep them, and remove every other MX record of ${domain}${exchanges.length > managed.length ? ` except ${exchanges.filter((e) => !managedBy.has(e)).join(' and ')}` : ''}.`
+      : exchanges.length > 1
       ? `Remove every other MX record of ${domain}: mail for it must reach the edges at ${exchanges.join(' and ')}.`
       : `Remove every other MX record of ${domain}: mail for it must reach the edge at ${host.exchange}.`,
     `Keep exactly one SPF record (TXT starting with v=spf1) at ${domain}; if one exists, merge the mechanisms into it instead of adding a second.`,
@@ -267,7 +303,7 @@ export function zoneFile(plan: DomainPlan, now = new Date()): string {
       continue;
     }
     const name = relativeName(r.name, plan.domain);
-    lines.push(`; ${r.purpose}`);
+    lines.push(r.managed_by ? `; ${r.purpose}: published by Cloudflare Email Routing itself (its priority may differ)` : `; ${r.purpose}`);
     if (r.type === 'MX') lines.push(`${name}\tIN\tMX\t${r.priority ?? MX_PRIORITY} ${r.value}.`);
     else if (r.type === 'TXT') {
       const strings = txtStrings(r.value);

@@ -176,6 +176,7 @@ export class Edge {
       hostname: this.options.hostname,
       public_addresses: [...new Set([...(this.options.publicAddresses ?? []), ...this.resolvedAddresses])].slice(0, MAX_PUBLIC_ADDRESSES),
       smart_host: smart ? { host: smart.host, spf: this.options.smartHostSpf ?? null } : null,
+      managed_mx: null,
     };
   }
 

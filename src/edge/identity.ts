@@ -15,7 +15,23 @@ export interface EdgeIdentity {
   hostname: string;
   public_addresses: string[];
   smart_host: { host: string; spf: string | null } | null;
+  /**
+   * Set by an edge whose MX someone else runs and publishes: the Cloudflare Email Worker, behind
+   * Email Routing, which puts its own MX records (route1/2/3.mx.cloudflare.net, priorities of its
+   * choosing) and SPF record in the zone. `hosts` are every MX of that service (`hostname` first).
+   */
+  managed_mx: { by: ManagedMxOperator; hosts: string[]; spf_include: string } | null;
 }
+
+/** Operators of an MX the home does not publish (src/domains/plan.ts): only ones svc knows. */
+export const MANAGED_MX_OPERATORS = ['cloudflare_email_routing'] as const;
+export type ManagedMxOperator = (typeof MANAGED_MX_OPERATORS)[number];
+
+/** Cloudflare Email Routing's MX hosts and SPF mechanism, as its enable call writes them into a zone. */
+export const CLOUDFLARE_EMAIL_ROUTING = {
+  hosts: ['route1.mx.cloudflare.net', 'route2.mx.cloudflare.net', 'route3.mx.cloudflare.net'],
+  spf_include: 'include:_spf.mx.cloudflare.net',
+} as const;
 
 /** Addresses reported at most (a host has a handful; more is a misconfiguration or an attack). */
 export const MAX_PUBLIC_ADDRESSES = 8;
@@ -50,7 +66,20 @@ export function readEdgeIdentity(value: unknown): EdgeIdentity | null {
   const smartHost = smart && typeof smart.host === 'string' && smart.host.length > 0 && smart.host.length <= 253 ? smart.host : null;
   return {
     hostname,
+    managed_mx: readManagedMx(v.managed_mx),
     public_addresses: [...new Set(addresses.filter((a): a is string => typeof a === 'string' && a.length <= 45 && isIP(a) !== 0 && isPublicAddress(a)).map((a) => a.toLowerCase()))],
     smart_host: smartHost ? { host: smartHost, spf: typeof smart!.spf === 'string' ? spfMechanism(smart!.spf) : null } : null,
   };
+}
+
+/**
+ * An edge's `managed_mx`: taken only for an operator svc knows, and then as svc knows it (its
+ * hosts and SPF mechanism are constants here, never the edge's words, so an edge cannot put a
+ * name of its choosing into the plan this way).
+ */
+function readManagedMx(value: unknown): EdgeIdentity['managed_mx'] {
+  if (typeof value !== 'object' || value === null) return null;
+  const by = (value as { by?: unknown }).by;
+  if (by === 'cloudflare_email_routing') return { by, hosts: [...CLOUDFLARE_EMAIL_ROUTING.hosts], spf_include: CLOUDFLARE_EMAIL_ROUTING.spf_include };
+  return null;
 }

@@ -13,6 +13,8 @@ import path from 'node:path';
 import WebSocket from 'ws';
 import { api, repoRoot, startSvc, tempDir, type RunningSvc } from '../helpers/svc.js';
 import { edgeCall, filesUnder, NO_CLOUDFLARE_CALLS, sendToWorker, startCloudflareDev, type CloudflareDev } from '../helpers/cloudflare-edge.js';
+import { startLoopbackDns, type LoopbackDns } from '../helpers/dns.js';
+import { until } from '../helpers/until.js';
 
 const enc = encodeURIComponent;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -26,6 +28,10 @@ function mime(to: string, subject: string, body: string, messageId = `<${randomB
 let edge: CloudflareDev;
 let svc: RunningSvc;
 let inbox: string;
+/** The zone of a domain on Email Routing as Cloudflare's enable call leaves it: three MX with priorities of Cloudflare's choosing, and its SPF record. */
+const ROUTED = 'routed.example';
+let dns: LoopbackDns;
+const svcArgs = () => ['--dns', dns.server];
 
 async function messages(): Promise<{ message_id: string; subject: string; text?: string; preview?: string }[]> {
   const res = await api<{ messages: { message_id: string; subject: string; preview?: string }[] }>(svc.url, 'GET', `/v0/inboxes/${enc(inbox)}/messages?limit=100&include_unauthenticated=true&include_spam=true`, { token: svc.ownerToken });
@@ -41,8 +47,14 @@ async function waitFor<T>(what: string, probe: () => Promise<T | null | undefine
 }
 
 t.before(async () => {
+  dns = await startLoopbackDns({
+    [ROUTED]: {
+      MX: [{ exchange: 'route1.mx.cloudflare.net', priority: 13 }, { exchange: 'route2.mx.cloudflare.net', priority: 86 }, { exchange: 'route3.mx.cloudflare.net', priority: 24 }],
+      TXT: ['v=spf1 include:_spf.mx.cloudflare.net ~all'],
+    },
+  });
   edge = await startCloudflareDev(path.join(tempDir('svc-cf-edge-'), 'edge'), ['--max-message-bytes', String(MAX_BYTES)]);
-  svc = await startSvc({ env: NO_CLOUDFLARE_CALLS });
+  svc = await startSvc({ env: NO_CLOUDFLARE_CALLS, args: svcArgs() });
   // Pairing is the same as with `svc edge`: the Worker's URL and its token.
   const paired = await api(svc.url, 'PUT', '/v0/owner/transport', { token: svc.ownerToken, body: { edge: { url: edge.url, token: edge.token } } });
   if (paired.status !== 200) throw new Error(paired.text);
@@ -56,6 +68,7 @@ t.teardown(async () => {
   await svc?.stop();
   edge?.process.proc.kill('SIGTERM');
   await edge?.process.exited;
+  await dns?.close();
 });
 
 t.test('edge.ready names the API URL and the token file, never the token', async (t) => {
@@ -123,7 +136,7 @@ t.test('the home killed with SIGKILL mid-pull: after a restart every message is 
   svc.proc.kill('SIGKILL');
   await svc.exited;
   await delivering;
-  svc = await startSvc({ home: svc.home, init: false, env: NO_CLOUDFLARE_CALLS });
+  svc = await startSvc({ home: svc.home, init: false, env: NO_CLOUDFLARE_CALLS, args: svcArgs() });
   const stored = await waitFor('every message', async () => {
     const got = (await messages()).map((m) => m.message_id).filter((m) => ids.includes(m));
     return got.length >= N ? got : null;
@@ -131,6 +144,47 @@ t.test('the home killed with SIGKILL mid-pull: after a restart every message is 
   t.same([...stored].sort(), [...ids].sort(), 'each message exactly once');
   await waitFor('an empty buffer', async () => (await edgeCall<{ count: number }>(edge.url, edge.token, 'GET', '/objects')).body.count === 0);
   t.equal((await edgeCall<{ count: number }>(edge.url, edge.token, 'GET', '/queue')).body.count, 0, 'no queue entry left');
+});
+
+t.test('a domain behind the Worker plans Email Routing\u2019s three MX as Cloudflare\u2019s, and verifies them as Cloudflare publishes them', async (t) => {
+  type Plan = { records: { type: string; name: string; value: string; priority?: number }[]; steps: string[]; warnings: string[] };
+  type Domain = { domain_id: string; records: { type: string; value: string; state: string; reason?: string }[] };
+  const owner = <T = Record<string, unknown>>(method: string, p: string, body?: unknown) => api<T>(svc.url, method, p, { token: svc.ownerToken, body });
+  const d = (await owner<Domain>('POST', '/v0/domains', { domain: ROUTED })).body;
+  const plan = await until('the plan from the Worker\u2019s report', async () => {
+    const p = (await owner<Plan>('GET', `/v0/domains/${d.domain_id}/plan`)).body;
+    return p.records.filter((r) => r.type === 'MX').length === 3 ? p : undefined;
+  });
+  t.same(plan.records.filter((r) => r.type === 'MX').map((r) => r.value), ['route1.mx.cloudflare.net', 'route2.mx.cloudflare.net', 'route3.mx.cloudflare.net']);
+  t.same(plan.records.filter((r) => r.type === 'A' || r.type === 'AAAA' || r.type === 'PTR'), [], 'no address or reverse DNS of Cloudflare\u2019s MX');
+  t.notOk(plan.records.some((r) => r.name.startsWith('_mta-sts.')), 'no MTA-STS: no edge of svc serves the policy behind Cloudflare\u2019s MX');
+  t.equal(plan.records.find((r) => r.type === 'TXT' && r.name === ROUTED)?.value, 'v=spf1 include:_spf.mx.cloudflare.net -all', 'Cloudflare\u2019s SPF mechanism, no `mx` (Cloudflare\u2019s MX sends nothing of svc\u2019s)');
+  t.match(plan.steps.join('\n'), /Cloudflare Email Routing publishes the MX records route1\.mx\.cloudflare\.net, route2\.mx\.cloudflare\.net, route3\.mx\.cloudflare\.net itself/);
+  t.notMatch(plan.warnings.join('\n'), /no public address|public port 25/, 'none of the warnings of an edge of svc\u2019s own');
+  const zone = (await owner('GET', `/v0/domains/${d.domain_id}/zone-file`)).text;
+  t.match(zone, /; mx: published by Cloudflare Email Routing itself \(its priority may differ\)\n@\tIN\tMX\t10 route1\.mx\.cloudflare\.net\./);
+
+  // The records as Cloudflare left them (priorities 13, 86, 24; its own SPF with ~all) are what the plan asks for.
+  t.equal((await owner('POST', `/v0/domains/${d.domain_id}/verify`)).status < 300, true);
+  const checked = await until('the MX and SPF checks', async () => {
+    const r = (await owner<Domain>('GET', `/v0/domains/${d.domain_id}`)).body;
+    const wanted = r.records.filter((x) => x.type === 'MX' || x.value.startsWith('v=spf1'));
+    return wanted.length === 4 && wanted.every((x) => x.state !== 'pending') ? wanted : undefined;
+  });
+  for (const r of checked) t.equal(r.state, 'valid', `${r.type} ${r.value}: ${r.reason ?? ''}`);
+
+  // A smart host for outbound: its provider's mechanism joins Cloudflare's, and Cloudflare's record alone no longer does.
+  t.equal((await owner('PUT', '/v0/owner/transport', { edge: { url: edge.url, token: edge.token }, smtp: { host: 'smtp.relay.test', port: 587, spf_include: 'include:amazonses.com' } })).status, 200);
+  const relayed = (await owner<Plan>('GET', `/v0/domains/${d.domain_id}/plan`)).body;
+  t.equal(relayed.records.find((r) => r.type === 'TXT' && r.name === ROUTED)?.value, 'v=spf1 include:_spf.mx.cloudflare.net include:amazonses.com -all');
+  t.equal((await owner('POST', `/v0/domains/${d.domain_id}/verify`)).status < 300, true);
+  const spf = await until('the SPF check of the new plan', async () => {
+    const r = (await owner<Domain>('GET', `/v0/domains/${d.domain_id}`)).body;
+    const x = r.records.find((y) => y.value.includes('amazonses'));
+    return x && x.state !== 'pending' ? x : undefined;
+  });
+  t.match(spf, { state: 'invalid', reason: /does not name include:amazonses\.com/ });
+  t.equal((await owner('PUT', '/v0/owner/transport', { edge: { url: edge.url, token: edge.token } })).status, 200, 'back to the Worker alone');
 });
 
 t.test('outbound through this edge answers 501 not_supported, naming the smart host', async (t) => {
@@ -173,7 +227,7 @@ t.test('nothing on the Worker\'s disk and nothing it printed holds plaintext', a
     t.same(hits, [], `no stored file contains ${needle === marker ? 'the marker' : 'its base64'}`);
   }
   t.notOk(edge.output().includes(marker), 'the edge printed no message content');
-  svc = await startSvc({ home: svc.home, init: false, env: NO_CLOUDFLARE_CALLS });
+  svc = await startSvc({ home: svc.home, init: false, env: NO_CLOUDFLARE_CALLS, args: svcArgs() });
   await waitFor('the held message', async () => (await messages()).some((m) => m.subject === `Subject ${marker}`));
   t.notOk(edge.output().includes(marker));
 });

@@ -99,4 +99,12 @@ t.test('the home takes from an edge\u2019s report only a public name, public add
   t.same(hostile?.smart_host, { host: 'smtp.relay.test', spf: null }, 'an injected mechanism is dropped, not published');
   t.equal(readEdgeIdentity(null), null, 'an older edge reports nothing');
   t.equal(readEdgeIdentity({ hostname: 'x'.repeat(300) })?.hostname, '', 'an overlong name is no name');
+  // A managed MX (the Cloudflare Worker behind Email Routing) is taken only for an operator svc
+  // knows, and then with svc's own constants: an edge cannot name MX hosts or SPF mechanisms this way.
+  const claimed = readEdgeIdentity({ hostname: 'mx.example.com', managed_mx: { by: 'cloudflare_email_routing', hosts: ['mx.attacker.example'], spf_include: '+all' } });
+  t.same(claimed?.managed_mx, { by: 'cloudflare_email_routing', hosts: ['route1.mx.cloudflare.net', 'route2.mx.cloudflare.net', 'route3.mx.cloudflare.net'], spf_include: 'include:_spf.mx.cloudflare.net' });
+  for (const by of ['attacker', 'CLOUDFLARE_EMAIL_ROUTING', null, 42, ['cloudflare_email_routing']]) {
+    t.equal(readEdgeIdentity({ hostname: 'mx.example.com', managed_mx: { by } })?.managed_mx, null, `managed_mx by ${JSON.stringify(by)} is ignored`);
+  }
+  t.equal(readEdgeIdentity({ hostname: 'mx.example.com', managed_mx: 'cloudflare_email_routing' })?.managed_mx, null);
 });

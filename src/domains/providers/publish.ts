@@ -25,13 +25,13 @@ const SINGLETONS: Partial<Record<PlannedRecord['purpose'], RegExp>> = {
 
 /**
  * The planned records svc can publish in `zone`: not the PTR (it lives in the address owner's
- * reverse zone) and not a record outside the zone (the edge's A when its host name is in another
+ * reverse zone), not an MX its operator publishes (Cloudflare Email Routing's), and not a record outside the zone (the edge's A when its host name is in another
  * domain: the DNS check still asks for it, and the plan says where it goes).
  */
 export function plannedToDns(records: PlannedRecord[], ttl: number, zone: string): (DnsRecord & { purpose: PlannedRecord['purpose'] })[] {
   const inZone = (name: string) => name === zone || name.endsWith(`.${zone}`);
   return records.flatMap((r) =>
-    r.type === 'PTR' || !inZone(r.name) ? [] : [{ type: r.type, name: r.name, value: r.value, ...(r.priority !== undefined ? { priority: r.priority } : {}), ttl, purpose: r.purpose }],
+    r.type === 'PTR' || r.managed_by || !inZone(r.name) ? [] : [{ type: r.type, name: r.name, value: r.value, ...(r.priority !== undefined ? { priority: r.priority } : {}), ttl, purpose: r.purpose }],
   );
 }
 
@@ -72,23 +72,6 @@ export async function publishPlan(
   if (!intend([...owned, ...missing])) return owned;
   await provider.add(zone, missing);
   return [...owned, ...missing];
-}
-
-/**
- * Publishes records that are not from a domain's plan (the Email Routing MX records of `svc edge
- * cloudflare`) through a provider, e.g. `dnsProviderFor(readDnsProvider(db))`: adds those not
- * already there and returns exactly the ones it added. The caller stores that list and later
- * hands it to `unpublish`, so a record the owner already had is never taken away.
- */
-export async function publishRecords(provider: DnsProvider, zone: string, records: DnsRecord[]): Promise<DnsRecord[]> {
-  await provider.check(zone);
-  const missing: DnsRecord[] = [];
-  for (const r of records) {
-    const existing = await provider.existing(zone, r.name, r.type);
-    if (!existing.some((e) => sameRecord(e, r)) && !missing.some((m) => sameRecord(m, r))) missing.push(strip(r));
-  }
-  if (missing.length > 0) await provider.add(zone, missing);
-  return missing;
 }
 
 /** Removes exactly what svc added. */

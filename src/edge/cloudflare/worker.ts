@@ -418,8 +418,12 @@ async function deleteObject(env: Env, key: string): Promise<boolean> {
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/**
+ * What the home's domain plan needs of this edge: Email Routing's MX (Cloudflare publishes it and
+ * its SPF record itself, so the home plans them as Cloudflare's; src/edge/identity.ts).
+ */
 function identity(env: Env) {
-  return { hostname: env.EDGE_HOSTNAME || DEFAULT_HOSTNAME, public_addresses: [], smart_host: null };
+  return { hostname: env.EDGE_HOSTNAME || DEFAULT_HOSTNAME, public_addresses: [], smart_host: null, managed_mx: { by: 'cloudflare_email_routing' } };
 }
 
 const NOT_SENDING = new ApiError(
