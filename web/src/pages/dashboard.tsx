@@ -179,12 +179,12 @@ export function DashboardPage() {
           <span class="muted small">Unread</span>
           <strong data-testid="count-unread">{counts.data?.unread ?? '…'}</strong>
         </a>
-        <a class="card stat" href="/approvals">
+        <a class="card stat" href="/needs-you#approvals">
           <span class="muted small">Awaiting approval</span>
           <strong data-testid="count-pending">{counts.data?.pending_approval ?? '…'}</strong>
         </a>
-        <a class="card stat" href="/quarantine">
-          <span class="muted small">Quarantine</span>
+        <a class="card stat" href="/needs-you#quarantine">
+          <span class="muted small">Incoming mail stuck</span>
           <strong data-testid="count-quarantine">{quarantine.data ? quarantine.data.total : '—'}</strong>
         </a>
       </div>
@@ -223,6 +223,7 @@ export function DashboardPage() {
       <section class="card">
         <h2>Per inbox</h2>
         <ErrorBox error={inboxes.error} />
+        <div class="table-wrap">
         <table class="list metrics-table">
           <thead>
             <tr>
@@ -243,6 +244,7 @@ export function DashboardPage() {
             ))}
           </tbody>
         </table>
+        </div>
         {(inboxes.data?.inboxes.length ?? 0) > INBOX_ROWS_MAX && !inboxId && <p class="muted small">The first {INBOX_ROWS_MAX} inboxes are shown; pick one above for the others.</p>}
       </section>
     </Page>
