@@ -224,26 +224,26 @@ export function DashboardPage() {
         <h2>Per inbox</h2>
         <ErrorBox error={inboxes.error} />
         <div class="table-wrap">
-        <table class="list metrics-table">
-          <thead>
-            <tr>
-              <th>Inbox</th>
-              <th>Received / sent</th>
-              {INBOX_SERIES.map((s) => (
-                <th key={s.type} class="num">
-                  {s.label}
-                </th>
+          <table class="list metrics-table">
+            <thead>
+              <tr>
+                <th>Inbox</th>
+                <th>Received / sent</th>
+                {INBOX_SERIES.map((s) => (
+                  <th key={s.type} class="num">
+                    {s.label}
+                  </th>
+                ))}
+                <th class="num">Unread</th>
+                <th class="num">Awaiting approval</th>
+              </tr>
+            </thead>
+            <tbody>
+              {shown.map((i) => (
+                <InboxRow key={i.inbox_id} inbox={i} w={win} tick={tick} counts={byInbox.get(i.inbox_id)} />
               ))}
-              <th class="num">Unread</th>
-              <th class="num">Awaiting approval</th>
-            </tr>
-          </thead>
-          <tbody>
-            {shown.map((i) => (
-              <InboxRow key={i.inbox_id} inbox={i} w={win} tick={tick} counts={byInbox.get(i.inbox_id)} />
-            ))}
-          </tbody>
-        </table>
+            </tbody>
+          </table>
         </div>
         {(inboxes.data?.inboxes.length ?? 0) > INBOX_ROWS_MAX && !inboxId && <p class="muted small">The first {INBOX_ROWS_MAX} inboxes are shown; pick one above for the others.</p>}
       </section>

@@ -24,41 +24,41 @@ export function TransportPage() {
           {v.configured ? <span class="badge good">configured</span> : <span class="badge warn">not configured: sending answers service_unavailable</span>}
           {v.edges.length > 0 && (
             <div class="table-wrap">
-            <table data-testid="edges">
-              <thead>
-                <tr>
-                  <th>Edge</th>
-                  <th>Health</th>
-                  <th>Last contact</th>
-                  <th />
-                </tr>
-              </thead>
-              <tbody>
-                {v.edges.map((e, i) => (
-                  <tr key={e.url} data-testid="edge-row">
-                    <td>
-                      <code>{e.url}</code> (token set){i === 0 && v.edges.length > 1 ? ' · outbound prefers it' : ''}
-                    </td>
-                    <td>
-                      {e.health.healthy ? <span class="badge good">healthy</span> : <span class="badge warn">{`${e.health.consecutive_failures} failure${e.health.consecutive_failures === 1 ? '' : 's'}: ${e.health.last_error ?? 'failing'}`}</span>}
-                      {e.health.backoff_until && <span class="small muted"> retrying after {when(e.health.backoff_until)}</span>}
-                    </td>
-                    <td>{e.health.last_success_at ? when(e.health.last_success_at) : 'not yet'}</td>
-                    <td>
-                      <button
-                        class="small danger"
-                        onClick={() =>
-                          confirmed(`Unpair the edge at ${e.url}? Mail it still holds stays there until it is paired again.`) &&
-                          void save({ edges: v.edges.filter((x) => x.url !== e.url).map((x) => ({ url: x.url })) })
-                        }
-                      >
-                        Remove
-                      </button>
-                    </td>
+              <table class="list" data-testid="edges">
+                <thead>
+                  <tr>
+                    <th>Edge</th>
+                    <th>Health</th>
+                    <th>Last contact</th>
+                    <th />
                   </tr>
-                ))}
-              </tbody>
-            </table>
+                </thead>
+                <tbody>
+                  {v.edges.map((e, i) => (
+                    <tr key={e.url} data-testid="edge-row">
+                      <td>
+                        <code>{e.url}</code> (token set){i === 0 && v.edges.length > 1 ? ' · outbound prefers it' : ''}
+                      </td>
+                      <td>
+                        {e.health.healthy ? <span class="badge good">healthy</span> : <span class="badge warn">{`${e.health.consecutive_failures} failure${e.health.consecutive_failures === 1 ? '' : 's'}: ${e.health.last_error ?? 'failing'}`}</span>}
+                        {e.health.backoff_until && <span class="small muted"> retrying after {when(e.health.backoff_until)}</span>}
+                      </td>
+                      <td>{e.health.last_success_at ? when(e.health.last_success_at) : 'not yet'}</td>
+                      <td>
+                        <button
+                          class="small danger"
+                          onClick={() =>
+                            confirmed(`Unpair the edge at ${e.url}? Mail it still holds stays there until it is paired again.`) &&
+                            void save({ edges: v.edges.filter((x) => x.url !== e.url).map((x) => ({ url: x.url })) })
+                          }
+                        >
+                          Remove
+                        </button>
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
             </div>
           )}
           {v.smtp && (
