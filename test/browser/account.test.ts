@@ -107,8 +107,8 @@ t.test('sessions are listed and another session can be signed out', async (t) =>
   t.equal(check.status, 401, 'the other session no longer works');
 });
 
-t.test('the Account page shows the last backup\'s age (docs/backup.md)', async (t) => {
-  await page.goto(svc.url + '/account');
+t.test('the Backups page shows the last backup\'s age (docs/backup.md)', async (t) => {
+  await page.goto(svc.url + '/backups');
   await page.locator('[data-testid="last-backup"]', { hasText: 'No backup yet.' }).waitFor();
   t.pass('a home never backed up says so');
   const made = await svcCli(['backup', '--to', path.join(tempDir(), 'browser.svcbackup'), '--home', svc.home]);
@@ -117,6 +117,7 @@ t.test('the Account page shows the last backup\'s age (docs/backup.md)', async (
   const line = page.locator('[data-testid="last-backup"]', { hasText: /Last backup \d+ seconds ago/ });
   await t.resolves(line.waitFor(), 'after `svc backup`, its age');
   t.equal(await page.getByText('svc key recovery').count(), 0, 'no recovery-code warning for a home that has one');
+  await page.goto(svc.url + '/account');
 });
 
 t.test('password change keeps this session, signs out others, and the new password works', async (t) => {

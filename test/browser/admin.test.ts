@@ -25,8 +25,8 @@ t.test('an API key is created with an inbox scope, chosen permissions and policy
   await page.getByText('New API key').click();
   await page.getByLabel('Name').fill('scoped reader');
   await page.getByRole('checkbox', { name: 'one@example.test' }).check();
-  await page.getByRole('checkbox', { name: 'draft_create' }).uncheck();
-  await page.getByLabel('Send policy').selectOption('read_only');
+  await page.getByRole('radio', { name: /Read only/ }).check();
+  t.equal(await page.getByLabel('Send policy').inputValue(), 'read_only', 'the Read only preset cannot send');
   await page.getByRole('button', { name: 'Create key' }).click();
   const secret = (await page.getByTestId('new-secret').locator('code').textContent()) ?? '';
   t.ok(secret.length > 20, 'the secret is shown');
@@ -35,6 +35,7 @@ t.test('an API key is created with an inbox scope, chosen permissions and policy
   t.same(listed.body.inboxes.map((i) => i.inbox_id), ['one@example.test'], 'the key sees only its scope');
   const stored = await api<{ api_keys: { name: string; send_policy: string; permissions: Record<string, boolean> }[] }>(svc.url, 'GET', '/v0/api-keys', owner);
   t.match(stored.body.api_keys, [{ name: 'scoped reader', send_policy: 'read_only', permissions: { inbox_read: true, message_read: true, draft_read: true, draft_create: false } }]);
+  t.equal(await page.locator('[data-testid="api-keys"] tbody tr', { hasText: 'scoped reader' }).getByTestId('key-permissions').innerText(), 'Read only', 'the preset named, not its permissions');
   await page.getByRole('button', { name: 'Done' }).click();
   await page.reload();
   await page.locator('[data-testid="api-keys"] tbody tr').first().waitFor();
@@ -200,7 +201,8 @@ t.test('remote access, quarantine and OAuth pages load for the owner', async (t)
   await page.goto(svc.url + '/remote');
   await page.getByTestId('remote-state').waitFor();
   await page.goto(svc.url + '/quarantine');
-  await page.getByText('Nothing is quarantined.').waitFor();
+  await page.waitForURL(/\/needs-you#quarantine$/);
+  await page.getByText('No incoming mail is stuck.').waitFor();
   await page.goto(svc.url + '/apps');
   await page.getByText('No client has registered.').waitFor();
   t.same(page.problems, [], 'no script errors');

@@ -119,7 +119,7 @@ t.test('a send held by the outbound guard shows its reasons in Approvals (issue 
 });
 
 t.test('the owner tunes the outbound guard on the API keys page', async (t) => {
-  await page.goto(svc.url + '/api-keys');
+  await page.goto(svc.url + '/guard');
   const section = page.locator('[data-testid="guard-settings"]');
   const credentials = section.getByRole('checkbox', { name: /API keys, access tokens and passwords/ });
   await credentials.waitFor();

@@ -37,7 +37,7 @@ const page = await newPage(browser);
 t.test('the nav count appears live, the reason is explained, and deleting clears the count', async (t) => {
   await page.goto(svc.url + '/inboxes');
   await page.locator('[data-live="live"]').waitFor();
-  t.equal(await page.getByTestId('quarantine-count').count(), 0, 'no count while nothing is quarantined');
+  t.equal(await page.getByTestId('needs-you-count').count(), 0, 'no count while nothing waits');
 
   // An object that is not sealed to this home's key lands at the edge (restarted on the same port).
   await edge.stop();
@@ -48,12 +48,12 @@ t.test('the nav count appears live, the reason is explained, and deleting clears
   edge = new Edge(edgeOptions(bound.api.port));
   await edge.start();
 
-  const count = page.getByTestId('quarantine-count');
+  const count = page.getByTestId('needs-you-count');
   await count.waitFor();
   t.equal(await count.textContent(), '1', 'the count shows without reloading the page');
   await screenshot(page, 'quarantine-nav');
 
-  await page.getByRole('link', { name: /Quarantine/ }).click();
+  await page.getByRole('link', { name: /Needs you/ }).click();
   await page.getByText('Could not be decrypted').waitFor();
   const reason = (await page.getByTestId('quarantine-reason').textContent()) ?? '';
   t.match(reason, /not this home's key/, 'what happened');
@@ -62,7 +62,7 @@ t.test('the nav count appears live, the reason is explained, and deleting clears
 
   page.once('dialog', (d) => void d.accept());
   await page.getByRole('button', { name: 'Delete' }).click();
-  await page.getByText('Nothing is quarantined.').waitFor();
+  await page.getByText('No incoming mail is stuck.').waitFor();
   await count.waitFor({ state: 'detached' });
   const listed = await api<{ items: unknown[]; total: number }>(svc.url, 'GET', '/v0/owner/quarantine', owner);
   t.same([listed.body.items.length, listed.body.total], [0, 0]);

@@ -4,31 +4,62 @@
  */
 import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { get, loadStatus, onSignedOut, setCsrf, type OwnerStatus } from './api';
-import { startLive, stopLive, useLiveEvents, useLiveState } from './live';
+import { loadStatus, onSignedOut, setCsrf, type OwnerStatus } from './api';
+import { startLive, stopLive, useLiveState } from './live';
+import { useWorkQueues, waitingCount } from './work-queues';
 import { match, navigate, useLocation } from './router';
 import { ErrorBox } from './ui';
 import { SudoDialog } from './sudo';
 import { goAfterLogin, LoginPage, SetupPage } from './pages/auth';
 import { routes, type RouteContext } from './routes';
 
-const NAV: { href: string; label: string }[] = [
-  { href: '/inboxes', label: 'Mail' },
-  { href: '/dashboard', label: 'Dashboard' },
-  { href: '/approvals', label: 'Approvals' },
-  { href: '/send-unknown', label: 'Send unknown' },
+interface NavItem {
+  href: string;
+  label: string;
+  /** Other paths that belong to this item (an old address, a page reached from it). */
+  also?: string[];
+}
+
+/** What the owner uses every day, above the settings. */
+const NAV_MAIN: NavItem[] = [
+  { href: '/inboxes', label: 'Mail', also: ['/compose'] },
+  { href: '/needs-you', label: 'Needs you', also: ['/approvals', '/send-unknown', '/quarantine'] },
   { href: '/scheduled', label: 'Scheduled' },
-  { href: '/api-keys', label: 'API keys' },
-  { href: '/webhooks', label: 'Webhooks' },
-  { href: '/lists', label: 'Lists' },
-  { href: '/domains', label: 'Domains' },
-  { href: '/transport', label: 'Transport' },
-  { href: '/remote', label: 'Remote access' },
-  { href: '/quarantine', label: 'Quarantine' },
-  { href: '/health', label: 'Health' },
-  { href: '/apps', label: 'OAuth apps' },
-  { href: '/account', label: 'Account' },
+  { href: '/dashboard', label: 'Dashboard' },
 ];
+
+/** Settings, grouped by what they are about and named in plain words (paths kept as they were). */
+const NAV_GROUPS: [string, NavItem[]][] = [
+  [
+    'Agents',
+    [
+      { href: '/api-keys', label: 'API keys' },
+      { href: '/apps', label: 'Connected apps' },
+      { href: '/guard', label: 'Outbound guard' },
+      { href: '/webhooks', label: 'Webhooks' },
+    ],
+  ],
+  [
+    'Mail settings',
+    [
+      { href: '/domains', label: 'Domains' },
+      { href: '/lists', label: 'Allow and block lists' },
+      { href: '/transport', label: 'Delivery' },
+    ],
+  ],
+  [
+    'System',
+    [
+      { href: '/remote', label: 'Remote access' },
+      { href: '/health', label: 'Health' },
+      { href: '/backups', label: 'Backups' },
+      { href: '/account', label: 'Account' },
+    ],
+  ],
+];
+
+const within = (path: string, href: string) => path === href || path.startsWith(`${href}/`);
+const isActive = (path: string, n: NavItem) => within(path, n.href) || (n.also ?? []).some((a) => within(path, a));
 
 export function App() {
   const loc = useLocation();
@@ -82,7 +113,7 @@ export function App() {
   };
   return (
     <>
-      <Shell path={loc.path}>{pageFor(loc.path, { signedOut, search: loc.query })}</Shell>
+      <Shell path={loc.path}>{pageFor(loc.path, { signedOut, search: loc.query, hash: loc.hash })}</Shell>
       <SudoDialog />
     </>
   );
@@ -107,27 +138,11 @@ function pageFor(path: string, ctx: RouteContext): ComponentChildren {
   );
 }
 
-/**
- * Items waiting in quarantine (`total` of GET /v0/owner/quarantine), kept current by the
- * `inbound.*` events, so mail svc could not process is seen without opening the page.
- * Null until known or when the question fails (the nav then shows the plain label).
- */
-function useQuarantineTotal(): number | null {
-  const [total, setTotal] = useState<number | null>(null);
-  const reload = () =>
-    void get<{ total: number }>('/v0/owner/quarantine?limit=1').then(
-      (r) => setTotal(r.total),
-      () => setTotal(null),
-    );
-  useEffect(reload, []);
-  useLiveEvents(['inbound.quarantined', 'inbound.released', 'inbound.deleted'], reload);
-  return total;
-}
-
 function Shell({ path, children }: { path: string; children: ComponentChildren }) {
   const [open, setOpen] = useState(false);
   const live = useLiveState();
-  const quarantined = useQuarantineTotal();
+  const queues = useWorkQueues();
+  const waiting = queues.data ? waitingCount(queues.data) : 0;
   useEffect(() => setOpen(false), [path]);
   return (
     <div class={`shell${open ? ' nav-open' : ''}`}>
@@ -148,20 +163,30 @@ function Shell({ path, children }: { path: string; children: ComponentChildren }
         </div>
       )}
       <nav class="nav" aria-label="Main">
-        {NAV.map((n) => (
-          <a key={n.href} href={n.href} class={path === n.href || path.startsWith(`${n.href}/`) ? 'active' : ''}>
-            {n.href === '/quarantine' && quarantined ? (
-              <>
-                {n.label}{' '}
-                <span class="badge bad" data-testid="quarantine-count" aria-label={`${quarantined} items in quarantine`}>
-                  {quarantined}
+        <div class="nav-inner">
+          {NAV_MAIN.map((n) => (
+            <a key={n.href} href={n.href} class={isActive(path, n) ? 'active' : ''} aria-current={isActive(path, n) ? 'page' : undefined}>
+              {n.label}
+              {n.href === '/needs-you' && waiting > 0 && (
+                <span class="badge bad nav-count" data-testid="needs-you-count" title={`${waiting} waiting for you`}>
+                  {waiting}
                 </span>
-              </>
-            ) : (
-              n.label
-            )}
-          </a>
-        ))}
+              )}
+            </a>
+          ))}
+          {NAV_GROUPS.map(([group, items]) => (
+            <div role="group" aria-label={group} key={group} class="nav-group">
+              <div class="nav-heading" aria-hidden="true">
+                {group}
+              </div>
+              {items.map((n) => (
+                <a key={n.href} href={n.href} class={isActive(path, n) ? 'active' : ''} aria-current={isActive(path, n) ? 'page' : undefined}>
+                  {n.label}
+                </a>
+              ))}
+            </div>
+          ))}
+        </div>
       </nav>
       <main class="content">{children}</main>
     </div>

@@ -1,22 +1,31 @@
 /** Which page draws which path. Patterns use `:name` segments (decoded before the page sees them). */
 import type { ComponentChildren } from 'preact';
-import { AccountPage } from './pages/account';
-import { ApiKeysPage } from './pages/api-keys';
+import { navigate } from './router';
+import { AccountPage, BackupsPage } from './pages/account';
+import { ApiKeysPage, GuardPage } from './pages/api-keys';
 import { ComposePage } from './pages/compose';
 import { ConsentPage } from './pages/consent';
-import { ApprovalsPage, ScheduledPage, SendUnknownPage } from './pages/control';
+import { ScheduledPage } from './pages/control';
 import { DashboardPage } from './pages/dashboard';
 import { DomainsPage } from './pages/domains';
 import { HealthPage } from './pages/health';
 import { ListsPage } from './pages/lists';
 import { InboxesPage, ThreadsPage } from './pages/mail';
-import { OAuthPage, QuarantinePage, RemotePage, TransportPage } from './pages/settings';
+import { NeedsYouPage } from './pages/needs-you';
+import { OAuthPage, RemotePage, TransportPage } from './pages/settings';
 import { ThreadPage } from './pages/thread';
 import { WebhooksPage } from './pages/webhooks';
 
 export interface RouteContext {
   signedOut: () => void;
   search: URLSearchParams;
+  hash: string;
+}
+
+/** An old path that now lives elsewhere: links and bookmarks to it keep working. */
+function redirect(to: string): ComponentChildren {
+  queueMicrotask(() => navigate(to, true));
+  return null;
 }
 
 type Render = (params: Record<string, string>, ctx: RouteContext) => ComponentChildren;
@@ -27,10 +36,14 @@ export const routes: [string, Render][] = [
   ['/inboxes/:inbox', (p, ctx) => <ThreadsPage inboxId={p.inbox} search={ctx.search} />],
   ['/inboxes/:inbox/threads/:thread', (p) => <ThreadPage inboxId={p.inbox} threadId={p.thread} />],
   ['/compose', (_p, ctx) => <ComposePage search={ctx.search} />],
-  ['/approvals', () => <ApprovalsPage />],
-  ['/send-unknown', () => <SendUnknownPage />],
+  ['/needs-you', (_p, ctx) => <NeedsYouPage hash={ctx.hash} />],
+  // The queues had pages of their own; each is a section of "Needs you" now.
+  ['/approvals', () => redirect('/needs-you#approvals')],
+  ['/send-unknown', () => redirect('/needs-you#send-unknown')],
+  ['/quarantine', () => redirect('/needs-you#quarantine')],
   ['/scheduled', () => <ScheduledPage />],
   ['/api-keys', () => <ApiKeysPage />],
+  ['/guard', () => <GuardPage />],
   ['/webhooks', () => <WebhooksPage />],
   ['/lists', () => <ListsPage />],
   ['/domains', () => <DomainsPage />],
@@ -38,9 +51,9 @@ export const routes: [string, Render][] = [
   ['/domains/:domain', (p) => <DomainsPage openId={p.domain} />],
   ['/transport', () => <TransportPage />],
   ['/remote', () => <RemotePage />],
-  ['/quarantine', () => <QuarantinePage />],
   ['/health', () => <HealthPage />],
   ['/apps', () => <OAuthPage />],
   ['/consent', (_p, ctx) => <ConsentPage requestId={ctx.search.get('request') ?? ''} />],
+  ['/backups', () => <BackupsPage />],
   ['/account', (_p, ctx) => <AccountPage onSignedOut={ctx.signedOut} />],
 ];

@@ -130,6 +130,27 @@ export function Labels({ labels }: { labels: string[] }) {
   );
 }
 
+/** Copies `text` to the clipboard, then says so for a moment (a DNS value, a secret). */
+export function CopyButton({ text, label = 'Copy', what }: { text: string; label?: string; what?: string }) {
+  const [copied, setCopied] = useState(false);
+  useEffect(() => {
+    if (!copied) return;
+    const t = window.setTimeout(() => setCopied(false), COPIED_SHOWN_MS);
+    return () => clearTimeout(t);
+  }, [copied]);
+  return (
+    <button
+      type="button"
+      class="small copy"
+      aria-label={what ? `Copy ${what}` : undefined}
+      onClick={() => void navigator.clipboard?.writeText(text).then(() => setCopied(true), () => setCopied(false))}
+    >
+      {copied ? 'Copied' : label}
+    </button>
+  );
+}
+const COPIED_SHOWN_MS = 2000;
+
 /** Confirms a destructive action in the browser's own dialog (works with keyboards and phones). */
 export function confirmed(message: string): boolean {
   return window.confirm(message);

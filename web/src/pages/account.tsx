@@ -1,4 +1,4 @@
-/** The owner's own account: browser sessions (sign out any), password change, the last backup, sign out. */
+/** The owner's own account (browser sessions, password change, sign out) and the Backups page. */
 import { del, get, post } from '../api';
 import { ErrorBox, Notice, Page, Loading, confirmed, formValues, useAction, useLoad, when } from '../ui';
 import { useState } from 'preact/hooks';
@@ -22,7 +22,6 @@ function age(ts: string): string {
 
 export function AccountPage({ onSignedOut }: { onSignedOut: () => void }) {
   const sessions = useLoad(() => get<{ sessions: Session[] }>('/v0/owner/sessions'), []);
-  const backup = useLoad(() => get<BackupStatus>('/v0/owner/backup'), []);
   const action = useAction();
   const pw = useAction();
   const [changed, setChanged] = useState(false);
@@ -89,29 +88,9 @@ export function AccountPage({ onSignedOut }: { onSignedOut: () => void }) {
         </table>
       </div>
 
-      <h2>Backup</h2>
-      <Loading loaded={backup} />
-      {backup.data && (
-        <div class="card narrow" data-testid="backup">
-          <p data-testid="last-backup">
-            {backup.data.last_backup_at ? (
-              <>
-                Last backup {age(backup.data.last_backup_at)} ago ({when(backup.data.last_backup_at)}).
-              </>
-            ) : (
-              <>No backup yet.</>
-            )}
-          </p>
-          {!backup.data.recovery_code_set && (
-            <p>
-              This home has no recovery code, so a backup could not be restored elsewhere: run <code>svc key recovery</code>.
-            </p>
-          )}
-          <p>
-            Make one with <code>svc backup --to FILE</code> (while svc runs); restore it with <code>svc restore</code> and the recovery code.
-          </p>
-        </div>
-      )}
+      <p class="small muted">
+        Backups have <a href="/backups">their own page</a>.
+      </p>
 
       <h2>Change password</h2>
       <form
@@ -148,6 +127,37 @@ export function AccountPage({ onSignedOut }: { onSignedOut: () => void }) {
           Change password
         </button>
       </form>
+    </Page>
+  );
+}
+
+/** When the home was last backed up, and how to make and restore a backup (docs/backup.md). */
+export function BackupsPage() {
+  const backup = useLoad(() => get<BackupStatus>('/v0/owner/backup'), []);
+  return (
+    <Page title="Backups">
+      <Loading loaded={backup} />
+      {backup.data && (
+        <div class="card narrow" data-testid="backup">
+          <p data-testid="last-backup">
+            {backup.data.last_backup_at ? (
+              <>
+                Last backup {age(backup.data.last_backup_at)} ago ({when(backup.data.last_backup_at)}).
+              </>
+            ) : (
+              <>No backup yet.</>
+            )}
+          </p>
+          {!backup.data.recovery_code_set && (
+            <p>
+              This home has no recovery code, so a backup could not be restored elsewhere: run <code>svc key recovery</code>.
+            </p>
+          )}
+          <p>
+            Make one with <code>svc backup --to FILE</code> (while svc runs); restore it with <code>svc restore</code> and the recovery code.
+          </p>
+        </div>
+      )}
     </Page>
   );
 }

@@ -1,10 +1,31 @@
-/** API keys page: create (the secret is shown once), change send policy, revoke. */
+/**
+ * API keys page: create with a permission preset or a custom set (the secret is shown once),
+ * change send policy, revoke; and the Outbound guard page of the `guarded` policy.
+ */
 import { useState } from 'preact/hooks';
 import { del, enc, get, patch, post } from '../api';
-import { ErrorBox, Loading, Page, confirmed, formValues, useAction, useLoad, when } from '../ui';
-import { checkedValues, InboxChecklist, PermissionChecklist, SEND_POLICIES } from '../widgets';
+import { CopyButton, ErrorBox, Loading, Page, confirmed, formValues, useAction, useLoad, when } from '../ui';
+import { checkedValues, InboxChecklist, PERMISSION_PRESETS, PermissionChecklist, PermissionSummary, POLICY_NAMES, presetOf, SEND_POLICIES } from '../widgets';
 import type { ApiKey, CreateApiKeyBody, Inbox, UpdateApiKeyBody } from '../api-types';
 import type { GuardSettingsView } from '../../../src/mail/guard';
+
+const DEFAULT_PRESET = 'reply';
+
+/** Ticks the preset's permissions (and its send policy, if it has one) in the new-key form. */
+function applyPreset(form: HTMLFormElement, id: string): void {
+  const preset = PERMISSION_PRESETS.find((p) => p.id === id);
+  if (!preset) return;
+  const wanted = new Set(preset.permissions);
+  form.querySelectorAll<HTMLInputElement>('input[name="perm"]').forEach((box) => (box.checked = wanted.has(box.value)));
+  if (preset.policy) form.querySelector<HTMLSelectElement>('select[name="send_policy"]')!.value = preset.policy;
+}
+
+/** After a permission is ticked by hand: the preset it now matches, or Custom. */
+function followPermissions(form: HTMLFormElement): void {
+  const id = presetOf(checkedValues(form, 'perm'))?.id ?? 'custom';
+  const radio = form.querySelector<HTMLInputElement>(`input[name="preset"][value="${id}"]`);
+  if (radio) radio.checked = true;
+}
 
 export function ApiKeysPage() {
   const keys = useLoad(() => get<{ api_keys: ApiKey[] }>('/v0/api-keys?limit=100'), []);
@@ -20,9 +41,7 @@ export function ApiKeysPage() {
             <code>{secret}</code>
           </div>
           <div class="actions" style={{ marginTop: '0.4rem' }}>
-            <button class="small" onClick={() => void navigator.clipboard?.writeText(secret)}>
-              Copy
-            </button>
+            <CopyButton text={secret} />
             <button class="small" onClick={() => setSecret(null)}>
               Done
             </button>
@@ -59,7 +78,27 @@ export function ApiKeysPage() {
           </label>
           <p class="small muted">Inbox scope: tick none for every inbox.</p>
           <InboxChecklist inboxes={inboxes.data?.inboxes ?? []} />
-          <PermissionChecklist checked={new Set(['inbox_read', 'message_read', 'draft_read', 'draft_create'])} />
+          <fieldset data-testid="presets">
+            <legend>What the agent may do</legend>
+            {PERMISSION_PRESETS.map((p) => (
+              <label class="check" key={p.id}>
+                <input type="radio" name="preset" value={p.id} defaultChecked={p.id === DEFAULT_PRESET} onChange={(e) => applyPreset(e.currentTarget.form!, p.id)} />
+                <span>
+                  <strong>{p.name}</strong> <span class="muted small">— {p.what}</span>
+                </span>
+              </label>
+            ))}
+            <label class="check">
+              <input type="radio" name="preset" value="custom" onChange={(e) => ((e.currentTarget.form!.querySelector('details.perms') as HTMLDetailsElement).open = true)} />
+              <span>
+                <strong>Custom</strong> <span class="muted small">— pick permissions one by one</span>
+              </span>
+            </label>
+          </fieldset>
+          <details class="perms" onChange={(e) => followPermissions((e.currentTarget as HTMLElement).closest('form')!)}>
+            <summary class="small">Permissions one by one</summary>
+            <PermissionChecklist checked={new Set(PERMISSION_PRESETS.find((p) => p.id === DEFAULT_PRESET)!.permissions)} />
+          </details>
           <label>
             Send policy
             <select name="send_policy" defaultValue="approval">
@@ -101,6 +140,7 @@ export function ApiKeysPage() {
                 <td>{k.inbox_ids ? k.inbox_ids.join(', ') : 'all inboxes'}</td>
                 <td>
                   <select
+                    class="policy"
                     aria-label="Send policy"
                     value={k.send_policy}
                     onChange={(e) => {
@@ -112,15 +152,14 @@ export function ApiKeysPage() {
                     }}
                   >
                     {SEND_POLICIES.map(([v]) => (
-                      <option key={v}>{v}</option>
+                      <option key={v} value={v}>
+                        {POLICY_NAMES[v]}
+                      </option>
                     ))}
                   </select>
                 </td>
-                <td class="wide small">
-                  {Object.entries(k.permissions)
-                    .filter(([, on]) => on)
-                    .map(([p]) => p)
-                    .join(', ')}
+                <td class="wide small" data-testid="key-permissions">
+                  <PermissionSummary permissions={k.permissions} />
                 </td>
                 <td class="wide">{when(k.used_at)}</td>
                 <td>
@@ -142,7 +181,9 @@ export function ApiKeysPage() {
           </tbody>
         </table>
       </div>
-      <GuardSettings />
+      <p class="small muted">
+        Keys with the Guarded policy are checked by the <a href="/guard">outbound guard</a>.
+      </p>
     </Page>
   );
 }
@@ -151,6 +192,14 @@ export function ApiKeysPage() {
  * The outbound guard of the `guarded` send policy (docs/guarded.md): which checks hold a send for
  * the owner, the first-contact limits, and the owner's own secrets, shown by their last 4 characters.
  */
+export function GuardPage() {
+  return (
+    <Page title="Outbound guard">
+      <GuardSettings />
+    </Page>
+  );
+}
+
 function GuardSettings() {
   const guard = useLoad(() => get<GuardSettingsView>('/v0/owner/guard'), []);
   const action = useAction();
@@ -161,9 +210,8 @@ function GuardSettings() {
   const g = guard.data;
   return (
     <section data-testid="guard-settings">
-      <h2>Outbound guard</h2>
-      <p class="small muted">
-        Keys and apps with the <code>guarded</code> send policy send at once, unless one of these checks finds something in the message; then it waits for you in Approvals with the reasons.
+      <p class="muted">
+        Keys and apps with the Guarded send policy send at once, unless one of these checks finds something in the message; then it waits for you in <a href="/needs-you#held">Needs you</a> with the reasons.
       </p>
       <ErrorBox error={action.error} />
       <Loading loaded={guard} />

@@ -52,7 +52,7 @@ export function ComposePage({ search }: { search: URLSearchParams }) {
         </p>
       )}
       <form
-        class="card"
+        class="card compose"
         onSubmit={(e) => {
           e.preventDefault();
           const v = formValues(e.currentTarget);
@@ -114,7 +114,7 @@ export function ComposePage({ search }: { search: URLSearchParams }) {
         )}
         <label>
           Message
-          <textarea name="text" required rows={10} />
+          <textarea name="text" required rows={8} />
         </label>
         <label>
           Attachments
@@ -132,7 +132,8 @@ export function ComposePage({ search }: { search: URLSearchParams }) {
         </label>
         {files.length > 0 && <p class="muted small">{files.map((f) => `${f.filename} (${bytes(f.size)})`).join(', ')}</p>}
         <ErrorBox error={original.error ?? action.error} />
-        <div class="actions">
+        {/* Stays at the bottom of the window while the form is longer than it, as in a mail client. */}
+        <div class="actions compose-actions">
           <button class="primary" disabled={action.busy}>
             Send
           </button>

@@ -1,32 +1,15 @@
 /**
- * Control: drafts waiting for the owner's approval (everything that will be sent; edit, approve,
- * reject with a reason), messages whose send outcome is unknown (resolve as sent or failed), and
- * scheduled drafts.
+ * Control: a draft waiting for the owner's approval (everything that will be sent; edit, approve,
+ * reject with a reason) and a message whose send outcome is unknown (resolve as sent or failed),
+ * as the "Needs you" page lists them; and the Scheduled page.
  */
 import { useState } from 'preact/hooks';
-import { ApiFailure, enc, get, patch, post, query } from '../api';
+import { ApiFailure, enc, get, patch, post } from '../api';
+import { draftsWithStatus } from '../work-queues';
 import { useLiveEvents } from '../live';
-import { ErrorBox, Labels, Loading, Notice, Page, bytes, formValues, useAction, useLoad, when } from '../ui';
+import { ErrorBox, Labels, Loading, Page, bytes, formValues, useAction, useLoad, when } from '../ui';
 import { hasRemoteContent, mailDocument } from './thread';
 import type { Draft, DraftItem, MessageItem, UpdateDraftBody } from '../api-types';
-
-/**
- * The drafts in one state across every inbox, newest first (the `send_status` query filters on
- * svc's `state`). A queue longer than DRAFT_PAGES_MAX pages shows its newest part; acting on
- * those brings the rest up.
- */
-const DRAFT_PAGES_MAX = 10;
-async function draftsWithStatus(status: string): Promise<DraftItem[]> {
-  const out: DraftItem[] = [];
-  let token: string | undefined;
-  for (let i = 0; i < DRAFT_PAGES_MAX; i++) {
-    const page = await get<{ drafts: DraftItem[]; next_page_token?: string }>(`/v0/drafts${query({ limit: 100, send_status: status, page_token: token })}`);
-    out.push(...page.drafts);
-    token = page.next_page_token;
-    if (!token) break;
-  }
-  return out;
-}
 
 const draftPath = (d: DraftItem) => `/v0/inboxes/${enc(d.inbox_id)}/drafts/${enc(d.draft_id)}`;
 const list = (s: string) =>
@@ -154,7 +137,7 @@ function DraftContent({ d }: { d: Draft }) {
   );
 }
 
-function PendingDraft({ item, onDone, onDecided }: { item: DraftItem; onDone: () => void; onDecided: (line: string) => void }) {
+export function PendingDraft({ item, onDone, onDecided }: { item: DraftItem; onDone: () => void; onDecided: (line: string) => void }) {
   const [editing, setEditing] = useState(false);
   const full = useLoad(() => get<Draft>(draftPath(item)), [item.updated_at]);
   const action = useAction();
@@ -254,80 +237,35 @@ function PendingDraft({ item, onDone, onDecided }: { item: DraftItem; onDone: ()
   );
 }
 
-export function ApprovalsPage() {
-  const drafts = useLoad(() => draftsWithStatus('pending_approval'), []);
-  // The last decision stays on screen until the next one, however often the list refreshes.
-  const [decided, setDecided] = useState<string | null>(null);
-  useLiveEvents(['draft.'], () => drafts.reload());
-  return (
-    <Page title="Approvals">
-      <p class="muted">Messages agents asked to send under the approval policy. Nothing leaves until you approve it.</p>
-      {decided && (
-        <div data-testid="approval-result">
-          <Notice>{decided}</Notice>
-        </div>
-      )}
-      <Loading loaded={drafts} />
-      {drafts.data?.length === 0 && <p class="muted">Nothing is waiting for approval.</p>}
-      <ul class="items plain" data-testid="approvals">
-        {drafts.data?.map((d) => (
-          <PendingDraft key={d.draft_id} item={d} onDone={drafts.reload} onDecided={setDecided} />
-        ))}
-      </ul>
-    </Page>
-  );
-}
-
-async function sendMessageItems(): Promise<MessageItem[]> {
-  const inboxes = await get<{ inboxes: { inbox_id: string }[] }>('/v0/inboxes?limit=100');
-  const pages = await Promise.all(
-    inboxes.inboxes.map((i) => get<{ messages: MessageItem[] }>(`/v0/inboxes/${enc(i.inbox_id)}/messages${query({ limit: 100, labels: ['send_unknown'] })}`)),
-  );
-  return pages.flatMap((p) => p.messages);
-}
-
-export function SendUnknownPage() {
-  const messages = useLoad(sendMessageItems, []);
+/** One message whose send outcome is unknown, with the owner's two answers ("Needs you" page). */
+export function SendUnknownItem({ m, onDone }: { m: MessageItem; onDone: () => void }) {
   const action = useAction();
-  useLiveEvents(['message.'], () => messages.reload());
-  const resolve = (m: MessageItem, decision: 'sent' | 'failed') =>
+  const resolve = (decision: 'sent' | 'failed') =>
     action.run(async () => {
       await post(`/v0/inboxes/${enc(m.inbox_id)}/messages/${enc(m.message_id)}/resolve`, { decision });
-      messages.reload();
+      onDone();
     });
   return (
-    <Page title="Send unknown">
-      <p class="muted">
-        The transport took these messages but the answer was lost, so svc cannot tell whether they went out. Check with the recipient or the provider, then
-        record what happened. Nothing is sent again.
-      </p>
+    <li data-message={m.message_id} class="queue-item">
+      <div class="item-line">
+        <a href={`/inboxes/${enc(m.inbox_id)}/threads/${enc(m.thread_id)}`} class="subject">
+          {m.subject || '(no subject)'}
+        </a>
+        <span class="muted small">{when(m.timestamp)}</span>
+      </div>
+      <div class="muted small">
+        from {m.inbox_id} to {m.to.join(', ')} <Labels labels={m.labels} />
+      </div>
+      <div class="actions" style={{ marginTop: '0.4rem' }}>
+        <button class="small" disabled={action.busy} onClick={() => void resolve('sent')}>
+          It was sent
+        </button>
+        <button class="small danger" disabled={action.busy} onClick={() => void resolve('failed')}>
+          It was not sent
+        </button>
+      </div>
       <ErrorBox error={action.error} />
-      <Loading loaded={messages} />
-      {messages.data?.length === 0 && <p class="muted">No message has an unknown outcome.</p>}
-      <ul class="items" data-testid="send-unknown">
-        {messages.data?.map((m) => (
-          <li key={m.message_id} data-message={m.message_id} style={{ padding: '0.6rem 0.8rem' }}>
-            <div class="item-line">
-              <a href={`/inboxes/${enc(m.inbox_id)}/threads/${enc(m.thread_id)}`} class="subject">
-                {m.subject || '(no subject)'}
-              </a>
-              <span class="muted small">{when(m.timestamp)}</span>
-            </div>
-            <div class="muted small">
-              from {m.inbox_id} to {m.to.join(', ')} <Labels labels={m.labels} />
-            </div>
-            <div class="actions" style={{ marginTop: '0.4rem' }}>
-              <button class="small" onClick={() => void resolve(m, 'sent')}>
-                It was sent
-              </button>
-              <button class="small danger" onClick={() => void resolve(m, 'failed')}>
-                It was not sent
-              </button>
-            </div>
-          </li>
-        ))}
-      </ul>
-    </Page>
+    </li>
   );
 }
 

@@ -179,12 +179,12 @@ export function DashboardPage() {
           <span class="muted small">Unread</span>
           <strong data-testid="count-unread">{counts.data?.unread ?? '…'}</strong>
         </a>
-        <a class="card stat" href="/approvals">
+        <a class="card stat" href="/needs-you#approvals">
           <span class="muted small">Awaiting approval</span>
           <strong data-testid="count-pending">{counts.data?.pending_approval ?? '…'}</strong>
         </a>
-        <a class="card stat" href="/quarantine">
-          <span class="muted small">Quarantine</span>
+        <a class="card stat" href="/needs-you#quarantine">
+          <span class="muted small">Incoming mail stuck</span>
           <strong data-testid="count-quarantine">{quarantine.data ? quarantine.data.total : '—'}</strong>
         </a>
       </div>
@@ -223,26 +223,28 @@ export function DashboardPage() {
       <section class="card">
         <h2>Per inbox</h2>
         <ErrorBox error={inboxes.error} />
-        <table class="list metrics-table">
-          <thead>
-            <tr>
-              <th>Inbox</th>
-              <th>Received / sent</th>
-              {INBOX_SERIES.map((s) => (
-                <th key={s.type} class="num">
-                  {s.label}
-                </th>
+        <div class="table-wrap">
+          <table class="list metrics-table">
+            <thead>
+              <tr>
+                <th>Inbox</th>
+                <th>Received / sent</th>
+                {INBOX_SERIES.map((s) => (
+                  <th key={s.type} class="num">
+                    {s.label}
+                  </th>
+                ))}
+                <th class="num">Unread</th>
+                <th class="num">Awaiting approval</th>
+              </tr>
+            </thead>
+            <tbody>
+              {shown.map((i) => (
+                <InboxRow key={i.inbox_id} inbox={i} w={win} tick={tick} counts={byInbox.get(i.inbox_id)} />
               ))}
-              <th class="num">Unread</th>
-              <th class="num">Awaiting approval</th>
-            </tr>
-          </thead>
-          <tbody>
-            {shown.map((i) => (
-              <InboxRow key={i.inbox_id} inbox={i} w={win} tick={tick} counts={byInbox.get(i.inbox_id)} />
-            ))}
-          </tbody>
-        </table>
+            </tbody>
+          </table>
+        </div>
         {(inboxes.data?.inboxes.length ?? 0) > INBOX_ROWS_MAX && !inboxId && <p class="muted small">The first {INBOX_ROWS_MAX} inboxes are shown; pick one above for the others.</p>}
       </section>
     </Page>

@@ -4,7 +4,7 @@
  */
 import { useState } from 'preact/hooks';
 import { del, enc, get, getText, post, put } from '../api';
-import { ErrorBox, Loading, Page, confirmed, downloadText, onSubmitWith, useAction, useLoad } from '../ui';
+import { CopyButton, ErrorBox, Loading, Page, confirmed, downloadText, onSubmitWith, useAction, useLoad } from '../ui';
 import type { DnsProviderView, Domain, DomainItem, DomainPlan } from '../api-types';
 
 const zonesOf = (text: string | undefined) => (text ?? '').split(/[\s,]+/).filter(Boolean);
@@ -117,12 +117,15 @@ function DnsProviderCard() {
 function DomainDetail({ id, onChanged }: { id: string; onChanged: () => void }) {
   const d = useLoad(() => get<Domain>(`/v0/domains/${enc(id)}`), [id]);
   const [plan, setPlan] = useState<DomainPlan | null>(null);
+  // The plan's warnings (no transport, an edge only on loopback, …) are shown with the records, as `svc domains plan` prints them.
+  const warnings = useLoad(() => get<DomainPlan>(`/v0/domains/${enc(id)}/plan`).then((p) => p.warnings), [id]);
   const action = useAction();
   const base = `/v0/domains/${enc(id)}`;
   const step = (what: string) =>
     action.run(async () => {
       await post(`${base}/${what}`);
       d.reload();
+      warnings.reload();
       onChanged();
     });
   return (
@@ -165,26 +168,38 @@ function DomainDetail({ id, onChanged }: { id: string; onChanged: () => void }) 
           Delete
         </button>
       </div>
+      {(warnings.data ?? []).length > 0 && (
+        <div class="warning" role="note" data-testid="domain-warnings">
+          <strong>Before you rely on these records:</strong>
+          <ul>
+            {warnings.data!.map((w, i) => (
+              <li key={i}>{w}</li>
+            ))}
+          </ul>
+        </div>
+      )}
       {d.data && (
         <div class="table-wrap" style={{ marginTop: '0.5rem' }}>
-          <table class="list">
+          <table class="list records" data-testid="records">
             <thead>
               <tr>
                 <th>Type</th>
                 <th>Name</th>
+                <th>Priority</th>
                 <th>Value</th>
                 <th>Status</th>
               </tr>
             </thead>
             <tbody>
               {[...d.data.records, ...d.data.extra_records].map((r, i) => (
-                <tr key={i}>
+                <tr key={i} data-record={r.type}>
                   <td>{r.type}</td>
-                  <td>
-                    <code>{r.name}</code>
+                  <td class="record-name">
+                    <code>{r.name}</code> <CopyButton text={r.name} what={`${r.type} name`} />
                   </td>
+                  <td data-testid="priority">{r.priority ?? ''}</td>
                   <td>
-                    <code>{r.value}</code>
+                    <code>{r.value}</code> <CopyButton text={r.value} what={`${r.type} value`} />
                   </td>
                   <td>
                     <span class={`badge ${r.state === 'valid' ? 'good' : r.state === 'invalid' ? 'bad' : 'warn'}`}>{r.state}</span>

@@ -1,10 +1,10 @@
-/** Service settings: mail transport (edge pairing or SMTP), remote access, quarantine, OAuth apps. */
+/** Service settings: mail delivery (edge pairing or SMTP), remote access, connected (OAuth) apps. */
 import { del, enc, get, post, put } from '../api';
 import { useLiveEvents } from '../live';
 import { ErrorBox, Loading, Notice, Page, bytes, confirmed, formValues, useAction, useLoad, when } from '../ui';
 import { useState } from 'preact/hooks';
-import { QUARANTINE_RETRY_BACKOFF_MS } from '../../../src/supervisor/loop-table';
-import type { OAuthClient, QuarantineItem, RemoteView, TransportView } from '../api-types';
+import type { OAuthClient, RemoteView, TransportView } from '../api-types';
+import { PermissionSummary, POLICY_NAMES } from '../widgets';
 
 export function TransportPage() {
   const t = useLoad(() => get<TransportView>('/v0/owner/transport'), []);
@@ -15,48 +15,51 @@ export function TransportPage() {
     });
   const v = t.data;
   return (
-    <Page title="Transport">
+    <Page title="Delivery">
+      <p class="muted">How mail reaches svc and leaves it: an edge receives mail for your domains and relays what agents send; an SMTP server (a smart host) can send instead.</p>
       <Loading loaded={t} />
       <ErrorBox error={action.error} />
       {v && (
         <div class="card" data-testid="transport-state">
           {v.configured ? <span class="badge good">configured</span> : <span class="badge warn">not configured: sending answers service_unavailable</span>}
           {v.edges.length > 0 && (
-            <table data-testid="edges">
-              <thead>
-                <tr>
-                  <th>Edge</th>
-                  <th>Health</th>
-                  <th>Last contact</th>
-                  <th />
-                </tr>
-              </thead>
-              <tbody>
-                {v.edges.map((e, i) => (
-                  <tr key={e.url} data-testid="edge-row">
-                    <td>
-                      <code>{e.url}</code> (token set){i === 0 && v.edges.length > 1 ? ' · outbound prefers it' : ''}
-                    </td>
-                    <td>
-                      {e.health.healthy ? <span class="badge good">healthy</span> : <span class="badge warn">{`${e.health.consecutive_failures} failure${e.health.consecutive_failures === 1 ? '' : 's'}: ${e.health.last_error ?? 'failing'}`}</span>}
-                      {e.health.backoff_until && <span class="small muted"> retrying after {when(e.health.backoff_until)}</span>}
-                    </td>
-                    <td>{e.health.last_success_at ? when(e.health.last_success_at) : 'not yet'}</td>
-                    <td>
-                      <button
-                        class="small danger"
-                        onClick={() =>
-                          confirmed(`Unpair the edge at ${e.url}? Mail it still holds stays there until it is paired again.`) &&
-                          void save({ edges: v.edges.filter((x) => x.url !== e.url).map((x) => ({ url: x.url })) })
-                        }
-                      >
-                        Remove
-                      </button>
-                    </td>
+            <div class="table-wrap">
+              <table class="list" data-testid="edges">
+                <thead>
+                  <tr>
+                    <th>Edge</th>
+                    <th>Health</th>
+                    <th>Last contact</th>
+                    <th />
                   </tr>
-                ))}
-              </tbody>
-            </table>
+                </thead>
+                <tbody>
+                  {v.edges.map((e, i) => (
+                    <tr key={e.url} data-testid="edge-row">
+                      <td>
+                        <code>{e.url}</code> (token set){i === 0 && v.edges.length > 1 ? ' · outbound prefers it' : ''}
+                      </td>
+                      <td>
+                        {e.health.healthy ? <span class="badge good">healthy</span> : <span class="badge warn">{`${e.health.consecutive_failures} failure${e.health.consecutive_failures === 1 ? '' : 's'}: ${e.health.last_error ?? 'failing'}`}</span>}
+                        {e.health.backoff_until && <span class="small muted"> retrying after {when(e.health.backoff_until)}</span>}
+                      </td>
+                      <td>{e.health.last_success_at ? when(e.health.last_success_at) : 'not yet'}</td>
+                      <td>
+                        <button
+                          class="small danger"
+                          onClick={() =>
+                            confirmed(`Unpair the edge at ${e.url}? Mail it still holds stays there until it is paired again.`) &&
+                            void save({ edges: v.edges.filter((x) => x.url !== e.url).map((x) => ({ url: x.url })) })
+                          }
+                        >
+                          Remove
+                        </button>
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
           )}
           {v.smtp && (
             <p>
@@ -193,103 +196,6 @@ export function RemotePage() {
   );
 }
 
-/** A delay as the owner reads it: `1 min`, `2 h`. */
-const duration = (ms: number) => (ms >= 3_600_000 && ms % 3_600_000 === 0 ? `${ms / 3_600_000} h` : `${Math.round(ms / 60_000)} min`);
-/** The service's own automatic retry schedule (src/supervisor/loop-table.ts), as a sentence: `1 min, 5 min, 30 min and 2 h`. */
-const RETRY_SCHEDULE = ((d) => `${d.slice(0, -1).join(', ')} and ${d.at(-1)}`)(QUARANTINE_RETRY_BACKOFF_MS.map(duration));
-
-/** What each reason code means for the owner: what happened, and what to do (docs/inbound.md). */
-const REASONS: Record<string, { title: string; happened: string; todo: string }> = {
-  parse_failed: {
-    title: 'Could not be read',
-    happened: 'The message opened but could not be read as email: it is malformed, or reading it ran out of memory while svc was busy.',
-    todo: `svc retries it on its own after ${RETRY_SCHEDULE}. If it still fails after that, Retry once more, or Delete it and ask the sender to send it again.`,
-  },
-  parse_limit_exceeded: {
-    title: 'Too costly to read',
-    happened: 'Reading this message took longer or needed more memory than any message may, or its address headers are far beyond what mail uses. It was set aside so the rest of your mail kept flowing.',
-    todo: 'svc does not retry it on its own. Retry once if svc was very busy when it arrived; otherwise Delete it.',
-  },
-  commit_failed: {
-    title: 'Could not be stored',
-    happened: 'The message was read but could not be saved into the inbox.',
-    todo: `svc retries it on its own after ${RETRY_SCHEDULE}. If it keeps failing, check free disk space and Retry, or Delete it.`,
-  },
-  open_failed: {
-    title: 'Could not be decrypted',
-    happened: "The edge holds this message sealed to a key that is not this home's key (for example the edge was paired with another home), or the stored ciphertext was altered.",
-    todo: 'Waiting will not help. Pair the edge with the home it was sealed for and Retry there, or Delete it.',
-  },
-  object_missing: {
-    title: 'Lost at the edge',
-    happened: 'The edge accepted this message but its stored copy is gone (for example removed from its disk); only its size and recipient are known.',
-    todo: 'It cannot be recovered. Delete it, and ask the sender to send the message again.',
-  },
-};
-
-export function QuarantinePage() {
-  const q = useLoad(() => get<{ items: QuarantineItem[] }>('/v0/owner/quarantine?limit=100'), []);
-  const action = useAction();
-  const [note, setNote] = useState<string | null>(null);
-  useLiveEvents(['inbound.'], () => q.reload());
-  return (
-    <Page title="Quarantine">
-      <p class="muted">Inbound mail svc could not process. It stays sealed at the edge until you retry or delete it; nothing here is decrypted.</p>
-      {note && <Notice>{note}</Notice>}
-      <ErrorBox error={action.error} />
-      <Loading loaded={q} />
-      {q.data?.items.length === 0 && <p class="muted">Nothing is quarantined.</p>}
-      <ul class="items" data-testid="quarantine">
-        {q.data?.items.map((i) => (
-          <li key={i.quarantine_id} style={{ padding: '0.6rem 0.8rem' }}>
-            <div class="item-line">
-              <span>
-                <strong>{REASONS[i.reason_code]?.title ?? i.reason_code}</strong> <code class="small">{i.reason_code}</code>
-              </span>
-              <span class="badge warn">{i.status}</span>
-            </div>
-            {REASONS[i.reason_code] && (
-              <p class="small" data-testid="quarantine-reason">
-                {REASONS[i.reason_code].happened} {REASONS[i.reason_code].todo}
-              </p>
-            )}
-            <div class="small muted">
-              {i.source_kind} · {i.size === null ? 'size unknown' : bytes(i.size)} · {i.inbox_id ?? 'unknown inbox'} · first seen {when(i.first_seen)} · attempts {i.attempts ?? '?'}
-            </div>
-            <div class="actions" style={{ marginTop: '0.4rem' }}>
-              <button
-                class="small"
-                disabled={i.source_kind !== 'buffer_object' || i.status === 'delete_pending'}
-                onClick={() =>
-                  void action.run(async () => {
-                    const r = await post<{ status: string }>(`/v0/owner/quarantine/${enc(i.quarantine_id)}/retry`);
-                    setNote(r.status === 'released' ? 'Released: processed and cleaned up.' : 'Still failing; it stays quarantined.');
-                    q.reload();
-                  })
-                }
-              >
-                Retry
-              </button>
-              <button
-                class="small danger"
-                onClick={() =>
-                  confirmed('Delete this item and its ciphertext for good?') &&
-                  void action.run(async () => {
-                    await del(`/v0/owner/quarantine/${enc(i.quarantine_id)}`);
-                    q.reload();
-                  })
-                }
-              >
-                Delete
-              </button>
-            </div>
-          </li>
-        ))}
-      </ul>
-    </Page>
-  );
-}
-
 export function OAuthPage() {
   const clients = useLoad(() => get<{ clients: OAuthClient[] }>('/v0/owner/oauth/clients?limit=100'), []);
   const action = useAction();
@@ -297,7 +203,7 @@ export function OAuthPage() {
   useLiveEvents(['oauth.'], () => clients.reload());
   return (
     <Page
-      title="OAuth apps"
+      title="Connected apps"
       actions={
         <button
           onClick={() =>
@@ -328,16 +234,13 @@ export function OAuthPage() {
             {c.grants.map((g) => (
               <div key={g.grant_id} class="card small" data-grant={g.grant_id}>
                 <div>
-                  <code>{g.resource}</code> · {g.send_policy} · inboxes {g.inbox_ids.join(', ')}
+                  <code>{g.resource}</code> · {POLICY_NAMES[g.send_policy] ?? g.send_policy} · inboxes {g.inbox_ids.join(', ')}
                 </div>
                 <div class="muted">
                   granted {when(g.created_at)} · ends {when(g.expires_at)} · last used {when(g.last_used_at)}
                 </div>
                 <div class="muted">
-                  {Object.entries(g.permissions)
-                    .filter(([, on]) => on)
-                    .map(([p]) => p)
-                    .join(', ')}
+                  <PermissionSummary permissions={g.permissions} />
                 </div>
                 <button
                   class="small danger"
