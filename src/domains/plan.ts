@@ -168,7 +168,11 @@ function outboundPath(transport: ReturnType<typeof readTransport>, host: MailHos
 
 /** The records, steps and warnings for `domain`; creates the domain's DKIM key when it has none. */
 export async function domainPlan(db: Db, domain: string, opts: { domainId?: string; feedbackEnabled?: boolean } = {}): Promise<DomainPlan> {
-  const key = await domainDkimKey(db, domain);
+  return domainPlanWithKey(db, domain, await domainDkimKey(db, domain), opts);
+}
+
+/** The plan for a domain whose DKIM key is at hand (synchronous: usable inside a transaction). */
+export function domainPlanWithKey(db: Db, domain: string, key: DkimKey, opts: { domainId?: string; feedbackEnabled?: boolean } = {}): DomainPlan {
   const transport = readTransport(db);
   const hosts = mailHosts(db, domain);
   const host = hosts[0];

@@ -22,7 +22,8 @@ import { ApiError, notFound } from '../core/errors.js';
 import { DEFAULT_LIMIT, pageFromRows, readCursor, type PageBinding } from '../core/pagination.js';
 import type { Principal } from '../auth/principal.js';
 import { normalizeDomainName } from './names.js';
-import { domainPlan, type PlannedRecord } from './plan.js';
+import { domainPlan, domainPlanWithKey, type DomainPlan, type PlannedRecord } from './plan.js';
+import { storedDkimKey } from '../mail/dkim-keys.js';
 import type { RecordCheck } from './checks.js';
 import { domainTransition, loopTarget, sdkDomainStatus, sdkRecordStatus, type DomainStatus, type DomainTransition, type DomainTrigger, type RecordState, type SdkRecordStatus } from './states.js';
 import { isSdkRecordType, type ExtraRecordType, type RecordType, type SdkRecordType } from './record-types.js';
@@ -117,7 +118,10 @@ function itemView(row: DomainRow) {
 
 /** The full domain: fields, records with their check status, and the self-test's progress. */
 export async function domainView(db: Db, row: DomainRow) {
-  const plan = await domainPlan(db, row.domain, { domainId: row.domain_id, feedbackEnabled: row.feedback_enabled === 1 });
+  return domainViewWith(db, row, await domainPlan(db, row.domain, { domainId: row.domain_id, feedbackEnabled: row.feedback_enabled === 1 }));
+}
+
+function domainViewWith(db: Db, row: DomainRow, plan: DomainPlan) {
   const views = recordViews(plan.records, row.checks);
   return {
     ...itemView(row),
@@ -338,11 +342,16 @@ export function receiveSelftest(db: Db, recipient: string, headers: [string, str
   if (!row) return null;
   const at = now();
   if (!transition(db, row.domain_id, from, 'selftest_back', null, { selftest_received_at: at, verified_at: at })) return null;
+  // The event carries the domain as GET /v0/domains/{id} answers it now (the SDK's Domain). A
+  // domain that sent its self-test has its DKIM key, so its plan is read here, in the transaction.
+  const verified = domainRow(db, row.domain_id);
+  const key = storedDkimKey(db, verified.domain);
+  const view = key ? domainViewWith(db, verified, domainPlanWithKey(db, verified.domain, key, { domainId: verified.domain_id, feedbackEnabled: verified.feedback_enabled === 1 })) : itemView(verified);
   return appendEvent(db, {
     eventType: step.event!,
     inboxId: null,
     payloadKey: 'domain',
-    payload: { domain_id: row.domain_id, domain: row.domain, status: 'verified', timestamp: at },
+    payload: { ...view, timestamp: at },
   }).seq;
 }
 

@@ -19,7 +19,8 @@ export interface DkimKey {
 
 const generate = promisify(generateKeyPair);
 
-function stored(db: Db, domain: string): DkimKey | null {
+/** The domain's DKIM key when it has one (a domain that reached `verifying` always has). */
+export function storedDkimKey(db: Db, domain: string): DkimKey | null {
   const row = prepared(db, 'SELECT domain, selector, private_key, public_key FROM dkim_keys WHERE domain = ?').get(domain) as
     | { domain: string; selector: string; private_key: string; public_key: string }
     | undefined;
@@ -28,7 +29,7 @@ function stored(db: Db, domain: string): DkimKey | null {
 
 /** The domain's key, created on first use (key generation runs off the event loop). */
 export async function domainDkimKey(db: Db, domain: string): Promise<DkimKey> {
-  const existing = stored(db, domain);
+  const existing = storedDkimKey(db, domain);
   if (existing) return existing;
   const { privateKey, publicKey } = await generate('rsa', { modulusLength: 2048 });
   const now = new Date();
@@ -40,7 +41,7 @@ export async function domainDkimKey(db: Db, domain: string): Promise<DkimKey> {
     (publicKey.export({ type: 'spki', format: 'der' }) as Buffer).toString('base64'),
     now.toISOString(),
   );
-  return stored(db, domain)!;
+  return storedDkimKey(db, domain)!;
 }
 
 /** The TXT record value for the key. */

@@ -7,6 +7,7 @@
  */
 import t from 'tap';
 import { generateKeyPairSync } from 'node:crypto';
+import * as serialization from 'agentmail/serialization';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
 import { startLoopbackDns, type LoopbackDns, type Zone } from '../helpers/dns.js';
 import { subscribe, type EventStream } from '../helpers/events.js';
@@ -78,8 +79,12 @@ t.test('correct records: apply → verifying → self-test round trip → verifi
 
   const event = await events.next('domain.verified', (e) => (e.domain as { domain_id: string }).domain_id === d.domain_id, 30_000);
   const payload = event.domain as Record<string, unknown>;
-  t.same(Object.keys(payload).sort(), ['domain', 'domain_id', 'status', 'timestamp']);
-  t.match(payload, { domain: 'good.example.com', status: 'verified' });
+  t.match(payload, { domain: 'good.example.com', domain_id: d.domain_id, status: 'VERIFIED', state: 'verified', selftest: { status: 'received' } });
+  t.ok(typeof payload.timestamp === 'string', 'when it was verified');
+  // The frame is the SDK's DomainVerifiedEvent, its domain the SDK's Domain (strict: validation on).
+  const parsed = serialization.DomainVerifiedEvent.parse(event, { unrecognizedObjectKeys: 'passthrough', allowUnrecognizedUnionMembers: false, allowUnrecognizedEnumValues: false, skipValidation: false, breadcrumbsPrefix: [] });
+  t.same(parsed.ok ? [] : parsed.errors.map((e) => `${e.path.join('.')}: ${e.message}`), [], "domain.verified parses as the SDK's DomainVerifiedEvent");
+  t.same((payload.records as { status: string }[]).map((r) => r.status), (payload.records as unknown[]).map(() => 'VALID'), 'with every record as it was checked');
 
   const verified = await domainIn(d.domain_id, ['verified']);
   t.equal(verified.reason, null);
