@@ -237,6 +237,8 @@ interface Round {
   search: number[];
   wait_stored: number[];
   wait_none: number[];
+  wait_all_id: number[];
+  wait_all_time: number[];
   usage_1d: number[];
   usage_90d: number[];
   usage_90d_key: number[];
@@ -272,6 +274,12 @@ async function measure(h: Home, salt: number): Promise<Round> {
       const m = spread(i, h.size - PER_THREAD * INBOXES, salt + 2);
       return `/v0/inboxes/${enc(inboxOfMessage(m))}/messages/wait?timeout=0&after=${enc(at(m))}`;
     });
+    // Over every inbox (`GET /v0/messages/wait`), after a Message-ID as a wait loop passes it, and after a time.
+    const waitAllId = await timed(svc.url, h.apiKey, REQUESTS / 4, (i) => {
+      const picked = spread(i, h.size - PER_THREAD * INBOXES, salt + 3);
+      return `/v0/messages/wait?timeout=0&after=${enc(messageIdOf(isSpam(picked) ? picked + 1 : picked))}`;
+    });
+    const waitAllTime = await timed(svc.url, h.apiKey, REQUESTS / 4, (i) => `/v0/messages/wait?timeout=0&after=${enc(at(spread(i, h.size - PER_THREAD * INBOXES, salt + 4)))}`);
     const waitNone = await timed(svc.url, h.apiKey, REQUESTS / 4, (i) => `/v0/inboxes/${enc(inboxOf(i % INBOXES))}/messages/wait?timeout=0&after=${enc(new Date(Date.now() - i).toISOString())}`, [204]);
     // Metrics: a distinct `end` per request (a millisecond apart), so none is a read-cache hit.
     const ends = (i: number) => Date.now() - 60_000 - i * 1000 - salt * 100_000;
@@ -306,6 +314,8 @@ async function measure(h: Home, salt: number): Promise<Round> {
       search,
       wait_stored: waitStored,
       wait_none: waitNone,
+      wait_all_id: waitAllId,
+      wait_all_time: waitAllTime,
       usage_1d: usage1d,
       usage_90d: usage90d,
       usage_90d_key: usage90dKey,
@@ -378,6 +388,9 @@ function figures(h: Home, r: Round, final: ReturnType<typeof finalFigures> | nul
     latency('search_p99_ms', 'Thread search p99', p99(r.search)),
     latency('wait_stored_p50_ms', 'Message wait, first answer (mail stored after `after`) p50', p50(r.wait_stored)),
     latency('wait_stored_p99_ms', 'Message wait, first answer p99', p99(r.wait_stored)),
+    latency('wait_all_id_p50_ms', 'Message wait over every inbox, after a Message-ID (stored answer) p50', p50(r.wait_all_id)),
+    latency('wait_all_id_p99_ms', 'Message wait over every inbox, after a Message-ID p99', p99(r.wait_all_id)),
+    latency('wait_all_time_p50_ms', 'Message wait over every inbox, after a time (stored answer) p50', p50(r.wait_all_time)),
     latency('wait_none_p50_ms', 'Message wait, timeout=0 with nothing new (204) p50', p50(r.wait_none)),
     latency('usage_1d_p50_ms', 'Owner usage metrics, 1 day (hourly) p50', p50(r.usage_1d), true),
     latency('usage_1d_max_ms', `Owner usage metrics, 1 day, slowest of ${METRIC_REQUESTS}`, round(Math.max(...r.usage_1d), 1), true),
