@@ -16,6 +16,7 @@ import { benchSend } from './send.js';
 import { benchWebhooks } from './webhooks.js';
 import { benchWsFanout, BURST, BURST_CONCURRENCY, CLIENTS, EVENTS as WS_EVENTS, RATE } from './ws-fanout.js';
 import { benchWaits, ROUNDS as WAIT_ROUNDS, WAITERS } from './waits.js';
+import { benchScale, scaleSizes } from './scale.js';
 import { benchDir, summarize, writeReport, type BenchResult, type Results } from './report.js';
 import { cpuSnapshot, round, rssMiB, running, sampleMemory, type Metric } from './util.js';
 import { profiled, type StageBreakdown } from './stages.js';
@@ -51,6 +52,8 @@ interface BenchDef {
   peerConfig?: string[];
   config: () => string[];
   run(runs: number): Promise<Outcome>;
+  /** Runs only when named (`npm run bench -- <name>`), not in a run of every benchmark: it takes long. */
+  optIn?: boolean;
   /**
    * Notes from the run's own figures; one starting with "Gap" explains a missed target and is
    * repeated under the report's targets.
@@ -241,6 +244,16 @@ const BENCHES: Record<string, BenchDef> = {
     config: () => [`${WAITERS} waiting requests (BENCH_WAITERS)`, `${WAIT_ROUNDS} rounds, one message each (BENCH_WAIT_ROUNDS)`, 'clients in the benchmark process, keep-alive connections'],
     run: repeat(benchWaits),
   },
+  scale: {
+    title: 'Scale: cost at 10,000 and 1,000,000 stored messages',
+    what:
+      'Homes of each size (50 inboxes, 4 messages per thread, one in five with a 6 KB attachment, most older mail read, some flagged and some spam, spread over 400 days) seeded in-process through `commitInbound` — the function the inbound loop calls — in transactions of 500, with label edits through `updateMessageLabels`; inboxes, the owner and the read key made over the API. ' +
+      'For each size in the same run: start-up to `server.ready`, idle RSS, one client making distinct (uncached) GET threads, GET message, thread search, message-wait, metrics and counts requests, the owner web app\'s first paint of the mail list in Chromium, and `svc backup` with the service running; once at the end, with the service stopped, a migration adding a column to messages (the runner\'s pre-upgrade snapshot and the ALTER) and migration 25\'s counter backfill. Issue 37 §1: every latency at the largest size within 1.5× of the smallest, metrics under 50 ms for any window.',
+    baseline: 'the same figure at the smallest size, in the same run (for database bytes per message: the raw MIME bytes per message)',
+    config: () => [`sizes ${scaleSizes().map((s) => s.toLocaleString('en-US')).join(', ')} (\`--sizes\` or BENCH_SCALE_SIZES)`, '200 distinct requests per read figure, 15 per metrics figure, one client', 'run only when named: `npm run bench -- scale`'],
+    optIn: true,
+    run: benchScale,
+  },
 };
 
 async function machineFacts(): Promise<Results['machine']> {
@@ -264,10 +277,11 @@ if (only && !BENCHES[only]) {
   process.exit(2);
 }
 const resultsFile = path.join(benchDir, 'results.json');
-const previous: Results | null = only && fs.existsSync(resultsFile) ? (JSON.parse(fs.readFileSync(resultsFile, 'utf8')) as Results) : null;
+// Kept for the benchmarks this run leaves out (all but the one named, or the opt-in ones).
+const previous: Results | null = fs.existsSync(resultsFile) ? (JSON.parse(fs.readFileSync(resultsFile, 'utf8')) as Results) : null;
 const results: Results = { generated_at: new Date().toISOString(), bench_runs: RUNS, machine: await machineFacts(), benches: {} };
 for (const [name, def] of Object.entries(BENCHES)) {
-  if (only && name !== only) {
+  if ((only && name !== only) || (!only && def.optIn)) {
     if (previous?.benches[name]) results.benches[name] = previous.benches[name];
     continue;
   }

@@ -1,17 +1,18 @@
 /**
- * Usage metrics (issue 20 §5, docs/metrics.md), counted from svc's own records — no separate
- * counters to drift: a received message is an inbound row with the system label `received` (its
+ * Usage metrics (issue 20 §5, docs/metrics.md), counted from svc's own records: a received message is an inbound row with the system label `received` (its
  * hidden label picks the variant, in the order of spec §6.2 rule 1), a sent one carries `sent`,
  * and the delivery outcome labels `delivered`, `bounced`, `complained` and `rejected` stay on the
  * message once a report or the transport set them (src/mail/delivery-reports.ts,
  * src/mail/outbound.ts). Each is counted once per message, in the bucket of the message's
  * `timestamp` (received or queued time, UTC). Deleted mail is no longer counted.
  *
- * Event queries walk the index `messages_inbox_time` (inbox, time) over the window only and read
- * no message row: labels come from `message_labels`' primary key and stored sizes from the length
- * of the raw MIME parts, which SQLite reads from the record header without the bytes. Usage totals
- * also need what came before the window: one aggregate over the same index, so their cost grows
- * with the inboxes' whole history (docs/metrics.md, "Cost and bounds"). The limits below bound the
+ * Whole days come from the per-day counters the triggers of migration 25 keep in the same
+ * transaction as each change (src/db/migrations-metric-days.ts), so a running total costs a few
+ * rows per day of history, not a row per message (issue 37 §1). What the counters cannot split —
+ * sub-day buckets, the partial days at a window's ends — walks the index `messages_inbox_time`
+ * (inbox, time) over that part only and reads no message row: labels come from `message_labels`'
+ * primary key and stored sizes from the length of the raw MIME parts, which SQLite reads from the
+ * record header without the bytes (docs/metrics.md, "Cost and bounds"). The limits below bound the
  * window, the bucket count and the answer.
  *
  * Usage counts only mail the caller can read (hidden labels per `readVisibility`); event counts
@@ -20,6 +21,7 @@
 import type { Db } from '../db/open.js';
 import { prepared } from '../db/statements.js';
 import { HIDDEN_LABELS, visibleSql, type Visibility } from './labels.js';
+import { HIDDEN_VISIBILITY_BITS, METRIC_LABEL_BITS } from '../db/migrations-metric-days.js';
 
 /** The event types of AgentMail's metrics API (the SDK's MetricEventType), in its order. */
 export const METRIC_EVENT_TYPES = [
@@ -95,6 +97,16 @@ const EVENT_BITS: Record<Exclude<MetricEventType, 'domain.verified'>, readonly [
 };
 
 const iso = (ms: number) => new Date(ms).toISOString();
+const DAY_MS = 86_400_000;
+/** A counter's day key (metric_days, thread_days): the UTC date of a time. */
+const dayOf = (ms: number) => iso(ms).slice(0, 10);
+
+/**
+ * Where counts come from: the stored per-day counters (migration 25) with the messages of the
+ * partial days, or the messages alone (`scan`: the computation before the counters, kept to check
+ * them against, test/unit/metric-days.test.ts).
+ */
+export type CountSource = 'counters' | 'scan';
 
 /**
  * SQL for the bucket key of a stored ISO time column: epoch seconds floored to the period (bound
@@ -112,6 +124,37 @@ function series(rows: { b: number | string; n: number }[], w: MetricsWindow): Me
 }
 
 /**
+ * The message event counts of a window, counted from the messages (the events index walk below):
+ * every period without `counters`, and the partial days around a daily window's stored counters.
+ */
+function scanEvents(db: Db, inboxIds: readonly string[], messageTypes: readonly Exclude<MetricEventType, 'domain.verified'>[], w: MetricsWindow): { type: MetricEventType; b: number | string; n: number }[] {
+  const dir = w.descending ? 'DESC' : 'ASC';
+  const period = w.periodS === null ? {} : { period: w.periodS };
+  // CROSS JOIN keeps the window's messages as the outer loop: each is read once, then matched
+  // against the few wanted types.
+  return prepared(
+    db,
+    `SELECT type, b, n FROM (
+       SELECT ty.type AS type, e.b AS b, count(*) AS n, row_number() OVER (PARTITION BY ty.type ORDER BY e.b ${dir}) AS rn
+         FROM (SELECT ${bucketSql('m.timestamp', w.periodS)} AS b,
+                      (SELECT ${LABEL_BITS_SQL} FROM message_labels WHERE message_rowid = m.id) AS bits
+                 FROM messages m INDEXED BY messages_inbox_time
+                WHERE m.inbox_id IN (SELECT value FROM json_each(@inboxes)) AND m.timestamp >= @start AND m.timestamp < @end) e
+        CROSS JOIN (SELECT json_extract(value, '$[0]') AS type, json_extract(value, '$[1]') AS mask, json_extract(value, '$[2]') AS want FROM json_each(@types)) ty
+        WHERE (e.bits & ty.mask) = ty.want
+        GROUP BY ty.type, e.b
+     ) WHERE rn <= @limit`,
+  ).all({
+    inboxes: JSON.stringify(inboxIds),
+    types: JSON.stringify(messageTypes.map((t) => [t, ...EVENT_BITS[t]])),
+    start: iso(w.startMs),
+    end: iso(w.endMs),
+    limit: w.limit,
+    ...period,
+  }) as { type: MetricEventType; b: number | string; n: number }[];
+}
+
+/**
  * Event counts per type for the given inboxes (their ids, already scoped), sparse: buckets with
  * no event are left out. `domain.verified` is counted only when `withDomains` (the owner's
  * instance-wide query); other inboxes' mail is never read.
@@ -121,35 +164,45 @@ function series(rows: { b: number | string; n: number }[], w: MetricsWindow): Me
  * (ROW_NUMBER over the groups, in the asked order), so at most `limit` rows per type reach
  * JavaScript — also without `period`, where every distinct event time is its own bucket.
  */
-export function countMetricEvents(db: Db, inboxIds: readonly string[], types: readonly MetricEventType[], w: MetricsWindow, withDomains: boolean): Record<string, MetricBucket[]> {
+export function countMetricEvents(
+  db: Db,
+  inboxIds: readonly string[],
+  types: readonly MetricEventType[],
+  w: MetricsWindow,
+  withDomains: boolean,
+  source: CountSource = 'counters',
+): Record<string, MetricBucket[]> {
   const perType = new Map<MetricEventType, { b: number | string; n: number }[]>(types.map((t) => [t, []]));
   const dir = w.descending ? 'DESC' : 'ASC';
   const messageTypes = types.filter((t): t is Exclude<MetricEventType, 'domain.verified'> => t !== 'domain.verified');
   const period = w.periodS === null ? {} : { period: w.periodS };
   if (messageTypes.length > 0 && inboxIds.length > 0) {
-    // CROSS JOIN keeps the window's messages as the outer loop: each is read once, then matched
-    // against the few wanted types.
-    const rows = prepared(
-      db,
-      `SELECT type, b, n FROM (
-         SELECT ty.type AS type, e.b AS b, count(*) AS n, row_number() OVER (PARTITION BY ty.type ORDER BY e.b ${dir}) AS rn
-           FROM (SELECT ${bucketSql('m.timestamp', w.periodS)} AS b,
-                        (SELECT ${LABEL_BITS_SQL} FROM message_labels WHERE message_rowid = m.id) AS bits
-                   FROM messages m INDEXED BY messages_inbox_time
-                  WHERE m.inbox_id IN (SELECT value FROM json_each(@inboxes)) AND m.timestamp >= @start AND m.timestamp < @end) e
-          CROSS JOIN (SELECT json_extract(value, '$[0]') AS type, json_extract(value, '$[1]') AS mask, json_extract(value, '$[2]') AS want FROM json_each(@types)) ty
-          WHERE (e.bits & ty.mask) = ty.want
-          GROUP BY ty.type, e.b
-       ) WHERE rn <= @limit`,
-    ).all({
-      inboxes: JSON.stringify(inboxIds),
-      types: JSON.stringify(messageTypes.map((t) => [t, ...EVENT_BITS[t]])),
-      start: iso(w.startMs),
-      end: iso(w.endMs),
-      limit: w.limit,
-      ...period,
-    }) as { type: MetricEventType; b: number | string; n: number }[];
-    for (const row of rows) perType.get(row.type)!.push(row);
+    const dailyFrom = Math.ceil(w.startMs / DAY_MS) * DAY_MS;
+    const dailyTo = Math.floor(w.endMs / DAY_MS) * DAY_MS;
+    if (source === 'counters' && w.periodS !== null && w.periodS % 86_400 === 0 && dailyFrom < dailyTo) {
+      // Whole days from the stored counters; the partial days at either end from the messages
+      // (at most a day each). Each holds at most one daily bucket per type, so no limit applies there.
+      const sums = new Map<string, number>();
+      const add = (type: string, b: number | string, n: number) => sums.set(`${type}\n${b}`, (sums.get(`${type}\n${b}`) ?? 0) + n);
+      const days = prepared(
+        db,
+        `SELECT CAST(strftime('%s', day) AS INTEGER) AS b, bits, sum(messages) AS n FROM metric_days
+          WHERE inbox_id IN (SELECT value FROM json_each(?)) AND day >= ? AND day < ? GROUP BY day, bits`,
+      ).all(JSON.stringify(inboxIds), dayOf(dailyFrom), dayOf(dailyTo)) as { b: number; bits: number; n: number }[];
+      for (const row of days) {
+        const day = Math.floor(row.b / w.periodS) * w.periodS;
+        for (const t of messageTypes) if (row.n > 0 && (row.bits & EVENT_BITS[t][0]) === EVENT_BITS[t][1]) add(t, day, row.n);
+      }
+      for (const [from, to] of [[w.startMs, dailyFrom], [dailyTo, w.endMs]] as const) {
+        if (from < to) for (const row of scanEvents(db, inboxIds, messageTypes, { ...w, startMs: from, endMs: to, limit: MAX_METRICS_BUCKETS })) add(row.type, row.b, row.n);
+      }
+      for (const [key, n] of sums) {
+        const [type, b] = key.split('\n') as [MetricEventType, string];
+        if (n > 0) perType.get(type)!.push({ b: Number(b), n });
+      }
+    } else {
+      for (const row of scanEvents(db, inboxIds, messageTypes, w)) perType.get(row.type)!.push(row);
+    }
   }
   if (perType.has('domain.verified') && withDomains) {
     const rows = prepared(
@@ -178,9 +231,9 @@ export function usageBuckets(w: MetricsWindow & { periodS: number }): number {
  * thread counts from its first message the caller can read (a thread of hidden mail only is not
  * counted, as thread lists leave it out) — so the series never shows when hidden mail arrived.
  *
- * Messages: one aggregate over the index `messages_inbox_time` for the total before the window,
- * and one grouped by bucket over the window. Threads: one pass over the inboxes' threads
- * (`threads_inbox`), finding each one's first readable message through `messages_thread`.
+ * Messages and threads: the counters' days before the part counted from the messages (the
+ * window's last day for daily buckets, else the window from its first day), and that part
+ * grouped by bucket. `scan` counts everything from the messages, as before the counters.
  */
 export function usageSeries(
   db: Db,
@@ -189,6 +242,7 @@ export function usageSeries(
   w: MetricsWindow & { periodS: number },
   scope: { instanceWide: boolean; withDomains: boolean },
   v: Visibility,
+  source: CountSource = 'counters',
 ): Record<string, UsagePoint[]> {
   const period = w.periodS;
   const firstS = Math.floor(w.startMs / 1000 / period) * period;
@@ -209,38 +263,86 @@ export function usageSeries(
 
   const answered = new Map<UsageType, number[]>();
   const wants = (t: UsageType) => types.includes(t);
+  // With counters: the stored per-day counts up to `scanFrom` (a day boundary), the messages from
+  // there to `end` — the last day's part for daily buckets, else the window from its first day on.
+  // Without (`scan`): every message before the window is aggregated, as before migration 25.
+  const counted = source === 'counters';
+  const scanFromMs = !counted ? firstS * 1000 : period % 86_400 === 0 ? Math.max(firstS * 1000, Math.floor(w.endMs / DAY_MS) * DAY_MS) : Math.floor((firstS * 1000) / DAY_MS) * DAY_MS;
+  const scan = { ...grid, from: iso(scanFromMs), fromDay: dayOf(scanFromMs), firstDay: dayOf(firstS * 1000) };
+  /** Bucket index of a counter's day: -1 before the grid. */
+  const dayIndexSql = `CASE WHEN day < @firstDay THEN -1 ELSE (CAST(strftime('%s', day) AS INTEGER) - CAST(@firstS AS INTEGER)) / CAST(@period AS INTEGER) END`;
+  const visible = visibleSql('m', v);
   if ((wants('message_count') || wants('storage_bytes')) && inboxIds.length > 0) {
     const bytes = wants('storage_bytes') ? '(SELECT total(length(bytes)) FROM raw_message_parts WHERE message_rowid = m.id)' : '0';
-    const visible = visibleSql('m', v);
-    const before = prepared(
-      db,
-      `SELECT count(*) AS n, total(${bytes}) AS bytes FROM messages m INDEXED BY messages_inbox_time
-        WHERE m.inbox_id IN (SELECT value FROM json_each(@ids)) AND m.timestamp < @first AND ${visible}`,
-    ).get({ ids, first: grid.first }) as { n: number; bytes: number };
-    const within = prepared(
-      db,
-      `SELECT ${indexSql('m.timestamp')} AS i, count(*) AS n, total(${bytes}) AS bytes FROM messages m INDEXED BY messages_inbox_time
-        WHERE m.inbox_id IN (SELECT value FROM json_each(@ids)) AND m.timestamp >= @first AND m.timestamp < @end AND ${visible}
-        GROUP BY i`,
-    ).all({ ids, ...grid }) as { i: number; n: number; bytes: number }[];
-    if (wants('message_count')) answered.set('message_count', running(before.n, within.map((r) => ({ i: r.i, v: r.n }))));
-    if (wants('storage_bytes')) answered.set('storage_bytes', running(before.bytes, within.map((r) => ({ i: r.i, v: r.bytes }))));
+    const steps: { i: number; n: number; bytes: number }[] = [];
+    if (counted) {
+      const hidden = v.excluded.reduce((mask, l) => mask | METRIC_LABEL_BITS[l], 0);
+      steps.push(
+        ...(prepared(
+          db,
+          `SELECT ${dayIndexSql} AS i, sum(messages) AS n, sum(bytes) AS bytes FROM metric_days
+            WHERE inbox_id IN (SELECT value FROM json_each(@ids)) AND day < @fromDay AND (bits & @hidden) = 0 GROUP BY i`,
+        ).all({ ids, hidden, ...scan }) as { i: number; n: number; bytes: number }[]),
+      );
+    } else {
+      const before = prepared(
+        db,
+        `SELECT count(*) AS n, total(${bytes}) AS bytes FROM messages m INDEXED BY messages_inbox_time
+          WHERE m.inbox_id IN (SELECT value FROM json_each(@ids)) AND m.timestamp < @from AND ${visible}`,
+      ).get({ ids, from: scan.from }) as { n: number; bytes: number };
+      steps.push({ i: -1, ...before });
+    }
+    steps.push(
+      ...(prepared(
+        db,
+        `SELECT ${indexSql('m.timestamp')} AS i, count(*) AS n, total(${bytes}) AS bytes FROM messages m INDEXED BY messages_inbox_time
+          WHERE m.inbox_id IN (SELECT value FROM json_each(@ids)) AND m.timestamp >= @from AND m.timestamp < @end AND ${visible}
+          GROUP BY i`,
+      ).all({ ids, ...scan }) as { i: number; n: number; bytes: number }[]),
+    );
+    const base = (f: (r: (typeof steps)[number]) => number) => steps.filter((r) => r.i < 0).reduce((sum, r) => sum + f(r), 0);
+    const inGrid = steps.filter((r) => r.i >= 0);
+    if (wants('message_count')) answered.set('message_count', running(base((r) => r.n), inGrid.map((r) => ({ i: r.i, v: r.n }))));
+    if (wants('storage_bytes')) answered.set('storage_bytes', running(base((r) => r.bytes), inGrid.map((r) => ({ i: r.i, v: r.bytes }))));
   } else {
     for (const t of ['message_count', 'storage_bytes'] as const) if (wants(t)) answered.set(t, running(0, []));
   }
   if (wants('thread_count')) {
-    // A thread counts from its first message the caller can read: the first of messages_thread's
-    // (thread_id, timestamp) entries that passes the visibility test. MATERIALIZED: found once
-    // per thread (a flattened subquery would be run again for each use of `first`).
-    const rows = prepared(
-      db,
-      `WITH f AS MATERIALIZED (
-         SELECT (SELECT m.timestamp FROM messages m INDEXED BY messages_thread WHERE m.thread_id = t.thread_id AND ${visibleSql('m', v)} ORDER BY m.timestamp LIMIT 1) AS first
-           FROM threads t INDEXED BY threads_inbox WHERE t.inbox_id IN (SELECT value FROM json_each(@ids))
-       )
-       SELECT CASE WHEN first < @first THEN -1 ELSE ${indexSql('first')} END AS i, count(*) AS v FROM f WHERE first < @end GROUP BY i`,
-    ).all({ ids, ...grid }) as { i: number; v: number }[];
-    answered.set('thread_count', running(rows.find((r) => r.i === -1)?.v ?? 0, rows.filter((r) => r.i >= 0)));
+    let rows: { i: number; v: number }[];
+    if (counted) {
+      // Stored: each thread on the day of its first message this visibility reads (bit `@visibility`
+      // of `visible_to`); from `scanFrom` on, the readable messages with no readable one before
+      // them in their thread (messages_thread's order, the row id breaking a tie).
+      const visibility = v.excluded.reduce((bit, l) => bit | HIDDEN_VISIBILITY_BITS[l], 0);
+      rows = [
+        ...(prepared(
+          db,
+          `SELECT ${dayIndexSql} AS i, sum(threads) AS v FROM thread_days
+            WHERE inbox_id IN (SELECT value FROM json_each(@ids)) AND day < @fromDay AND (visible_to >> @visibility) & 1 GROUP BY i`,
+        ).all({ ids, visibility, ...scan }) as { i: number; v: number }[]),
+        ...(prepared(
+          db,
+          `SELECT ${indexSql('m.timestamp')} AS i, count(*) AS v FROM messages m INDEXED BY messages_inbox_time
+            WHERE m.inbox_id IN (SELECT value FROM json_each(@ids)) AND m.timestamp >= @from AND m.timestamp < @end AND ${visible}
+              AND NOT EXISTS (SELECT 1 FROM messages p INDEXED BY messages_thread
+                               WHERE p.thread_id = m.thread_id AND (p.timestamp < m.timestamp OR (p.timestamp = m.timestamp AND p.id < m.id)) AND ${visibleSql('p', v)})
+            GROUP BY i`,
+        ).all({ ids, ...scan }) as { i: number; v: number }[]),
+      ];
+    } else {
+      // A thread counts from its first message the caller can read: the first of messages_thread's
+      // (thread_id, timestamp) entries that passes the visibility test. MATERIALIZED: found once
+      // per thread (a flattened subquery would be run again for each use of `first`).
+      rows = prepared(
+        db,
+        `WITH f AS MATERIALIZED (
+           SELECT (SELECT m.timestamp FROM messages m INDEXED BY messages_thread WHERE m.thread_id = t.thread_id AND ${visible} ORDER BY m.timestamp LIMIT 1) AS first
+             FROM threads t INDEXED BY threads_inbox WHERE t.inbox_id IN (SELECT value FROM json_each(@ids))
+         )
+         SELECT CASE WHEN first < @first THEN -1 ELSE ${indexSql('first')} END AS i, count(*) AS v FROM f WHERE first < @end GROUP BY i`,
+      ).all({ ids, ...grid }) as { i: number; v: number }[];
+    }
+    answered.set('thread_count', running(rows.filter((r) => r.i < 0).reduce((sum, r) => sum + r.v, 0), rows.filter((r) => r.i >= 0)));
   }
   if (wants('inbox_count') && scope.instanceWide) {
     const rows = prepared(

@@ -39,33 +39,50 @@ function anyOf(column: string, values: readonly string[], where: string[], param
 }
 
 /**
+ * The inboxes a wait covers as rows of `inbox_id`, with the SQL's parameters: every inbox of the
+ * home for 'all', so each lookup can seek the per-inbox indexes (messages has none by time or
+ * Message-ID alone, and without an inbox a lookup would read every stored message).
+ */
+function inboxRows(inboxes: 'all' | readonly string[]): { sql: string; params: unknown[] } {
+  return inboxes === 'all' ? { sql: 'SELECT inbox_id FROM inboxes', params: [] } : { sql: 'SELECT value AS inbox_id FROM json_each(?)', params: [JSON.stringify(inboxes)] };
+}
+
+/**
  * The point of a message in the waiter's inboxes that the caller may read (`v`, its read
  * visibility), for `after=<message_id>`; null when there is none. A message hidden by a label the
  * caller lacks the permission for answers exactly as a missing one, so `after` cannot probe for it.
  */
 export function messagePoint(db: Db, inboxes: 'all' | readonly string[], messageId: string, v: Visibility): WaitPoint | null {
-  const inScope = inboxes === 'all' ? '1 = 1' : `m.inbox_id IN (SELECT value FROM json_each(?))`;
-  const params: unknown[] = inboxes === 'all' ? [messageId] : [messageId, JSON.stringify(inboxes)];
-  const row = prepared(db, `SELECT m.timestamp, m.id FROM messages m WHERE m.message_id = ? AND ${inScope} AND ${visibleSql('m', v)} ORDER BY m.timestamp, m.id LIMIT 1`).get(
-    ...params,
+  const scope = inboxRows(inboxes);
+  // Per inbox: the (inbox_id, message_id) key finds it in one seek, however much mail is stored.
+  const row = prepared(db, `SELECT m.timestamp, m.id FROM messages m WHERE m.message_id = ? AND m.inbox_id IN (${scope.sql}) AND ${visibleSql('m', v)} ORDER BY m.timestamp, m.id LIMIT 1`).get(
+    messageId,
+    ...scope.params,
   ) as WaitPoint | undefined;
   return row ?? null;
 }
 
-/** The first received message after `after` that passes the filters, oldest first; null when none is stored yet. */
+/**
+ * The first received message after `after` that passes the filters, oldest first; null when none
+ * is stored yet. Each inbox's first match is found in its (inbox_id, timestamp) index from `after`
+ * on (the `>=` bound starts the walk there rather than at the inbox's oldest mail), then the oldest
+ * of those answers: the cost follows the inboxes and the mail after `after`, not the history.
+ */
 export function firstReceivedAfter(db: Db, after: WaitPoint, f: WaitFilters): Message | null {
-  const where = ["m.direction = 'inbound'", '(m.timestamp > ? OR (m.timestamp = ? AND m.id > ?))', visibleSql('m', { excluded: f.excluded } satisfies Visibility)];
-  const params: unknown[] = [after.timestamp, after.timestamp, after.id];
-  if (f.inboxes !== 'all') {
-    where.push('m.inbox_id IN (SELECT value FROM json_each(?))');
-    params.push(JSON.stringify(f.inboxes));
-  }
+  const where = ["m.direction = 'inbound'", 'm.timestamp >= ?', '(m.timestamp > ? OR (m.timestamp = ? AND m.id > ?))', visibleSql('m', { excluded: f.excluded } satisfies Visibility)];
+  const params: unknown[] = [after.timestamp, after.timestamp, after.timestamp, after.id];
   anyOf('m.from_address', f.from, where, params);
   anyOf(RECIPIENTS_SQL, f.to, where, params);
   anyOf('m.subject', f.subject, where, params);
-  const row = prepared(db, `SELECT ${MESSAGE_ITEM_COLUMNS}, ${MESSAGE_BODY_COLUMNS} FROM messages m WHERE ${where.join(' AND ')} ORDER BY m.timestamp, m.id LIMIT 1`).get(...params) as
-    | MessageBodyRow
-    | undefined;
+  const scope = inboxRows(f.inboxes);
+  // The inner `m` (one inbox's candidates) shadows the outer one (the answer) inside the subquery.
+  const row = prepared(
+    db,
+    `SELECT ${MESSAGE_ITEM_COLUMNS}, ${MESSAGE_BODY_COLUMNS} FROM messages m
+      WHERE m.id IN (SELECT (SELECT m.id FROM messages m INDEXED BY messages_inbox_time WHERE m.inbox_id = i.inbox_id AND ${where.join(' AND ')} ORDER BY m.timestamp, m.id LIMIT 1)
+                       FROM (${scope.sql}) i)
+      ORDER BY m.timestamp, m.id LIMIT 1`,
+  ).get(...params, ...scope.params) as MessageBodyRow | undefined;
   return row ? fullMessages(db, [row])[0]! : null;
 }
 

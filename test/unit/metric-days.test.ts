@@ -1,0 +1,141 @@
+/**
+ * The stored per-day metric counters (migration 25, src/db/migrations-metric-days.ts) on a real
+ * database, filled through the inbound commit path: after new mail over several UTC days, replies,
+ * hidden mail, label edits (trash, spam removed, delivery labels), deletions of messages, threads
+ * and an inbox, the usage and event answers made from the counters equal the ones counted from the
+ * messages (the computation before the counters) for every visibility and for windows that start
+ * and end inside a day; and the migration's backfill of a home stored before it equals what the
+ * triggers kept.
+ */
+import t from 'tap';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { openDatabase, type Db } from '../../src/db/open.js';
+import { MIGRATIONS } from '../../src/db/migrations.js';
+import { METRIC_DAYS_MIGRATION } from '../../src/db/migrations-metric-days.js';
+import { commitInbound } from '../../src/mail/store.js';
+import { deleteMessage, updateMessageLabels } from '../../src/mail/messages.js';
+import { deleteThread } from '../../src/mail/threads.js';
+import { countMetricEvents, usageSeries, METRIC_EVENT_TYPES, USAGE_TYPES, type MetricsWindow } from '../../src/mail/metrics.js';
+import { HIDDEN_LABELS, type HiddenLabel } from '../../src/mail/labels.js';
+import { parseMime } from '../../workers/pool/parse.js';
+import { insertInbox } from '../helpers/db.js';
+import { tempDir } from '../helpers/svc.js';
+
+const INBOXES = ['counted@example.com', 'other@example.com', 'gone@example.com'];
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+const ALL = { excluded: [] as HiddenLabel[] };
+const VIEWS: { excluded: readonly HiddenLabel[] }[] = [ALL, { excluded: HIDDEN_LABELS }, { excluded: ['trash'] }, { excluded: ['spam', 'unauthenticated'] }];
+const NOW = Date.now();
+
+/** Windows: the default day, several days hourly, days daily, 90 days, ends and starts inside a day, a fine period. */
+function windows(): (MetricsWindow & { periodS: number })[] {
+  const w = (startMs: number, endMs: number, periodS: number) => ({ startMs, endMs, periodS, limit: 1000, descending: false });
+  return [
+    w(NOW - DAY, NOW, 3600),
+    w(NOW - 3 * DAY - 5 * HOUR, NOW - 7 * HOUR, 3600),
+    w(NOW - 10 * DAY, NOW, 86_400),
+    w(NOW - 90 * DAY, NOW, 86_400),
+    w(NOW - 6 * DAY - 13 * HOUR, NOW - 2 * DAY - 3 * HOUR, 86_400),
+    w(NOW - 2 * DAY, NOW - DAY, 600),
+  ];
+}
+
+function agree(t: typeof import('tap').default, db: Db, inboxIds: string[], label: string): void {
+  for (const w of windows()) {
+    for (const v of VIEWS) {
+      const scope = { instanceWide: true, withDomains: true };
+      const what = `${label}: usage ${new Date(w.startMs).toISOString()}..${new Date(w.endMs).toISOString()} /${w.periodS}s, hidden ${v.excluded.join('+') || 'none'}`;
+      t.same(usageSeries(db, inboxIds, USAGE_TYPES, w, scope, v), usageSeries(db, inboxIds, USAGE_TYPES, w, scope, v, 'scan'), what);
+    }
+    for (const descending of [false, true]) {
+      const ew = { ...w, descending, limit: 3 };
+      t.same(countMetricEvents(db, inboxIds, METRIC_EVENT_TYPES, ew, true), countMetricEvents(db, inboxIds, METRIC_EVENT_TYPES, ew, true, 'scan'), `${label}: events /${w.periodS}s${descending ? ' descending' : ''}`);
+    }
+  }
+}
+
+const countersOf = (db: Db) => ({
+  messages: db.prepare('SELECT inbox_id, day, bits, messages, bytes FROM metric_days WHERE messages != 0 OR bytes != 0 ORDER BY 1, 2, 3').all(),
+  threads: db.prepare('SELECT inbox_id, day, visible_to, threads FROM thread_days WHERE threads != 0 ORDER BY 1, 2, 3').all(),
+});
+
+t.test('counters follow every change and answer as counting the messages does', async (t) => {
+  const db = openDatabase(path.join(tempDir(), 'svc.db'), randomBytes(32), { migrate: true });
+  t.teardown(() => db.close());
+  for (const inbox of INBOXES) insertInbox(db, inbox);
+  const template = await parseMime(new TextEncoder().encode(`From: a@example.net\r\nTo: ${INBOXES[0]}\r\nSubject: x\r\nMessage-ID: <t@example.net>\r\n\r\nbody\r\n`));
+  let n = 0;
+  const receive = (inboxId: string, at: number, opts: { replyTo?: number; hidden?: 'spam' | 'blocked' | 'unauthenticated' } = {}) => {
+    const i = n++;
+    const raw = new TextEncoder().encode(`Subject: ${i}\r\n\r\n${'x'.repeat(100 + i)}\r\n`);
+    commitInbound(db, {
+      inboxId,
+      parsed: {
+        ...template,
+        messageId: `<m${i}@example.net>`,
+        inReplyTo: opts.replyTo === undefined ? null : `<m${opts.replyTo}@example.net>`,
+        references: opts.replyTo === undefined ? [] : [`<m${opts.replyTo}@example.net>`],
+        subject: `Subject ${i}`,
+        date: new Date(at).toISOString(),
+      },
+      raw,
+      sourceKey: `k${i}`,
+      receivedAt: new Date(at).toISOString(),
+      ...(opts.hidden ? { hiddenLabels: [opts.hidden] } : {}),
+    });
+    return `<m${i}@example.net>`;
+  };
+  // Mail over twelve days, every few hours, into three inboxes; a thread in four of five.
+  db.transaction(() => {
+    for (let k = 0; k < 120; k++) {
+      const at = NOW - 12 * DAY + k * 2.4 * HOUR + (k % 7) * 60_000;
+      const inbox = INBOXES[k % 3]!;
+      const hidden = k % 11 === 3 ? 'spam' : k % 13 === 5 ? 'blocked' : k % 17 === 7 ? 'unauthenticated' : undefined;
+      receive(inbox, at, { ...(k % 5 !== 0 && k >= 3 ? { replyTo: n - 3 } : {}), ...(hidden ? { hidden } : {}) });
+    }
+  })();
+  // A thread whose first message is hidden and whose reply, a day later, is not.
+  const first = receive(INBOXES[0]!, NOW - 4 * DAY - HOUR, { hidden: 'spam' });
+  receive(INBOXES[0]!, NOW - 3 * DAY + HOUR, { replyTo: n - 1 });
+  agree(t, db, INBOXES, 'new mail');
+
+  db.transaction(() => updateMessageLabels(db, INBOXES[0]!, ['<m3@example.net>', '<m6@example.net>', '<m9@example.net>'], ALL, { add: ['trash'], remove: ['unread'] }))();
+  db.transaction(() => updateMessageLabels(db, INBOXES[0]!, [first], ALL, { add: [], remove: ['spam'] }))();
+  // Delivery outcome labels as the transport and reports set them (any code path: the triggers count).
+  db.prepare("INSERT INTO message_labels (message_rowid, label) SELECT id, 'sent' FROM messages WHERE id % 4 = 0").run();
+  db.prepare("INSERT INTO message_labels (message_rowid, label) SELECT id, 'delivered' FROM messages WHERE id % 8 = 0").run();
+  db.prepare("INSERT INTO message_labels (message_rowid, label) SELECT id, 'bounced' FROM messages WHERE id % 12 = 0").run();
+  agree(t, db, INBOXES, 'label edits');
+
+  const before = db.prepare('SELECT sum(messages) AS n FROM metric_days WHERE inbox_id = ?').get(INBOXES[1]) as { n: number };
+  db.transaction(() => deleteMessage(db, INBOXES[1]!, '<m1@example.net>', ALL))();
+  db.transaction(() => deleteMessage(db, INBOXES[1]!, '<m4@example.net>', ALL))();
+  t.equal((db.prepare('SELECT sum(messages) AS n FROM metric_days WHERE inbox_id = ?').get(INBOXES[1]) as { n: number }).n, before.n - 2, 'deletes decrement');
+  const thread = (db.prepare('SELECT thread_id FROM messages WHERE message_id = ?').get('<m10@example.net>') as { thread_id: string }).thread_id;
+  db.transaction(() => deleteThread(db, INBOXES[1]!, thread, ALL))();
+  agree(t, db, INBOXES, 'deletions');
+
+  db.transaction(() => db.prepare('DELETE FROM inboxes WHERE inbox_id = ?').run(INBOXES[2]))();
+  t.same(db.prepare('SELECT count(*) AS n FROM metric_days WHERE inbox_id = ?').get(INBOXES[2]), { n: 0 }, 'a deleted inbox leaves no counters');
+  t.same(db.prepare('SELECT count(*) AS n FROM thread_days WHERE inbox_id = ?').get(INBOXES[2]), { n: 0 });
+  agree(t, db, INBOXES.slice(0, 2), 'an inbox deleted');
+  t.ok((db.prepare('SELECT min(messages) AS m FROM metric_days').get() as { m: number }).m >= 0, 'no counter below zero');
+  t.ok((db.prepare('SELECT min(threads) AS m FROM thread_days').get() as { m: number }).m >= 0);
+
+  await t.test('the migration fills the counters of a home stored before it with what the triggers kept', async (t) => {
+    const kept = countersOf(db);
+    t.ok(kept.messages.length > 10 && kept.threads.length > 10, 'there is something to compare');
+    // Back to the schema before migration 25, with the mail as it is now.
+    for (const { name } of db.prepare("SELECT name FROM sqlite_schema WHERE type = 'trigger' AND name LIKE '%_metric_%'").all() as { name: string }[]) db.exec(`DROP TRIGGER ${name}`);
+    db.exec('DROP TABLE metric_days; DROP TABLE thread_days; ALTER TABLE threads DROP COLUMN counted;');
+    const at = MIGRATIONS.indexOf(METRIC_DAYS_MIGRATION);
+    t.equal(at, 24, 'migration 25');
+    db.transaction(() => db.exec(METRIC_DAYS_MIGRATION))();
+    t.same(countersOf(db), kept, 'the backfill equals the counters kept change by change');
+    agree(t, db, INBOXES.slice(0, 2), 'after the backfill');
+    receive(INBOXES[0]!, NOW - HOUR, { replyTo: 0 });
+    agree(t, db, INBOXES.slice(0, 2), 'the triggers run after the backfill');
+  });
+});
