@@ -90,7 +90,7 @@ export function App() {
 
 function pageFor(path: string, ctx: RouteContext): ComponentChildren {
   if (path === '/') {
-    queueMicrotask(() => navigate('/inboxes', true));
+    queueMicrotask(() => navigate('/mail', true));
     return null;
   }
   for (const [pattern, render] of routes) {

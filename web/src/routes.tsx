@@ -9,9 +9,9 @@ import { DashboardPage } from './pages/dashboard';
 import { DomainsPage } from './pages/domains';
 import { HealthPage } from './pages/health';
 import { ListsPage } from './pages/lists';
-import { InboxesPage, ThreadsPage } from './pages/mail';
+import { InboxesPage } from './pages/mail';
+import { MailPage } from './pages/mail-client';
 import { OAuthPage, QuarantinePage, RemotePage, TransportPage } from './pages/settings';
-import { ThreadPage } from './pages/thread';
 import { WebhooksPage } from './pages/webhooks';
 
 export interface RouteContext {
@@ -24,8 +24,10 @@ type Render = (params: Record<string, string>, ctx: RouteContext) => ComponentCh
 export const routes: [string, Render][] = [
   ['/dashboard', () => <DashboardPage />],
   ['/inboxes', () => <InboxesPage />],
-  ['/inboxes/:inbox', (p, ctx) => <ThreadsPage inboxId={p.inbox} search={ctx.search} />],
-  ['/inboxes/:inbox/threads/:thread', (p) => <ThreadPage inboxId={p.inbox} threadId={p.thread} />],
+  ['/mail', (_p, ctx) => <MailPage scope={{ kind: 'all' }} search={ctx.search} />],
+  ['/mail/t/:inbox/:thread', (p, ctx) => <MailPage scope={{ kind: 'all' }} openThread={{ inboxId: p.inbox, threadId: p.thread }} search={ctx.search} />],
+  ['/inboxes/:inbox', (p, ctx) => <MailPage scope={{ kind: 'inbox', inboxId: p.inbox }} search={ctx.search} />],
+  ['/inboxes/:inbox/threads/:thread', (p, ctx) => <MailPage scope={{ kind: 'inbox', inboxId: p.inbox }} openThread={{ inboxId: p.inbox, threadId: p.thread }} search={ctx.search} />],
   ['/compose', (_p, ctx) => <ComposePage search={ctx.search} />],
   ['/approvals', () => <ApprovalsPage />],
   ['/send-unknown', () => <SendUnknownPage />],
