@@ -15,6 +15,7 @@ import { EDGES_MIGRATION } from './migrations-edges.js';
 import { LABEL_EVENTS_MIGRATION } from './migrations-label-events.js';
 import { ATTACHMENT_TEXT_MIGRATION } from './migrations-attachment-text.js';
 import { RETENTION_MIGRATION } from './migrations-retention.js';
+import { MESSAGE_AUTH_MIGRATION } from './migrations-message-auth.js';
 
 export const MIGRATIONS: readonly string[] = [
   // 1: settings and the owner account
@@ -318,6 +319,8 @@ export const MIGRATIONS: readonly string[] = [
   ATTACHMENT_TEXT_MIGRATION,
   // 23: when a quarantine item was resolved, and the indexes the retention pass deletes by (src/db/migrations-retention.ts)
   RETENTION_MIGRATION,
+  // 24: svc's authentication verdict of each received message (src/db/migrations-message-auth.ts)
+  MESSAGE_AUTH_MIGRATION,
 ];
 
 /**

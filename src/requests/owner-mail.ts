@@ -1,11 +1,13 @@
 /**
  * The owner web app's mail list (issue 36 §1, docs/web-app.md "Mail"): one list of threads over
  * the inboxes the owner chose, `has:attachment` on top of the usual thread filters, and the
- * unread thread count of every inbox for the sidebar. Owner-only routes (src/routes/owner-mail.ts)
+ * unread thread count of every inbox for the sidebar, and svc's authentication verdict of a message. Owner-only routes (src/routes/owner-mail.ts)
  * answered on reader threads like every other list.
  */
 import type { Db } from '../db/open.js';
 import type { Principal } from '../auth/principal.js';
+import type { InboundAuth } from '../edge/sealed.js';
+import { notFound } from '../core/errors.js';
 import { prepared } from '../db/statements.js';
 import { HIDDEN_LABELS, visibleSql } from '../mail/labels.js';
 import type { SearchQuery, ThreadListQuery } from '../mail/query.js';
@@ -49,4 +51,14 @@ export function ownerUnreadCounts(db: Db): { inboxes: { inbox_id: string; unread
       GROUP BY m.inbox_id ORDER BY m.inbox_id`,
   ).all() as { inbox_id: string; unread_threads: number }[];
   return { inboxes: rows };
+}
+
+/**
+ * svc's own SPF/DKIM/DMARC/ARC verdict of a message (migration 24); null for sent mail and mail
+ * received before svc kept it. Unlike an Authentication-Results header, a sender cannot write it.
+ */
+export function ownerMessageAuth(db: Db, inboxId: string, messageId: string): { message_id: string; authentication: InboundAuth | null } {
+  const row = prepared(db, 'SELECT message_id, auth FROM messages WHERE inbox_id = ? AND message_id = ?').get(inboxId, messageId) as { message_id: string; auth: string | null } | undefined;
+  if (!row) throw notFound('message');
+  return { message_id: row.message_id, authentication: row.auth === null ? null : (JSON.parse(row.auth) as InboundAuth) };
 }

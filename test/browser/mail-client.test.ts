@@ -51,7 +51,14 @@ const codeMail = [
   '--b1--',
   '',
 ].join('\r\n');
-await seedMail(db, codeMail, { inboxId: work, receivedAt: at(40) });
+// svc's own verdict, as the edge evaluated it (the Authentication-Results header above is only what the message says).
+const verdict = {
+  spf: { result: 'pass' as const, domain: 'service.test' },
+  dkim: { result: 'pass' as const, signatures: [{ domain: 'service.test', selector: 's2026', result: 'pass' as const, aligned: true }] },
+  dmarc: { result: 'pass' as const, policy: 'reject', domain: 'service.test' },
+  arc: { result: 'none' as const },
+};
+await seedMail(db, codeMail, { inboxId: work, receivedAt: at(40), auth: verdict });
 await seedMail(db, simpleMail({ from: 'Ada <ada@far.test>', to: home, subject: 'Picnic on Sunday', body: 'Bring apples.' }), { inboxId: home, receivedAt: at(41) });
 
 const browser = await launchBrowser(LAPTOP_1366);
@@ -119,11 +126,12 @@ t.test('the message shows the extracted code with a copy button and the link wit
 
 t.test('details show authentication and headers; the source view shows the raw message', async (t) => {
   await page.getByRole('button', { name: 'Details' }).click();
-  const auth = page.getByTestId('auth-results');
+  const auth = page.getByTestId('auth-verdict');
   await auth.waitFor();
-  t.match(await auth.textContent(), /SPF\s*pass\s*service\.test/);
-  t.match(await auth.textContent(), /DKIM\s*pass\s*service\.test/);
-  t.match(await auth.textContent(), /DMARC\s*pass\s*service\.test/);
+  t.match(await auth.textContent(), /SPF\s*pass\s*service\.test/, "svc's SPF verdict with the domain");
+  t.match(await auth.textContent(), /DKIM\s*pass\s*service\.test \(s2026\): pass, aligned/, 'each DKIM signature with its domain');
+  t.match(await auth.textContent(), /DMARC\s*pass\s*service\.test \(policy reject\)/);
+  t.match(await page.getByTestId('auth-recorded').textContent(), /SPF\s*pass\s*service\.test/, "the message's own header, shown apart");
   t.match(await page.getByTestId('headers').textContent(), /Message-ID\s*<code-1@service\.test>/i);
   await page.getByRole('button', { name: 'View source' }).click();
   const raw = page.getByTestId('raw-source');

@@ -98,6 +98,21 @@ t.test('the mail HTML is in a sandboxed frame and remote images stay off until a
   const deadline = Date.now() + 5000;
   while (pixelHits.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   t.same(pixelHits, ['/pixel.gif'], 'fetched once the owner allowed it');
+  // svc's own verdict of mail that came in over SMTP: the same as the owner route says.
+  await page.getByRole('button', { name: 'Details' }).click();
+  const verdictTable = page.getByTestId('auth-verdict');
+  await verdictTable.waitFor();
+  const ids = page.url().replace(svc.url, '').split('/');
+  const firstMessage = await page.locator('article.message').first().getAttribute('data-message');
+  const verdict = await api<{ authentication: { spf: { result: string }; dmarc: { result: string } } }>(
+    svc.url,
+    'GET',
+    `/v0/owner/mail/inboxes/${ids[2]}/messages/${encodeURIComponent(firstMessage!)}/authentication`,
+    { token: svc.ownerToken },
+  );
+  t.ok(verdict.body.authentication, 'the edge verdict was kept');
+  t.match(await verdictTable.textContent(), new RegExp(`SPF\\s*${verdict.body.authentication.spf.result}[\\s\\S]*DMARC\\s*${verdict.body.authentication.dmarc.result}`));
+  await page.getByRole('button', { name: 'Details' }).click();
   const thread = await api<{ labels: string[] }>(svc.url, 'GET', page.url().replace(svc.url, '').replace('/inboxes/', '/v0/inboxes/'), { token: svc.ownerToken });
   t.notOk(thread.body.labels.includes('unread'), 'opening the thread read it');
 });

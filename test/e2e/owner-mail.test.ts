@@ -93,6 +93,26 @@ t.test('unread thread counts per inbox, hidden mail not counted; reading lowers 
   t.same(after.body.inboxes.map((x) => x.inbox_id), [a, b], 'c has nothing unread now');
 });
 
+t.test("svc's own authentication verdict of a message, null when it was not kept", async (t) => {
+  const auth = {
+    spf: { result: 'pass' as const, domain: 'far.test' },
+    dkim: { result: 'pass' as const, signatures: [{ domain: 'far.test', selector: 's1', result: 'pass' as const, aligned: true }] },
+    dmarc: { result: 'pass' as const, policy: 'reject', domain: 'far.test' },
+    arc: { result: 'none' as const },
+  };
+  const signed = await seedMail(db, simpleMail({ from: 'Dee <dee@far.test>', to: c, subject: 'Signed', messageId: '<signed-1@far.test>' }), { inboxId: c, auth });
+  const path = (id: string) => `/v0/owner/mail/inboxes/${encodeURIComponent(c)}/messages/${encodeURIComponent(id)}/authentication`;
+  const res = await api<{ message_id: string; authentication: unknown }>(svc.url, 'GET', path(signed.messageId), asSession);
+  t.equal(res.status, 200);
+  t.same(res.body, { message_id: '<signed-1@far.test>', authentication: auth });
+  const list = await api<{ messages: { message_id: string; subject: string }[] }>(svc.url, 'GET', `/v0/inboxes/${encodeURIComponent(c)}/messages`, asSession);
+  const unsigned = list.body.messages.find((m) => m.subject === 'For C')!;
+  t.same((await api(svc.url, 'GET', path(unsigned.message_id), asSession)).body, { message_id: unsigned.message_id, authentication: null });
+  const missing = await api<{ code: string }>(svc.url, 'GET', path('<nope@far.test>'), asSession);
+  t.equal(missing.status, 404);
+  t.equal(missing.body.code, 'not_found');
+});
+
 t.test('bad input gets the documented error', async (t) => {
   const tooMany = await api<{ code: string }>(svc.url, 'GET', `/v0/owner/mail/threads${q(Array.from({ length: 101 }, (_, i) => `x${i}@mail.test`))}`, asSession);
   t.equal(tooMany.status, 400);

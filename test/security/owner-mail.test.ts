@@ -17,7 +17,7 @@ const who = await seedPrincipals(svc);
 const port = Number(new URL(svc.url).port);
 const db = openHomeDb(svc.home);
 t.teardown(() => db.close());
-await seedMail(db, simpleMail({ from: 'x@far.test', to: who.inbox, subject: 'Secret plans', body: 'the secret word' }), { inboxId: who.inbox });
+await seedMail(db, simpleMail({ from: 'x@far.test', to: who.inbox, subject: 'Secret plans', body: 'the secret word', messageId: '<secret-1@far.test>' }), { inboxId: who.inbox });
 await seedMail(db, simpleMail({ from: 'x@far.test', to: who.otherInbox, subject: 'Other secret', body: 'the secret word' }), { inboxId: who.otherInbox });
 await seedMail(db, simpleMail({ from: 'spam@far.test', to: who.inbox, subject: 'Hidden spam', body: 'the secret word' }), { inboxId: who.inbox, hiddenLabels: ['spam'] });
 
@@ -28,9 +28,11 @@ const PATHS = [
   `/v0/owner/mail/threads?inbox_ids=${enc(who.otherInbox)}&include_spam=true`,
   `/v0/owner/mail/threads/search?q=secret&inbox_ids=${enc(who.inbox)}`,
   '/v0/owner/mail/unread',
+  `/v0/owner/mail/inboxes/${enc(who.inbox)}/messages/${enc('<secret-1@far.test>')}/authentication`,
+  `/v0/owner/mail/inboxes/${enc(who.otherInbox)}/messages/${enc('<secret-1@far.test>')}/authentication`,
 ];
 
-const noMail = (text: string) => !/Secret plans|Other secret|Hidden spam|unread_threads/.test(text);
+const noMail = (text: string) => !/Secret plans|Other secret|Hidden spam|unread_threads|authentication"/.test(text);
 
 t.test('agent keys, a bad bearer, no credential and a bare cookie get an error and no mail', async (t) => {
   for (const kind of ['none', 'bad_bearer', 'key_in_scope', 'key_other_inbox', 'cookie_only'] as const) {

@@ -135,8 +135,8 @@ function HeadersView({ headers }: { headers: Record<string, string> }) {
   );
 }
 
-/** What the message's own headers say about SPF, DKIM and DMARC (the receiving servers' Authentication-Results). */
-function authResults(headers: Record<string, string>): { method: string; result: string; domain: string }[] {
+/** The receiving servers' Authentication-Results headers, as written (anyone on the way, the sender included, can write one). */
+function recordedResults(headers: Record<string, string>): { method: string; result: string; domain: string }[] {
   const out: { method: string; result: string; domain: string }[] = [];
   const value = Object.entries(headers).find(([n]) => n.toLowerCase() === 'authentication-results')?.[1] ?? '';
   for (const line of value.split('\n')) {
@@ -148,27 +148,97 @@ function authResults(headers: Record<string, string>): { method: string; result:
   return out;
 }
 
+type Verdict = NonNullable<MessageAuthentication['authentication']>;
+interface MessageAuthentication {
+  message_id: string;
+  authentication: {
+    spf: { result: string; domain: string | null };
+    dkim: { result: string; signatures: { domain: string; selector: string | null; result: string; aligned: boolean }[] };
+    dmarc: { result: string; policy: string | null; domain: string | null };
+    arc: { result: string };
+  } | null;
+}
+
+const resultClass = (r: string) => (r === 'pass' ? 'good' : r === 'fail' || r === 'softfail' || r === 'permerror' ? 'bad' : 'warn');
+const Result = ({ result }: { result: string }) => <span class={`badge ${resultClass(result)}`}>{result}</span>;
+
+function VerdictTable({ v }: { v: Verdict }) {
+  return (
+    <table class="list small" data-testid="auth-verdict">
+      <tbody>
+        <tr>
+          <th scope="row">SPF</th>
+          <td>
+            <Result result={v.spf.result} /> {v.spf.domain ?? ''}
+          </td>
+        </tr>
+        <tr>
+          <th scope="row">DKIM</th>
+          <td>
+            <Result result={v.dkim.result} />{' '}
+            {v.dkim.signatures.map((sig) => (
+              <span key={`${sig.domain}${sig.selector}`} class="auth-signature">
+                {sig.domain}
+                {sig.selector ? ` (${sig.selector})` : ''}: {sig.result}
+                {sig.aligned ? ', aligned' : ''}
+              </span>
+            ))}
+          </td>
+        </tr>
+        <tr>
+          <th scope="row">DMARC</th>
+          <td>
+            <Result result={v.dmarc.result} /> {v.dmarc.domain ?? ''}
+            {v.dmarc.policy ? ` (policy ${v.dmarc.policy})` : ''}
+          </td>
+        </tr>
+        <tr>
+          <th scope="row">ARC</th>
+          <td>
+            <Result result={v.arc.result} />
+          </td>
+        </tr>
+      </tbody>
+    </table>
+  );
+}
+
 function AuthView({ message }: { message: Message }) {
-  const results = authResults(message.headers);
-  const hidden = message.labels.includes('unauthenticated');
+  const [verdict, setVerdict] = useState<MessageAuthentication | null>(null);
+  const action = useAction();
+  useEffect(() => {
+    void action.run(async () => setVerdict(await get<MessageAuthentication>(`/v0/owner/mail/inboxes/${enc(message.inbox_id)}/messages/${enc(message.message_id)}/authentication`)));
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [message.message_id]);
+  const recorded = recordedResults(message.headers);
   return (
     <div class="auth-results" data-testid="auth-results">
-      {hidden && <div class="warning small">svc marked this message unauthenticated: its sender's domain did not vouch for it (DMARC failed, or SPF failed without DKIM).</div>}
-      {results.length === 0 ? (
-        <p class="muted small">The message carries no Authentication-Results header.</p>
+      {message.labels.includes('unauthenticated') && <div class="warning small">svc marked this message unauthenticated: its sender's domain did not vouch for it.</div>}
+      <ErrorBox error={action.error} />
+      {verdict?.authentication ? (
+        <>
+          <p class="muted small">What svc checked when the mail arrived:</p>
+          <VerdictTable v={verdict.authentication} />
+        </>
       ) : (
-        <table class="list small">
-          <tbody>
-            {results.map((r, i) => (
-              <tr key={i}>
-                <th scope="row">{r.method.toUpperCase()}</th>
-                <td>
-                  <span class={`badge ${r.result === 'pass' ? 'good' : r.result === 'fail' || r.result === 'softfail' ? 'bad' : 'warn'}`}>{r.result}</span> {r.domain}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        verdict && <p class="muted small">svc kept no verdict for this message (mail svc sent, or mail received before svc kept them).</p>
+      )}
+      {recorded.length > 0 && (
+        <>
+          <p class="muted small">Authentication-Results headers in the message (written by servers on the way; a sender can forge them):</p>
+          <table class="list small" data-testid="auth-recorded">
+            <tbody>
+              {recorded.map((r, i) => (
+                <tr key={i}>
+                  <th scope="row">{r.method.toUpperCase()}</th>
+                  <td>
+                    <Result result={r.result} /> {r.domain}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </>
       )}
     </div>
   );
