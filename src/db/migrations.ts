@@ -16,6 +16,7 @@ import { LABEL_EVENTS_MIGRATION } from './migrations-label-events.js';
 import { ATTACHMENT_TEXT_MIGRATION } from './migrations-attachment-text.js';
 import { RETENTION_MIGRATION } from './migrations-retention.js';
 import { METRIC_DAYS_MIGRATION } from './migrations-metric-days.js';
+import { MESSAGE_AUTH_MIGRATION } from './migrations-message-auth.js';
 
 export const MIGRATIONS: readonly string[] = [
   // 1: settings and the owner account
@@ -323,6 +324,8 @@ export const MIGRATIONS: readonly string[] = [
   '',
   // 25: stored per-day counters for the usage metrics, kept by triggers (src/db/migrations-metric-days.ts)
   METRIC_DAYS_MIGRATION,
+  // 26: svc's authentication verdict of each received message (src/db/migrations-message-auth.ts)
+  MESSAGE_AUTH_MIGRATION,
 ];
 
 /**

@@ -13,6 +13,7 @@ import { httpGate, noRoute } from '../auth/gate.js';
 import { noteChange } from '../db/stamp.js';
 import { ownerRoutes } from '../routes/owner.js';
 import { ownerGuardRoutes } from '../routes/owner-guard.js';
+import { ownerMailRoutes } from '../routes/owner-mail.js';
 import { transportRoutes } from '../routes/transport.js';
 import { dnsProviderRoutes } from '../routes/dns-provider.js';
 import { inboundRoutes } from '../routes/inbound.js';
@@ -189,6 +190,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   if (ctx.remote) await app.register(remoteRoutes(ctx.remote), { prefix: '/v0/owner' });
   if (ctx.backups && ctx.listener === 'local') await app.register(backupRoutes(ctx.backups), { prefix: '/v0/owner' });
   if (ctx.health && ctx.listener === 'local') await app.register(doctorRoutes(ctx.health), { prefix: '/v0/owner' });
+  if (ctx.listener === 'local') await app.register(ownerMailRoutes, { prefix: '/v0/owner' });
   await app.register(mcpRoutes);
   for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, sendRoutes, draftRoutes, listRoutes, downloadRoutes, wsRoutes, inboxEventRoutes, domainRoutes, webhookRoutes, metricRoutes, identityRoutes, hostedOnlyRoutes]) {
     await app.register(routes, { prefix: '/v0' });

@@ -181,6 +181,7 @@ function commitRecipients(deps: IngestDeps, objectKey: string, opened: OpenedInb
       hiddenLabels,
       senderAuthenticated,
       receivedAt: opened.envelope.received_at,
+      auth: opened.auth,
     });
     if (!result.duplicate && result.seq !== null) seqs.push(result.seq);
   }

@@ -13,6 +13,7 @@ import { appendEvent } from '../events/log.js';
 import { bumpSearchGeneration } from '../core/pagination.js';
 import { deriveText, type DerivedText } from './extract.js';
 import type { ManipulationVerdict } from './manipulation.js';
+import type { InboundAuth } from '../edge/sealed.js';
 import { domainOf, knownDomains, rememberAddress, rememberCorrespondent, withSenderCheck } from './correspondents.js';
 import { storedExtract } from './extracted-span.js';
 
@@ -54,6 +55,8 @@ export interface InboundMail {
    * or null entry is read on the attachment's first read.
    */
   attachmentText?: readonly (AttachmentText | null)[];
+  /** svc's SPF/DKIM/DMARC/ARC verdict of the message, kept for the owner's message view; absent: not known. */
+  auth?: InboundAuth;
 }
 
 export interface CommitResult {
@@ -183,6 +186,7 @@ export function commitInbound(db: Db, input: InboundMail): CommitResult {
       addAttachment.run(rowid, stableAttachmentId(messageId, i), a.filename, a.contentType, disposition(a.contentDisposition), contentId, a.content.byteLength, bufferView(a.content), read?.text ?? null, read?.status ?? null, read?.truncated ? 1 : 0);
     });
     storeRawMime(db, rowid, input.raw);
+    if (input.auth) prepared(db, 'UPDATE messages SET auth = ? WHERE id = ?').run(JSON.stringify(input.auth), rowid);
     prepared(db, 'INSERT INTO messages_fts (rowid, subject, participants, body) VALUES (?, ?, ?, ?)').run(rowid, parsed.subject ?? '', participants, searchBody);
     bumpSearchGeneration(db);
 

@@ -109,6 +109,13 @@ export interface ThreadFilters {
   senders?: string[];
   recipients?: string[];
   subject?: string[];
+  /** Only threads with a visible message that has an attachment (the owner app's `has:attachment`). */
+  hasAttachment?: boolean;
+  /**
+   * Only threads with a visible message lacking each of these labels (the owner app's archive:
+   * an archived thread comes back when a new message arrives in it, as in Gmail).
+   */
+  lackingLabels?: string[];
 }
 
 /** Conditions on `t` for the filters; every message condition is limited to visible messages. */
@@ -138,6 +145,11 @@ function filterSql(filters: ThreadFilters, v: Visibility, where: string[], param
     where.push(isStoredView(v) ? `(t.shown = 1 OR (t.shown IS NULL AND ${anyVisible}))` : anyVisible);
   }
   params.push(...messageParams);
+  if (filters.hasAttachment) where.push(`EXISTS (SELECT 1 FROM messages fm JOIN attachments fa ON fa.message_rowid = fm.id WHERE fm.thread_id = t.thread_id AND ${visible})`);
+  for (const label of filters.lackingLabels ?? []) {
+    where.push(`EXISTS (SELECT 1 FROM messages fm WHERE fm.thread_id = t.thread_id AND ${visible} AND NOT EXISTS (SELECT 1 FROM message_labels fl WHERE fl.message_rowid = fm.id AND fl.label = ?))`);
+    params.push(label);
+  }
   for (const label of filters.labels ?? []) {
     where.push(`EXISTS (SELECT 1 FROM messages fm JOIN message_labels fl ON fl.message_rowid = fm.id AND fl.label = ? WHERE fm.thread_id = t.thread_id AND ${visible})`);
     params.push(label);

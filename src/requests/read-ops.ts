@@ -11,6 +11,7 @@ import { startMessageWait, waitedMessage } from './message-waits.js';
 import { receivedAfterSeq } from '../mail/waits.js';
 import { metricCounts, metricEvents, metricUsage } from './metrics.js';
 import { readDraftFor } from './draft-read.js';
+import { ownerThreadListPage, ownerThreadSearchPage, ownerUnreadCounts } from './owner-mail.js';
 
 export const READ_OPS = {
   /** Loads a reader thread and opens its connection (`Readers.start`); answers true. */
@@ -29,6 +30,9 @@ export const READ_OPS = {
   metricUsage,
   metricCounts,
   readDraftFor,
+  ownerThreadListPage,
+  ownerThreadSearchPage,
+  ownerUnreadCounts,
 } as const;
 
 export type ReadOp = keyof typeof READ_OPS;
@@ -39,4 +43,4 @@ export type ReadResult<K extends ReadOp> = ReturnType<(typeof READ_OPS)[K]>;
  * Searches run in their own lane, so a cheap read never waits behind them (issue 19); so do the
  * metrics series, which walk a window of up to 90 days (issue 20 §5).
  */
-export const SEARCH_OPS: ReadonlySet<ReadOp> = new Set(['threadSearchPage', 'messageSearchPage', 'metricEvents', 'metricUsage']);
+export const SEARCH_OPS: ReadonlySet<ReadOp> = new Set(['threadSearchPage', 'messageSearchPage', 'ownerThreadSearchPage', 'metricEvents', 'metricUsage']);

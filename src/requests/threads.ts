@@ -44,11 +44,25 @@ export function threadScope(db: Db, p: Principal, target: ThreadTarget, permissi
 
 const formOf = (inboxId: string | undefined) => (inboxId === undefined ? 'instance' : 'inbox');
 
+/** Filters only the owner's mail list has (src/requests/owner-mail.ts). */
+export interface OwnerListFilters {
+  hasAttachment?: boolean;
+  lackingLabels?: string[];
+}
+
 /** One page of threads with the list filters; the body of `GET .../threads`. */
-export function threadListPage(db: Db, p: Principal, inboxId: string | undefined, q: ThreadListQuery) {
+export function threadListPage(db: Db, p: Principal, inboxId: string | undefined, q: ThreadListQuery, owner: OwnerListFilters = {}) {
   const inboxIds = inboxesFor(db, p, inboxId);
   const visibility = listVisibility(p, q);
-  const filters = { ...timeBounds(q), labels: queryList(q.labels), senders: queryList(q.senders), recipients: queryList(q.recipients), subject: queryList(q.subject) };
+  const filters = {
+    ...timeBounds(q),
+    labels: queryList(q.labels),
+    senders: queryList(q.senders),
+    recipients: queryList(q.recipients),
+    subject: queryList(q.subject),
+    ...(owner.hasAttachment ? { hasAttachment: true } : {}),
+    ...(owner.lackingLabels && owner.lackingLabels.length > 0 ? { lackingLabels: owner.lackingLabels } : {}),
+  };
   const { page, respond } = keysetPage(
     db,
     {

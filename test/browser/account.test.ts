@@ -34,7 +34,7 @@ t.test('first run shows setup; the printed code and a password sign the owner in
   await page.getByLabel('Setup code').fill(svc.setupCode!);
   await page.getByRole('button', { name: 'Set password and sign in' }).click();
   await page.getByRole('heading', { name: 'Inboxes' }).waitFor();
-  t.equal(new URL(page.url()).pathname, '/inboxes');
+  t.equal(new URL(page.url()).pathname, '/mail', 'the app opens on the mail list');
   const status = await api(svc.url, 'GET', '/v0/owner/status');
   t.equal(status.body.setup_required, false, 'the password is set');
   await page.locator('[data-live="live"]').waitFor();

@@ -25,6 +25,8 @@ export interface SeedOptions {
   receivedAt?: string;
   /** The From passed authentication, so its sender may become a known correspondent. */
   senderAuthenticated?: boolean;
+  /** svc's authentication verdict to keep with the message (what the edge evaluated). */
+  auth?: InboundMail['auth'];
 }
 
 /** Parses `raw` (bytes, MIME text, or a fixture file name ending in .eml) and commits it. */
@@ -33,7 +35,7 @@ export async function seedMail(target: string | Db, raw: Uint8Array | string, op
   const parsed = await parseMime(bytes);
   const db = typeof target === 'string' ? openHomeDb(target) : target;
   try {
-    return commitInbound(db, { inboxId: opts.inboxId, parsed, raw: bytes, sourceKey: opts.sourceKey, hiddenLabels: opts.hiddenLabels, senderAuthenticated: opts.senderAuthenticated, receivedAt: opts.receivedAt });
+    return commitInbound(db, { inboxId: opts.inboxId, parsed, raw: bytes, sourceKey: opts.sourceKey, hiddenLabels: opts.hiddenLabels, senderAuthenticated: opts.senderAuthenticated, receivedAt: opts.receivedAt, auth: opts.auth });
   } finally {
     if (typeof target === 'string') db.close();
   }

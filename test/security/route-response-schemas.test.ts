@@ -35,6 +35,7 @@ import { RemoteAccess } from '../../src/remote/remote-access.js';
 import type { AppContext } from '../../src/context.js';
 import { ownerRoutes } from '../../src/routes/owner.js';
 import { ownerGuardRoutes } from '../../src/routes/owner-guard.js';
+import { ownerMailRoutes } from '../../src/routes/owner-mail.js';
 import { transportRoutes } from '../../src/routes/transport.js';
 import { dnsProviderRoutes } from '../../src/routes/dns-provider.js';
 import { inboundRoutes } from '../../src/routes/inbound.js';
@@ -139,7 +140,7 @@ async function declaredRoutes(): Promise<Declared[]> {
     await app.register(websocket);
     await app.register(httpGate, ctx);
     const backups = new BackupService(dir, 'schema-test', randomBytes(32));
-    for (const routes of [ownerRoutes, transportRoutes, dnsProviderRoutes, ownerGuardRoutes, inboundRoutes, ownerOAuthRoutes, remoteRoutes(remote), backupRoutes(backups), doctorRoutes({ home: dir, loops: () => [] })]) await app.register(routes, { prefix: '/v0/owner' });
+    for (const routes of [ownerRoutes, transportRoutes, dnsProviderRoutes, ownerGuardRoutes, ownerMailRoutes, inboundRoutes, ownerOAuthRoutes, remoteRoutes(remote), backupRoutes(backups), doctorRoutes({ home: dir, loops: () => [] })]) await app.register(routes, { prefix: '/v0/owner' });
     await app.register(oauthRoutes);
     await app.register(mcpRoutes);
     for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, sendRoutes, draftRoutes, listRoutes, downloadRoutes, wsRoutes, inboxEventRoutes, domainRoutes, webhookRoutes, metricRoutes, identityRoutes, hostedOnlyRoutes]) {

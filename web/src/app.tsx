@@ -18,11 +18,13 @@ interface NavItem {
   label: string;
   /** Other paths that belong to this item (an old address, a page reached from it). */
   also?: string[];
+  /** Only this path itself: the inboxes page, whose sub-paths are the mail client (Mail). */
+  exact?: boolean;
 }
 
 /** What the owner uses every day, above the settings. */
 const NAV_MAIN: NavItem[] = [
-  { href: '/inboxes', label: 'Mail', also: ['/compose'] },
+  { href: '/mail', label: 'Mail', also: ['/compose', '/inboxes/'] },
   { href: '/needs-you', label: 'Needs you', also: ['/approvals', '/send-unknown', '/quarantine'] },
   { href: '/scheduled', label: 'Scheduled' },
   { href: '/dashboard', label: 'Dashboard' },
@@ -42,6 +44,7 @@ const NAV_GROUPS: [string, NavItem[]][] = [
   [
     'Mail settings',
     [
+      { href: '/inboxes', label: 'Inboxes', exact: true },
       { href: '/domains', label: 'Domains' },
       { href: '/lists', label: 'Allow and block lists' },
       { href: '/transport', label: 'Delivery' },
@@ -59,7 +62,7 @@ const NAV_GROUPS: [string, NavItem[]][] = [
 ];
 
 const within = (path: string, href: string) => path === href || path.startsWith(`${href}/`);
-const isActive = (path: string, n: NavItem) => within(path, n.href) || (n.also ?? []).some((a) => within(path, a));
+const isActive = (path: string, n: NavItem) => (n.exact ? path === n.href : within(path, n.href)) || (n.also ?? []).some((a) => (a.endsWith('/') ? path.startsWith(a) : within(path, a)));
 
 export function App() {
   const loc = useLocation();
@@ -121,7 +124,7 @@ export function App() {
 
 function pageFor(path: string, ctx: RouteContext): ComponentChildren {
   if (path === '/') {
-    queueMicrotask(() => navigate('/inboxes', true));
+    queueMicrotask(() => navigate('/mail', true));
     return null;
   }
   for (const [pattern, render] of routes) {
@@ -132,7 +135,7 @@ function pageFor(path: string, ctx: RouteContext): ComponentChildren {
     <section class="page">
       <h1>Not found</h1>
       <p>
-        There is no page at <code>{path}</code>. <a href="/inboxes">Go to mail</a>.
+        There is no page at <code>{path}</code>. <a href="/mail">Go to mail</a>.
       </p>
     </section>
   );
@@ -150,7 +153,7 @@ function Shell({ path, children }: { path: string; children: ComponentChildren }
         <button class="menu" aria-label="Menu" aria-expanded={open} onClick={() => setOpen(!open)}>
           ☰
         </button>
-        <a href="/inboxes" class="brand">
+        <a href="/mail" class="brand">
           svc
         </a>
         <span class={`live live-${live}`} title={`Live updates: ${live}`} data-live={live}>

@@ -10,10 +10,10 @@ import { DashboardPage } from './pages/dashboard';
 import { DomainsPage } from './pages/domains';
 import { HealthPage } from './pages/health';
 import { ListsPage } from './pages/lists';
-import { InboxesPage, ThreadsPage } from './pages/mail';
+import { InboxesPage } from './pages/mail';
+import { MailPage } from './pages/mail-client';
 import { NeedsYouPage } from './pages/needs-you';
 import { OAuthPage, RemotePage, TransportPage } from './pages/settings';
-import { ThreadPage } from './pages/thread';
 import { WebhooksPage } from './pages/webhooks';
 
 export interface RouteContext {
@@ -33,8 +33,10 @@ type Render = (params: Record<string, string>, ctx: RouteContext) => ComponentCh
 export const routes: [string, Render][] = [
   ['/dashboard', () => <DashboardPage />],
   ['/inboxes', () => <InboxesPage />],
-  ['/inboxes/:inbox', (p, ctx) => <ThreadsPage inboxId={p.inbox} search={ctx.search} />],
-  ['/inboxes/:inbox/threads/:thread', (p) => <ThreadPage inboxId={p.inbox} threadId={p.thread} />],
+  ['/mail', (_p, ctx) => <MailPage scope={{ kind: 'all' }} search={ctx.search} />],
+  ['/mail/t/:inbox/:thread', (p, ctx) => <MailPage scope={{ kind: 'all' }} openThread={{ inboxId: p.inbox, threadId: p.thread }} search={ctx.search} />],
+  ['/inboxes/:inbox', (p, ctx) => <MailPage scope={{ kind: 'inbox', inboxId: p.inbox }} search={ctx.search} />],
+  ['/inboxes/:inbox/threads/:thread', (p, ctx) => <MailPage scope={{ kind: 'inbox', inboxId: p.inbox }} openThread={{ inboxId: p.inbox, threadId: p.thread }} search={ctx.search} />],
   ['/compose', (_p, ctx) => <ComposePage search={ctx.search} />],
   ['/needs-you', (_p, ctx) => <NeedsYouPage hash={ctx.hash} />],
   // The queues had pages of their own; each is a section of "Needs you" now.

@@ -1,14 +1,15 @@
 /**
- * One thread: every message, mail HTML in a sandboxed frame (no scripts, no same-origin, its own
- * CSP with remote images off until the owner allows them), attachments, labels, delete, and the
- * way into reply / reply all / forward.
+ * One thread, as the reading pane shows it: every message, mail HTML in a sandboxed frame (no
+ * scripts, no same-origin, its own CSP with remote images off until the owner allows them), what
+ * svc found in it (codes and links, manipulation findings), headers and raw source, attachments
+ * with previews where safe, labels, archive/trash/delete, and reply / reply all / forward.
  */
 import { useEffect, useState } from 'preact/hooks';
-import { del, enc, get, patch, query } from '../api';
+import { del, enc, get, patch } from '../api';
 import { useLiveEvents } from '../live';
-import { navigate } from '../router';
-import { ErrorBox, Labels, Loading, Page, bytes, confirmed, useAction, useLoad, when } from '../ui';
-import { inboxPath } from './mail';
+import { ErrorBox, Loading, confirmed, useAction, useLoad } from '../ui';
+import { MessageView, composeHref } from './mail-message';
+import { ARCHIVE_LABEL } from './mail-search';
 import type { Message, Thread } from '../api-types';
 
 /** Labels the service manages; edits that touch them are refused (spec §2.3). */
@@ -32,7 +33,7 @@ export function mailDocument(html: string, allowRemote: boolean): string {
   return `<!doctype html><html><head><meta http-equiv="Content-Security-Policy" content="${csp}"><meta name="referrer" content="no-referrer"><style>body{font-family:system-ui,sans-serif;margin:8px;overflow-wrap:anywhere}img{max-width:100%;height:auto}</style></head><body>${html}</body></html>`;
 }
 
-function MailBody({ message }: { message: Message }) {
+export function MailBody({ message }: { message: Message }) {
   const [allow, setAllow] = useState(false);
   const html = message.html;
   if (!html) return <pre class="text">{message.text ?? ''}</pre>;
@@ -52,18 +53,8 @@ function MailBody({ message }: { message: Message }) {
   );
 }
 
-async function download(inboxId: string, messageId: string, attachmentId: string): Promise<void> {
-  const meta = await get<{ download_url: string }>(`/v0/inboxes/${enc(inboxId)}/messages/${enc(messageId)}/attachments/${enc(attachmentId)}`);
-  const a = document.createElement('a');
-  a.href = meta.download_url;
-  a.download = '';
-  document.body.appendChild(a);
-  a.click();
-  a.remove();
-}
-
 /** The advisory manipulation verdict (docs/manipulation.md): why this mail may try to steer an agent. */
-function ManipulationWarning({ findings }: { findings: { reason: string; detail: string }[] }) {
+export function ManipulationWarning({ findings }: { findings: { reason: string; detail: string }[] }) {
   return (
     <div class="warning" role="note" data-testid="manipulation-warning">
       <strong>This message may try to manipulate an AI agent.</strong> It was delivered as usual; svc only warns.
@@ -78,64 +69,24 @@ function ManipulationWarning({ findings }: { findings: { reason: string; detail:
   );
 }
 
-function MessageView({ message, onChanged }: { message: Message; onChanged: () => void }) {
-  const action = useAction();
-  const base = `/v0/inboxes/${enc(message.inbox_id)}/messages/${enc(message.message_id)}`;
-  const compose = (mode: string) => `/compose${query({ inbox: message.inbox_id, mode, message: message.message_id })}`;
-  return (
-    <article class="message" data-message={message.message_id}>
-      <div class="message-head">
-        <div>
-          <strong>{message.from}</strong>
-          <div class="muted small">
-            to {message.to.join(', ')}
-            {message.cc && message.cc.length > 0 && `, cc ${message.cc.join(', ')}`}
-          </div>
-        </div>
-        <div class="muted small">{when(message.timestamp)}</div>
-      </div>
-      <Labels labels={message.labels} />
-      {message.send_reason && <div class="muted small">Send status: {message.send_status} ({message.send_reason})</div>}
-      {message.manipulation?.suspicious && <ManipulationWarning findings={message.manipulation.findings} />}
-      <MailBody message={message} />
-      {message.attachments.length > 0 && (
-        <div class="attachments">
-          {message.attachments.map((a) => (
-            <button key={a.attachment_id} class="small" onClick={() => void action.run(() => download(message.inbox_id, message.message_id, a.attachment_id))}>
-              ⤓ {a.filename ?? a.attachment_id} ({bytes(a.size)})
-            </button>
-          ))}
-        </div>
-      )}
-      <div class="actions" style={{ marginTop: '0.6rem' }}>
-        <a class="button small" href={compose('reply')}>
-          Reply
-        </a>
-        <a class="button small" href={compose('reply-all')}>
-          Reply all
-        </a>
-        <a class="button small" href={compose('forward')}>
-          Forward
-        </a>
-        <button
-          class="small danger"
-          onClick={() =>
-            confirmed('Delete this message? This cannot be undone.') &&
-            void action.run(async () => {
-              await del(base);
-              onChanged();
-            })
-          }
-        >
-          Delete message
-        </button>
-      </div>
-      <ErrorBox error={action.error} />
-    </article>
-  );
-}
-
-export function ThreadPage({ inboxId, threadId }: { inboxId: string; threadId: string }) {
+/**
+ * The thread in the reading pane. `onGone` runs when the thread left the current view (archived,
+ * trashed or deleted); `onBack` closes the pane (phones, `u`, Escape).
+ */
+export function ThreadView({
+  inboxId,
+  threadId,
+  onBack,
+  onGone,
+  onLabels,
+}: {
+  inboxId: string;
+  threadId: string;
+  onBack: () => void;
+  onGone: (how: 'archived' | 'trashed' | 'deleted') => void;
+  /** The thread's labels changed here (read, unread, a label added): the list and its counts follow. */
+  onLabels: () => void;
+}) {
   const url = `/v0/inboxes/${enc(inboxId)}/threads/${enc(threadId)}`;
   const thread = useLoad(() => get<Thread>(url), [url]);
   const action = useAction();
@@ -143,7 +94,11 @@ export function ThreadPage({ inboxId, threadId }: { inboxId: string; threadId: s
 
   // Opening a thread reads it: drop `unread` once, the way mail clients do.
   useEffect(() => {
-    if (thread.data?.labels.includes('unread')) void patch(url, { remove_labels: ['unread'] }).then(thread.reload, () => undefined);
+    if (thread.data?.labels.includes('unread'))
+      void patch(url, { remove_labels: ['unread'] }).then(() => {
+        thread.reload();
+        onLabels();
+      }, () => undefined);
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [thread.data?.thread_id]);
 
@@ -157,43 +112,68 @@ export function ThreadPage({ inboxId, threadId }: { inboxId: string; threadId: s
     action.run(async () => {
       await patch(url, body);
       thread.reload();
+      onLabels();
     });
 
   const t = thread.data;
+  const last: Message | undefined = t?.messages[t.messages.length - 1];
   return (
-    <Page
-      title={t?.subject || '(no subject)'}
-      actions={
-        <>
-          <a class="button" href={inboxPath(inboxId)}>
-            Back
-          </a>
-          <button
-            class="danger"
-            onClick={() =>
-              confirmed('Delete the whole thread? This cannot be undone.') &&
-              void action.run(async () => {
-                await del(url);
-                navigate(inboxPath(inboxId), true);
-              })
-            }
-          >
-            Delete thread
+    <article class="reader" data-testid="reader" data-thread={threadId} aria-label="Reading pane">
+      <header class="reader-head">
+        <button class="small reader-back" onClick={onBack} aria-label="Back to the list" title="Back to the list (u)">
+          ←
+        </button>
+        <h1 class="reader-subject">{t ? t.subject || '(no subject)' : ' '}</h1>
+      </header>
+      <div class="reader-tools actions">
+        {last && (
+          <>
+            <a class="button small" href={composeHref(last, 'reply')} title="Reply (r)">
+              Reply
+            </a>
+            <a class="button small" href={composeHref(last, 'reply-all')} title="Reply all (a)">
+              Reply all
+            </a>
+            <a class="button small" href={composeHref(last, 'forward')} title="Forward (f)">
+              Forward
+            </a>
+          </>
+        )}
+        <button class="small" title="Archive (e)" onClick={() => void action.run(async () => (await patch(url, { add_labels: [ARCHIVE_LABEL] }), onGone('archived')))}>
+          Archive
+        </button>
+        <button class="small" title="Move to trash (#)" onClick={() => void action.run(async () => (await patch(url, { add_labels: ['trash'] }), onGone('trashed')))}>
+          Trash
+        </button>
+        {t && !t.labels.includes('unread') && (
+          <button class="small" onClick={() => void editLabels({ add_labels: ['unread'] })}>
+            Mark unread
           </button>
-        </>
-      }
-    >
+        )}
+        <button
+          class="small danger"
+          onClick={() =>
+            confirmed('Delete the whole thread? This cannot be undone.') &&
+            void action.run(async () => {
+              await del(url);
+              onGone('deleted');
+            })
+          }
+        >
+          Delete thread
+        </button>
+      </div>
       <Loading loaded={thread} />
       <ErrorBox error={action.error} />
       {t && (
         <>
-          <div class="card">
+          <div class="reader-labels">
             <div class="labels" data-testid="thread-labels">
               {t.labels.map((l) => (
-                <span class={`label label-${l}`} key={l}>
+                <span class={`label label-${l.replace(/[^a-z_]/gi, '')}`} key={l}>
                   {l}
                   {!SYSTEM_LABELS.has(l) && (
-                    <button class="small" style={{ minHeight: 0, padding: '0 0.3rem', marginLeft: '0.2rem', border: 0, background: 'none' }} aria-label={`Remove label ${l}`} onClick={() => void editLabels({ remove_labels: [l] })}>
+                    <button class="label-x" aria-label={`Remove label ${l}`} onClick={() => void editLabels({ remove_labels: [l] })}>
                       ×
                     </button>
                   )}
@@ -201,27 +181,21 @@ export function ThreadPage({ inboxId, threadId }: { inboxId: string; threadId: s
               ))}
             </div>
             <form
-              class="row"
-              style={{ marginTop: '0.5rem' }}
+              class="label-add"
               onSubmit={(e) => {
                 e.preventDefault();
                 if (newLabel.trim()) void editLabels({ add_labels: [newLabel.trim()] }).then((ok) => ok && setNewLabel(''));
               }}
             >
               <input aria-label="New label" placeholder="add a label" value={newLabel} onInput={(e) => setNewLabel(e.currentTarget.value)} />
-              <button>Add label</button>
-              {!t.labels.includes('unread') && (
-                <button type="button" onClick={() => void editLabels({ add_labels: ['unread'] })}>
-                  Mark unread
-                </button>
-              )}
+              <button class="small">Add label</button>
             </form>
           </div>
-          {t.messages.map((m) => (
-            <MessageView key={m.message_id} message={m} onChanged={() => (t.messages.length > 1 ? thread.reload() : navigate(inboxPath(inboxId), true))} />
+          {t.messages.map((m, i) => (
+            <MessageView key={m.message_id} message={m} expanded={i === t.messages.length - 1 || m.labels.includes('unread')} onChanged={() => (t.messages.length > 1 ? thread.reload() : onGone('deleted'))} />
           ))}
         </>
       )}
-    </Page>
+    </article>
   );
 }
