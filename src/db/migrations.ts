@@ -15,6 +15,7 @@ import { EDGES_MIGRATION } from './migrations-edges.js';
 import { LABEL_EVENTS_MIGRATION } from './migrations-label-events.js';
 import { ATTACHMENT_TEXT_MIGRATION } from './migrations-attachment-text.js';
 import { RETENTION_MIGRATION } from './migrations-retention.js';
+import { PODS_MIGRATION } from './migrations-pods.js';
 
 export const MIGRATIONS: readonly string[] = [
   // 1: settings and the owner account
@@ -318,6 +319,8 @@ export const MIGRATIONS: readonly string[] = [
   ATTACHMENT_TEXT_MIGRATION,
   // 23: when a quarantine item was resolved, and the indexes the retention pass deletes by (src/db/migrations-retention.ts)
   RETENTION_MIGRATION,
+  // 24: pods, and the pod of each inbox, domain, webhook and API key (src/db/migrations-pods.ts)
+  PODS_MIGRATION,
 ];
 
 /**
