@@ -18,12 +18,15 @@ import { threadRoutes } from './threads.js';
 import { draftRoutes } from './drafts.js';
 import { apiKeyRoutes } from './api-keys.js';
 import { metricRoutes } from './metrics.js';
+import { domainRoutes } from './domains.js';
+import { listRoutes } from './lists.js';
+import { webhookRoutes } from './webhooks.js';
 
 const agent = { auth: 'agent' } as const;
 const owner = { auth: 'owner' } as const;
 
 /** The route plugins served under `/pods/{pod_id}`, each exactly as under `/v0`. */
-export const POD_RESOURCE_ROUTES = [inboxRoutes, threadRoutes, draftRoutes, apiKeyRoutes, metricRoutes];
+export const POD_RESOURCE_ROUTES = [inboxRoutes, threadRoutes, draftRoutes, apiKeyRoutes, metricRoutes, domainRoutes, listRoutes, webhookRoutes];
 
 /** Every route below narrows its caller to the matched pod before validation and the handler. */
 const podResourceRoutes: FastifyPluginAsync = async (app) => {
