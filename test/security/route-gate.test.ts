@@ -116,7 +116,15 @@ const AGENT_ROUTES: readonly [RegExp, RegExp][] = [
   [/^POST$/, /^\/v0\/(providers\/:provider_id\/connect|inboxes\/:inbox_id\/authorize)$/],
 ];
 
-function specAccess(route: RouteEntry): SpecAccess | undefined {
+/** Issue 35 §2 (docs/pods.md): pods themselves — reading is any credential's (its own pods), creating and deleting the owner's. */
+const POD_ROUTES: Record<string, SpecAccess> = { 'GET /v0/pods': 'agent', 'GET /v0/pods/:pod_id': 'agent', 'POST /v0/pods': 'owner', 'DELETE /v0/pods/:pod_id': 'owner' };
+/** Every other pod route is the home's route of the same name, narrowed to the pod: the same access. */
+const homeRouteOf = (route: RouteEntry): RouteEntry => ({ ...route, url: route.url.replace(/^\/v0\/pods\/:pod_id(?=\/)/, '/v0') });
+
+function specAccess(podOrHomeRoute: RouteEntry): SpecAccess | undefined {
+  const podRoute = POD_ROUTES[`${podOrHomeRoute.method} ${podOrHomeRoute.url}`];
+  if (podRoute) return podRoute;
+  const route = homeRouteOf(podOrHomeRoute);
   const key = `${route.method} ${route.url}`;
   if (PUBLIC_ROUTES.has(key)) return 'public';
   if (OWNER_BEARER_ROUTES.has(key)) return 'owner_bearer';
@@ -130,7 +138,8 @@ function specAccess(route: RouteEntry): SpecAccess | undefined {
 const INBOX_BOUND = /:(inbox_id|thread_id|message_id|draft_id)\b/;
 
 /** Whether `kind` lacks what `route` needs, so the route must refuse it (never answer 2xx). */
-function mustRefuse(route: RouteEntry, access: SpecAccess, kind: CredentialKind): boolean {
+function mustRefuse(podOrHomeRoute: RouteEntry, access: SpecAccess, kind: CredentialKind): boolean {
+  const route = homeRouteOf(podOrHomeRoute);
   if (access === 'public') return false;
   // Missing, invalid, or a cookie without its CSRF token (finding 6): unauthenticated everywhere.
   if (kind === 'none' || kind === 'bad_bearer' || kind === 'cookie_only') return true;
@@ -192,6 +201,8 @@ t.before(async () => {
     webhook_id: hook.body.webhook_id,
     domain_id: domain.body.domain_id,
     api_key_id: spare.body.api_key_id,
+    // The home's inboxes are in the pod every home starts with.
+    pod_id: 'default',
     entry: encodeURIComponent('someone@example.org'),
   });
   shell = (await wireRequest({ port, method: 'GET', target: '/' })).text;
