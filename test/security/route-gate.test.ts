@@ -284,8 +284,16 @@ function rotatedSpellings(routeIndex: number, offset: number): Spelling[] {
   return [CANONICAL, ...Array.from({ length: SPELLINGS_PER_CREDENTIAL }, (_, j) => HOSTILE_SPELLINGS[(routeIndex * 3 + offset + j * 5) % n])];
 }
 
+/**
+ * The pod routes are the home's routes served again under `/v0/pods/{pod_id}` (docs/pods.md): the
+ * same handlers behind the same gate, so they get the canonical path and one rotated spelling per
+ * credential here; test/security/pods.test.ts attacks them with another pod's ids.
+ */
+const isPodCopy = (route: RouteEntry) => route.url.startsWith('/v0/pods/:pod_id/');
+
 /** Every hostile spelling with no credential (the finding's own attack); a rotated few with the others. */
-function spellingsFor(routeIndex: number, kind: CredentialKind): Spelling[] {
+function spellingsFor(routeIndex: number, kind: CredentialKind, route: RouteEntry): Spelling[] {
+  if (isPodCopy(route)) return [CANONICAL, HOSTILE_SPELLINGS[(routeIndex + CREDENTIAL_KINDS.indexOf(kind)) % HOSTILE_SPELLINGS.length]];
   return kind === 'none' ? [CANONICAL, ...HOSTILE_SPELLINGS] : rotatedSpellings(routeIndex, CREDENTIAL_KINDS.indexOf(kind));
 }
 
@@ -359,7 +367,7 @@ t.test('loopback: no protected route answers without its credential, under any s
     if (!access || access === 'public') return;
     for (const kind of CREDENTIAL_KINDS) {
       if (!mustRefuse(route, access, kind)) continue;
-      for (const spelling of spellingsFor(index, kind)) probes.push({ route, access, kind, spelling });
+      for (const spelling of spellingsFor(index, kind, route)) probes.push({ route, access, kind, spelling });
     }
   });
   t.ok(probes.length < 6_500, `a bounded sweep (${probes.length} requests)`);
@@ -388,10 +396,10 @@ t.test('tunnel: owner routes do not exist under any spelling or credential, and 
     if (!access) return;
     const ownerRoute = access === 'owner' || access === 'owner_bearer' || route.url.startsWith('/v0/owner/');
     if (ownerRoute) {
-      for (const spelling of [CANONICAL, ...HOSTILE_SPELLINGS]) probes.push({ route, access, kind: 'owner_bearer', spelling });
+      for (const spelling of isPodCopy(route) ? rotatedSpellings(index, 0) : [CANONICAL, ...HOSTILE_SPELLINGS]) probes.push({ route, access, kind: 'owner_bearer', spelling });
       for (const kind of ['none', 'key_in_scope', 'session'] as const) probes.push({ route, access, kind, spelling: CANONICAL });
     } else if (access === 'agent' || access === 'mcp') {
-      for (const spelling of rotatedSpellings(index, 0)) probes.push({ route, access, kind: 'none', spelling });
+      for (const spelling of isPodCopy(route) ? [CANONICAL] : rotatedSpellings(index, 0)) probes.push({ route, access, kind: 'none', spelling });
       // The owner bearer and the session belong to loopback: refused here (docs/remote-access.md).
       for (const kind of ['owner_bearer', 'session', 'cookie_only'] as const) probes.push({ route, access, kind, spelling: CANONICAL });
     }
