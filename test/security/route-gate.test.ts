@@ -404,7 +404,8 @@ t.test('tunnel: owner routes do not exist under any spelling or credential, and 
       for (const kind of ['owner_bearer', 'session', 'cookie_only'] as const) probes.push({ route, access, kind, spelling: CANONICAL });
     }
   });
-  t.ok(probes.length < 2_500, `a bounded sweep (${probes.length} requests)`);
+  // The pod copies of the home routes (docs/pods.md) add some 400 canonical probes here.
+  t.ok(probes.length < 2_900, `a bounded sweep (${probes.length} requests)`);
   const violations = await sweep(probes, TUNNEL_HOST, tunnelPort, TUNNEL_HOST, (p, a) => {
     const ownerRoute = p.access === 'owner' || p.access === 'owner_bearer' || p.route.url.startsWith('/v0/owner/');
     if (!ownerRoute) return badRefusal(a, p.route.method, false);
