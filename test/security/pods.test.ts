@@ -9,6 +9,9 @@
  * deleted, another pod's domain, ids guessed from the default pod's name.
  */
 import t from 'tap';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { until } from '../helpers/until.js';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
 import { openHomeDb } from '../helpers/db.js';
 import { seedMail, simpleMail } from '../helpers/mail.js';
@@ -238,6 +241,35 @@ t.test("the default pod's name is no way in: the old home's inboxes are pod defa
   const wide = await must('unscoped key', as<{ api_key: string }>(svc.ownerToken, 'POST', '/v0/api-keys', { name: 'wide', permissions: ['inbox_read'] }));
   const all = await as<{ inboxes: { pod_id: string }[] }>(wide.api_key, 'GET', '/v0/inboxes');
   t.same([...new Set(all.body.inboxes.map((i) => i.pod_id))].sort(), [podA, podB].sort(), 'a key made the old way still sees every pod');
+});
+
+t.test("a pod's webhook hears its own pod's events only", async (t) => {
+  const bodies: string[] = [];
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      bodies.push(body);
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  t.teardown(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/a`;
+  await must('webhook A', as(svc.ownerToken, 'POST', `/v0/pods/${podA}/webhooks`, { url, event_types: ['message.received'] }));
+  // Pod B's mail first: a filter that let it through would deliver it before pod A's.
+  const db = openHomeDb(svc.home);
+  try {
+    await seedMail(db, simpleMail({ to: 'bob@pods-b.test', subject: 'for pod B', messageId: '<hook-b@pods.test>' }), { inboxId: 'bob@pods-b.test' });
+    await seedMail(db, simpleMail({ to: inboxA, subject: 'for pod A', messageId: '<hook-a@pods.test>' }), { inboxId: inboxA });
+  } finally {
+    db.close();
+  }
+  await until("pod A's event delivered", () => bodies.some((b) => b.includes('for pod A')));
+  t.notOk(bodies.some((b) => b.includes('for pod B') || b.includes('bob@pods-b.test')), "pod B's event never reached pod A's webhook");
 });
 
 t.test('an inbox created while its pod is deleted: one of the two wins, never an inbox in no pod', async (t) => {
