@@ -38,6 +38,14 @@ export function requireUnrestricted(p: Principal): void {
 /** SQL fragment and parameters limiting `column` to the caller's inboxes. */
 export function scopeFilter(p: Principal, column: string): { sql: string; params: string[] } {
   if (p.inboxScope === 'all') return { sql: '1 = 1', params: [] };
+  // A pod may hold more inboxes than SQLite takes parameters: ask the table, within the key's own restriction.
+  if (p.pod !== undefined) {
+    const inPod = `${column} IN (SELECT inbox_id FROM inboxes WHERE pod_id = ?)`;
+    if (p.pod.keyScope === 'all') return { sql: inPod, params: [p.pod.podId] };
+    const ids = [...p.pod.keyScope];
+    if (ids.length === 0) return { sql: '0 = 1', params: [] };
+    return { sql: `${inPod} AND ${column} IN (${ids.map(() => '?').join(', ')})`, params: [p.pod.podId, ...ids] };
+  }
   const ids = [...p.inboxScope];
   if (ids.length === 0) return { sql: '0 = 1', params: [] };
   return { sql: `${column} IN (${ids.map(() => '?').join(', ')})`, params: ids };

@@ -49,6 +49,8 @@ const ApiKeyFields = {
   /** AgentMail's credential kind; svc only has bearer keys. */
   type: Type.Literal('bearer'),
   api_key_id: Type.String(),
+  /** The key's pod (docs/pods.md); absent for a key of the whole home. */
+  pod_id: Type.Optional(Type.String()),
   name: Type.Union([Type.String(), Type.Null()]),
   prefix: Type.String(),
   /** Every known permission name with whether it is granted. */

@@ -11,18 +11,21 @@ import { grantedPermissions } from './permissions.js';
 import { dbStamp } from '../db/stamp.js';
 import { ACCESS_TOKEN_PREFIX } from '../oauth/limits.js';
 import { accessTokenPrincipal, currentGrantPrincipal } from '../oauth/grants.js';
+import { storedPodPrincipal } from '../pods/scope.js';
 
 
-function apiKeyPrincipal(row: ApiKeyCredential | undefined): Principal | null {
+/** The key's principal; a key created under a pod sees that pod only (docs/pods.md). */
+function apiKeyPrincipal(db: Db, row: ApiKeyCredential | undefined): Principal | null {
   if (!row) return null;
   if (row.expires_at && Date.parse(row.expires_at) <= Date.now()) return null;
-  return {
+  const principal: Principal = {
     kind: 'api_key',
     id: row.api_key_id,
     inboxScope: row.inbox_ids === null ? 'all' : new Set(JSON.parse(row.inbox_ids) as string[]),
     permissions: grantedPermissions(row.permissions),
     sendPolicy: row.send_policy,
   };
+  return storedPodPrincipal(db, principal, row.pod_id);
 }
 
 /**
@@ -53,7 +56,7 @@ function apiKeyRow(db: Db, hash: string): ApiKeyCredential | undefined {
  */
 export function resolveBearer(db: Db, owner: OwnerAccount, token: string, where: CredentialContext): Principal | null {
   if (owner.isBearer(token)) return where.listener === 'local' ? owner.ownerPrincipal() : null;
-  if (token.startsWith(API_KEY_PREFIX)) return apiKeyPrincipal(apiKeyRow(db, sha256Hex(token)));
+  if (token.startsWith(API_KEY_PREFIX)) return apiKeyPrincipal(db, apiKeyRow(db, sha256Hex(token)));
   if (token.startsWith(ACCESS_TOKEN_PREFIX)) return accessTokenPrincipal(db, token, where);
   return null;
 }
@@ -71,7 +74,7 @@ export function refreshPrincipal(db: Db, p: Principal): Principal | null {
       return expiresAt !== null && Date.parse(expiresAt) > Date.now() ? p : null;
     }
     case 'api_key':
-      return apiKeyPrincipal(apiKeyCredentialById(db, p.id));
+      return apiKeyPrincipal(db, apiKeyCredentialById(db, p.id));
     case 'oauth':
       return currentGrantPrincipal(db, p.id, p.tokenId);
     default:

@@ -12,8 +12,17 @@ export type SendPolicy = (typeof SEND_POLICIES)[number];
 export interface Principal {
   kind: 'owner' | 'session' | 'api_key' | 'oauth';
   id: string;
-  /** 'all', or the inbox ids this credential may touch. */
+  /**
+   * 'all', or the inbox ids this credential may touch. For a principal narrowed to a pod (`pod`),
+   * always a set: the pod's inboxes within the credential's own restriction, so every check that
+   * treats 'all' as "the whole home" refuses it.
+   */
   inboxScope: 'all' | ReadonlySet<string>;
+  /**
+   * Set when the principal sees one pod only (docs/pods.md): a key or grant created under a pod,
+   * or any credential on a `/v0/pods/{pod_id}/...` route. Absent means every pod.
+   */
+  pod?: PodScope;
   /** 'all' for the owner. */
   permissions: 'all' | ReadonlySet<Permission>;
   sendPolicy: SendPolicy;
@@ -26,6 +35,12 @@ export interface Principal {
    */
   audience?: Audience;
   tokenId?: string;
+}
+
+/** One pod, and the credential's own inbox restriction (what a new inbox's address is checked against). */
+export interface PodScope {
+  podId: string;
+  keyScope: 'all' | ReadonlySet<string>;
 }
 
 /** The two OAuth resources (spec §5.3): a token for one does not work on the other. */

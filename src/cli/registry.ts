@@ -12,6 +12,7 @@ export const GROUPS: Record<string, { summary: string; load: Loader }> = {
   doctor: { summary: 'check keys, edge, DNS, self-test, transport, disk, backup, loops and quarantine; exit 0 only when all pass (owner)', load: async () => (await import('./doctor.js')).group },
   open: { summary: 'open the owner web app in a browser, signed in (or print the link)', load: async () => (await import('./open.js')).group },
   inboxes: { summary: 'list, create, update, pause, resume and delete inboxes', load: async () => (await import('./inboxes.js')).group },
+  pods: { summary: 'tenants: list, create and delete pods; each owns its inboxes, domains, webhooks and keys', load: async () => (await import('./pods.js')).group },
   threads: { summary: 'list, search, read, label and delete conversations', load: async () => (await import('./mail.js')).threads },
   messages: { summary: 'list, search, read, label, delete and export messages (raw MIME, attachments)', load: async () => (await import('./mail.js')).messages },
   send: { summary: 'send a new message (body from a flag, a file or stdin; --attach files)', load: async () => (await import('./send.js')).send },

@@ -48,6 +48,8 @@ export function bumpSearchGeneration(db: Db): void {
 }
 
 function scopeOf(p: Principal): string {
+  // A pod-narrowed caller is bound to its pod, not to the pod's inboxes of the moment: an inbox created between pages does not stale the token.
+  if (p.pod !== undefined) return `${p.kind}:${p.id}:pod:${p.pod.podId}:${p.pod.keyScope === 'all' ? '*' : [...p.pod.keyScope].sort().join(',')}`;
   return `${p.kind}:${p.id}:${p.inboxScope === 'all' ? '*' : [...p.inboxScope].sort().join(',')}`;
 }
 

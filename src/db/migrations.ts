@@ -15,6 +15,7 @@ import { EDGES_MIGRATION } from './migrations-edges.js';
 import { LABEL_EVENTS_MIGRATION } from './migrations-label-events.js';
 import { ATTACHMENT_TEXT_MIGRATION } from './migrations-attachment-text.js';
 import { RETENTION_MIGRATION } from './migrations-retention.js';
+import { PODS_MIGRATION } from './migrations-pods.js';
 import { METRIC_DAYS_MIGRATION } from './migrations-metric-days.js';
 import { MESSAGE_AUTH_MIGRATION } from './migrations-message-auth.js';
 
@@ -320,8 +321,8 @@ export const MIGRATIONS: readonly string[] = [
   ATTACHMENT_TEXT_MIGRATION,
   // 23: when a quarantine item was resolved, and the indexes the retention pass deletes by (src/db/migrations-retention.ts)
   RETENTION_MIGRATION,
-  // 24: reserved for the pods migration of another branch; this empty placeholder is replaced when they merge
-  '',
+  // 24: pods, and the pod of each inbox, domain, webhook and API key (src/db/migrations-pods.ts)
+  PODS_MIGRATION,
   // 25: stored per-day counters for the usage metrics, kept by triggers (src/db/migrations-metric-days.ts)
   METRIC_DAYS_MIGRATION,
   // 26: svc's authentication verdict of each received message (src/db/migrations-message-auth.ts)

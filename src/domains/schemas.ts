@@ -27,6 +27,8 @@ const RecordTypeField = Type.Union([Type.Literal('MX'), Type.Literal('TXT'), Typ
  */
 const DomainItemFields = {
   domain_id: Type.String(),
+  /** The pod that owns the domain (docs/pods.md); absent for a domain of the whole home. */
+  pod_id: Type.Optional(Type.String()),
   domain: Type.String(),
   status: Type.Enum(SDK_DOMAIN_STATUSES),
   state: Type.Enum(DOMAIN_STATUSES),

@@ -54,6 +54,8 @@ export interface DomainRow {
   dns_zone: string | null;
   dns_added: string;
   dns_published_at: string | null;
+  /** The pod that owns the domain (migration 24, docs/pods.md); null for the whole home. */
+  pod_id: string | null;
 }
 
 export interface DomainRecordView<T extends RecordType = RecordType> {
@@ -103,6 +105,7 @@ export function recordViews(records: PlannedRecord[], checksJson: string): Domai
 function itemView(row: DomainRow) {
   return {
     domain_id: row.domain_id,
+    ...(row.pod_id === null ? {} : { pod_id: row.pod_id }),
     domain: row.domain,
     status: sdkDomainStatus(row.status, storedChecks(row.checks).some((c) => c.status === 'invalid')),
     state: row.status,
@@ -150,7 +153,7 @@ export function checkDomainCreate(body: CreateDomainBody): { domain: string; bod
 }
 
 /** Registers a checked domain as `pending` (409 when the name is taken); returns its id. Runs inside the caller's transaction. */
-export function insertDomain(db: Db, create: ReturnType<typeof checkDomainCreate>): string {
+export function insertDomain(db: Db, create: ReturnType<typeof checkDomainCreate>, podId: string | null = null): string {
   const { domain, body } = create;
   const existing = db.prepare('SELECT domain_id FROM domains WHERE domain = ?').get(domain) as { domain_id: string } | undefined;
   if (existing) {
@@ -159,8 +162,8 @@ export function insertDomain(db: Db, create: ReturnType<typeof checkDomainCreate
   const id = uuidv7();
   const at = now();
   db.prepare(
-    'INSERT INTO domains (domain_id, domain, status, feedback_enabled, subdomains_enabled, tracking_enabled, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
-  ).run(id, domain, 'pending', body.feedback_enabled === false ? 0 : 1, body.subdomains_enabled ? 1 : 0, 0, at, at);
+    'INSERT INTO domains (domain_id, domain, status, feedback_enabled, subdomains_enabled, tracking_enabled, created_at, updated_at, pod_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+  ).run(id, domain, 'pending', body.feedback_enabled === false ? 0 : 1, body.subdomains_enabled ? 1 : 0, 0, at, at, podId);
   return id;
 }
 
@@ -198,13 +201,18 @@ export function listDomains(db: Db, p: Principal, query: { limit?: number; page_
   const ascending = query.ascending ?? false;
   const binding: PageBinding = { route: 'domains.list', filters: { ascending }, principal: p };
   const params: (string | number)[] = [];
-  let where = '1 = 1';
+  const where = ['1 = 1'];
+  // On a pod (docs/pods.md): that pod's domains only.
+  if (p.pod !== undefined) {
+    where.push('pod_id = ?');
+    params.push(p.pod.podId);
+  }
   if (query.page_token !== undefined) {
-    where = `(created_at, domain_id) ${ascending ? '>' : '<'} (?, ?)`;
+    where.push(`(created_at, domain_id) ${ascending ? '>' : '<'} (?, ?)`);
     params.push(...readCursor(db, query.page_token, binding, 2));
   }
   const order = ascending ? 'ASC' : 'DESC';
-  const rows = db.prepare(`SELECT * FROM domains WHERE ${where} ORDER BY created_at ${order}, domain_id ${order} LIMIT ?`).all(...params, limit + 1) as DomainRow[];
+  const rows = db.prepare(`SELECT * FROM domains WHERE ${where.join(' AND ')} ORDER BY created_at ${order}, domain_id ${order} LIMIT ?`).all(...params, limit + 1) as DomainRow[];
   return pageFromRows(db, binding, 'domains', rows, limit, (r) => [r.created_at, r.domain_id], itemView);
 }
 

@@ -91,8 +91,6 @@ export type StreamDialect = 'svc' | 'agentmail';
 
 /** AgentMail's event names svc never emits; subscribing to them is allowed and matches nothing. */
 export const AGENTMAIL_ONLY_EVENT_TYPES = ['message.opened'] as const;
-/** svc is one pod; AgentMail's `pod_ids` filter matches everything when it names this one. */
-export const THE_POD_ID = 'default';
 
 export const AgentMailSubscribeFrame = Type.Object(
   {
@@ -118,6 +116,8 @@ export interface UrlResume {
 
 interface LogRow extends EventAddress {
   seq: number;
+  /** The pod of the event's inbox (docs/pods.md); null for owner-only events. */
+  pod_id: string | null;
   /** The stored event object as JSON, sent exactly as stored. */
   payload: string;
 }
@@ -242,8 +242,8 @@ class EventConnection {
   #cursor: number;
   #eventTypes: ReadonlySet<string> | null = null;
   #inboxIds: ReadonlySet<string> | null = null;
-  /** An AgentMail `pod_ids` filter that does not name svc's one pod: nothing matches. */
-  #otherPodsOnly = false;
+  /** AgentMail's `pod_ids` filter: only events of inboxes in these pods (docs/pods.md). */
+  #podIds: ReadonlySet<string> | null = null;
   /** Until a read first finds the end of the log, the backlog is read only as fast as the client takes it. */
   #replaying = true;
   /** Rows may exist after #cursor. */
@@ -346,7 +346,7 @@ class EventConnection {
     const inboxIds = frame.inbox_ids ? [...new Set(frame.inbox_ids.map(normalizeInboxId))] : undefined;
     this.#inboxIds = inboxIds ? new Set(inboxIds) : null;
     const podIds = 'pod_ids' in frame && frame.pod_ids ? [...new Set(frame.pod_ids)] : undefined;
-    this.#otherPodsOnly = podIds !== undefined && !podIds.includes(THE_POD_ID);
+    this.#podIds = podIds ? new Set(podIds) : null;
     this.#state = 'streaming';
     this.#pongDeadline.refresh();
     this.#send({
@@ -454,8 +454,8 @@ class EventConnection {
     }
   }
 
-  #wants(event: EventAddress): boolean {
-    if (this.#otherPodsOnly) return false;
+  #wants(event: LogRow): boolean {
+    if (this.#podIds && (event.pod_id === null || !this.#podIds.has(event.pod_id))) return false;
     if (this.#eventTypes && !this.#eventTypes.has(event.event_type)) return false;
     if (this.#inboxIds && (event.inbox_id === null || !this.#inboxIds.has(event.inbox_id))) return false;
     return isEventVisible(this.#principal, event);

@@ -36,8 +36,9 @@ export function appendEvent(db: Db, e: NewEvent): { seq: number; eventId: string
   const eventId = `evt_${uuidv7()}`;
   const createdAt = new Date().toISOString();
   const event = { type: 'event', event_type: e.eventType, event_id: eventId, ...e.extra, [e.payloadKey]: e.payload };
-  const result = prepared(db, 'INSERT INTO events (event_id, event_type, inbox_id, message_rowid, payload, created_at) VALUES (?, ?, ?, ?, ?, ?)')
-    .run(eventId, e.eventType, e.inboxId, e.messageRowid ?? null, JSON.stringify(event), createdAt);
+  // The pod is the inbox's as the event is made (docs/pods.md): pod filters never look an inbox up later.
+  const result = prepared(db, 'INSERT INTO events (event_id, event_type, inbox_id, pod_id, message_rowid, payload, created_at) VALUES (?, ?, ?, (SELECT pod_id FROM inboxes WHERE inbox_id = ?), ?, ?, ?)')
+    .run(eventId, e.eventType, e.inboxId, e.inboxId, e.messageRowid ?? null, JSON.stringify(event), createdAt);
   return { seq: Number(result.lastInsertRowid), eventId };
 }
 
@@ -53,12 +54,14 @@ export interface RawEvent {
   event_id: string;
   event_type: string;
   inbox_id: string | null;
+  /** The pod of the event's inbox when it was appended; null for owner-only events. */
+  pod_id: string | null;
   payload: string;
 }
 
 /** Events after `afterSeq`, oldest first, with the payload left as stored (no parse). */
 export function rawEventsAfter(db: Db, afterSeq: number, limit: number): RawEvent[] {
-  return prepared(db, 'SELECT seq, event_id, event_type, inbox_id, payload FROM events WHERE seq > ? ORDER BY seq LIMIT ?').all(afterSeq, limit) as RawEvent[];
+  return prepared(db, 'SELECT seq, event_id, event_type, inbox_id, pod_id, payload FROM events WHERE seq > ? ORDER BY seq LIMIT ?').all(afterSeq, limit) as RawEvent[];
 }
 
 export function latestSeq(db: Db): number {

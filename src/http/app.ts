@@ -39,6 +39,7 @@ import { ownerOAuthRoutes } from '../routes/owner-oauth.js';
 import { remoteRoutes } from '../routes/remote.js';
 import { backupRoutes } from '../routes/backup.js';
 import { doctorRoutes } from '../routes/doctor.js';
+import { podRoutes } from '../routes/pods.js';
 import { lazySerializerFactory } from './lazy-schemas.js';
 import type { AppContext } from '../context.js';
 
@@ -192,7 +193,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   if (ctx.health && ctx.listener === 'local') await app.register(doctorRoutes(ctx.health), { prefix: '/v0/owner' });
   if (ctx.listener === 'local') await app.register(ownerMailRoutes, { prefix: '/v0/owner' });
   await app.register(mcpRoutes);
-  for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, sendRoutes, draftRoutes, listRoutes, downloadRoutes, wsRoutes, inboxEventRoutes, domainRoutes, webhookRoutes, metricRoutes, identityRoutes, hostedOnlyRoutes]) {
+  for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, sendRoutes, draftRoutes, listRoutes, downloadRoutes, wsRoutes, inboxEventRoutes, domainRoutes, webhookRoutes, metricRoutes, identityRoutes, hostedOnlyRoutes, podRoutes]) {
     await app.register(routes, { prefix: '/v0' });
   }
   // The owner web app is for the owner's own browser: never on the tunnel listener (spec §5.2).

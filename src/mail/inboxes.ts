@@ -26,17 +26,12 @@ export const RESERVED_USERNAME = 'svc-selftest';
  * else's real domain, and the local edge routes it like any inbox domain.
  */
 export const LOCAL_DEFAULT_DOMAIN = 'example.test';
-/**
- * svc is a single AgentMail "pod": every inbox carries this `pod_id`, because the SDK's Inbox
- * type requires one (docs/agentmail-compat.md).
- */
-export const SINGLE_POD_ID = 'default';
-/** Likewise the one AgentMail "organization" (the SDK's list entries require `organization_id`). */
+/** The home is one AgentMail "organization" (the SDK's list entries require `organization_id`). */
 export const SINGLE_ORGANIZATION_ID = 'default';
 
 export function inboxResponse(row: InboxRow): InboxResponse {
   return {
-    pod_id: SINGLE_POD_ID,
+    pod_id: row.pod_id,
     inbox_id: row.inbox_id,
     email: row.inbox_id,
     username: row.username,
@@ -119,14 +114,14 @@ export function planInboxCreate(db: Db, body: CreateInboxBody): InboxCreate {
  * Creates the planned inbox; runs inside the caller's transaction, after its scope (the address)
  * and `inbox_create` checks. An address already taken is `409 already_exists`.
  */
-export function createInbox(db: Db, plan: Extract<InboxCreate, { earlier: null }>, body: CreateInboxBody): InboxRow {
+export function createInbox(db: Db, plan: Extract<InboxCreate, { earlier: null }>, body: CreateInboxBody, podId: string): InboxRow {
   if (body.metadata) checkMetadataSize(body.metadata);
   const inboxId = plan.address;
   if (getInbox(db, inboxId)) {
     throw new ApiError('already_exists', `The inbox \`${inboxId}\` already exists.`, { fix: 'Choose another username, or use the existing inbox.' });
   }
   const now = new Date().toISOString();
-  db.prepare('INSERT INTO inboxes (inbox_id, username, domain, display_name, status, metadata, client_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)').run(
+  db.prepare('INSERT INTO inboxes (inbox_id, username, domain, display_name, status, metadata, client_id, pod_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').run(
     inboxId,
     plan.username,
     plan.domain,
@@ -134,6 +129,7 @@ export function createInbox(db: Db, plan: Extract<InboxCreate, { earlier: null }
     body.status ?? 'active',
     storedMetadata(body.metadata),
     body.client_id ?? null,
+    podId,
     now,
     now,
   );

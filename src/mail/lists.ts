@@ -1,14 +1,14 @@
 /**
  * Allow and block lists (spec §2.7, §4.8): the stored entries and the verdict the inbound and
  * outbound pipelines ask for. An entry is a lower-cased address or domain; global entries are
- * stored with inbox_id '' so one primary key covers both levels. The entry's schema is in
- * ./list-schemas.ts.
+ * stored with inbox_id '' and a pod's (docs/pods.md) with `pod:<pod_id>` (never an address: no
+ * `@`), so one primary key covers the three levels. The entry's schema is in ./list-schemas.ts.
  */
 import { domainToASCII } from 'node:url';
 import type { Db } from '../db/open.js';
 import { ApiError } from '../core/errors.js';
 import { prepared } from '../db/statements.js';
-import { SINGLE_ORGANIZATION_ID, SINGLE_POD_ID } from './inboxes.js';
+import { SINGLE_ORGANIZATION_ID } from './inboxes.js';
 import type { ListEntry } from './list-schemas.js';
 
 export type { ListEntry } from './list-schemas.js';
@@ -25,9 +25,13 @@ const LOCAL_MAX = 64;
 const ADDRESS_MAX = 254;
 const DOMAIN_MAX = 253;
 
-/** Which list: global (`inboxId` null) or one inbox's, for one direction and type. */
+/**
+ * Which list: global (`inboxId` and `podId` null), one pod's (`podId` only) or one inbox's
+ * (`inboxId`, with `podId` its pod), for one direction and type.
+ */
 export interface ListKey {
   inboxId: string | null;
+  podId: string | null;
   direction: ListDirection;
   type: ListType;
 }
@@ -42,18 +46,22 @@ interface ListEntryRow {
 }
 
 const GLOBAL = '';
+const POD_LIST_PREFIX = 'pod:';
 
-function toEntry(row: ListEntryRow): ListEntry {
+/** The stored `inbox_id` column of a list: '' (global), `pod:<pod_id>` or the inbox's address. */
+const listColumn = (key: ListKey) => key.inboxId ?? (key.podId === null ? GLOBAL : `${POD_LIST_PREFIX}${key.podId}`);
+
+function toEntry(row: ListEntryRow, key: ListKey): ListEntry {
   return {
     entry: row.entry,
     entry_type: row.entry.includes('@') ? 'email' : 'domain',
     direction: row.direction,
     list_type: row.type,
     reason: row.reason,
-    inbox_id: row.inbox_id === GLOBAL ? null : row.inbox_id,
+    inbox_id: key.inboxId,
     created_at: row.created_at,
     organization_id: SINGLE_ORGANIZATION_ID,
-    ...(row.inbox_id === GLOBAL ? {} : { pod_id: SINGLE_POD_ID }),
+    ...(key.podId === null ? {} : { pod_id: key.podId }),
   };
 }
 
@@ -108,11 +116,11 @@ export function normalizeListEntry(raw: string): string {
 }
 
 const KEY_WHERE = 'inbox_id = ? AND direction = ? AND type = ?';
-const keyParams = (key: ListKey) => [key.inboxId ?? GLOBAL, key.direction, key.type];
+const keyParams = (key: ListKey) => [listColumn(key), key.direction, key.type];
 
 /** Adds an entry; an existing one (same list, same entry) is `409 already_exists`. */
 export function createListEntry(db: Db, key: ListKey, entry: string, reason: string | null): ListEntry {
-  const row: ListEntryRow = { inbox_id: key.inboxId ?? GLOBAL, direction: key.direction, type: key.type, entry, reason, created_at: new Date().toISOString() };
+  const row: ListEntryRow = { inbox_id: listColumn(key), direction: key.direction, type: key.type, entry, reason, created_at: new Date().toISOString() };
   const inserted = db
     .prepare('INSERT INTO list_entries (inbox_id, direction, type, entry, reason, created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING')
     .run(row.inbox_id, row.direction, row.type, row.entry, row.reason, row.created_at);
@@ -121,12 +129,12 @@ export function createListEntry(db: Db, key: ListKey, entry: string, reason: str
       fix: 'Read it with GET on the entry; to change its reason, delete it and add it again.',
     });
   }
-  return toEntry(row);
+  return toEntry(row, key);
 }
 
 export function getListEntry(db: Db, key: ListKey, entry: string): ListEntry | null {
   const row = db.prepare(`SELECT * FROM list_entries WHERE ${KEY_WHERE} AND entry = ?`).get(...keyParams(key), entry) as ListEntryRow | undefined;
-  return row ? toEntry(row) : null;
+  return row ? toEntry(row, key) : null;
 }
 
 /** True when an entry was removed. */
@@ -139,7 +147,7 @@ export function listListEntries(db: Db, key: ListKey, after: string | null, limi
   const rows = db
     .prepare(`SELECT * FROM list_entries WHERE ${KEY_WHERE} AND entry > ? ORDER BY entry ASC LIMIT ?`)
     .all(...keyParams(key), after ?? '', limit) as ListEntryRow[];
-  return rows.map(toEntry);
+  return rows.map((row) => toEntry(row, key));
 }
 
 /**
@@ -172,17 +180,19 @@ function candidates(address: string): string[] {
 }
 
 /**
- * Inbox and global lists both apply, as one list per type: an address passes an allow list in
- * force when either level's allow list names it, and a block entry at either level blocks it.
+ * Inbox, pod and global lists all apply, as one list per type: an address passes an allow list in
+ * force when any level's allow list names it, and a block entry at any level blocks it.
  * A domain entry matches addresses at that domain and at any of its subdomains.
  */
 export function listVerdict(db: Db, query: VerdictQuery): ListVerdict {
   const inboxId = query.inboxId.trim().toLowerCase();
   const keys = candidates(query.address);
-  const matched = prepared(db, `SELECT DISTINCT type FROM list_entries WHERE inbox_id IN (?, ?) AND direction = ? AND entry IN (${keys.map(() => '?').join(', ')})`)
-    .all(GLOBAL, inboxId, query.direction, ...keys) as { type: ListType }[];
+  const podList = (prepared(db, 'SELECT pod_id FROM inboxes WHERE inbox_id = ?').pluck().get(inboxId) as string | undefined) ?? null;
+  const lists = [GLOBAL, inboxId, podList === null ? GLOBAL : `${POD_LIST_PREFIX}${podList}`];
+  const matched = prepared(db, `SELECT DISTINCT type FROM list_entries WHERE inbox_id IN (?, ?, ?) AND direction = ? AND entry IN (${keys.map(() => '?').join(', ')})`)
+    .all(...lists, query.direction, ...keys) as { type: ListType }[];
   if (matched.some((m) => m.type === 'block')) return 'block';
   if (matched.length > 0) return 'allow';
-  const allowInForce = prepared(db, "SELECT 1 FROM list_entries WHERE inbox_id IN (?, ?) AND direction = ? AND type = 'allow' LIMIT 1").get(GLOBAL, inboxId, query.direction);
+  const allowInForce = prepared(db, "SELECT 1 FROM list_entries WHERE inbox_id IN (?, ?, ?) AND direction = ? AND type = 'allow' LIMIT 1").get(...lists, query.direction);
   return allowInForce ? 'not_allowed' : 'none';
 }

@@ -1,7 +1,7 @@
 /**
  * Who is calling and which home it is, in AgentMail's shapes (docs/agentmail-compat.md): the SDK's
  * `auth.me` (`GET /v0/auth/me`, an `Identity`) and `organizations.get` (`GET /v0/organizations`,
- * an `Organization`). svc is one organization and one pod, both called `default`.
+ * an `Organization`). svc is one organization called `default`; its pods are docs/pods.md.
  *
  * `auth.me` tells a credential only about itself: its scope in AgentMail's tiers and, for an API
  * key, its id. A key scoped to one inbox learns that inbox (it is the key's whole reach); a key
@@ -11,7 +11,9 @@
 import { Type, type Static } from 'typebox';
 import type { Db } from '../db/open.js';
 import type { Principal } from '../auth/principal.js';
-import { SINGLE_ORGANIZATION_ID, SINGLE_POD_ID } from '../mail/inboxes.js';
+import { SINGLE_ORGANIZATION_ID } from '../mail/inboxes.js';
+import { DEFAULT_POD_ID } from '../pods/store.js';
+import { inboxById } from '../auth/inbox-lookup.js';
 
 /** The SDK's `ScopeType`: the tier a credential is bound to. */
 const ScopeType = Type.Union([Type.Literal('organization'), Type.Literal('pod'), Type.Literal('inbox')]);
@@ -37,16 +39,19 @@ export const OrganizationResponse = Type.Object({
 });
 export type OrganizationResponse = Static<typeof OrganizationResponse>;
 
-export function identityOf(p: Principal): IdentityResponse {
+export function identityOf(db: Db, p: Principal): IdentityResponse {
   // AgentMail names the key only for API keys; OAuth tokens are like its JWT credentials.
   const key = p.kind === 'api_key' ? { api_key_id: p.id } : {};
   const organization = { organization_id: SINGLE_ORGANIZATION_ID };
   if (p.inboxScope === 'all') return { scope_type: 'organization', scope_id: SINGLE_ORGANIZATION_ID, ...organization, ...key };
-  if (p.inboxScope.size === 1) {
-    const [inboxId] = p.inboxScope;
-    return { scope_type: 'inbox', scope_id: inboxId, ...organization, pod_id: SINGLE_POD_ID, inbox_id: inboxId, ...key };
+  // A pod-scoped credential names its pod (docs/pods.md); its own inbox restriction, if one inbox, makes it an inbox credential.
+  const podId = p.pod?.podId ?? DEFAULT_POD_ID;
+  const keyScope = p.pod ? p.pod.keyScope : p.inboxScope;
+  if (keyScope !== 'all' && keyScope.size === 1) {
+    const [inboxId] = keyScope;
+    return { scope_type: 'inbox', scope_id: inboxId, ...organization, pod_id: p.pod ? podId : (inboxById(db, inboxId)?.pod_id ?? DEFAULT_POD_ID), inbox_id: inboxId, ...key };
   }
-  return { scope_type: 'pod', scope_id: SINGLE_POD_ID, ...organization, pod_id: SINGLE_POD_ID, ...key };
+  return { scope_type: 'pod', scope_id: podId, ...organization, pod_id: podId, ...key };
 }
 
 const HOME_CREATED_KEY = 'home_created_at';

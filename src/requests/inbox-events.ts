@@ -13,9 +13,8 @@ import { PageQuery } from '../core/schemas.js';
 import { readVisibility } from '../mail/labels.js';
 import { LABEL_EVENT_TYPES, labelEventId, readLabelEvents, type LabelEventRow } from '../mail/label-events.js';
 
-/** svc is one organization and one pod; the SDK's type requires both ids. */
+/** svc is one organization; the SDK's type requires its id (and the inbox's pod). */
 const THE_ORGANIZATION_ID = 'default';
-const THE_POD_ID = 'default';
 
 export const InboxEventsQuery = Type.Object(PageQuery, { additionalProperties: false });
 export type InboxEventsQuery = Static<typeof InboxEventsQuery>;
@@ -33,9 +32,9 @@ export const InboxEvent = Type.Object({
   created_at: Type.String(),
 });
 
-const inboxEvent = (row: LabelEventRow) => ({
+const inboxEvent = (podId: string) => (row: LabelEventRow) => ({
   organization_id: THE_ORGANIZATION_ID,
-  pod_id: THE_POD_ID,
+  pod_id: podId,
   inbox_id: row.inbox_id,
   event_id: labelEventId(row.seq),
   event_type: row.event_type,
@@ -52,5 +51,5 @@ export function inboxEventsPage(db: Db, p: Principal, inboxId: string, q: InboxE
   const binding = { route: 'inbox_events', filters: { inbox_id: inbox.inbox_id, ascending }, principal: p };
   const afterSeq = q.page_token ? Number(readCursor(db, q.page_token, binding, 1)[0]) : null;
   const rows = readLabelEvents(db, inbox.inbox_id, readVisibility(p), { ascending, afterSeq, limit: limit + 1 });
-  return pageFromRows(db, binding, 'events', rows, limit, (r) => [r.seq], inboxEvent);
+  return pageFromRows(db, binding, 'events', rows, limit, (r) => [r.seq], inboxEvent(inbox.pod_id));
 }

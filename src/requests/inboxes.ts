@@ -13,6 +13,7 @@ import type { Db } from '../db/open.js';
 import { inboxFor, requirePermission } from '../auth/access.js';
 import { inScope, type Principal } from '../auth/principal.js';
 import { routeToLocalEdge } from '../mail/inbox-routing.js';
+import { DEFAULT_POD_ID, podForWrite } from '../pods/store.js';
 import {
   addressOutOfScope,
   createInbox,
@@ -22,6 +23,7 @@ import {
   planInboxCreate,
   updateInbox,
   type CreateInboxBody,
+  type InboxCreate,
   type InboxPageQuery,
   type InboxResponse,
   type UpdateInboxBody,
@@ -64,12 +66,28 @@ export function readInbox(db: Db, p: Principal, inboxId: string): InboxResponse 
 export async function createInboxFor(svc: InboxServices, p: Principal, body: CreateInboxBody): Promise<InboxResponse> {
   const { db } = svc;
   const plan = planInboxCreate(db, body);
-  if (!inScope(p, plan.address)) throw addressOutOfScope(plan.address);
+  if (!mayCreateAt(db, p, plan)) throw addressOutOfScope(plan.address);
   requirePermission(p, 'inbox_create');
-  const created = inboxResponse(plan.earlier ?? db.transaction(() => createInbox(db, plan, body))());
+  // The pod is re-read inside the write: an inbox is never created in a pod deleted meanwhile.
+  const podId = p.pod?.podId ?? DEFAULT_POD_ID;
+  const created = inboxResponse(plan.earlier ?? db.transaction(() => createInbox(db, plan, body, podForWrite(db, podId).pod_id))());
   await routeToLocalEdge(db);
   wakeProvisioning(svc);
   return created;
+}
+
+/**
+ * Whether the caller may create at the planned address: an existing inbox (same `client_id`) must
+ * be in its scope; a new address must be in the credential's own restriction, on a domain of the
+ * home or of the inbox's pod. On a pod, the new inbox joins the pod (docs/pods.md).
+ */
+function mayCreateAt(db: Db, p: Principal, plan: InboxCreate): boolean {
+  if (plan.earlier !== null) return inScope(p, plan.address);
+  // A domain a pod owns takes that pod's inboxes only; the home's domains (no pod) take any pod's.
+  const domainPod = db.prepare('SELECT pod_id FROM domains WHERE domain = ?').pluck().get(plan.domain) as string | null | undefined;
+  if (domainPod != null && domainPod !== (p.pod?.podId ?? DEFAULT_POD_ID)) return false;
+  if (p.pod === undefined) return inScope(p, plan.address);
+  return p.pod.keyScope === 'all' || p.pod.keyScope.has(plan.address);
 }
 
 export function updateInboxFor(svc: InboxServices, p: Principal, inboxId: string, body: UpdateInboxBody): InboxResponse {

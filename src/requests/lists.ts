@@ -35,17 +35,24 @@ export const CreateListEntryBody = Type.Object(
 export type CreateListEntryBody = Static<typeof CreateListEntryBody>;
 
 /**
- * The list named, after the access checks in house order: a global list (no inbox) needs a
- * credential without an inbox restriction; an inbox list needs the inbox in scope (404) before
- * the permission (403).
+ * The list named, after the access checks in house order: without an inbox, a pod-narrowed
+ * caller names its pod's list (docs/pods.md) and needs no inbox restriction within the pod, any
+ * other a global list and no inbox restriction at all; an inbox list needs the inbox in scope
+ * (404) before the permission (403).
  */
 export function listKeyFor(db: Db, p: Principal, inboxId: string | undefined, direction: ListDirection, type: ListType, permission: Permission): ListKey {
   if (inboxId === undefined) {
+    if (p.pod !== undefined) {
+      if (p.pod.keyScope !== 'all') requireUnrestricted(p);
+      requirePermission(p, permission);
+      return { inboxId: null, podId: p.pod.podId, direction, type };
+    }
     requireUnrestricted(p);
     requirePermission(p, permission);
-    return { inboxId: null, direction, type };
+    return { inboxId: null, podId: null, direction, type };
   }
-  return { inboxId: inboxFor(db, p, inboxId, permission).inbox_id, direction, type };
+  const inbox = inboxFor(db, p, inboxId, permission);
+  return { inboxId: inbox.inbox_id, podId: inbox.pod_id, direction, type };
 }
 
 export const entryNotFound = (entry: string, key: ListKey) =>
@@ -59,7 +66,7 @@ export function listEntriesPage(db: Db, p: Principal, inboxId: string | undefine
   }
   const key = listKeyFor(db, p, inboxId, direction, type, 'list_entry_read');
   const limit = q.limit ?? DEFAULT_LIMIT;
-  const binding = { route: 'lists', filters: { inbox_id: key.inboxId, direction, type }, principal: p };
+  const binding = { route: 'lists', filters: { inbox_id: key.inboxId, pod_id: key.podId, direction, type }, principal: p };
   const after = q.page_token ? String(readCursor(db, q.page_token, binding, 1)[0]) : null;
   const rows = listListEntries(db, key, after, limit + 1);
   return pageFromRows(db, binding, 'entries', rows, limit, (r) => [r.entry]);

@@ -8,6 +8,6 @@ import { homeOrganization, identityOf, IdentityResponse, OrganizationResponse } 
 
 export const identityRoutes: FastifyPluginAsync = async (app) => {
   const { db } = app.svc;
-  app.get('/auth/me', { config: { auth: 'agent' }, schema: { response: { 200: IdentityResponse } } }, async (request) => identityOf(request.principal!));
+  app.get('/auth/me', { config: { auth: 'agent' }, schema: { response: { 200: IdentityResponse } } }, async (request) => identityOf(db, request.principal!));
   app.get('/organizations', { config: { auth: 'owner' }, schema: { response: { 200: OrganizationResponse } } }, async () => homeOrganization(db));
 };

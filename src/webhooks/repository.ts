@@ -35,6 +35,8 @@ export interface WebhookRow {
   updated_at: string;
   client_id: string | null;
   client_request_hash: string | null;
+  /** The pod that owns the webhook (docs/pods.md): it hears that pod's events only. Null: the whole home. */
+  pod_id: string | null;
 }
 
 export interface WebhookCreator {
@@ -46,9 +48,16 @@ export interface WebhookCreator {
  * Which webhooks a caller may see: every one (the owner), or those of one creator, limited to
  * instance-wide ones and inbox webhooks of `inboxes` when the creator is inbox-restricted.
  */
-export type WebhookViewer = { all: true } | { all: false; creator: WebhookCreator; inboxes: string[] | null };
+export type WebhookViewer = ({ all: true } | { all: false; creator: WebhookCreator; inboxes: string[] | null }) & {
+  /** Set for a caller narrowed to a pod: that pod's webhooks only. */
+  pod?: string;
+};
 
 function visibility(v: WebhookViewer): { sql: string; params: (string | null)[] } {
+  if (v.pod !== undefined) {
+    const rest = visibility({ ...v, pod: undefined });
+    return { sql: `pod_id = ? AND ${rest.sql}`, params: [v.pod, ...rest.params] };
+  }
   if (v.all) return { sql: '1 = 1', params: [] };
   if (v.inboxes === null) return { sql: 'owner_kind = ? AND creator_id = ?', params: [v.creator.kind, v.creator.id] };
   return {
@@ -87,13 +96,14 @@ export interface NewWebhook {
   now: string;
   clientId: string | null;
   clientRequestHash: string | null;
+  podId: string | null;
 }
 
 export function insertWebhook(db: Db, w: NewWebhook): void {
   db.prepare(
-    `INSERT INTO webhooks (webhook_id, owner_kind, creator_id, inbox_scope, inbox_ids, url, event_types, secret, cursor_seq, created_at, updated_at, client_id, client_request_hash)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  ).run(w.webhookId, w.creator.kind, w.creator.id, w.inboxScope, w.inboxIds, w.url, w.eventTypes, w.secret, w.cursorSeq, w.now, w.now, w.clientId, w.clientRequestHash);
+    `INSERT INTO webhooks (webhook_id, owner_kind, creator_id, inbox_scope, inbox_ids, url, event_types, secret, cursor_seq, created_at, updated_at, client_id, client_request_hash, pod_id)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  ).run(w.webhookId, w.creator.kind, w.creator.id, w.inboxScope, w.inboxIds, w.url, w.eventTypes, w.secret, w.cursorSeq, w.now, w.now, w.clientId, w.clientRequestHash, w.podId);
 }
 
 export function updateWebhookFilters(db: Db, webhookId: string, eventTypes: string, inboxIds: string | null, now: string): void {

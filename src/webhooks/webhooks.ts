@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { Type, type Static } from 'typebox';
 import type { Db } from '../db/open.js';
 import { uuidv7 } from '../db/ids.js';
+import { podForWrite } from '../pods/store.js';
 import { ApiError, notFound } from '../core/errors.js';
 import { isOwner, type Principal } from '../auth/principal.js';
 import { normalizeInboxId } from '../auth/access.js';
@@ -98,6 +99,8 @@ export const WebhookResponse = Type.Object({
   inbox_id: Type.Union([Type.String(), Type.Null()]),
   /** Instance-wide filter; null = every inbox the creator can see. */
   inbox_ids: Type.Union([Type.Array(Type.String()), Type.Null()]),
+  /** The pod that owns the webhook (docs/pods.md), as AgentMail's pod filter; absent for the whole home's. */
+  pod_ids: Type.Optional(Type.Array(Type.String())),
   enabled: Type.Boolean(),
   created_at: Type.String(),
   updated_at: Type.String(),
@@ -131,6 +134,7 @@ function webhookResponse(row: WebhookRow, health: boolean): WebhookResponse {
     event_types: JSON.parse(row.event_types) as string[],
     inbox_id: row.inbox_scope,
     inbox_ids: row.inbox_ids === null ? null : (JSON.parse(row.inbox_ids) as string[]),
+    ...(row.pod_id === null ? {} : { pod_ids: [row.pod_id] }),
     enabled: row.enabled === 1,
     created_at: row.created_at,
     updated_at: row.updated_at,
@@ -161,8 +165,9 @@ function creatorOf(p: Principal): WebhookCreator {
  * inbox webhooks only while their inbox is still in its scope.
  */
 function viewerOf(p: Principal): WebhookViewer {
-  if (isOwner(p)) return { all: true };
-  return { all: false, creator: creatorOf(p), inboxes: p.inboxScope === 'all' ? null : [...p.inboxScope] };
+  const pod = p.pod === undefined ? {} : { pod: p.pod.podId };
+  if (isOwner(p)) return { all: true, ...pod };
+  return { all: false, creator: creatorOf(p), inboxes: p.inboxScope === 'all' ? null : [...p.inboxScope], ...pod };
 }
 
 /** Known, deduplicated event types; agents may not ask for owner-only ones they could never get. */
@@ -308,6 +313,8 @@ export function createWebhook(db: Db, p: Principal, create: WebhookCreate): Webh
       now: new Date().toISOString(),
       clientId,
       clientRequestHash: create.bodyHash,
+      // A pod's webhook is made only while the pod exists: re-read inside this write.
+      podId: p.pod === undefined ? null : podForWrite(db, p.pod.podId).pod_id,
     });
     applyHeaders(db, id, create.headers);
     row = webhookRow(db, p, id, null);

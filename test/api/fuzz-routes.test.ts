@@ -94,6 +94,8 @@ t.before(async () => {
   const domain = await raw(svc.url, 'POST', '/v0/domains', { authorization: `Bearer ${svc.ownerToken}`, 'content-type': 'application/json' }, JSON.stringify({ domain: 'fuzz.test' }));
   real.domain_id = [(domain.body as { domain_id: string }).domain_id];
   real.entry = ['someone%40fuzz.test', 'fuzz.test'];
+  // Every home's first pod (docs/pods.md): the pod copies of the routes reach the same resources.
+  real.pod_id = ['default'];
 });
 t.teardown(() => svc?.stop());
 

@@ -14,7 +14,7 @@ import t from 'tap';
 import nodemailer from 'nodemailer';
 import { AgentMailClient } from 'agentmail';
 import * as serialization from 'agentmail/serialization';
-import { startSvc, type RunningSvc } from '../helpers/svc.js';
+import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
 import { startLoopbackDns } from '../helpers/dns.js';
 import { createApiKey, createInbox, updateApiKey } from '../helpers/seed.js';
 import { until } from '../helpers/until.js';
@@ -191,4 +191,37 @@ t.test('client.inboxes.events.list pages the inbox label changes, validated by t
   t.same([...ascending.events.map((e) => e.eventId)].sort(), ascending.events.map((e) => e.eventId), 'event ids sort as the log does');
   const received = ascending.events.filter((e) => e.eventType === 'label.added' && e.label === 'received').map((e) => e.messageId);
   t.same(received.sort(), messages.messages.map((m) => m.messageId).sort(), 'each received message recorded its labels on arrival');
+});
+
+t.test("pod_ids filters by each event's pod, and a pod key's socket hears its pod only (docs/pods.md)", async (t) => {
+  const owner = { token: svc.ownerToken };
+  const pod = await api<{ pod_id: string }>(svc.url, 'POST', '/v0/pods', { ...owner, body: { name: 'socket pod' } });
+  t.equal(pod.status, 200, pod.text);
+  const podId = pod.body.pod_id;
+  t.equal((await api(svc.url, 'POST', `/v0/pods/${podId}/inboxes`, { ...owner, body: { username: 'in-pod', domain: 'sdkws.test' } })).status, 200);
+  await createInbox(svc, 'outside@sdkws.test');
+
+  /** A socket subscribed with `podIds` (when given); the subjects of the mail it hears. */
+  const listen = async (apiKey: string, podIds?: string[]) => {
+    const socket = await new AgentMailClient({ apiKey, baseUrl: svc.url }).websockets.connect({ reconnectAttempts: 1 });
+    t.teardown(() => socket.close());
+    const heard: Received[] = [];
+    socket.on('message', (m) => heard.push(m as Received));
+    socket.sendSubscribe({ type: 'subscribe', eventTypes: ['message.received'], ...(podIds ? { podIds } : {}) });
+    await until('subscribed', () => heard.some((m) => m.type === 'subscribed'));
+    return () => heard.filter((m) => m.eventType === 'message.received').map((m) => m.message?.subject);
+  };
+  const wide = await createApiKey(svc, { permissions: ['message_read'] });
+  const filtered = await listen(wide.secret, [podId]);
+  const defaultOnly = await listen(wide.secret, ['default']);
+  const podKey = await api<{ api_key: string }>(svc.url, 'POST', `/v0/pods/${podId}/api-keys`, { ...owner, body: { permissions: ['message_read'] } });
+  const ofPodKey = await listen(podKey.body.api_key);
+
+  // Outside first: a filter that let it through would deliver it before the pod's mail.
+  await sendMail('outside@sdkws.test', 'outside the pod');
+  await sendMail('in-pod@sdkws.test', 'inside the pod');
+  await until("the pod's mail heard", () => filtered().includes('inside the pod') && ofPodKey().includes('inside the pod') && defaultOnly().includes('outside the pod'));
+  t.same(filtered(), ['inside the pod'], 'pod_ids [the pod]: its mail only');
+  t.same(ofPodKey(), ['inside the pod'], "a pod key without a filter: its pod's mail only");
+  t.same(defaultOnly(), ['outside the pod'], "pod_ids ['default']: the default pod's mail only");
 });

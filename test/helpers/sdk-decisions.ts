@@ -14,8 +14,8 @@ export const WORKS = [
   'domains.verify', 'drafts.get', 'drafts.getAttachment', 'drafts.list', 'inboxes.apiKeys.create',
   'inboxes.apiKeys.delete', 'inboxes.apiKeys.list', 'inboxes.apiKeys.update', 'inboxes.create', 'inboxes.delete',
   'inboxes.drafts.create', 'inboxes.drafts.delete', 'inboxes.drafts.get', 'inboxes.drafts.getAttachment',
-  'inboxes.drafts.list', 'inboxes.drafts.send', 'inboxes.drafts.update', 'inboxes.events.list', 'inboxes.get', 'inboxes.list',
-  'inboxes.lists.create', 'inboxes.lists.delete', 'inboxes.lists.get', 'inboxes.lists.list',
+  'inboxes.drafts.list', 'inboxes.drafts.send', 'inboxes.drafts.update', 'inboxes.events.list', 'inboxes.get',
+  'inboxes.list', 'inboxes.lists.create', 'inboxes.lists.delete', 'inboxes.lists.get', 'inboxes.lists.list',
   'inboxes.messages.batchGet', 'inboxes.messages.batchUpdate', 'inboxes.messages.delete', 'inboxes.messages.forward',
   'inboxes.messages.get', 'inboxes.messages.getAttachment', 'inboxes.messages.getRaw', 'inboxes.messages.list',
   'inboxes.messages.reply', 'inboxes.messages.replyAll', 'inboxes.messages.search', 'inboxes.messages.send',
@@ -24,7 +24,16 @@ export const WORKS = [
   'inboxes.threads.search', 'inboxes.threads.update', 'inboxes.update', 'inboxes.webhooks.create',
   'inboxes.webhooks.delete', 'inboxes.webhooks.get', 'inboxes.webhooks.getHeaders', 'inboxes.webhooks.list',
   'inboxes.webhooks.update', 'inboxes.webhooks.updateHeaders', 'lists.create', 'lists.delete', 'lists.get',
-  'lists.list', 'metrics.queryEvents', 'metrics.queryUsage', 'organizations.get', 'threads.delete', 'threads.get',
+  'lists.list', 'metrics.queryEvents', 'metrics.queryUsage', 'organizations.get', 'pods.apiKeys.create',
+  'pods.apiKeys.delete', 'pods.apiKeys.list', 'pods.apiKeys.update', 'pods.create', 'pods.delete',
+  'pods.domains.create', 'pods.domains.delete', 'pods.domains.get', 'pods.domains.getZoneFile', 'pods.domains.list',
+  'pods.domains.update', 'pods.domains.verify', 'pods.drafts.get', 'pods.drafts.getAttachment', 'pods.drafts.list',
+  'pods.get', 'pods.inboxes.create', 'pods.inboxes.delete', 'pods.inboxes.get', 'pods.inboxes.list',
+  'pods.inboxes.search', 'pods.inboxes.update', 'pods.list', 'pods.lists.create', 'pods.lists.delete',
+  'pods.lists.get', 'pods.lists.list', 'pods.metrics.queryEvents', 'pods.metrics.queryUsage', 'pods.threads.delete',
+  'pods.threads.get', 'pods.threads.getAttachment', 'pods.threads.list', 'pods.threads.search', 'pods.threads.update',
+  'pods.webhooks.create', 'pods.webhooks.delete', 'pods.webhooks.get', 'pods.webhooks.getHeaders',
+  'pods.webhooks.list', 'pods.webhooks.update', 'pods.webhooks.updateHeaders', 'threads.delete', 'threads.get',
   'threads.getAttachment', 'threads.list', 'threads.search', 'threads.update', 'webhooks.create', 'webhooks.delete',
   'webhooks.get', 'webhooks.getHeaders', 'webhooks.list', 'webhooks.update', 'webhooks.updateHeaders',
 ] as const;
@@ -45,30 +54,12 @@ export const NOT_SUPPORTED = [
   'providers.get', 'providers.list', 'providers.listAccounts', 'providers.search',
 ] as const;
 
-/**
- * Pods are planned, not served yet: each still answers `404` (no route). When pods are
- * implemented, move these to WORKS; the conformance test fails until then, because it checks
- * each one still answers 404.
- */
-export const PENDING_PODS = [
-  'pods.apiKeys.create', 'pods.apiKeys.delete', 'pods.apiKeys.list', 'pods.apiKeys.update', 'pods.create',
-  'pods.delete', 'pods.domains.create', 'pods.domains.delete', 'pods.domains.get', 'pods.domains.getZoneFile',
-  'pods.domains.list', 'pods.domains.update', 'pods.domains.verify', 'pods.drafts.get', 'pods.drafts.getAttachment',
-  'pods.drafts.list', 'pods.get', 'pods.inboxes.create', 'pods.inboxes.delete', 'pods.inboxes.get',
-  'pods.inboxes.list', 'pods.inboxes.search', 'pods.inboxes.update', 'pods.list', 'pods.lists.create',
-  'pods.lists.delete', 'pods.lists.get', 'pods.lists.list', 'pods.metrics.queryEvents', 'pods.metrics.queryUsage',
-  'pods.threads.delete', 'pods.threads.get', 'pods.threads.getAttachment', 'pods.threads.list', 'pods.threads.search',
-  'pods.threads.update', 'pods.webhooks.create', 'pods.webhooks.delete', 'pods.webhooks.get',
-  'pods.webhooks.getHeaders', 'pods.webhooks.list', 'pods.webhooks.update', 'pods.webhooks.updateHeaders',
-] as const;
-
-export type SdkDecision = 'works' | 'websocket' | 'not_supported' | 'pending_pods';
+export type SdkDecision = 'works' | 'websocket' | 'not_supported';
 
 export const SDK_DECISIONS: ReadonlyMap<string, SdkDecision> = new Map<string, SdkDecision>([
   ...WORKS.map((m): [string, SdkDecision] => [m, 'works']),
   ...WEBSOCKET.map((m): [string, SdkDecision] => [m, 'websocket']),
   ...NOT_SUPPORTED.map((m): [string, SdkDecision] => [m, 'not_supported']),
-  ...PENDING_PODS.map((m): [string, SdkDecision] => [m, 'pending_pods']),
 ]);
 
 /** How each decision reads in the doc's table (docs/agentmail-compat.md). */
@@ -76,7 +67,6 @@ export const DOC_WORDING: Record<SdkDecision, string> = {
   works: 'works',
   websocket: 'works (see docs/websocket.md)',
   not_supported: 'not_supported',
-  pending_pods: 'planned: pods',
 };
 
 /** The SDK's raw request passthrough: a transport, not an API method. */

@@ -116,7 +116,15 @@ const AGENT_ROUTES: readonly [RegExp, RegExp][] = [
   [/^POST$/, /^\/v0\/(providers\/:provider_id\/connect|inboxes\/:inbox_id\/authorize)$/],
 ];
 
-function specAccess(route: RouteEntry): SpecAccess | undefined {
+/** Issue 35 §2 (docs/pods.md): pods themselves — reading is any credential's (its own pods), creating and deleting the owner's. */
+const POD_ROUTES: Record<string, SpecAccess> = { 'GET /v0/pods': 'agent', 'GET /v0/pods/:pod_id': 'agent', 'POST /v0/pods': 'owner', 'DELETE /v0/pods/:pod_id': 'owner' };
+/** Every other pod route is the home's route of the same name, narrowed to the pod: the same access. */
+const homeRouteOf = (route: RouteEntry): RouteEntry => ({ ...route, url: route.url.replace(/^\/v0\/pods\/:pod_id(?=\/)/, '/v0') });
+
+function specAccess(podOrHomeRoute: RouteEntry): SpecAccess | undefined {
+  const podRoute = POD_ROUTES[`${podOrHomeRoute.method} ${podOrHomeRoute.url}`];
+  if (podRoute) return podRoute;
+  const route = homeRouteOf(podOrHomeRoute);
   const key = `${route.method} ${route.url}`;
   if (PUBLIC_ROUTES.has(key)) return 'public';
   if (OWNER_BEARER_ROUTES.has(key)) return 'owner_bearer';
@@ -130,7 +138,8 @@ function specAccess(route: RouteEntry): SpecAccess | undefined {
 const INBOX_BOUND = /:(inbox_id|thread_id|message_id|draft_id)\b/;
 
 /** Whether `kind` lacks what `route` needs, so the route must refuse it (never answer 2xx). */
-function mustRefuse(route: RouteEntry, access: SpecAccess, kind: CredentialKind): boolean {
+function mustRefuse(podOrHomeRoute: RouteEntry, access: SpecAccess, kind: CredentialKind): boolean {
+  const route = homeRouteOf(podOrHomeRoute);
   if (access === 'public') return false;
   // Missing, invalid, or a cookie without its CSRF token (finding 6): unauthenticated everywhere.
   if (kind === 'none' || kind === 'bad_bearer' || kind === 'cookie_only') return true;
@@ -192,6 +201,8 @@ t.before(async () => {
     webhook_id: hook.body.webhook_id,
     domain_id: domain.body.domain_id,
     api_key_id: spare.body.api_key_id,
+    // The home's inboxes are in the pod every home starts with.
+    pod_id: 'default',
     entry: encodeURIComponent('someone@example.org'),
   });
   shell = (await wireRequest({ port, method: 'GET', target: '/' })).text;
@@ -273,8 +284,16 @@ function rotatedSpellings(routeIndex: number, offset: number): Spelling[] {
   return [CANONICAL, ...Array.from({ length: SPELLINGS_PER_CREDENTIAL }, (_, j) => HOSTILE_SPELLINGS[(routeIndex * 3 + offset + j * 5) % n])];
 }
 
+/**
+ * The pod routes are the home's routes served again under `/v0/pods/{pod_id}` (docs/pods.md): the
+ * same handlers behind the same gate, so they get the canonical path and one rotated spelling per
+ * credential here; test/security/pods.test.ts attacks them with another pod's ids.
+ */
+const isPodCopy = (route: RouteEntry) => route.url.startsWith('/v0/pods/:pod_id/');
+
 /** Every hostile spelling with no credential (the finding's own attack); a rotated few with the others. */
-function spellingsFor(routeIndex: number, kind: CredentialKind): Spelling[] {
+function spellingsFor(routeIndex: number, kind: CredentialKind, route: RouteEntry): Spelling[] {
+  if (isPodCopy(route)) return [CANONICAL, HOSTILE_SPELLINGS[(routeIndex + CREDENTIAL_KINDS.indexOf(kind)) % HOSTILE_SPELLINGS.length]];
   return kind === 'none' ? [CANONICAL, ...HOSTILE_SPELLINGS] : rotatedSpellings(routeIndex, CREDENTIAL_KINDS.indexOf(kind));
 }
 
@@ -348,7 +367,7 @@ t.test('loopback: no protected route answers without its credential, under any s
     if (!access || access === 'public') return;
     for (const kind of CREDENTIAL_KINDS) {
       if (!mustRefuse(route, access, kind)) continue;
-      for (const spelling of spellingsFor(index, kind)) probes.push({ route, access, kind, spelling });
+      for (const spelling of spellingsFor(index, kind, route)) probes.push({ route, access, kind, spelling });
     }
   });
   t.ok(probes.length < 6_500, `a bounded sweep (${probes.length} requests)`);
@@ -377,15 +396,16 @@ t.test('tunnel: owner routes do not exist under any spelling or credential, and 
     if (!access) return;
     const ownerRoute = access === 'owner' || access === 'owner_bearer' || route.url.startsWith('/v0/owner/');
     if (ownerRoute) {
-      for (const spelling of [CANONICAL, ...HOSTILE_SPELLINGS]) probes.push({ route, access, kind: 'owner_bearer', spelling });
+      for (const spelling of isPodCopy(route) ? rotatedSpellings(index, 0) : [CANONICAL, ...HOSTILE_SPELLINGS]) probes.push({ route, access, kind: 'owner_bearer', spelling });
       for (const kind of ['none', 'key_in_scope', 'session'] as const) probes.push({ route, access, kind, spelling: CANONICAL });
     } else if (access === 'agent' || access === 'mcp') {
-      for (const spelling of rotatedSpellings(index, 0)) probes.push({ route, access, kind: 'none', spelling });
+      for (const spelling of isPodCopy(route) ? [CANONICAL] : rotatedSpellings(index, 0)) probes.push({ route, access, kind: 'none', spelling });
       // The owner bearer and the session belong to loopback: refused here (docs/remote-access.md).
       for (const kind of ['owner_bearer', 'session', 'cookie_only'] as const) probes.push({ route, access, kind, spelling: CANONICAL });
     }
   });
-  t.ok(probes.length < 2_500, `a bounded sweep (${probes.length} requests)`);
+  // The pod copies of the home routes (docs/pods.md) add some 400 canonical probes here.
+  t.ok(probes.length < 2_900, `a bounded sweep (${probes.length} requests)`);
   const violations = await sweep(probes, TUNNEL_HOST, tunnelPort, TUNNEL_HOST, (p, a) => {
     const ownerRoute = p.access === 'owner' || p.access === 'owner_bearer' || p.route.url.startsWith('/v0/owner/');
     if (!ownerRoute) return badRefusal(a, p.route.method, false);

@@ -42,6 +42,7 @@ import { inboundRoutes } from '../../src/routes/inbound.js';
 import { metricRoutes } from '../../src/routes/metrics.js';
 import { identityRoutes } from '../../src/routes/identity.js';
 import { hostedOnlyRoutes } from '../../src/routes/hosted-only.js';
+import { podRoutes } from '../../src/routes/pods.js';
 import { ownerOAuthRoutes } from '../../src/routes/owner-oauth.js';
 import { oauthRoutes } from '../../src/routes/oauth.js';
 import { remoteRoutes } from '../../src/routes/remote.js';
@@ -71,6 +72,7 @@ const NO_BODY = 'answers with no body';
 const NO_JSON_BODY = new Map<string, string>([
   // Deletions and other acknowledgements.
   ['DELETE /v0/inboxes/:inbox_id', NO_BODY],
+  ['DELETE /v0/pods/:pod_id', NO_BODY],
   ['DELETE /v0/api-keys/:api_key_id', NO_BODY],
   ['DELETE /v0/inboxes/:inbox_id/api-keys/:api_key_id', NO_BODY],
   ['DELETE /v0/threads/:thread_id', NO_BODY],
@@ -108,7 +110,12 @@ const NO_JSON_BODY = new Map<string, string>([
 ]);
 /** List entries are registered once per direction and type (src/routes/lists.ts): their deletions, by pattern. */
 const NO_JSON_BODY_PATTERNS: readonly [RegExp, string][] = [[/^DELETE \/v0(\/inboxes\/:inbox_id)?\/lists\/(receive|send|reply)\/(allow|block)\/:entry$/, NO_BODY]];
-const answersNoJson = (key: string) => NO_JSON_BODY.has(key) || NO_JSON_BODY_PATTERNS.some(([pattern]) => pattern.test(key));
+/** A pod copy of a home route (`/v0/pods/:pod_id/…`, docs/pods.md) answers as the home route does. */
+const homeKeyOf = (key: string) => key.replace(/^(\S+) \/v0\/pods\/:pod_id\//, '$1 /v0/');
+const answersNoJson = (podOrHomeKey: string) => {
+  const key = homeKeyOf(podOrHomeKey);
+  return NO_JSON_BODY.has(key) || NO_JSON_BODY_PATTERNS.some(([pattern]) => pattern.test(key));
+};
 /** CORS preflights (`OPTIONS`), answered 204 with headers only, are not API routes. */
 const SKIPPED_METHODS = new Set(['HEAD', 'OPTIONS']);
 
@@ -143,7 +150,7 @@ async function declaredRoutes(): Promise<Declared[]> {
     for (const routes of [ownerRoutes, transportRoutes, dnsProviderRoutes, ownerGuardRoutes, ownerMailRoutes, inboundRoutes, ownerOAuthRoutes, remoteRoutes(remote), backupRoutes(backups), doctorRoutes({ home: dir, loops: () => [] })]) await app.register(routes, { prefix: '/v0/owner' });
     await app.register(oauthRoutes);
     await app.register(mcpRoutes);
-    for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, sendRoutes, draftRoutes, listRoutes, downloadRoutes, wsRoutes, inboxEventRoutes, domainRoutes, webhookRoutes, metricRoutes, identityRoutes, hostedOnlyRoutes]) {
+    for (const routes of [inboxRoutes, apiKeyRoutes, threadRoutes, messageRoutes, sendRoutes, draftRoutes, listRoutes, downloadRoutes, wsRoutes, inboxEventRoutes, domainRoutes, webhookRoutes, metricRoutes, identityRoutes, hostedOnlyRoutes, podRoutes]) {
       await app.register(routes, { prefix: '/v0' });
     }
     await app.register(webAppRoutes);

@@ -13,7 +13,7 @@ function fixture(t: Test): { db: Db; add: (inboxId: string | null, direction: Li
   const db = openDatabase(path.join(tempDir(), 'svc.db'), randomBytes(32), { migrate: true });
   t.teardown(() => db.close());
   const add = (inboxId: string | null, direction: ListDirection, type: ListType, entry: string) => {
-    createListEntry(db, { inboxId, direction, type }, normalizeListEntry(entry), null);
+    createListEntry(db, { inboxId, podId: null, direction, type }, normalizeListEntry(entry), null);
   };
   return { db, add };
 }
@@ -114,4 +114,21 @@ t.test('entries are normalized to lower-case addresses or domains', async (t) =>
   for (const bad of ['', 'localhost', '@example.com', 'a@', 'a@b', '*.example.com', 'http://example.com', 'a b@example.com', 'a..b@example.com', '.a@example.com', 'a@-x.example', 'a@x_y.example', '1.2.3.4', 'example.com.', `${'a'.repeat(65)}@example.com`, `a@${'b'.repeat(64)}.example`]) {
     t.throws(() => normalizeListEntry(bad), { code: 'validation_error' }, JSON.stringify(bad));
   }
+});
+
+t.test("a pod's lists apply to its own inboxes only (docs/pods.md)", async (t) => {
+  const { db } = fixture(t);
+  db.prepare("INSERT INTO pods (pod_id, name, created_at, updated_at) VALUES ('p1', 'p1', 'x', 'x')").run();
+  for (const [inbox, pod] of [[INBOX, 'p1'], [OTHER, 'default']]) {
+    db.prepare('INSERT INTO inboxes (inbox_id, username, domain, pod_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)').run(inbox, inbox.split('@')[0], 'example.org', pod, 'x', 'x');
+  }
+  const addToPod = (podId: string, type: ListType, entry: string) => createListEntry(db, { inboxId: null, podId, direction: 'receive', type }, normalizeListEntry(entry), null);
+  addToPod('p1', 'block', 'bad.example');
+  t.equal(verdict(db, 'x@bad.example'), 'block', "the pod's block applies to its inbox");
+  t.equal(verdict(db, 'x@bad.example', 'receive', OTHER), 'none', "and not to another pod's inbox");
+  t.equal(verdict(db, 'x@bad.example', 'send'), 'none', 'nor to another direction');
+  addToPod('default', 'allow', 'friend.example');
+  t.equal(verdict(db, 'x@else.example', 'receive', OTHER), 'not_allowed', "the default pod's allow list is in force for its inbox");
+  t.equal(verdict(db, 'x@friend.example', 'receive', OTHER), 'allow');
+  t.equal(verdict(db, 'x@else.example'), 'none', 'and not for the inbox of pod p1');
 });
