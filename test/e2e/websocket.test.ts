@@ -513,16 +513,23 @@ t.test('a client frame over 8,192 characters closes with 1009', async (t) => {
 t.test('more than 1 MiB waiting for a slow client closes with 1013', async (t) => {
   const slow = await connect(main, { token: main.ownerToken });
   await slow.subscribe({ event_types: ['message.received'] });
+  // A client that reads everything: once it has an event, the service has handed that event to
+  // every subscriber, the slow one included. The waits below follow the service, not the clock,
+  // so a loaded machine cannot make the slow client's buffer look empty.
+  const witness = await connect(main, { token: main.ownerToken });
+  await witness.subscribe({ event_types: ['message.received'] });
   slow.ws.pause();
   // Enough to fill the kernel's socket buffers and leave the server's own buffer backed up...
   const burst = mainDb.transaction(() => Array.from({ length: 48 }, () => seed(mainDb, 'message.received', A, 256 * 1024)))();
-  await sleep(1_200);
+  await witness.sawEvent(burst[burst.length - 1], 30_000);
   // ...then more events arrive for a client that is not reading.
   const more: string[] = [];
   for (let i = 0; i < 4; i++) {
     more.push(seed(mainDb, 'message.received', A, 256 * 1024));
-    await sleep(400);
+    await witness.sawEvent(more[i], 30_000);
+    await sleep(100);
   }
+  witness.ws.close();
   slow.ws.resume();
   t.equal(await slow.closeCode(10_000), 1013);
   t.ok(slow.events().length < burst.length + more.length, `closed before everything was sent (${slow.events().length} of ${burst.length + more.length})`);
