@@ -18,3 +18,4 @@ export type { Session, SessionResponse, StatusResponse as OwnerStatus } from '..
 export type { RemoteResponse as RemoteView } from '../../src/remote/schemas';
 export type { TransportResponse as TransportView } from '../../src/mail/transport';
 export type { DoctorCheck, DoctorReport } from '../../src/doctor/schemas';
+export type { CreatePodBody, PodResponse as Pod } from '../../src/pods/schemas';

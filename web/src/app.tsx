@@ -36,6 +36,7 @@ const NAV_GROUPS: [string, NavItem[]][] = [
     'Agents',
     [
       { href: '/api-keys', label: 'API keys' },
+      { href: '/pods', label: 'Pods' },
       { href: '/apps', label: 'Connected apps' },
       { href: '/guard', label: 'Outbound guard' },
       { href: '/webhooks', label: 'Webhooks' },

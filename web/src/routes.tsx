@@ -13,6 +13,7 @@ import { ListsPage } from './pages/lists';
 import { InboxesPage } from './pages/mail';
 import { MailPage } from './pages/mail-client';
 import { NeedsYouPage } from './pages/needs-you';
+import { PodsPage } from './pages/pods';
 import { OAuthPage, RemotePage, TransportPage } from './pages/settings';
 import { WebhooksPage } from './pages/webhooks';
 
@@ -45,6 +46,7 @@ export const routes: [string, Render][] = [
   ['/quarantine', () => redirect('/needs-you#quarantine')],
   ['/scheduled', () => <ScheduledPage />],
   ['/api-keys', () => <ApiKeysPage />],
+  ['/pods', () => <PodsPage />],
   ['/guard', () => <GuardPage />],
   ['/webhooks', () => <WebhooksPage />],
   ['/lists', () => <ListsPage />],
