@@ -156,15 +156,20 @@ export function confirmed(message: string): boolean {
   return window.confirm(message);
 }
 
-/** Offers text as a file download (zone files, secrets). */
-export function downloadText(filename: string, text: string, type = 'text/plain'): void {
-  const url = URL.createObjectURL(new Blob([text], { type }));
+/** Follows a link as a download, as a click on `<a download>` would (a download URL, a blob). */
+export function followDownload(url: string, filename = ''): void {
   const a = document.createElement('a');
   a.href = url;
   a.download = filename;
   document.body.appendChild(a);
   a.click();
   a.remove();
+}
+
+/** Offers text as a file download (zone files, secrets). */
+export function downloadText(filename: string, text: string, type = 'text/plain'): void {
+  const url = URL.createObjectURL(new Blob([text], { type }));
+  followDownload(url, filename);
   setTimeout(() => URL.revokeObjectURL(url), 1000);
 }
 

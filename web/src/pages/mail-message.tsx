@@ -6,7 +6,7 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import { del, enc, get, query } from '../api';
-import { ErrorBox, Labels, bytes, confirmed, useAction, when } from '../ui';
+import { ErrorBox, Labels, bytes, confirmed, followDownload, useAction, when } from '../ui';
 import { MailBody, ManipulationWarning } from './thread';
 import type { Attachment, Message } from '../api-types';
 
@@ -25,14 +25,6 @@ async function downloadLink(m: Message, a: Attachment): Promise<string> {
   return (await get<{ download_url: string }>(`${messageBase(m)}/attachments/${enc(a.attachment_id)}`)).download_url;
 }
 
-function follow(url: string, filename = ''): void {
-  const link = document.createElement('a');
-  link.href = url;
-  link.download = filename;
-  document.body.appendChild(link);
-  link.click();
-  link.remove();
-}
 
 /** Copies to the clipboard; says "Copied" for a moment so the owner knows it worked. */
 function CopyButton({ text, label }: { text: string; label: string }) {
@@ -107,7 +99,7 @@ function AttachmentItem({ message, attachment }: { message: Message; attachment:
   return (
     <div class="attachment" data-attachment={attachment.attachment_id}>
       {preview && <img class="attachment-preview" src={preview} alt={`Preview of ${name}`} data-testid="attachment-preview" />}
-      <button class="small" onClick={() => void action.run(async () => follow(await downloadLink(message, attachment)))}>
+      <button class="small" onClick={() => void action.run(async () => followDownload(await downloadLink(message, attachment)))}>
         ⤓ {name} ({bytes(attachment.size)})
       </button>
       <ErrorBox error={action.error} />
@@ -331,7 +323,7 @@ export function MessageView({ message, expanded, onChanged }: { message: Message
           onClick={() =>
             void action.run(async () => {
               const link = await get<{ download_url: string }>(`${messageBase(message)}/raw`);
-              follow(link.download_url);
+              followDownload(link.download_url);
             })
           }
         >
