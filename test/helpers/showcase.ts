@@ -184,13 +184,28 @@ export async function seedShowcase(showcase: Showcase): Promise<{ session: { coo
   const invoice = threads.find((th) => th.subject.startsWith('Invoice'))!;
   const question = threads.find((th) => th.subject.startsWith('Question'))!;
 
-  // An owner reply in a thread, so the thread page shows a conversation.
-  const invoiceMessages = await ok('invoice thread', api<{ messages: { message_id: string }[] }>(svc.url, 'GET', `${inboxPath}/threads/${encodeURIComponent(invoice.thread_id)}`, owner));
+  // A conversation between two of the home's own inboxes (mail to the outside would bounce here:
+  // the loopback DNS knows no other domain).
+  await ok(
+    'billing question',
+    api(svc.url, 'POST', '/v0/inboxes/billing%40local.test/messages/send', {
+      ...owner,
+      body: { to: inbox, subject: 'Refund for order #88213?', text: 'The customer behind order #88213 asks for a refund. Can support confirm the parcel came back?' },
+    }),
+  );
+  const refund = await until(
+    'the billing question to arrive',
+    async () => {
+      const listed = await api<{ messages: { message_id: string; subject: string }[] }>(svc.url, 'GET', `${inboxPath}/messages`, owner);
+      return listed.body.messages?.find((m) => m.subject.startsWith('Refund'));
+    },
+    DELIVERY_MS,
+  );
   await ok(
     'owner reply',
-    api(svc.url, 'POST', `${inboxPath}/messages/${encodeURIComponent(invoiceMessages.messages[0].message_id)}/reply`, {
+    api(svc.url, 'POST', `${inboxPath}/messages/${encodeURIComponent(refund.message_id)}/reply`, {
       ...owner,
-      body: { text: 'Thank you, Ada. The invoice is received and scheduled for payment next week.' },
+      body: { text: 'Yes, it arrived back on Tuesday. Go ahead with the refund.' },
     }),
   );
 
