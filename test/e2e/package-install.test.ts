@@ -1,7 +1,7 @@
 /**
  * A real package (issue 33 §1): the tarball `npm pack` makes installs with `npm install -g` into an
  * empty prefix, with no checkout and no build step of ours, and `svc serve --init` runs from there.
- * It carries the docs, LICENSE and CHANGELOG, and no benchmark, test or TypeScript source.
+ * It carries the docs (not the screenshots of the web app), LICENSE and CHANGELOG, and no benchmark, test or TypeScript source.
  *
  * The one native module, better-sqlite3-multiple-ciphers, installs the way it does for a user
  * with internet: prebuild-install downloads its prebuilt binary. Here the download comes from a
@@ -52,6 +52,8 @@ const pkg = JSON.parse(fs.readFileSync(path.join(repoRoot, 'package.json'), 'utf
 const packed = JSON.parse(execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], { cwd: repoRoot, encoding: 'utf8' })) as { filename: string; files: { path: string }[] }[];
 const tarball = path.join(work, packed[0].filename);
 const files = packed[0].files.map((f) => f.path);
+/** Pictures of the web app for the README on the repository's page (docs/web-app.md). */
+const SCREENSHOTS = 'docs/screenshots/';
 
 t.test('the package has a free name of its own, the project licence and the command svc', async (t) => {
   t.equal(pkg.name, 'svc-mail', 'not `svc`, which belongs to another npm package');
@@ -69,7 +71,12 @@ t.test('the tarball carries what a user needs and nothing of the development tre
   const readme = fs.readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
   const links = [...readme.matchAll(/\]\(([^)#]+)\)/g)].map((m) => m[1]).filter((l) => !/^[a-z]+:/.test(l));
   t.ok(links.length > 5, 'the README links its docs');
-  for (const link of links) t.ok(files.includes(link) || (link.endsWith('/') && files.some((f) => f.startsWith(link))), `README link ${link} is in the package`);
+  // The screenshots (megabytes of PNG) stay in the repository: the package leaves docs/screenshots out.
+  const screenshot = (l: string) => l.startsWith(SCREENSHOTS);
+  for (const link of links.filter((l) => !screenshot(l))) t.ok(files.includes(link) || (link.endsWith('/') && files.some((f) => f.startsWith(link))), `README link ${link} is in the package`);
+  t.ok(links.some(screenshot), 'the README shows screenshots');
+  for (const link of links.filter(screenshot)) t.ok(fs.existsSync(path.join(repoRoot, link)), `README screenshot ${link} is in the repository`);
+  t.same(files.filter(screenshot), [], 'no screenshot in the package');
   t.notOk(/\.\.\/shared\//.test(readme), 'no link out of the repository');
 });
 

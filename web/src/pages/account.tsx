@@ -53,7 +53,9 @@ export function AccountPage({ onSignedOut }: { onSignedOut: () => void }) {
               <th>Browser (hash)</th>
               <th>Last seen</th>
               <th>Expires</th>
-              <th />
+              <th>
+                <span class="visually-hidden">Actions</span>
+              </th>
             </tr>
           </thead>
           <tbody>

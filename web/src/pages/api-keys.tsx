@@ -125,7 +125,9 @@ export function ApiKeysPage() {
               <th>Policy</th>
               <th class="wide">Permissions</th>
               <th class="wide">Last used</th>
-              <th />
+              <th>
+                <span class="visually-hidden">Actions</span>
+              </th>
             </tr>
           </thead>
           <tbody>
@@ -244,7 +246,7 @@ function GuardSettings() {
             </label>
             <button disabled={action.busy}>Save limits</button>
           </form>
-          <h3>Your secrets</h3>
+          <h2>Your secrets</h2>
           <p class="small muted">Strings that must never leave in mail (passwords, account numbers). They are kept in the encrypted database and shown only by their last 4 characters.</p>
           <ul class="plain" data-testid="guard-secrets">
             {g.secrets.map((x) => (

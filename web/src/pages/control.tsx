@@ -119,7 +119,7 @@ function DraftContent({ d }: { d: Draft }) {
       )}
       {d.text !== null && (
         <section>
-          <h4 class="part-title">Text part</h4>
+          <h3 class="part-title">Text part</h3>
           <pre class="text" data-testid="draft-text">
             {d.text}
           </pre>
@@ -127,7 +127,7 @@ function DraftContent({ d }: { d: Draft }) {
       )}
       {d.html !== null && (
         <section>
-          <h4 class="part-title">HTML part{d.text === null ? '' : ' (what most mail clients show)'}</h4>
+          <h3 class="part-title">HTML part{d.text === null ? '' : ' (what most mail clients show)'}</h3>
           {hasRemoteContent(d.html) && <p class="muted small">Remote images are not loaded here.</p>}
           {/* Same frame as the thread view: sandbox="" (no scripts, forms, same-origin) and a CSP that loads nothing remote. */}
           <iframe class="mail" data-testid="draft-html" sandbox="" referrerpolicy="no-referrer" title={`HTML part of ${d.subject ?? 'the draft'}`} srcdoc={mailDocument(d.html, false)} />

@@ -41,13 +41,15 @@ export function PodsPage() {
       </form>
       <ErrorBox error={action.error ?? pods.error} />
       <Loading loaded={pods} />
-      <table data-testid="pods">
+      <table class="list" data-testid="pods">
         <thead>
           <tr>
             <th scope="col">Pod</th>
             <th scope="col">Inboxes</th>
             <th scope="col">Created</th>
-            <th />
+            <th>
+              <span class="visually-hidden">Actions</span>
+            </th>
           </tr>
         </thead>
         <tbody>

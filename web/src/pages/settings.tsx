@@ -30,7 +30,9 @@ export function TransportPage() {
                     <th>Edge</th>
                     <th>Health</th>
                     <th>Last contact</th>
-                    <th />
+                    <th>
+                      <span class="visually-hidden">Actions</span>
+                    </th>
                   </tr>
                 </thead>
                 <tbody>
