@@ -246,12 +246,13 @@ export async function seedShowcase(showcase: Showcase): Promise<{ session: { coo
 }
 
 /**
- * Opens a page and waits until it is drawn with its data: a heading in main, no "Loading…" left,
+ * Opens a page and waits until it is drawn with its data: a heading in main (drawn), no "Loading…" left,
  * and, signed in, the live badge connected (so screenshots show the state an owner sees).
  */
 export async function openSettled(page: Page, base: string, target: ShowcasePage): Promise<void> {
   await page.goto(base + target.path);
-  await page.locator('main h1').first().waitFor();
+  // Attached, not visible: the mail client hides its own heading on a phone, where the list is the page.
+  await page.locator('main h1').first().waitFor({ state: 'attached' });
   await page.waitForFunction(() => !document.querySelector('main')?.textContent?.includes('Loading…'));
   if (target.pattern) await page.locator('[data-live="live"]').waitFor();
   if (target.pattern === '/domains/:domain') await page.getByTestId('records').waitFor();
