@@ -5,7 +5,8 @@
  *
  * Commits are grouped: concurrent SMTP sessions share one round of directory fsyncs, and keys
  * are issued per group in the order files become visible, so a listing is always a prefix of
- * key order and `after=<last key>` never skips an object.
+ * key order and `after=<last key>` never skips an object — except one stored under a key reserved
+ * earlier (`reserveKey`), which can land behind it; the home looks behind its cursor for those.
  *
  * Crash states and what start-up does with them:
  * - `*.tmp` files: a commit that never finished (never answered 250) → removed.
@@ -59,7 +60,6 @@ interface PendingCommit {
 }
 
 interface Waiter {
-  after: string;
   resolve: (available: boolean) => void;
   timer: NodeJS.Timeout;
 }
@@ -394,14 +394,17 @@ export class SealedBuffer {
     return this.objectKeys.at(-1) ?? null;
   }
 
-  /** True at once when an object newer than `after` exists; otherwise when one lands, or false at timeout. */
+  /**
+   * True at once when an object newer than `after` exists; otherwise when any object lands (also
+   * one under a reserved key that sorts before `after`: the caller then looks from the start of
+   * the buffer, docs/edge.md), or false at timeout.
+   */
   waitForNewer(after: string | null, timeoutMs: number, cancelled: Promise<void>): Promise<boolean> {
     const since = after ?? '';
     if ((this.latest ?? '') > since) return Promise.resolve(true);
     if (timeoutMs <= 0) return Promise.resolve(false);
     return new Promise<boolean>((resolve) => {
       const waiter: Waiter = {
-        after: since,
         timer: setTimeout(() => finish(false), timeoutMs),
         resolve: (available) => finish(available),
       };
@@ -420,9 +423,9 @@ export class SealedBuffer {
     for (const w of [...this.waiters]) w.resolve(false);
   }
 
+  /** After a commit: every waiter learns that an object landed, newer than its `after` or not. */
   private wakeWaiters(): void {
-    const latest = this.latest ?? '';
-    for (const w of [...this.waiters]) if (latest > w.after) w.resolve(true);
+    for (const w of [...this.waiters]) w.resolve(true);
   }
 
   private objectPath(key: string): string {
