@@ -5,7 +5,8 @@
  *
  * Commits are grouped: concurrent SMTP sessions share one round of directory fsyncs, and keys
  * are issued per group in the order files become visible, so a listing is always a prefix of
- * key order and `after=<last key>` never skips an object.
+ * key order and `after=<last key>` never skips an object — except one stored under a key reserved
+ * earlier (`reserveKey`), which can land behind it; the home looks behind its cursor for those.
  *
  * Crash states and what start-up does with them:
  * - `*.tmp` files: a commit that never finished (never answered 250) → removed.
@@ -59,12 +60,19 @@ interface PendingCommit {
 }
 
 interface Waiter {
-  after: string;
   resolve: (available: boolean) => void;
   timer: NodeJS.Timeout;
 }
 
 const OBJECT_SUFFIX = '.jwe';
+/**
+ * Sealed objects up to this size stay in memory after their commit, up to RECENT_MAX_BYTES in all
+ * (oldest dropped first), so the in-process home's fetch right after (src/edge/local-handover.ts)
+ * is answered without reading the file back. They are the sealed bytes the file holds: nothing
+ * the edge can read. The HTTP API reads the files, as a home elsewhere gets what is on disk.
+ */
+const RECENT_MAX_OBJECT_BYTES = 256 * 1024;
+const RECENT_MAX_BYTES = 8 * 1024 * 1024;
 const ENTRY_SUFFIX = '.json';
 const TEMP_SUFFIX = '.tmp';
 
@@ -80,6 +88,9 @@ export class SealedBuffer {
   private pending: PendingCommit[] = [];
   private flushing: Promise<void> | null = null;
   private readonly waiters = new Set<Waiter>();
+  /** Recently committed small objects by key, oldest first (see RECENT_MAX_BYTES). */
+  private readonly recent = new Map<string, Buffer>();
+  private recentBytes = 0;
 
   constructor(dataDir: string) {
     this.objectsDir = path.join(dataDir, 'objects');
@@ -190,9 +201,30 @@ export class SealedBuffer {
       this.objectSizes.set(key, entries[i].size);
       if (!this.entries.has(key)) insertSorted(this.entryKeys, key);
       this.entries.set(key, entries[i]);
+      this.remember(key, group[i].jwe);
       group[i].resolve(key);
     }
     this.wakeWaiters();
+  }
+
+  /** Keeps a small object just committed in memory for the fetch that follows (RECENT_MAX_BYTES). */
+  private remember(key: string, jwe: string | Buffer | readonly Buffer[]): void {
+    const bytes = typeof jwe === 'string' ? null : Buffer.isBuffer(jwe) ? jwe : jwe.length === 1 ? jwe[0] : null;
+    if (bytes === null || bytes.length > RECENT_MAX_OBJECT_BYTES || this.recent.has(key)) return;
+    this.recent.set(key, bytes);
+    this.recentBytes += bytes.length;
+    for (const [old, held] of this.recent) {
+      if (this.recentBytes <= RECENT_MAX_BYTES) break;
+      this.recent.delete(old);
+      this.recentBytes -= held.length;
+    }
+  }
+
+  private forget(key: string): void {
+    const held = this.recent.get(key);
+    if (held === undefined) return;
+    this.recent.delete(key);
+    this.recentBytes -= held.length;
   }
 
   listObjects(after: string | null, limit: number): Page<ObjectSummary> {
@@ -296,6 +328,34 @@ export class SealedBuffer {
     return { objects, missing, deferred, separate };
   }
 
+  /**
+   * Several sealed objects as stored bytes, in key order of the request, for the in-process
+   * hand-over (src/edge/local-handover.ts): read until their sizes pass `maxBytes` (the first
+   * present one always), keys with no object `missing`, keys left out for size `deferred`.
+   */
+  async readObjectBytes(keys: string[], maxBytes: number): Promise<{ objects: { key: string; bytes: Buffer }[]; missing: string[]; deferred: string[] }> {
+    const chosen: string[] = [];
+    const missing: string[] = [];
+    const deferred: string[] = [];
+    let bytes = 0;
+    for (const key of keys) {
+      const size = this.objectSizes.get(key);
+      if (size === undefined) missing.push(key);
+      else if (chosen.length > 0 && bytes + size > maxBytes) deferred.push(key);
+      else {
+        chosen.push(key);
+        bytes += size;
+      }
+    }
+    const read = await Promise.all(chosen.map(async (key) => ({ key, bytes: this.recent.get(key) ?? (await this.readObject(key)) })));
+    const objects: { key: string; bytes: Buffer }[] = [];
+    for (const o of read) {
+      if (o.bytes === null) missing.push(o.key);
+      else objects.push({ key: o.key, bytes: o.bytes });
+    }
+    return { objects, missing, deferred };
+  }
+
   /** Deletes several objects with their queue entries (see deleteObject); reports which keys had an object. */
   async deleteObjects(keys: string[]): Promise<{ deleted: string[]; absent: string[] }> {
     const deleted: string[] = [];
@@ -315,6 +375,7 @@ export class SealedBuffer {
    * shows the object again and the home, idempotent on the key, deletes it again.
    */
   async deleteObject(key: string): Promise<void> {
+    this.forget(key);
     await removeIfPresent(this.objectPath(key));
     removeSorted(this.objectKeys, key);
     this.objectSizes.delete(key);
@@ -333,14 +394,17 @@ export class SealedBuffer {
     return this.objectKeys.at(-1) ?? null;
   }
 
-  /** True at once when an object newer than `after` exists; otherwise when one lands, or false at timeout. */
+  /**
+   * True at once when an object newer than `after` exists; otherwise when any object lands (also
+   * one under a reserved key that sorts before `after`: the caller then looks from the start of
+   * the buffer, docs/edge.md), or false at timeout.
+   */
   waitForNewer(after: string | null, timeoutMs: number, cancelled: Promise<void>): Promise<boolean> {
     const since = after ?? '';
     if ((this.latest ?? '') > since) return Promise.resolve(true);
     if (timeoutMs <= 0) return Promise.resolve(false);
     return new Promise<boolean>((resolve) => {
       const waiter: Waiter = {
-        after: since,
         timer: setTimeout(() => finish(false), timeoutMs),
         resolve: (available) => finish(available),
       };
@@ -359,9 +423,9 @@ export class SealedBuffer {
     for (const w of [...this.waiters]) w.resolve(false);
   }
 
+  /** After a commit: every waiter learns that an object landed, newer than its `after` or not. */
   private wakeWaiters(): void {
-    const latest = this.latest ?? '';
-    for (const w of [...this.waiters]) if (latest > w.after) w.resolve(true);
+    for (const w of [...this.waiters]) w.resolve(true);
   }
 
   private objectPath(key: string): string {

@@ -4,7 +4,7 @@
  * thread it no longer queues behind the home's request handlers and WebSocket fan-out on the
  * main thread, and the two use both cores. `LocalEdgeThread` is the main thread's handle.
  */
-import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { Worker, isMainThread, parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import type { EdgeAddresses, EdgeOptions } from './edge.js';
 import { BUSY_THREAD_YOUNG_MB } from '../core/heap-limits.js';
 
@@ -15,6 +15,8 @@ type FromEdgeThread = { kind: 'ready'; addresses: EdgeAddresses } | { kind: 'fai
 type ToEdgeThread = { kind: 'stop' };
 interface ThreadData {
   localEdge: EdgeThreadOptions;
+  /** The edge's end of the in-process hand-over to the home's inbound thread (src/edge/local-handover.ts). */
+  handover: MessagePort | null;
 }
 
 const STOP_GRACE_MS = 10_000;
@@ -39,8 +41,13 @@ export class LocalEdgeThread {
    * Starts the edge thread and resolves with its bound addresses. `onCrash` is called if the
    * thread dies later without being asked to stop.
    */
-  static start(options: EdgeThreadOptions, onCrash: () => void): Promise<{ edge: LocalEdgeThread; addresses: EdgeAddresses }> {
-    const worker = new Worker(new URL(import.meta.url), { workerData: { localEdge: options } satisfies ThreadData, name: 'local-edge', resourceLimits: { maxYoungGenerationSizeMb: BUSY_THREAD_YOUNG_MB } });
+  static start(options: EdgeThreadOptions, onCrash: () => void, handover: MessagePort | null = null): Promise<{ edge: LocalEdgeThread; addresses: EdgeAddresses }> {
+    const worker = new Worker(new URL(import.meta.url), {
+      workerData: { localEdge: options, handover } satisfies ThreadData,
+      transferList: handover ? [handover] : [],
+      name: 'local-edge',
+      resourceLimits: { maxYoungGenerationSizeMb: BUSY_THREAD_YOUNG_MB },
+    });
     const edge = new LocalEdgeThread(worker);
     return new Promise((resolve, reject) => {
       let ready = false;
@@ -80,12 +87,14 @@ export class LocalEdgeThread {
   }
 }
 
-async function runThread(port: NonNullable<typeof parentPort>, options: EdgeThreadOptions): Promise<void> {
+async function runThread(port: NonNullable<typeof parentPort>, options: EdgeThreadOptions, handover: MessagePort | null): Promise<void> {
   const [{ Edge, EdgeStartError }, { dnsResolver }] = await Promise.all([import('./edge.js'), import('./auth.js')]);
   const { dns, ...rest } = options;
   const edge = new Edge({ ...rest, resolver: dns ? dnsResolver(dns) : undefined, ...(dns ? { dnsServers: dns } : {}) });
   try {
-    port.postMessage({ kind: 'ready', addresses: await edge.start() } satisfies FromEdgeThread);
+    const addresses = await edge.start();
+    if (handover) edge.handOverTo(handover);
+    port.postMessage({ kind: 'ready', addresses } satisfies FromEdgeThread);
   } catch (err) {
     await edge.stop().catch(() => undefined);
     // The edge's own start errors name what failed (the port); nothing else is passed on.
@@ -107,4 +116,4 @@ async function runThread(port: NonNullable<typeof parentPort>, options: EdgeThre
 }
 
 const data = workerData as ThreadData | undefined;
-if (!isMainThread && parentPort && data?.localEdge) void runThread(parentPort, data.localEdge);
+if (!isMainThread && parentPort && data?.localEdge) void runThread(parentPort, data.localEdge, data.handover ?? null);

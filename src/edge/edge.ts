@@ -8,7 +8,9 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { SMTPServer } from 'smtp-server';
+import type { MessagePort } from 'node:worker_threads';
 import { buildEdgeApi } from './api.js';
+import { serveLocalHandover } from './local-handover.js';
 import { dnsResolver, evaluateAuth, type DNSResolver } from './auth.js';
 import { SealedBuffer } from './buffer.js';
 import { ensurePrivateDir } from './durable-files.js';
@@ -92,6 +94,7 @@ export class Edge {
   private api: FastifyInstance | null = null;
   private stopping = false;
   private resolvedAddresses: string[] = [];
+  private handovers: { close(): void }[] = [];
 
   constructor(private readonly options: EdgeOptions) {
     // A short or empty token would make the whole buffer guessable; refuse it outright.
@@ -180,10 +183,19 @@ export class Edge {
     };
   }
 
+  /**
+   * Serves the home of the same process on `port` (src/edge/local-handover.ts): the inbound
+   * objects without the loopback API. Call after `start`.
+   */
+  handOverTo(port: MessagePort): void {
+    this.handovers.push(serveLocalHandover(port, this.buffer));
+  }
+
   /** Stops taking mail, answers pending long-polls, lets in-flight work finish. Safe to call twice. */
   async stop(): Promise<void> {
     this.stopping = true;
     this.buffer.releaseWaiters();
+    for (const handover of this.handovers.splice(0)) handover.close();
     const smtp = this.smtp;
     const api = this.api;
     this.smtp = null;

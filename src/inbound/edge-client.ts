@@ -68,6 +68,9 @@ export interface DeliveryReportPage<Report> {
   next: string;
 }
 
+/** What the inbound pipeline needs of an edge: EdgeClient over HTTP, or LocalEdgeClient for the built-in edge of the same process. */
+export type EdgeObjects = Pick<EdgeClient, 'listObjects' | 'wait' | 'fetchObjects' | 'deleteObjects' | 'getObjectBytes' | 'deleteObject' | 'queueEntry'>;
+
 export class EdgeClient {
   constructor(
     private readonly url: string,

@@ -13,7 +13,7 @@ import type { ManipulationVerdict } from '../mail/manipulation.js';
 import { listVerdict } from '../mail/lists.js';
 import type { InboundAuth } from '../edge/sealed.js';
 import type { OpenedInbound } from '../../workers/pool/tasks.js';
-import type { EdgeClient } from './edge-client.js';
+import type { EdgeObjects } from './edge-client.js';
 import { quarantine, quarantineByKey } from './quarantine.js';
 import { recordRejection } from './rejections.js';
 import { commitKey, isCommitHandled } from './commit-keys.js';
@@ -25,7 +25,7 @@ import { claimSeen, contentHash, seenRecently } from './dedup.js';
 export interface IngestDeps {
   db: Db;
   /** The edge this object came from: it is fetched there and acknowledged (deleted) there only. */
-  edge: EdgeClient;
+  edge: EdgeObjects;
   /** Opens and parses (a compact JWE as text, or its bytes); rejects with Error(message = reason code). */
   open(sealed: string | Uint8Array): Promise<OpenedInbound>;
   /** Publishes an appended event's seq after its commit. */

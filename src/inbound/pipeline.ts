@@ -13,10 +13,17 @@
  * and the committer and the lane are idle; while the lane works the lister keeps listing, so
  * small mail is committed meanwhile.
  *
+ * Objects can also land behind the cursor: the edge's relay stores local mail under a key it
+ * reserved before its first try (docs/edge.md), which sorts before keys issued meanwhile. Under
+ * steady arrivals a pass runs until MAX_PER_PASS, so the lister looks behind its cursor every
+ * BEHIND_SWEEP_MS and once more before the pass ends, taking what it has not listed yet; such
+ * mail waits about that long, not until a pass lists from the start again.
+ *
  * Invariant: an object is deleted at the edge only after its commit; objects committed but not
  * deleted (a failure, a crash) are listed again later and skipped as already committed.
  */
 import { edgeErrorCode } from './edge-client.js';
+import { LIST_MAX_LIMIT } from '../edge/limits.js';
 import { CommitDeferred, commitBatch, commitLarge, deleteCommitted, prepareBatch, type IngestDeps, type PreparedBatch } from './ingest.js';
 
 /** Objects asked for in one listing. */
@@ -30,6 +37,13 @@ const PAGE_MAX_BYTES = 16 * 1024 * 1024;
 const CAUGHT_UP_WAIT_MS = 2_000;
 /** Objects listed in one pass: bounds a pass so the loop gets to its other work (quarantine retries) during a backlog. */
 export const MAX_PER_PASS = 2_000;
+/**
+ * While a pass runs, the lister looks behind its cursor this often (and before the pass ends) for
+ * objects that landed there (see above). The same as the loop's busy interval: such mail waits no
+ * longer than a pass that ended at once would make it wait. Each look lists from the start of the
+ * buffer, which holds only what is in flight or held in quarantine, in pages of LIST_MAX_LIMIT.
+ */
+export const BEHIND_SWEEP_MS = 2_000;
 
 /**
  * How a pass ended: `done` (caught up, or MAX_PER_PASS listed), `edge_failed` (the edge could
@@ -42,6 +56,8 @@ export interface PullOutcome {
   /** With `edge_failed`: our code for what failed (src/inbound/edge-client.ts edgeErrorCode). */
   error?: string;
 }
+
+type ObjectSummary = { key: string; size: number };
 
 /** Marks a promise's rejection as handled now; awaiting it later still throws. */
 function quiet<T>(p: Promise<T>): Promise<T> {
@@ -117,6 +133,28 @@ export async function pullObjects(deps: IngestDeps, stopped: AbortSignal): Promi
   let wakeLister = () => {};
   const lister = (async () => {
     let cursor: string | null = null;
+    /** Every key this pass took on (at most what it listed), so a look behind the cursor takes only new ones. */
+    const taken = new Set<string>();
+    /** Found behind the cursor and not yet taken on, in key order. */
+    const behind: ObjectSummary[] = [];
+    let sweepAt = Date.now() + BEHIND_SWEEP_MS;
+    /** The last caught-up wait answered that something landed. */
+    let woken = false;
+    /** Lists from the start of the buffer up to the cursor; keeps in `behind` what this pass has not taken on. */
+    const sweepBehind = async (): Promise<void> => {
+      sweepAt = Date.now() + BEHIND_SWEEP_MS;
+      const upTo = cursor;
+      if (upTo === null) return;
+      for (let after: string | null = null; !stop; ) {
+        const page = await client.listObjects(after, LIST_MAX_LIMIT);
+        for (const o of page.objects) {
+          if (o.key > upTo) return;
+          if (!taken.has(o.key)) behind.push(o);
+        }
+        if (!page.has_more || page.objects.length === 0) return;
+        after = page.objects.at(-1)!.key;
+      }
+    };
     try {
       // While the lane works on a large message, small mail keeps coming in beside it.
       while (!stop && (listed < MAX_PER_PASS || large.busy)) {
@@ -124,21 +162,41 @@ export async function pullObjects(deps: IngestDeps, stopped: AbortSignal): Promi
           await new Promise<void>((resolve) => (wakeLister = resolve));
           continue;
         }
-        const page = await client.listObjects(cursor, BATCH);
+        if (behind.length === 0 && Date.now() >= sweepAt) await sweepBehind();
         if (stop) break;
-        if (page.objects.length === 0) {
+        let found: ObjectSummary[];
+        if (behind.length > 0) found = behind;
+        else {
+          const page = await client.listObjects(cursor, BATCH);
+          if (stop) break;
+          found = page.objects;
+        }
+        if (found.length === 0) {
+          // Woken with nothing after the cursor: the edge wakes waits for mail that lands behind it, too.
+          if (woken) {
+            woken = false;
+            await sweepBehind();
+            if (behind.length > 0) continue;
+          }
           const { available } = await client.wait(cursor, CAUGHT_UP_WAIT_MS, stopped);
-          if (!available && !large.busy) break; // quiet for a while: end the pass, the long-poll wakes the next
+          woken = available;
+          if (available || large.busy) continue;
+          // Quiet for a while: end the pass (the long-poll wakes the next) unless mail landed behind the cursor.
+          await sweepBehind();
+          if (behind.length === 0) break;
           continue;
         }
-        const objects: typeof page.objects = [];
+        woken = false;
+        const objects: ObjectSummary[] = [];
         let bytes = 0;
-        for (const o of page.objects) {
-          if (objects.length > 0 && bytes + o.size > PAGE_MAX_BYTES) break;
+        for (const o of found) {
+          if (objects.length >= BATCH || (objects.length > 0 && bytes + o.size > PAGE_MAX_BYTES)) break;
           objects.push(o);
           bytes += o.size;
         }
-        cursor = objects.at(-1)!.key;
+        if (found === behind) behind.splice(0, objects.length);
+        else cursor = objects.at(-1)!.key;
+        for (const o of objects) taken.add(o.key);
         listed += objects.length;
         aheadBytes += bytes;
         const entry: Page = { prepared: quiet(prepareBatch(deps, objects)), ready: false, bytes };

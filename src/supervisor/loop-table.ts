@@ -2,6 +2,7 @@
  * Background loop names and timings (spec §8), in one table, and below it every loop's retry
  * schedule, each with its reason. Loops read their waits from here; nothing else sets them.
  */
+import type { MessagePort } from 'node:worker_threads';
 import { BUSY_THREAD_YOUNG_MB } from '../core/thread-limits.js';
 
 export interface LoopTiming {
@@ -126,8 +127,16 @@ export type FromLoop =
   | { kind: 'task'; id: number; task: import('./pool.js').PoolTaskName; input: unknown };
 
 /** What every loop thread receives as workerData. */
+/** The built-in edge as the inbound thread reaches it without HTTP (src/edge/local-handover.ts): its API URL and the home's end of the port. */
+export interface LocalEdgeHandover {
+  url: string;
+  port: MessagePort;
+}
+
 export interface LoopWorkerData {
   loops: readonly LoopName[];
+  /** Given to the thread of the inbound-pull loop only, with `--local-edge`. */
+  localEdge: LocalEdgeHandover | null;
   dbFile: string;
   dbKey: Uint8Array;
   /** The write gate's shared memory (src/db/write-gate.ts). */

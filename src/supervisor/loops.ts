@@ -1,7 +1,7 @@
 /** Starts the background loops' worker threads (LOOP_THREADS) and stops the service if any of them dies. */
 import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
-import { LOOP_NAMES, LOOP_THREADS, heartbeatBytes, heartbeatIndex, type FromLoop, type LoopHealth, type LoopName, type LoopThreadName, type LoopWorkerData, type ToLoop } from './loop-table.js';
+import { LOOP_NAMES, LOOP_THREADS, heartbeatBytes, heartbeatIndex, type LocalEdgeHandover, type FromLoop, type LoopHealth, type LoopName, type LoopThreadName, type LoopWorkerData, type ToLoop } from './loop-table.js';
 import type { Bus } from './bus.js';
 import type { CpuPool } from './pool.js';
 import type { WriteGate } from '../db/write-gate.js';
@@ -37,16 +37,20 @@ export class LoopSupervisor {
   }
 
   /** Starts every loop thread and resolves when all have loaded their loops and opened the database. */
-  async start(dbFile: string, dbKey: Buffer, gate: WriteGate, fault: string | null): Promise<void> {
-    await Promise.all(THREAD_NAMES.map((thread) => this.#spawn(thread, dbFile, dbKey, gate, fault)));
+  /**
+   * Starts every loop thread and resolves when all have loaded their loops and opened the
+   * database. `localEdge` (with `--local-edge`) goes to the inbound-pull loop's thread.
+   */
+  async start(dbFile: string, dbKey: Buffer, gate: WriteGate, fault: string | null, localEdge: LocalEdgeHandover | null = null): Promise<void> {
+    await Promise.all(THREAD_NAMES.map((thread) => this.#spawn(thread, dbFile, dbKey, gate, fault, (LOOP_THREADS[thread].loops as readonly LoopName[]).includes('inbound-pull') ? localEdge : null)));
   }
 
-  #spawn(thread: LoopThreadName, dbFile: string, dbKey: Buffer, gate: WriteGate, fault: string | null): Promise<void> {
+  #spawn(thread: LoopThreadName, dbFile: string, dbKey: Buffer, gate: WriteGate, fault: string | null, localEdge: LocalEdgeHandover | null): Promise<void> {
     const key = new Uint8Array(dbKey);
     const { loops, youngGenerationMb } = LOOP_THREADS[thread];
-    const data: LoopWorkerData = { loops, dbFile, dbKey: key, writeGate: gate.buffer, fault, heartbeat: this.#heartbeat };
+    const data: LoopWorkerData = { loops, localEdge, dbFile, dbKey: key, writeGate: gate.buffer, fault, heartbeat: this.#heartbeat };
     const resourceLimits = youngGenerationMb === null ? undefined : { maxYoungGenerationSizeMb: youngGenerationMb };
-    const worker = new Worker(THREAD_FILE, { workerData: data, name: `loops:${thread}`, resourceLimits });
+    const worker = new Worker(THREAD_FILE, { workerData: data, transferList: localEdge ? [localEdge.port] : [], name: `loops:${thread}`, resourceLimits });
     key.fill(0);
     this.#workers.set(thread, worker);
     let crashed: string = thread;

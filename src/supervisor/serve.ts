@@ -4,6 +4,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { MessageChannel } from 'node:worker_threads';
 import type { FastifyInstance } from 'fastify';
 import { unlockHome } from '../keys/unlock.js';
 import { homeFiles, writeFileAtomic } from '../keys/home.js';
@@ -13,6 +14,7 @@ import { buildApp } from '../http/app.js';
 import { OwnerAccount } from '../owner/owner-account.js';
 import { Bus } from './bus.js';
 import { LoopSupervisor } from './loops.js';
+import type { LocalEdgeHandover } from './loop-table.js';
 import { CpuPool } from './pool.js';
 import { Readers } from './readers.js';
 import { WriteGate } from '../db/write-gate.js';
@@ -132,6 +134,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
     const owner = new OwnerAccount(db);
     storeCheckServers(db, opts.dns ?? null);
     let smtp: { host: string; port: number } | null = null;
+    let handover: LocalEdgeHandover | null = null;
     if (opts.localEdge) {
       const smtpPort = await portToUse(opts.localEdge.smtpPort, DEFAULT_LOCAL_SMTP_PORT, opts.flavor, 'edge.port_changed', 'SMTP port', '--smtp-port');
       const started = await startLocalEdge(db, opts.home, { ...opts.localEdge, smtpPort }, () => {
@@ -146,6 +149,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
       });
       edge = started.edge;
       smtp = started.smtp;
+      handover = started.handover;
     }
     const opened = db;
     remote = new RemoteAccess(db, bus, (tunnelOrigin) => buildApp({ db: opened, bus, pool, reads: readers, waits: messageWaits, owner, origin: () => tunnelOrigin, listener: 'tunnel' }));
@@ -191,7 +195,7 @@ export async function serve(opts: ServeOptions): Promise<number> {
     // database in its own thread, which on a small machine took most of start-up (issue 19),
     // while the request path needs none of them. One that cannot start stops the service, as a
     // loop that dies later does.
-    loops.start(files.db, dbKey, writeGate, faultSwitch()).catch(() => {
+    loops.start(files.db, dbKey, writeGate, faultSwitch(), handover).catch(() => {
       line(process.stderr, {
         event: 'server.failed',
         code: 'service_unavailable',
@@ -229,10 +233,17 @@ async function portToUse(asked: number | null, fallback: number, flavor: Flavor 
   return port;
 }
 
-async function startLocalEdge(db: Db, home: string, opts: NonNullable<ServeOptions['localEdge']> & { smtpPort: number }, onCrash: () => void): Promise<{ edge: LocalEdgeThread; smtp: { host: string; port: number } }> {
+async function startLocalEdge(
+  db: Db,
+  home: string,
+  opts: NonNullable<ServeOptions['localEdge']> & { smtpPort: number },
+  onCrash: () => void,
+): Promise<{ edge: LocalEdgeThread; smtp: { host: string; port: number }; handover: LocalEdgeHandover }> {
   // Loaded only when asked for: a home paired with a remote edge never loads the SMTP stack.
   const { LocalEdgeThread, LocalEdgeStartFailed } = await import('../edge/edge-thread.js');
   const token = keepLocalEdgeToken(db, newSecret('edge_'));
+  // The inbound loop takes its mail from the edge thread over this channel, not over loopback HTTP (src/edge/local-handover.ts).
+  const channel = new MessageChannel();
   let started;
   try {
     started = await LocalEdgeThread.start(
@@ -247,8 +258,10 @@ async function startLocalEdge(db: Db, home: string, opts: NonNullable<ServeOptio
         ...(opts.relayPort ? { deliveryPort: opts.relayPort } : {}),
       },
       onCrash,
+      channel.port1,
     );
   } catch (err) {
+    channel.port2.close();
     const reason = err instanceof LocalEdgeStartFailed ? err.reason : null;
     throw new StartupError(
       'service_unavailable',
@@ -263,5 +276,5 @@ async function startLocalEdge(db: Db, home: string, opts: NonNullable<ServeOptio
   const current = readTransport(db);
   const remote = current.edges.filter((e) => e.token !== token && e.url !== bound.api.url);
   writeTransport(db, { edges: [{ url: bound.api.url, token }, ...remote].slice(0, MAX_EDGES), smtp: current.smtp });
-  return { edge, smtp: bound.smtp };
+  return { edge, smtp: bound.smtp, handover: { url: bound.api.url, port: channel.port2 } };
 }

@@ -17,7 +17,8 @@ import type { JWK } from 'jose';
 import { loopPass, type LoopContext } from './run-loop.js';
 import { INBOUND_COMMIT_RETRY_MS as COMMIT_RETRY_MS } from '../../src/supervisor/loop-table.js';
 import { readTransport, type EdgeSettings } from '../../src/mail/transport.js';
-import { EdgeClient, edgeErrorCode } from '../../src/inbound/edge-client.js';
+import { EdgeClient, edgeErrorCode, type EdgeObjects } from '../../src/inbound/edge-client.js';
+import { LocalEdgeClient } from '../../src/inbound/local-edge-client.js';
 import { recordEdgeFailure, recordEdgeSuccess } from '../../src/mail/edge-health.js';
 import { LOOPS } from '../../src/supervisor/loop-table.js';
 import { homeKeyPair } from '../../src/inbound/home-key.js';
@@ -159,6 +160,24 @@ interface EdgePuller {
   nextAt: number;
   /** Whether its long-poll is running (one per edge for the life of the thread, or until it is unpaired). */
   polling: boolean;
+  /**
+   * The long-poll saw new mail while a pull ran. The pull's own lister takes it, so the loop is
+   * not woken for a pass per message (each pass reads the configuration and the due quarantine
+   * retries); if the pull ends without having listed it, the next pull starts at once.
+   */
+  missed: boolean;
+}
+
+/** The built-in edge's client over its in-process channel (one for the thread), once asked for. */
+let localClient: LocalEdgeClient | null = null;
+
+/**
+ * The client to pull `edge` with: the built-in edge of this process over its channel
+ * (src/edge/local-handover.ts), any other over its HTTP API.
+ */
+function clientFor(ctx: LoopContext, edge: EdgeSettings): EdgeObjects {
+  if (ctx.localEdge && edge.url === ctx.localEdge.url) return (localClient ??= new LocalEdgeClient(ctx.localEdge.port));
+  return new EdgeClient(edge.url, edge.token);
 }
 
 /** Every edge by URL. A pass of one never waits for another: a dead or slow edge stalls only itself. */
@@ -196,12 +215,13 @@ function beside<T>(work: Promise<T>, done: () => void): Promise<void> {
  */
 async function longPoll(ctx: LoopContext, puller: EdgePuller): Promise<void> {
   let announced: string | null = null;
-  const { url, token } = puller.edge;
-  const client = new EdgeClient(url, token);
+  const { url } = puller.edge;
+  const client = clientFor(ctx, puller.edge);
   while (!ctx.stopped.aborted && pullers.get(url) === puller) {
     try {
       const { available, latest } = await client.wait(announced, LONG_POLL_MS, ctx.stopped);
-      if (available || puller.nextAt > Date.now()) {
+      if (available && puller.running) puller.missed = true;
+      else if (available || puller.nextAt > Date.now()) {
         puller.nextAt = Math.min(puller.nextAt, Date.now());
         ctx.wakeSelf();
       }
@@ -216,10 +236,11 @@ async function longPoll(ctx: LoopContext, puller: EdgePuller): Promise<void> {
 /** One pull pass of one edge, its health written after it; never throws. */
 async function pullEdge(ctx: LoopContext, base: Omit<IngestDeps, 'edge'>, puller: EdgePuller): Promise<void> {
   const { db } = ctx;
-  const { url, token } = puller.edge;
+  const { url } = puller.edge;
   let pulled: PullOutcome;
+  puller.missed = false; // what landed before now, this pull lists
   try {
-    pulled = await pullObjects({ ...base, edge: new EdgeClient(url, token) }, ctx.stopped);
+    pulled = await pullObjects({ ...base, edge: clientFor(ctx, puller.edge) }, ctx.stopped);
   } catch (err) {
     pulled = { ended: 'edge_failed', listed: 0, error: edgeErrorCode(err) };
   }
@@ -233,7 +254,7 @@ async function pullEdge(ctx: LoopContext, base: Omit<IngestDeps, 'edge'>, puller
   recordEdgeSuccess(db, url, now);
   const timing = LOOPS['inbound-pull'];
   if (pulled.ended === 'commit_deferred') puller.nextAt = now + COMMIT_RETRY_MS;
-  else if (pulled.listed >= MAX_PER_PASS) puller.nextAt = now; // a backlog may remain: continue at once
+  else if (pulled.listed >= MAX_PER_PASS || puller.missed) puller.nextAt = now; // a backlog may remain, or mail came after the lister looked: continue at once
   else puller.nextAt = now + (pulled.listed > 0 ? timing.busyMs : timing.idleMs);
 }
 
@@ -253,7 +274,7 @@ export default loopPass(async (ctx) => {
     const known = pullers.get(edge.url);
     if (known && known.edge.token === edge.token) continue;
     if (known?.running) continue; // re-paired with a new token: taken once its pass ends
-    const puller: EdgePuller = { edge, running: null, nextAt: 0, polling: false };
+    const puller: EdgePuller = { edge, running: null, nextAt: 0, polling: false, missed: false };
     pullers.set(edge.url, puller);
   }
   for (const puller of pullers.values()) {

@@ -34,6 +34,7 @@ async function hostLoops(): Promise<void> {
         send({ kind: 'task', id, task, input });
       }),
     fault: data.fault,
+    localEdge: data.localEdge ?? null,
   };
 
   let started: () => void;

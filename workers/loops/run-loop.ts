@@ -6,7 +6,7 @@
  * service.
  */
 import type { Db } from '../../src/db/open.js';
-import { LOOPS, heartbeatIndex, type LoopName } from '../../src/supervisor/loop-table.js';
+import { LOOPS, heartbeatIndex, type LocalEdgeHandover, type LoopName } from '../../src/supervisor/loop-table.js';
 import type { BusMessage } from '../../src/supervisor/bus.js';
 import type { PoolTaskName as TaskName } from '../../src/supervisor/pool.js';
 
@@ -28,6 +28,8 @@ export interface LoopContext {
   stopped: AbortSignal;
   /** The test-only fault switch (docs/testing.md), or null. */
   fault: string | null;
+  /** The built-in edge's in-process hand-over (inbound-pull's thread with `--local-edge`), or null. */
+  localEdge: LocalEdgeHandover | null;
 }
 
 /** Returns whether the pass did work ('busy') or found none ('idle'), or an explicit next delay. */
