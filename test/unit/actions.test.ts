@@ -7,7 +7,7 @@ import t, { type Test } from 'tap';
 import { performance } from 'node:perf_hooks';
 import { extractActions, MAX_CODES, MAX_LINKS, MAX_SCANNED_CHARS, type ActionSource, type ExtractedActions } from '../../src/mail/actions.js';
 import { CORPUS, SIGN_IN_CASES } from '../fixtures/actions-corpus.js';
-import { assertLinear } from '../helpers/linear.js';
+import { assertLinear, cpuMs } from '../helpers/linear.js';
 
 const EMPTY: ActionSource = { subject: null, text: null, html: null, listUnsubscribe: null };
 const ACTION_KINDS = new Set(['verification', 'magic_link', 'password_reset', 'unsubscribe']);
@@ -314,9 +314,9 @@ t.test('hostile input: only MAX_SCANNED_CHARS of each body is read', async (t) =
   t.same(codesOf({ text: `${padding}\nYour verification code is 482913` }), [], 'a code past the bound is not seen');
   t.same(linksOf({ html: `${padding}<a href="https://x.example/v">Verify</a>` }), [], 'a link past the bound is not seen');
   const megabyte = { ...EMPTY, text: '1'.repeat(1024 * KiB), html: '<'.repeat(1024 * KiB), subject: '9'.repeat(1024 * KiB), listUnsubscribe: '<https://x.example/u>'.repeat(50_000) };
-  const start = performance.now();
+  const start = cpuMs();
   assertBounded(t, extractActions(megabyte), '1 MB of each input');
-  t.ok(performance.now() - start < 2_000, 'a megabyte of each input is cut before scanning');
+  t.ok(cpuMs() - start < 2_000, 'a megabyte of each input is cut before scanning');
 });
 
 t.test('hostile input: never throws, whatever the input', async (t) => {

@@ -7,7 +7,7 @@ import t, { type Test } from 'tap';
 import { performance } from 'node:perf_hooks';
 import { assessManipulation, looksLike, MAX_SCANNED_CHARS, type ManipulationReason, type ManipulationSource, type ManipulationVerdict } from '../../src/mail/manipulation.js';
 import { ATTACKS, inTagCharacters, KNOWN_DOMAINS, ORDINARY } from '../fixtures/manipulation-corpus.js';
-import { assertLinear } from '../helpers/linear.js';
+import { assertLinear, cpuMs } from '../helpers/linear.js';
 
 const EMPTY: ManipulationSource = { subject: null, text: null, html: null, senderDomain: null, knownDomains: [] };
 const REASONS: ManipulationReason[] = ['hidden_text', 'ai_instructions', 'prompt_syntax', 'invisible_unicode', 'lookalike_sender'];
@@ -389,9 +389,9 @@ t.test('hostile input: a megabyte of each kind returns quickly, cut at MAX_SCANN
     ['1 MiB of zero-width characters', { text: '\u200b'.repeat(MiB), html: '\u200c'.repeat(MiB), subject: '\u200d'.repeat(MiB) }, []],
   ];
   for (const [name, source, reasons] of inputs) {
-    const start = performance.now();
+    const start = cpuMs();
     const verdict = verdictOf(source);
-    const ms = performance.now() - start;
+    const ms = cpuMs() - start;
     assertBounded(t, verdict, name);
     t.same(verdict.findings.map((f) => f.reason), reasons, `${name}: ${reasons.join(', ') || 'clean'}`);
     t.ok(ms < 2_000, `${name}: ${ms.toFixed(1)} ms`);
@@ -408,9 +408,9 @@ t.test('hostile input: 500 known domains and a long sender domain', async (t) =>
   const known = Array.from({ length: 600 }, (_, i) => (i === 499 ? 'k'.repeat(57) + 'xy2' : label(i))).map((l) => `${l}.${l}.${l}.${'s'.repeat(60)}`);
   const sender = `${'q'.repeat(60)}.${'r'.repeat(60)}.${'k'.repeat(57)}xyz.${'s'.repeat(60)}`;
   t.ok(sender.length <= 253 && known.every((d) => d.length <= 253), 'names at the length bound');
-  const start = performance.now();
+  const start = cpuMs();
   const verdict = verdictOf({ senderDomain: sender, knownDomains: known });
-  const ms = performance.now() - start;
+  const ms = cpuMs() - start;
   assertBounded(t, verdict, 'long domains');
   t.same(verdict.findings.map((f) => f.reason), ['lookalike_sender'], 'a label of 60 characters one edit away is still compared');
   t.ok(ms < 1_000, `${ms.toFixed(1)} ms`);
