@@ -63,7 +63,9 @@ t.before(async () => {
 t.teardown(() => svc.stop());
 
 const owner = <T = Record<string, unknown>>(method: string, path: string, body?: unknown) => api<T>(svc.url, method, path, { token: svc.ownerToken, body });
-const READ_FIELDS = Object.keys(ApiKeyResponse.properties).sort();
+const DECLARED_FIELDS = Object.keys(ApiKeyResponse.properties).sort();
+/** A key of the home belongs to no pod: its `pod_id` is left out (docs/pods.md); a pod's key carries it. */
+const READ_FIELDS = DECLARED_FIELDS.filter((f) => f !== 'pod_id');
 
 t.test('API key reads through svc carry exactly the declared fields, never the secret or its hash', async (t) => {
   const inbox = await owner<{ inbox_id: string }>('POST', '/v0/inboxes', { username: 'schema-probe', domain: 'schemas.example.com' });
@@ -91,6 +93,10 @@ t.test('API key reads through svc carry exactly the declared fields, never the s
       t.same(Object.keys(item ?? {}).sort(), READ_FIELDS, `${base} ${what}: exactly the declared fields`);
     }
   }
+  const podKey = await owner<Record<string, unknown>>('POST', '/v0/pods/default/api-keys', { name: 'pod probe', send_policy: 'read_only', permissions: ['message_read'] });
+  t.equal(podKey.status, 200, podKey.text);
+  t.same(Object.keys(podKey.body).sort(), [...DECLARED_FIELDS, 'api_key'].sort(), 'a pod\u2019s key: every declared field, pod_id included, and the secret once');
+  t.equal(podKey.body.pod_id, 'default');
 });
 
 t.test('every kind of answer carries the security headers, /mcp included', async (t) => {
