@@ -291,17 +291,11 @@ export class SealedBuffer {
     }
   }
 
-  /**
-   * Several sealed objects in key order of the request, for one batch answer: objects are read
-   * until their stored sizes pass `maxBytes` (the first present one is always read, so a caller
-   * always makes progress); keys with no object are `missing`, keys left out for size `deferred`,
-   * and binary (v2) objects, which JSON cannot carry as text, `separate`: fetch each on its own.
-   */
-  async readObjects(keys: string[], maxBytes: number): Promise<{ objects: { key: string; jwe: string }[]; missing: string[]; deferred: string[]; separate: string[] }> {
+  /** The keys one batch reads, in order, until their stored sizes pass `maxBytes` (the first present one always); absent keys `missing`, the rest `deferred`. */
+  private chooseBySize(keys: string[], maxBytes: number): { chosen: string[]; missing: string[]; deferred: string[] } {
     const chosen: string[] = [];
     const missing: string[] = [];
     const deferred: string[] = [];
-    const separate: string[] = [];
     let bytes = 0;
     for (const key of keys) {
       const size = this.objectSizes.get(key);
@@ -312,6 +306,18 @@ export class SealedBuffer {
         bytes += size;
       }
     }
+    return { chosen, missing, deferred };
+  }
+
+  /**
+   * Several sealed objects in key order of the request, for one batch answer: objects are read
+   * until their stored sizes pass `maxBytes` (the first present one is always read, so a caller
+   * always makes progress); keys with no object are `missing`, keys left out for size `deferred`,
+   * and binary (v2) objects, which JSON cannot carry as text, `separate`: fetch each on its own.
+   */
+  async readObjects(keys: string[], maxBytes: number): Promise<{ objects: { key: string; jwe: string }[]; missing: string[]; deferred: string[]; separate: string[] }> {
+    const { chosen, missing, deferred } = this.chooseBySize(keys, maxBytes);
+    const separate: string[] = [];
     // Only an object over BINARY_SEAL_MIN_BYTES can be v2; its first bytes say so, and it is never read whole here.
     const mayBeBinary = (key: string) => (this.objectSizes.get(key) ?? 0) > BINARY_SEAL_MIN_BYTES;
     const read = await Promise.all(
@@ -334,19 +340,7 @@ export class SealedBuffer {
    * present one always), keys with no object `missing`, keys left out for size `deferred`.
    */
   async readObjectBytes(keys: string[], maxBytes: number): Promise<{ objects: { key: string; bytes: Buffer }[]; missing: string[]; deferred: string[] }> {
-    const chosen: string[] = [];
-    const missing: string[] = [];
-    const deferred: string[] = [];
-    let bytes = 0;
-    for (const key of keys) {
-      const size = this.objectSizes.get(key);
-      if (size === undefined) missing.push(key);
-      else if (chosen.length > 0 && bytes + size > maxBytes) deferred.push(key);
-      else {
-        chosen.push(key);
-        bytes += size;
-      }
-    }
+    const { chosen, missing, deferred } = this.chooseBySize(keys, maxBytes);
     const read = await Promise.all(chosen.map(async (key) => ({ key, bytes: this.recent.get(key) ?? (await this.readObject(key)) })));
     const objects: { key: string; bytes: Buffer }[] = [];
     for (const o of read) {
