@@ -31,6 +31,7 @@ function showHook(ctx: Ctx, w: Webhook, lead?: string): void {
     ['url', w.url],
     ['events', w.event_types],
     ['inboxes', w.inbox_ids ?? 'all'],
+    ['pods', w.pod_ids ?? 'all'],
     ['enabled', w.enabled ? 'yes' : `no${w.disabled_reason ? ` (${w.disabled_reason})` : ''}`],
     ...(w.failure_count !== undefined
       ? ([
@@ -73,27 +74,29 @@ export const group: Group = {
       summary: 'Create a webhook; its signing secret is printed once.',
       usage: '<url>',
       args: [1, 1],
-      options: [opt('event TYPE...', 'An event type (comma-separated or repeated; required), e.g. message.received.'), opt('inbox ADDRESS...', 'Only events of this inbox.'), opt('header NAME:VALUE...', 'A custom header sent with every delivery.')],
+      options: [opt('event TYPE...', 'An event type (comma-separated or repeated; required), e.g. message.received.'), opt('inbox ADDRESS...', 'Only events of this inbox.'), opt('pod POD_ID...', 'Only events of inboxes in this pod.'), opt('header NAME:VALUE...', 'A custom header sent with every delivery.')],
       examples: ['svc webhooks create https://example.com/hook --event message.received,message.sent --inbox hello@example.com'],
       async run(ctx) {
         const events = ctx.list('event', true);
         if (!events.length) throw new CliError('validation_error', 'Give at least one --event.', 'e.g. --event message.received');
         const inboxes = ctx.list('inbox', true);
+        const pods = ctx.list('pod', true);
         const client = await ctx.client();
-        const hook = await client.call<Webhook>('POST', '/v0/webhooks', { body: { url: ctx.args[0], event_types: events, inbox_ids: inboxes.length ? inboxes : undefined, headers: headerMap(ctx) } });
+        const body = { url: ctx.args[0], event_types: events, inbox_ids: inboxes.length ? inboxes : undefined, pod_ids: pods.length ? pods : undefined, headers: headerMap(ctx) };
+        const hook = await client.call<Webhook>('POST', '/v0/webhooks', { body });
         showHook(ctx, hook, `Created webhook ${hook.webhook_id}.`);
       },
     },
     update: {
-      summary: 'Enable or disable, replace the event types, add or remove inboxes.',
+      summary: 'Enable or disable, replace the event types, add or remove inboxes or pods.',
       usage: '<webhook_id>',
       args: [1, 1],
-      options: [opt('enable', 'Enable it (also clears a disable after failures).'), opt('disable', 'Disable it.'), opt('event TYPE...', 'The new event types.'), opt('add-inbox ADDRESS...', 'Add an inbox.'), opt('remove-inbox ADDRESS...', 'Remove an inbox.')],
+      options: [opt('enable', 'Enable it (also clears a disable after failures).'), opt('disable', 'Disable it.'), opt('event TYPE...', 'The new event types.'), opt('add-inbox ADDRESS...', 'Add an inbox.'), opt('remove-inbox ADDRESS...', 'Remove an inbox.'), opt('add-pod POD_ID...', 'Add a pod to the pod filter.'), opt('remove-pod POD_ID...', 'Remove a pod from the pod filter.')],
       examples: ['svc webhooks update 0190f4c2-… --disable'],
       async run(ctx) {
         if (ctx.bool('enable') && ctx.bool('disable')) throw new CliError('validation_error', '--enable and --disable exclude each other.');
         const list = (n: string) => (ctx.list(n, true).length ? ctx.list(n, true) : undefined);
-        const body = { enabled: ctx.bool('enable') ? true : ctx.bool('disable') ? false : undefined, event_types: list('event'), add_inbox_ids: list('add-inbox'), remove_inbox_ids: list('remove-inbox') };
+        const body = { enabled: ctx.bool('enable') ? true : ctx.bool('disable') ? false : undefined, event_types: list('event'), add_inbox_ids: list('add-inbox'), remove_inbox_ids: list('remove-inbox'), add_pod_ids: list('add-pod'), remove_pod_ids: list('remove-pod') };
         const client = await ctx.client();
         showHook(ctx, await client.call<Webhook>('PATCH', `/v0/webhooks/${enc(ctx.args[0])}`, { body }), 'Updated.');
       },

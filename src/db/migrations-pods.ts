@@ -33,3 +33,12 @@ export const PODS_MIGRATION = `
   ALTER TABLE events ADD COLUMN pod_id TEXT;
   UPDATE events SET pod_id = 'default' WHERE inbox_id IS NOT NULL;
 `;
+
+/**
+ * Migration 27: AgentMail's `pod_ids` filter on a webhook (docs/pods.md): a JSON array of pods
+ * whose events the webhook hears, or NULL for every pod its creator can see. It narrows a
+ * webhook of the home; a pod's own webhook (`pod_id`) hears that pod only, whatever the filter.
+ */
+export const WEBHOOK_POD_FILTER_MIGRATION = `
+  ALTER TABLE webhooks ADD COLUMN pod_ids TEXT;
+`;

@@ -15,7 +15,7 @@ import { EDGES_MIGRATION } from './migrations-edges.js';
 import { LABEL_EVENTS_MIGRATION } from './migrations-label-events.js';
 import { ATTACHMENT_TEXT_MIGRATION } from './migrations-attachment-text.js';
 import { RETENTION_MIGRATION } from './migrations-retention.js';
-import { PODS_MIGRATION } from './migrations-pods.js';
+import { PODS_MIGRATION, WEBHOOK_POD_FILTER_MIGRATION } from './migrations-pods.js';
 import { METRIC_DAYS_MIGRATION } from './migrations-metric-days.js';
 import { MESSAGE_AUTH_MIGRATION } from './migrations-message-auth.js';
 
@@ -327,6 +327,8 @@ export const MIGRATIONS: readonly string[] = [
   METRIC_DAYS_MIGRATION,
   // 26: svc's authentication verdict of each received message (src/db/migrations-message-auth.ts)
   MESSAGE_AUTH_MIGRATION,
+  // 27: a webhook's pod filter, AgentMail's `pod_ids` (src/db/migrations-pods.ts)
+  WEBHOOK_POD_FILTER_MIGRATION,
 ];
 
 /**

@@ -37,6 +37,8 @@ export interface WebhookRow {
   client_request_hash: string | null;
   /** The pod that owns the webhook (docs/pods.md): it hears that pod's events only. Null: the whole home. */
   pod_id: string | null;
+  /** AgentMail's pod filter (JSON array): only events of these pods. Null: every pod the creator can see. */
+  pod_ids: string | null;
 }
 
 export interface WebhookCreator {
@@ -87,6 +89,8 @@ export interface NewWebhook {
   inboxScope: string | null;
   /** JSON array, or null for every inbox. */
   inboxIds: string | null;
+  /** JSON array, or null for every pod. */
+  podIds: string | null;
   url: string;
   /** JSON array. */
   eventTypes: string;
@@ -101,13 +105,13 @@ export interface NewWebhook {
 
 export function insertWebhook(db: Db, w: NewWebhook): void {
   db.prepare(
-    `INSERT INTO webhooks (webhook_id, owner_kind, creator_id, inbox_scope, inbox_ids, url, event_types, secret, cursor_seq, created_at, updated_at, client_id, client_request_hash, pod_id)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  ).run(w.webhookId, w.creator.kind, w.creator.id, w.inboxScope, w.inboxIds, w.url, w.eventTypes, w.secret, w.cursorSeq, w.now, w.now, w.clientId, w.clientRequestHash, w.podId);
+    `INSERT INTO webhooks (webhook_id, owner_kind, creator_id, inbox_scope, inbox_ids, url, event_types, secret, cursor_seq, created_at, updated_at, client_id, client_request_hash, pod_id, pod_ids)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  ).run(w.webhookId, w.creator.kind, w.creator.id, w.inboxScope, w.inboxIds, w.url, w.eventTypes, w.secret, w.cursorSeq, w.now, w.now, w.clientId, w.clientRequestHash, w.podId, w.podIds);
 }
 
-export function updateWebhookFilters(db: Db, webhookId: string, eventTypes: string, inboxIds: string | null, now: string): void {
-  db.prepare('UPDATE webhooks SET event_types = ?, inbox_ids = ?, updated_at = ? WHERE webhook_id = ?').run(eventTypes, inboxIds, now, webhookId);
+export function updateWebhookFilters(db: Db, webhookId: string, eventTypes: string, inboxIds: string | null, podIds: string | null, now: string): void {
+  db.prepare('UPDATE webhooks SET event_types = ?, inbox_ids = ?, pod_ids = ?, updated_at = ? WHERE webhook_id = ?').run(eventTypes, inboxIds, podIds, now, webhookId);
 }
 
 /** The owner or creator turned it off: a new epoch ends any running drain. */

@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { Type, type Static } from 'typebox';
 import type { Db } from '../db/open.js';
 import { uuidv7 } from '../db/ids.js';
-import { podForWrite } from '../pods/store.js';
+import { podForWrite, visiblePod } from '../pods/store.js';
 import { ApiError, notFound } from '../core/errors.js';
 import { isOwner, type Principal } from '../auth/principal.js';
 import { normalizeInboxId } from '../auth/access.js';
@@ -45,6 +45,7 @@ export const WEBHOOK_SECRET_PREFIX = 'whsec_';
 /** Random bytes behind a secret (Standard Webhooks asks for 24 to 64). */
 const SECRET_BYTES = 32;
 export const WEBHOOK_INBOX_IDS_MAX = 1000;
+export const WEBHOOK_POD_IDS_MAX = 1000;
 /** Custom header limits: the caller-header limits of spec §8, applied per webhook. */
 export const HEADER_NAME_MAX_BYTES = 100;
 export const HEADER_VALUE_MAX_BYTES = 2048;
@@ -61,6 +62,7 @@ const Address = Type.String({ minLength: 3, maxLength: 320 });
 const EventTypes = Type.Array(Type.String({ maxLength: 100 }), { maxItems: EVENT_TYPES.length * 2 });
 const Headers = Type.Record(Type.String(), Type.String());
 const InboxIds = Type.Array(Address, { maxItems: WEBHOOK_INBOX_IDS_MAX });
+const PodIds = Type.Array(Type.String({ minLength: 1, maxLength: 128 }), { maxItems: WEBHOOK_POD_IDS_MAX });
 /** The AgentMail SDK's `clientId`: a repeated create with the same body returns the same webhook. */
 const ClientId = Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: CLIENT_ID_MAX }), Type.Null()]));
 
@@ -71,7 +73,14 @@ export const CreateInboxWebhookBody = Type.Object(
 export type CreateInboxWebhookBody = Static<typeof CreateInboxWebhookBody>;
 
 export const CreateWebhookBody = Type.Object(
-  { url: Type.String({ minLength: 1, maxLength: URL_MAX }), event_types: EventTypes, headers: Type.Optional(Headers), inbox_ids: Type.Optional(Type.Union([InboxIds, Type.Null()])), client_id: ClientId },
+  {
+    url: Type.String({ minLength: 1, maxLength: URL_MAX }),
+    event_types: EventTypes,
+    headers: Type.Optional(Headers),
+    inbox_ids: Type.Optional(Type.Union([InboxIds, Type.Null()])),
+    pod_ids: Type.Optional(Type.Union([PodIds, Type.Null()])),
+    client_id: ClientId,
+  },
   { additionalProperties: false },
 );
 export type CreateWebhookBody = Static<typeof CreateWebhookBody>;
@@ -80,7 +89,14 @@ export const UpdateInboxWebhookBody = Type.Object({ event_types: Type.Optional(E
 export type UpdateInboxWebhookBody = Static<typeof UpdateInboxWebhookBody>;
 
 export const UpdateWebhookBody = Type.Object(
-  { event_types: Type.Optional(EventTypes), enabled: Type.Optional(Type.Boolean()), add_inbox_ids: Type.Optional(InboxIds), remove_inbox_ids: Type.Optional(InboxIds) },
+  {
+    event_types: Type.Optional(EventTypes),
+    enabled: Type.Optional(Type.Boolean()),
+    add_inbox_ids: Type.Optional(InboxIds),
+    remove_inbox_ids: Type.Optional(InboxIds),
+    add_pod_ids: Type.Optional(PodIds),
+    remove_pod_ids: Type.Optional(PodIds),
+  },
   { additionalProperties: false },
 );
 export type UpdateWebhookBody = Static<typeof UpdateWebhookBody>;
@@ -99,7 +115,7 @@ export const WebhookResponse = Type.Object({
   inbox_id: Type.Union([Type.String(), Type.Null()]),
   /** Instance-wide filter; null = every inbox the creator can see. */
   inbox_ids: Type.Union([Type.Array(Type.String()), Type.Null()]),
-  /** The pod that owns the webhook (docs/pods.md), as AgentMail's pod filter; absent for the whole home's. */
+  /** The pods whose events it hears (docs/pods.md): its pod filter, or the pod that owns it; absent when it hears every pod. */
   pod_ids: Type.Optional(Type.Array(Type.String())),
   enabled: Type.Boolean(),
   created_at: Type.String(),
@@ -134,7 +150,7 @@ function webhookResponse(row: WebhookRow, health: boolean): WebhookResponse {
     event_types: JSON.parse(row.event_types) as string[],
     inbox_id: row.inbox_scope,
     inbox_ids: row.inbox_ids === null ? null : (JSON.parse(row.inbox_ids) as string[]),
-    ...(row.pod_id === null ? {} : { pod_ids: [row.pod_id] }),
+    ...podIdsView(row),
     enabled: row.enabled === 1,
     created_at: row.created_at,
     updated_at: row.updated_at,
@@ -150,6 +166,12 @@ function webhookResponse(row: WebhookRow, health: boolean): WebhookResponse {
     last_error_code: row.last_error_code,
     last_success_at: row.last_success_at,
   };
+}
+
+/** AgentMail's `pod_ids` of a webhook: its stored filter, else its own pod, else none (every pod). */
+function podIdsView(row: WebhookRow): { pod_ids?: string[] } {
+  if (row.pod_ids !== null) return { pod_ids: JSON.parse(row.pod_ids) as string[] };
+  return row.pod_id === null ? {} : { pod_ids: [row.pod_id] };
 }
 
 const invalid = (message: string, fix: string) => new ApiError('validation_error', message, { fix });
@@ -190,6 +212,16 @@ function checkInboxIds(db: Db, p: Principal, ids: string[]): string[] {
     if (p.inboxScope !== 'all' && !p.inboxScope.has(id)) throw notFound('inbox');
     if (!inboxExists(db, id)) throw invalid(`The inbox \`${id}\` does not exist.`, `Create \`${id}\` first, or remove it from \`inbox_ids\`.`);
   }
+  return out;
+}
+
+/**
+ * Pods the caller can see, deduplicated: a pod it cannot see (another tenant's, for a pod key) is
+ * not found, as on the pod routes, so a filter never reveals which pods exist.
+ */
+function checkPodIds(db: Db, p: Principal, ids: string[]): string[] {
+  const out = [...new Set(ids)];
+  for (const id of out) visiblePod(db, p, id);
   return out;
 }
 
@@ -259,6 +291,7 @@ export interface WebhookCreate {
   creator: WebhookCreator;
   inbox: string | null;
   inboxIds: string[] | null;
+  podIds: string[] | null;
   url: string;
   eventTypes: string[];
   headers: HeaderChange;
@@ -275,11 +308,15 @@ export interface WebhookCreate {
 export async function checkWebhookCreate(db: Db, p: Principal, body: CreateWebhookBody | CreateInboxWebhookBody, inbox: string | null): Promise<WebhookCreate> {
   const eventTypes = checkEventTypes(p, body.event_types);
   const inboxIds = inbox === null && 'inbox_ids' in body && body.inbox_ids != null ? checkInboxIds(db, p, body.inbox_ids) : null;
+  const podIds = inbox === null && 'pod_ids' in body && body.pod_ids != null ? checkPodIds(db, p, body.pod_ids) : null;
   const headers = headerChange(body.headers, undefined);
   const url = await checkUrl(p, body.url);
   const clientId = body.client_id ?? null;
-  const bodyHash = clientId === null ? null : requestHash('webhooks.create', inbox, { url, event_types: [...eventTypes].sort(), inbox_ids: inboxIds === null ? null : [...inboxIds].sort(), headers: body.headers ?? {} });
-  return { creator: creatorOf(p), inbox, inboxIds, url, eventTypes, headers, clientId, bodyHash };
+  const bodyHash = clientId === null ? null : requestHash('webhooks.create', inbox, { url, event_types: [...eventTypes].sort(), inbox_ids: inboxIds === null ? null : [...inboxIds].sort(),
+    ...(podIds === null ? {} : { pod_ids: [...podIds].sort() }),
+    headers: body.headers ?? {},
+  });
+  return { creator: creatorOf(p), inbox, inboxIds, podIds, url, eventTypes, headers, clientId, bodyHash };
 }
 
 /**
@@ -306,6 +343,7 @@ export function createWebhook(db: Db, p: Principal, create: WebhookCreate): Webh
       creator,
       inboxScope: create.inbox,
       inboxIds: create.inboxIds === null ? null : JSON.stringify(create.inboxIds),
+      podIds: create.podIds === null ? null : JSON.stringify(create.podIds),
       url: create.url,
       eventTypes: JSON.stringify(create.eventTypes),
       secret: newWebhookSecret(),
@@ -343,8 +381,16 @@ export function updateWebhook(db: Db, p: Principal, webhookId: string, inbox: st
     for (const id of (patch.remove_inbox_ids ?? []).map(normalizeInboxId)) current.delete(id);
     inboxIds = row.inbox_ids === null && patch.add_inbox_ids === undefined ? null : JSON.stringify([...current]);
   }
+  let podIds = row.pod_ids;
+  if (patch.add_pod_ids !== undefined || patch.remove_pod_ids !== undefined) {
+    if (row.inbox_scope !== null) throw invalid('An inbox webhook has no `pod_ids` filter.', `It receives events of ${row.inbox_scope} only; create an instance-wide webhook to filter by pods.`);
+    const current = new Set(row.pod_ids === null ? [] : (JSON.parse(row.pod_ids) as string[]));
+    for (const id of checkPodIds(db, p, patch.add_pod_ids ?? [])) current.add(id);
+    for (const id of patch.remove_pod_ids ?? []) current.delete(id);
+    podIds = row.pod_ids === null && patch.add_pod_ids === undefined ? null : JSON.stringify([...current]);
+  }
   const now = new Date().toISOString();
-  updateWebhookFilters(db, row.webhook_id, eventTypes, inboxIds, now);
+  updateWebhookFilters(db, row.webhook_id, eventTypes, inboxIds, podIds, now);
   if (patch.enabled === false && row.enabled === 1) disableWebhookManually(db, row.webhook_id);
   else if (patch.enabled === true && row.enabled === 0) enableWebhook(db, row.webhook_id, latestSeq(db));
   return webhookResponse(webhookRow(db, p, row.webhook_id, null), true);

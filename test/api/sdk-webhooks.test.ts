@@ -130,3 +130,24 @@ t.test('messages.getRaw answers the SDK fields message_id and size', async (t) =
   t.equal((await res.arrayBuffer()).byteLength, raw.size, 'size is the byte length of the download');
   t.ok(seeded.threadId);
 });
+
+t.test('webhooks.create({ podIds }) and update({ addPodIds, removePodIds }): a home webhook filtered by pods', async (t) => {
+  const sdk = client(svc.ownerToken);
+  const pod = await sdk.pods.create({ name: 'hooked' });
+  const hook = await sdk.webhooks.create({ url: URL_A, eventTypes: ['message.received'], podIds: [pod.podId, pod.podId] });
+  t.same(hook.podIds, [pod.podId], 'the filter, deduplicated, parsed by the SDK');
+  t.same((await sdk.webhooks.get(hook.webhookId)).podIds, [pod.podId], 'kept');
+  const widened = await sdk.webhooks.update(hook.webhookId, { addPodIds: ['default'], removePodIds: [pod.podId] });
+  t.same(widened.podIds, ['default'], 'add and remove in one update');
+  const emptied = await sdk.webhooks.update(hook.webhookId, { removePodIds: ['default'] });
+  t.same(emptied.podIds, [], 'an empty filter stays empty (it hears nothing), it does not fall back to every pod');
+  const unknown = await failure(sdk.webhooks.create({ url: URL_A, eventTypes: ['message.received'], podIds: ['no-such-pod'] }));
+  t.equal(unknown?.statusCode, 404, 'a pod that does not exist: 404');
+  t.match(unknown?.body, { code: 'not_found' });
+  const plain = await sdk.webhooks.create({ url: URL_A, eventTypes: ['message.received'] });
+  t.equal(plain.podIds, undefined, 'no filter: every pod, and no podIds');
+  const onInbox = await sdk.inboxes.webhooks.create(INBOX_A, { url: URL_A, eventTypes: ['message.received'] });
+  const refused = await failure(sdk.webhooks.update(onInbox.webhookId, { addPodIds: ['default'] }));
+  t.equal(refused?.statusCode, 400, 'an inbox webhook has no pod filter');
+  t.match(refused?.body, { code: 'validation_error', message: /pod_ids/ });
+});

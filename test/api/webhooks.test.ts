@@ -138,9 +138,9 @@ t.test('url must be absolute http(s) without credentials', async (t) => {
 });
 
 t.test('unknown body fields are rejected; inbox_ids only on instance-wide webhooks', async (t) => {
-  const unknown = await owner<ErrorBody>('POST', '/v0/webhooks', { url: PUBLIC_URL, event_types: ['message.received'], pod_ids: ['x'] });
+  const unknown = await owner<ErrorBody>('POST', '/v0/webhooks', { url: PUBLIC_URL, event_types: ['message.received'], podIds: ['x'] });
   t.equal(unknown.body.code, 'validation_error');
-  t.match(unknown.body.message, /pod_ids/);
+  t.match(unknown.body.message, /podIds/);
   const onInbox = await owner<ErrorBody>('POST', `/v0/inboxes/${enc(inboxA)}/webhooks`, { url: PUBLIC_URL, event_types: ['message.received'], inbox_ids: [inboxA] });
   t.equal(onInbox.status, 400);
   t.match(onInbox.body.message, /inbox_ids/);

@@ -272,6 +272,50 @@ t.test("a pod's webhook hears its own pod's events only", async (t) => {
   t.notOk(bodies.some((b) => b.includes('for pod B') || b.includes('bob@pods-b.test')), "pod B's event never reached pod A's webhook");
 });
 
+t.test("a home webhook's pod filter: only the named pods' events; another tenant's pod is 404 for a pod key", async (t) => {
+  const bodies: string[] = [];
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      bodies.push(body);
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  t.teardown(() => {
+    server.closeAllConnections();
+    server.close();
+  });
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/filtered`;
+  const hook = await must('filtered webhook', as<{ webhook_id: string; pod_ids?: string[] }>(svc.ownerToken, 'POST', '/v0/webhooks', { url, event_types: ['message.received'], pod_ids: [podB] }));
+  t.same(hook.pod_ids, [podB], 'the filter is answered as pod_ids');
+  const db = openHomeDb(svc.home);
+  try {
+    // Pod A's mail first: a filter that let it through would deliver it before pod B's.
+    await seedMail(db, simpleMail({ to: inboxA, subject: 'filter: pod A', messageId: '<filter-a@pods.test>' }), { inboxId: inboxA });
+    await seedMail(db, simpleMail({ to: 'bob@pods-b.test', subject: 'filter: pod B', messageId: '<filter-b@pods.test>' }), { inboxId: 'bob@pods-b.test' });
+  } finally {
+    db.close();
+  }
+  await until("pod B's event delivered", () => bodies.some((b) => b.includes('filter: pod B')));
+  t.notOk(bodies.some((b) => b.includes('filter: pod A')), "pod A's event never reached a webhook filtered to pod B");
+
+  const own = await as<{ webhook_id: string; pod_ids?: string[] }>(keyA, 'POST', '/v0/webhooks', { url: 'https://hooks.example/a', event_types: ['message.received'], pod_ids: [podA] });
+  t.equal(own.status, 200, 'a pod key may name its own pod');
+  t.same(own.body.pod_ids, [podA]);
+  for (const pods of [[podB], [podA, podB], ['default']]) {
+    const theirs = await as<{ code: string }>(keyA, 'POST', '/v0/webhooks', { url: 'https://hooks.example/a', event_types: ['message.received'], pod_ids: pods });
+    t.same([theirs.status, theirs.body.code], [404, 'not_found'], `pod_ids ${JSON.stringify(pods)}: 404, as a pod that does not exist`);
+  }
+  const widen = await as<{ code: string }>(keyA, 'PATCH', `/v0/webhooks/${own.body.webhook_id}`, { add_pod_ids: [podB] });
+  t.same([widen.status, widen.body.code], [404, 'not_found'], "adding pod B to the key's webhook: 404");
+  const onPodRoute = await as<{ code: string }>(keyA, 'POST', `/v0/pods/${podA}/webhooks`, { url: 'https://hooks.example/a', event_types: ['message.received'], pod_ids: [podB] });
+  t.equal(onPodRoute.status, 404, 'the same on the pod route');
+  const after = await as<{ pod_ids?: string[] }>(keyA, 'GET', `/v0/webhooks/${own.body.webhook_id}`);
+  t.same(after.body.pod_ids, [podA], 'the refused change left the filter as it was');
+});
+
 t.test('an inbox created while its pod is deleted: one of the two wins, never an inbox in no pod', async (t) => {
   const outcomes = new Set<string>();
   for (let i = 0; i < 12; i++) {

@@ -63,11 +63,12 @@ function creatorPrincipal(db: Db, hook: WebhookRow): Principal | null {
   return refreshPrincipal(db, { kind: hook.owner_kind, id: hook.creator_id, inboxScope: new Set(), permissions: new Set(), sendPolicy: 'read_only' });
 }
 
-/** The webhook's own filters: event types, its pod (docs/pods.md), and its inbox (inbox route) or inbox_ids (instance-wide). */
+/** The webhook's own filters: event types, its pod and pod filter (docs/pods.md), and its inbox (inbox route) or inbox_ids (instance-wide). */
 function matcher(hook: WebhookRow): (e: RawEvent) => boolean {
   const types = new Set(JSON.parse(hook.event_types) as string[]);
   const inboxes = hook.inbox_scope !== null ? new Set([hook.inbox_scope]) : hook.inbox_ids === null ? null : new Set(JSON.parse(hook.inbox_ids) as string[]);
-  const inPod = (e: RawEvent) => hook.pod_id === null || e.pod_id === hook.pod_id;
+  const pods = hook.pod_ids === null ? null : new Set(JSON.parse(hook.pod_ids) as string[]);
+  const inPod = (e: RawEvent) => (hook.pod_id === null || e.pod_id === hook.pod_id) && (pods === null || (e.pod_id !== null && pods.has(e.pod_id)));
   return (e) => types.has(e.event_type) && inPod(e) && (inboxes === null || (e.inbox_id !== null && inboxes.has(e.inbox_id)));
 }
 
