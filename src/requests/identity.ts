@@ -51,7 +51,17 @@ export function identityOf(db: Db, p: Principal): IdentityResponse {
     const [inboxId] = keyScope;
     return { scope_type: 'inbox', scope_id: inboxId, ...organization, pod_id: p.pod ? podId : (inboxById(db, inboxId)?.pod_id ?? DEFAULT_POD_ID), inbox_id: inboxId, ...key };
   }
-  return { scope_type: 'pod', scope_id: podId, ...organization, pod_id: podId, ...key };
+  if (p.pod) return { scope_type: 'pod', scope_id: podId, ...organization, pod_id: podId, ...key };
+  // A home key restricted to several inboxes: the one pod holding them all, else the organization.
+  const pods = podsOfInboxes(db, [...keyScope]);
+  if (pods.length > 1) return { scope_type: 'organization', scope_id: SINGLE_ORGANIZATION_ID, ...organization, ...key };
+  const only = pods[0] ?? DEFAULT_POD_ID;
+  return { scope_type: 'pod', scope_id: only, ...organization, pod_id: only, ...key };
+}
+
+/** The distinct pods of these inboxes (inboxes that no longer exist are left out). */
+function podsOfInboxes(db: Db, inboxIds: string[]): string[] {
+  return db.prepare('SELECT DISTINCT pod_id FROM inboxes WHERE inbox_id IN (SELECT value FROM json_each(?))').pluck().all(JSON.stringify(inboxIds)) as string[];
 }
 
 const HOME_CREATED_KEY = 'home_created_at';

@@ -155,6 +155,19 @@ t.test('organizations.get counts the whole home: the owner only', async (t) => {
   t.equal((again.body as { created_at: string }).created_at, (owner.body as { created_at: string }).created_at, 'created_at is stable');
 });
 
+t.test("auth.me for a home key over several inboxes: their one pod, else the organization, never a pod that does not hold them", async (t) => {
+  const pod = await call(svc.ownerToken, 'POST', '/v0/pods', { name: 'identity' });
+  const podId = (pod.body as { pod_id: string }).pod_id;
+  const inPod = ['one@identity-pod.example.com', 'two@identity-pod.example.com'];
+  for (const [username, domain] of inPod.map((a) => a.split('@'))) t.equal((await call(svc.ownerToken, 'POST', `/v0/pods/${podId}/inboxes`, { username, domain })).status, 200);
+  const samePod = await createApiKey(svc, { permissions: [], inboxIds: inPod });
+  t.same((await call(samePod.secret, 'GET', '/v0/auth/me')).body, { scope_type: 'pod', scope_id: podId, organization_id: 'default', pod_id: podId, api_key_id: samePod.id }, 'both inboxes in one pod: that pod');
+  const across = await createApiKey(svc, { permissions: [], inboxIds: [inPod[0], MINE] });
+  const me = await call(across.secret, 'GET', '/v0/auth/me');
+  t.same(me.body, { scope_type: 'organization', scope_id: 'default', organization_id: 'default', api_key_id: across.id }, 'inboxes in two pods: the organization, the smallest tier holding both');
+  t.notMatch(me.text, /@identity/, 'still no addresses');
+});
+
 t.test('the AgentMail permissions object cannot widen a key', async (t) => {
   const agentmailNames = ['domain_read', 'domain_create', 'domain_update', 'domain_delete', 'metrics_read', 'api_key_read', 'api_key_create', 'api_key_update', 'api_key_delete', 'provider_connect', 'provider_share_owner', 'pod_read', 'pod_create', 'pod_delete'];
   const hostile = JSON.parse(
