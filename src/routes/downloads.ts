@@ -63,10 +63,10 @@ export function safeFilename(name: string | null, fallback: string): string {
 }
 
 /** RFC 6266 / 8187: an ASCII fallback plus the exact UTF-8 name. */
-export function contentDisposition(filename: string): string {
+export function contentDisposition(filename: string, disposition: 'attachment' | 'inline' = 'attachment'): string {
   const ascii = filename.replace(/[^\x20-\x7e]/g, '_').replace(/[\\"%]/g, '_');
   const encoded = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
-  return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`;
+  return `${disposition}; filename="${ascii}"; filename*=UTF-8''${encoded}`;
 }
 
 /**
@@ -111,6 +111,24 @@ export function verifyDownload(claims: DownloadClaims, now: number, db: Db, orig
 
 // No length rules: any token that does not verify, empty included, is the same 404.
 const TokenParams = Type.Object({ token: Type.String() });
+/** `view=inline`: the owner's web app previews a PDF in the browser's own viewer (docs/downloads.md). */
+const DownloadQuery = Type.Object({ view: Type.Optional(Type.Literal('inline')) }, { additionalProperties: false });
+
+/**
+ * A PDF's header. Readers accept it anywhere in the first 1024 bytes; svc previews only a file
+ * that starts with it, so text that merely mentions it is never handed to the viewer (a PDF with
+ * leading bytes still downloads).
+ */
+const PDF_HEADER = Buffer.from('%PDF-');
+
+/**
+ * Whether a file may be shown inline: a PDF by its stored type and by its own first bytes. Forced
+ * to `application/pdf` with nosniff, so the browser hands it to its PDF viewer and never parses
+ * it as a page; anything else stays an attachment whatever `view` says.
+ */
+export function inlinePdf(file: DownloadFile): boolean {
+  return file.contentType === 'application/pdf' && file.content.subarray(0, PDF_HEADER.length).equals(PDF_HEADER);
+}
 
 const gone = () =>
   new ApiError('not_found', 'The download URL is invalid or expired, or the file is no longer available.', {
@@ -125,7 +143,10 @@ function requestOrigin(request: FastifyRequest): string {
 export const downloadRoutes: FastifyPluginAsync = async (app) => {
   const { db } = app.svc;
 
-  app.get<{ Params: Static<typeof TokenParams> }>('/downloads/:token', { config: { auth: 'public', origins: 'navigation' }, schema: { params: TokenParams } }, async (request, reply) => {
+  app.get<{ Params: Static<typeof TokenParams>; Querystring: Static<typeof DownloadQuery> }>(
+    '/downloads/:token',
+    { config: { auth: 'public', origins: 'navigation' }, schema: { params: TokenParams, querystring: DownloadQuery } },
+    async (request, reply) => {
     const claims = readDownloadToken(request.params.token);
     // A URL for 127.0.0.1 fetched as localhost (or through another listener) is a different origin.
     // Tunnel traffic arrives over plain HTTP from the connector: the listener itself is the origin.
@@ -143,12 +164,16 @@ export const downloadRoutes: FastifyPluginAsync = async (app) => {
         throw gone();
     }
     const { file } = outcome;
+    const inline = request.query.view === 'inline' && inlinePdf(file);
+    // The document is sandboxed either way (an opaque origin, no script); only svc's own pages may
+    // frame an inline PDF, and nothing may frame a download.
     return reply
       .header('content-type', file.contentType)
-      .header('content-disposition', contentDisposition(file.filename))
-      .header('content-security-policy', "default-src 'none'; sandbox")
+      .header('content-disposition', contentDisposition(file.filename, inline ? 'inline' : 'attachment'))
+      .header('content-security-policy', `default-src 'none'; frame-ancestors ${inline ? "'self'" : "'none'"}; sandbox`)
       .header('x-content-type-options', 'nosniff')
       .header('cache-control', 'no-store')
       .send(file.content);
-  });
+    },
+  );
 };

@@ -11,6 +11,8 @@ import { api, setupOwner, startSvc } from '../helpers/svc.js';
 import { openHomeDb } from '../helpers/db.js';
 import { seedMail, simpleMail } from '../helpers/mail.js';
 import { createInbox } from '../helpers/seed.js';
+import { pdf } from '../helpers/documents.js';
+import { until } from '../helpers/until.js';
 import { launchBrowser, newPage, PHONE, screenshot, signIn } from '../helpers/browser.js';
 
 /** The laptop the issue names: Gmail and Mailpit fit 15–25 rows here. */
@@ -48,6 +50,12 @@ const codeMail = [
   'Content-Transfer-Encoding: base64',
   '',
   png.toString('base64'),
+  '--b1',
+  'Content-Type: application/pdf; name="invoice.pdf"',
+  'Content-Disposition: attachment; filename="invoice.pdf"',
+  'Content-Transfer-Encoding: base64',
+  '',
+  pdf([['Invoice 2026-11', 'Total due: 42 EUR']]).toString('base64'),
   '--b1--',
   '',
 ].join('\r\n');
@@ -121,6 +129,13 @@ t.test('the message shows the extracted code with a copy button and the link wit
   await preview.waitFor();
   await page.waitForFunction(() => (document.querySelector('[data-testid="attachment-preview"]') as HTMLImageElement | null)?.naturalWidth === 1);
   t.pass('the image attachment is previewed');
+  const pdfFrame = page.getByTestId('attachment-pdf');
+  await pdfFrame.waitFor();
+  t.equal(await pdfFrame.getAttribute('title'), 'First page of invoice.pdf');
+  t.match(await pdfFrame.getAttribute('src'), /\/v0\/downloads\/[^?]+\?view=inline#page=1/, 'the download URL, inline, at its first page');
+  // Chromium hands the frame's document to its own PDF viewer (an extension frame inside it): the file was shown, not downloaded or refused.
+  await until('the PDF viewer took the frame', () => page.frames().some((f) => f.url().startsWith('chrome-extension://mhjfbmdgcfjbbpaeojofohoefgiehjai/')));
+  t.pass("the PDF's first page is shown in the browser's own viewer");
   await screenshot(page, 'mail-reading-pane');
 });
 

@@ -59,7 +59,9 @@ export async function signIn(browser: Browser, url: string, session: { cookie: s
   await browser.context.addCookies([{ name: 'svc_session', value: session.cookie.split('=')[1], url }]);
   await browser.context.addInitScript(
     ({ origin, csrf }) => {
-      if (window.location.origin === origin && window.localStorage.getItem('svc.csrf') === null) window.localStorage.setItem('svc.csrf', csrf);
+      // An inline PDF's frame is at svc's URL but sandboxed: it has no storage (and needs no token).
+      const storage = window.origin === origin ? window.localStorage : null;
+      if (storage && storage.getItem('svc.csrf') === null) storage.setItem('svc.csrf', csrf);
     },
     { origin: new URL(url).origin, csrf: session.csrf },
   );

@@ -1,8 +1,9 @@
 /**
  * One message in the reading pane: who, when, what svc found in it (one-time codes with copy
  * buttons, action links shown with their real target, the manipulation warning), the body in the
- * sandboxed frame, attachments (image previews from the download URL; everything downloads),
- * and on request its headers and raw source (a text view and the `.eml` download).
+ * sandboxed frame, attachments (image previews, a PDF's first page in the browser's own viewer;
+ * everything downloads), and on request its headers and raw source (a text view and the `.eml`
+ * download).
  */
 import { useEffect, useState } from 'preact/hooks';
 import { del, enc, get, query } from '../api';
@@ -14,6 +15,12 @@ import type { Attachment, Message } from '../api-types';
 const RAW_VIEW_MAX_CHARS = 512 * 1024;
 /** Image types the browser decodes as pictures only (no scripts, unlike SVG documents). */
 const PREVIEW_IMAGE = /^image\/(png|jpe?g|gif|webp|avif|bmp)$/i;
+const PREVIEW_PDF = /^application\/pdf$/i;
+/**
+ * The first page in the browser's own PDF viewer: the download route serves a PDF inline only
+ * when its bytes are a PDF, sandboxed (opaque origin, no script) and frameable by svc's pages only.
+ */
+const pdfPreviewUrl = (download: string) => `${download}${download.includes('?') ? '&' : '?'}view=inline#page=1&toolbar=0&navpanes=0&view=FitH`;
 
 export function composeHref(m: Pick<Message, 'inbox_id' | 'message_id'>, mode: 'reply' | 'reply-all' | 'forward'): string {
   return `/compose${query({ inbox: m.inbox_id, mode, message: m.message_id })}`;
@@ -90,15 +97,17 @@ function AttachmentItem({ message, attachment }: { message: Message; attachment:
   const action = useAction();
   const [preview, setPreview] = useState<string | null>(null);
   const image = PREVIEW_IMAGE.test(attachment.content_type ?? '');
+  const pdf = PREVIEW_PDF.test(attachment.content_type ?? '');
   useEffect(() => {
     // Same-origin download URL as an <img>: the shell's img-src 'self' allows it, nothing else runs.
-    if (image) void downloadLink(message, attachment).then(setPreview, () => setPreview(null));
+    if (image || pdf) void downloadLink(message, attachment).then(setPreview, () => setPreview(null));
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [message.message_id, attachment.attachment_id]);
   const name = attachment.filename ?? attachment.attachment_id;
   return (
     <div class="attachment" data-attachment={attachment.attachment_id}>
-      {preview && <img class="attachment-preview" src={preview} alt={`Preview of ${name}`} data-testid="attachment-preview" />}
+      {preview && image && <img class="attachment-preview" src={preview} alt={`Preview of ${name}`} data-testid="attachment-preview" />}
+      {preview && pdf && <iframe class="attachment-pdf" src={pdfPreviewUrl(preview)} title={`First page of ${name}`} loading="lazy" data-testid="attachment-pdf" />}
       <button class="small" onClick={() => void action.run(async () => followDownload(await downloadLink(message, attachment)))}>
         ⤓ {name} ({bytes(attachment.size)})
       </button>
