@@ -18,6 +18,7 @@ import { RETENTION_MIGRATION } from './migrations-retention.js';
 import { PODS_MIGRATION, WEBHOOK_POD_FILTER_MIGRATION } from './migrations-pods.js';
 import { METRIC_DAYS_MIGRATION } from './migrations-metric-days.js';
 import { MESSAGE_AUTH_MIGRATION } from './migrations-message-auth.js';
+import { INBOX_UNREAD_MIGRATION, METRIC_ROLLUPS_MIGRATION } from './migrations-metric-rollups.js';
 
 export const MIGRATIONS: readonly string[] = [
   // 1: settings and the owner account
@@ -329,6 +330,10 @@ export const MIGRATIONS: readonly string[] = [
   MESSAGE_AUTH_MIGRATION,
   // 27: a webhook's pod filter, AgentMail's `pod_ids` (src/db/migrations-pods.ts)
   WEBHOOK_POD_FILTER_MIGRATION,
+  // 28: all-time and whole-home roll-ups of the metric counters (src/db/migrations-metric-rollups.ts)
+  METRIC_ROLLUPS_MIGRATION,
+  // 29: each inbox's visible unread count, kept by triggers (src/db/migrations-metric-rollups.ts)
+  INBOX_UNREAD_MIGRATION,
 ];
 
 /**

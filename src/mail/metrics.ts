@@ -20,7 +20,7 @@
  */
 import type { Db } from '../db/open.js';
 import { prepared } from '../db/statements.js';
-import { HIDDEN_LABELS, visibleSql, type Visibility } from './labels.js';
+import { visibleSql, type Visibility } from './labels.js';
 import { HIDDEN_VISIBILITY_BITS, METRIC_LABEL_BITS } from '../db/migrations-metric-days.js';
 
 /** The event types of AgentMail's metrics API (the SDK's MetricEventType), in its order. */
@@ -109,6 +109,27 @@ const dayOf = (ms: number) => iso(ms).slice(0, 10);
 export type CountSource = 'counters' | 'scan';
 
 /**
+ * The counter tables a query reads (docs/metrics.md, "Cost and bounds"): for a caller whose
+ * inboxes are every inbox of the home, the whole home's roll-ups (one row per day, not per inbox
+ * and day); else the per-inbox counters of its inboxes (`@ids`). `totals` holds all-time sums, so
+ * the total before a window is the all-time total less the window's days (migration 28).
+ */
+interface CounterTables {
+  days: string;
+  totals: string;
+  /** The inbox filter of both, on the bound `@ids`. */
+  where: string;
+}
+
+function counterTables(db: Db, inboxIds: readonly string[], kind: 'metric' | 'thread'): CounterTables {
+  const covers = prepared(db, 'SELECT (SELECT count(*) FROM inboxes) = (SELECT count(*) FROM inboxes WHERE inbox_id IN (SELECT value FROM json_each(?))) AS home').get(JSON.stringify(inboxIds)) as {
+    home: number;
+  };
+  if (covers.home === 1) return { days: `${kind}_home_days`, totals: `${kind}_totals`, where: '1 = 1' };
+  return { days: `${kind}_days`, totals: `${kind}_totals`, where: 'inbox_id IN (SELECT value FROM json_each(@ids))' };
+}
+
+/**
  * SQL for the bucket key of a stored ISO time column: epoch seconds floored to the period (bound
  * as the named parameter `@period`; better-sqlite3 binds numbers as REAL, hence the CASTs for an
  * integer division), or the time itself when there is no period.
@@ -184,11 +205,12 @@ export function countMetricEvents(
       // (at most a day each). Each holds at most one daily bucket per type, so no limit applies there.
       const sums = new Map<string, number>();
       const add = (type: string, b: number | string, n: number) => sums.set(`${type}\n${b}`, (sums.get(`${type}\n${b}`) ?? 0) + n);
+      const c = counterTables(db, inboxIds, 'metric');
       const days = prepared(
         db,
-        `SELECT CAST(strftime('%s', day) AS INTEGER) AS b, bits, sum(messages) AS n FROM metric_days
-          WHERE inbox_id IN (SELECT value FROM json_each(?)) AND day >= ? AND day < ? GROUP BY day, bits`,
-      ).all(JSON.stringify(inboxIds), dayOf(dailyFrom), dayOf(dailyTo)) as { b: number; bits: number; n: number }[];
+        `SELECT CAST(strftime('%s', day) AS INTEGER) AS b, bits, sum(messages) AS n FROM ${c.days}
+          WHERE ${c.where} AND day >= @from AND day < @to GROUP BY day, bits`,
+      ).all({ ids: JSON.stringify(inboxIds), from: dayOf(dailyFrom), to: dayOf(dailyTo) }) as { b: number; bits: number; n: number }[];
       for (const row of days) {
         const day = Math.floor(row.b / w.periodS) * w.periodS;
         for (const t of messageTypes) if (row.n > 0 && (row.bits & EVENT_BITS[t][0]) === EVENT_BITS[t][1]) add(t, day, row.n);
@@ -276,14 +298,18 @@ export function usageSeries(
     const bytes = wants('storage_bytes') ? '(SELECT total(length(bytes)) FROM raw_message_parts WHERE message_rowid = m.id)' : '0';
     const steps: { i: number; n: number; bytes: number }[] = [];
     if (counted) {
+      // The all-time totals less every day from the grid's first on: what was stored before the
+      // grid. The days before `fromDay` are the grid's own steps; the later ones come from the scan below.
       const hidden = v.excluded.reduce((mask, l) => mask | METRIC_LABEL_BITS[l], 0);
-      steps.push(
-        ...(prepared(
-          db,
-          `SELECT ${dayIndexSql} AS i, sum(messages) AS n, sum(bytes) AS bytes FROM metric_days
-            WHERE inbox_id IN (SELECT value FROM json_each(@ids)) AND day < @fromDay AND (bits & @hidden) = 0 GROUP BY i`,
-        ).all({ ids, hidden, ...scan }) as { i: number; n: number; bytes: number }[]),
-      );
+      const c = counterTables(db, inboxIds, 'metric');
+      const total = prepared(db, `SELECT total(messages) AS n, total(bytes) AS bytes FROM ${c.totals} WHERE ${c.where} AND (bits & @hidden) = 0`).get({ ids, hidden }) as { n: number; bytes: number };
+      const days = prepared(
+        db,
+        `SELECT CASE WHEN day < @fromDay THEN ${dayIndexSql} ELSE -2 END AS i, total(messages) AS n, total(bytes) AS bytes FROM ${c.days}
+          WHERE ${c.where} AND day >= @firstDay AND (bits & @hidden) = 0 GROUP BY i`,
+      ).all({ ids, hidden, ...scan }) as { i: number; n: number; bytes: number }[];
+      const sum = (f: (r: (typeof days)[number]) => number) => days.reduce((acc, r) => acc + f(r), 0);
+      steps.push({ i: -1, n: total.n - sum((r) => r.n), bytes: total.bytes - sum((r) => r.bytes) }, ...days.filter((r) => r.i >= 0));
     } else {
       const before = prepared(
         db,
@@ -314,12 +340,16 @@ export function usageSeries(
       // of `visible_to`); from `scanFrom` on, the readable messages with no readable one before
       // them in their thread (messages_thread's order, the row id breaking a tie).
       const visibility = v.excluded.reduce((bit, l) => bit | HIDDEN_VISIBILITY_BITS[l], 0);
+      const c = counterTables(db, inboxIds, 'thread');
+      const total = prepared(db, `SELECT total(threads) AS v FROM ${c.totals} WHERE ${c.where} AND (visible_to >> @visibility) & 1`).get({ ids, visibility }) as { v: number };
+      const days = prepared(
+        db,
+        `SELECT CASE WHEN day < @fromDay THEN ${dayIndexSql} ELSE -2 END AS i, total(threads) AS v FROM ${c.days}
+          WHERE ${c.where} AND day >= @firstDay AND (visible_to >> @visibility) & 1 GROUP BY i`,
+      ).all({ ids, visibility, ...scan }) as { i: number; v: number }[];
       rows = [
-        ...(prepared(
-          db,
-          `SELECT ${dayIndexSql} AS i, sum(threads) AS v FROM thread_days
-            WHERE inbox_id IN (SELECT value FROM json_each(@ids)) AND day < @fromDay AND (visible_to >> @visibility) & 1 GROUP BY i`,
-        ).all({ ids, visibility, ...scan }) as { i: number; v: number }[]),
+        { i: -1, v: total.v - days.reduce((acc, r) => acc + r.v, 0) },
+        ...days.filter((r) => r.i >= 0),
         ...(prepared(
           db,
           `SELECT ${indexSql('m.timestamp')} AS i, count(*) AS v FROM messages m INDEXED BY messages_inbox_time
@@ -376,20 +406,14 @@ export interface InboxCounts {
   pending_approval?: number;
 }
 
-/** Unread mail as the inbox view shows it: labelled `unread`, no hidden label. */
-const NOT_HIDDEN = visibleSql('m', { excluded: HIDDEN_LABELS });
-
 /**
  * Live counts per inbox (svc extension, docs/metrics.md): unread mail as the inbox view shows it
- * (no hidden label), and drafts awaiting the owner's approval when `withDrafts`. Only inboxes with
- * something to count are listed.
- *
- * The cost follows the caller's scope: for a caller whose inboxes are the whole home (`wholeHome`)
- * the `unread` labels are walked once through `message_labels_label`; otherwise each of the
- * caller's inboxes is counted through `messages_inbox_time`, so a key scoped to one inbox never
- * reads the rest of the home's unread mail.
+ * (labelled `unread`, no hidden label), and drafts awaiting the owner's approval when `withDrafts`.
+ * Only inboxes with something to count are listed. Unread comes from `inbox_unread`, the count
+ * the triggers of migration 29 keep with every label change: a row per inbox of the caller's
+ * scope, whatever the mail stored, and no other inbox is read.
  */
-export function liveCounts(db: Db, inboxIds: readonly string[], withDrafts: boolean, wholeHome: boolean): InboxCounts[] {
+export function liveCounts(db: Db, inboxIds: readonly string[], withDrafts: boolean): InboxCounts[] {
   const ids = JSON.stringify(inboxIds);
   const byInbox = new Map<string, InboxCounts>();
   const entry = (inboxId: string) => {
@@ -397,26 +421,8 @@ export function liveCounts(db: Db, inboxIds: readonly string[], withDrafts: bool
     if (!e) byInbox.set(inboxId, (e = { inbox_id: inboxId, unread: 0, ...(withDrafts ? { pending_approval: 0 } : {}) }));
     return e;
   };
-  if (wholeHome) {
-    const unread = prepared(
-      db,
-      `SELECT m.inbox_id AS inbox_id, count(*) AS n
-         FROM message_labels l INDEXED BY message_labels_label CROSS JOIN messages m ON m.id = l.message_rowid
-        WHERE l.label = 'unread' AND m.inbox_id IN (SELECT value FROM json_each(?)) AND ${NOT_HIDDEN}
-        GROUP BY m.inbox_id`,
-    ).all(ids) as { inbox_id: string; n: number }[];
-    for (const r of unread) entry(r.inbox_id).unread = r.n;
-  } else {
-    const count = prepared(
-      db,
-      `SELECT count(*) AS n FROM messages m INDEXED BY messages_inbox_time
-        WHERE m.inbox_id = ? AND EXISTS (SELECT 1 FROM message_labels u WHERE u.message_rowid = m.id AND u.label = 'unread') AND ${NOT_HIDDEN}`,
-    );
-    for (const inboxId of inboxIds) {
-      const { n } = count.get(inboxId) as { n: number };
-      if (n > 0) entry(inboxId).unread = n;
-    }
-  }
+  const unread = prepared(db, 'SELECT inbox_id, unread AS n FROM inbox_unread WHERE inbox_id IN (SELECT value FROM json_each(?)) AND unread > 0').all(ids) as { inbox_id: string; n: number }[];
+  for (const r of unread) entry(r.inbox_id).unread = r.n;
   if (withDrafts) {
     const pending = prepared(
       db,

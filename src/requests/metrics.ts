@@ -158,7 +158,7 @@ export function metricUsage(db: Db, p: Principal, inboxId: string | undefined, q
 export function metricCounts(db: Db, p: Principal, inboxId: string | undefined) {
   const inboxIds = metricInboxes(db, p, inboxId);
   const withDrafts = hasPermission(p, 'draft_read');
-  const inboxes = liveCounts(db, inboxIds, withDrafts, inboxId === undefined && p.inboxScope === 'all');
+  const inboxes = liveCounts(db, inboxIds, withDrafts);
   const sum = (f: (c: (typeof inboxes)[number]) => number) => inboxes.reduce((n, c) => n + f(c), 0);
   return { unread: sum((c) => c.unread), ...(withDrafts ? { pending_approval: sum((c) => c.pending_approval ?? 0) } : {}), inboxes };
 }

@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { openDatabase, type Db } from '../../src/db/open.js';
 import { MIGRATIONS } from '../../src/db/migrations.js';
 import { METRIC_DAYS_MIGRATION } from '../../src/db/migrations-metric-days.js';
+import { INBOX_UNREAD_MIGRATION, METRIC_ROLLUPS_MIGRATION } from '../../src/db/migrations-metric-rollups.js';
 import { commitInbound } from '../../src/mail/store.js';
 import { deleteMessage, updateMessageLabels } from '../../src/mail/messages.js';
 import { deleteThread } from '../../src/mail/threads.js';
@@ -42,7 +43,47 @@ function windows(): (MetricsWindow & { periodS: number })[] {
   ];
 }
 
-function agree(t: typeof import('tap').default, db: Db, inboxIds: string[], label: string): void {
+function agree(t: typeof import('tap').default, db: Db, allInboxIds: string[], label: string): void {
+  rollupsAgree(t, db, label);
+  // Every inbox (the whole home's roll-ups) and one inbox (its own counters and totals).
+  for (const inboxIds of [allInboxIds, allInboxIds.slice(0, 1)]) agreeFor(t, db, inboxIds, `${label} [${inboxIds.length} inbox(es)]`);
+}
+
+/** The roll-ups of migration 28 hold exactly the sums of the per-day counters. */
+function rollupsAgree(t: typeof import('tap').default, db: Db, label: string): void {
+  const nonZero = (sql: string) => db.prepare(sql).all();
+  t.same(
+    nonZero('SELECT inbox_id, bits, messages, bytes FROM metric_totals WHERE messages != 0 OR bytes != 0 ORDER BY 1, 2'),
+    nonZero('SELECT inbox_id, bits, sum(messages) AS messages, sum(bytes) AS bytes FROM metric_days GROUP BY 1, 2 HAVING sum(messages) != 0 OR sum(bytes) != 0 ORDER BY 1, 2'),
+    `${label}: metric_totals`,
+  );
+  t.same(
+    nonZero('SELECT day, bits, messages, bytes FROM metric_home_days WHERE messages != 0 OR bytes != 0 ORDER BY 1, 2'),
+    nonZero('SELECT day, bits, sum(messages) AS messages, sum(bytes) AS bytes FROM metric_days GROUP BY 1, 2 HAVING sum(messages) != 0 OR sum(bytes) != 0 ORDER BY 1, 2'),
+    `${label}: metric_home_days`,
+  );
+  t.same(
+    nonZero('SELECT inbox_id, visible_to, threads FROM thread_totals WHERE threads != 0 ORDER BY 1, 2'),
+    nonZero('SELECT inbox_id, visible_to, sum(threads) AS threads FROM thread_days GROUP BY 1, 2 HAVING sum(threads) != 0 ORDER BY 1, 2'),
+    `${label}: thread_totals`,
+  );
+  t.same(
+    nonZero('SELECT day, visible_to, threads FROM thread_home_days WHERE threads != 0 ORDER BY 1, 2'),
+    nonZero('SELECT day, visible_to, sum(threads) AS threads FROM thread_days GROUP BY 1, 2 HAVING sum(threads) != 0 ORDER BY 1, 2'),
+    `${label}: thread_home_days`,
+  );
+  const hidden = HIDDEN_LABELS.map((l) => `'${l}'`).join(', ');
+  t.same(
+    nonZero('SELECT inbox_id, unread FROM inbox_unread WHERE unread != 0 ORDER BY 1'),
+    nonZero(
+      `SELECT m.inbox_id, count(*) AS unread FROM messages m WHERE EXISTS (SELECT 1 FROM message_labels WHERE message_rowid = m.id AND label = 'unread')
+         AND NOT EXISTS (SELECT 1 FROM message_labels WHERE message_rowid = m.id AND label IN (${hidden})) GROUP BY 1 ORDER BY 1`,
+    ),
+    `${label}: inbox_unread`,
+  );
+}
+
+function agreeFor(t: typeof import('tap').default, db: Db, inboxIds: string[], label: string): void {
   for (const w of windows()) {
     for (const v of VIEWS) {
       const scope = { instanceWide: true, withDomains: true };
@@ -103,6 +144,12 @@ t.test('counters follow every change and answer as counting the messages does', 
 
   db.transaction(() => updateMessageLabels(db, INBOXES[0]!, ['<m3@example.net>', '<m6@example.net>', '<m9@example.net>'], ALL, { add: ['trash'], remove: ['unread'] }))();
   db.transaction(() => updateMessageLabels(db, INBOXES[0]!, [first], ALL, { add: [], remove: ['spam'] }))();
+  // Unread as the inbox view counts it: read and unread again, hidden and shown again, two hidden labels at once.
+  db.transaction(() => updateMessageLabels(db, INBOXES[1]!, ['<m1@example.net>', '<m4@example.net>'], ALL, { add: [], remove: ['unread'] }))();
+  db.transaction(() => updateMessageLabels(db, INBOXES[1]!, ['<m4@example.net>', '<m7@example.net>'], ALL, { add: ['unread'], remove: [] }))();
+  db.transaction(() => updateMessageLabels(db, INBOXES[1]!, ['<m7@example.net>', '<m13@example.net>'], ALL, { add: ['trash', 'spam'], remove: [] }))();
+  db.transaction(() => updateMessageLabels(db, INBOXES[1]!, ['<m13@example.net>'], ALL, { add: [], remove: ['trash'] }))();
+  db.transaction(() => updateMessageLabels(db, INBOXES[1]!, ['<m13@example.net>'], ALL, { add: [], remove: ['spam'] }))();
   // Delivery outcome labels as the transport and reports set them (any code path: the triggers count).
   db.prepare("INSERT INTO message_labels (message_rowid, label) SELECT id, 'sent' FROM messages WHERE id % 4 = 0").run();
   db.prepare("INSERT INTO message_labels (message_rowid, label) SELECT id, 'delivered' FROM messages WHERE id % 8 = 0").run();
@@ -130,10 +177,16 @@ t.test('counters follow every change and answer as counting the messages does', 
     // Back to the schema before migration 25, with the mail as it is now.
     for (const { name } of db.prepare("SELECT name FROM sqlite_schema WHERE type = 'trigger' AND name LIKE '%_metric_%'").all() as { name: string }[]) db.exec(`DROP TRIGGER ${name}`);
     db.exec('DROP TABLE metric_days; DROP TABLE thread_days; ALTER TABLE threads DROP COLUMN counted;');
+    db.exec('DROP TABLE metric_totals; DROP TABLE metric_home_days; DROP TABLE thread_totals; DROP TABLE thread_home_days; DROP TABLE inbox_unread;');
+    for (const { name } of db.prepare("SELECT name FROM sqlite_schema WHERE type = 'trigger' AND name LIKE '%unread%'").all() as { name: string }[]) db.exec(`DROP TRIGGER ${name}`);
     const at = MIGRATIONS.indexOf(METRIC_DAYS_MIGRATION);
     t.equal(at, 24, 'migration 25');
+    t.equal(MIGRATIONS.indexOf(METRIC_ROLLUPS_MIGRATION), 27, 'migration 28');
     db.transaction(() => db.exec(METRIC_DAYS_MIGRATION))();
+    db.transaction(() => db.exec(METRIC_ROLLUPS_MIGRATION))();
+    db.transaction(() => db.exec(INBOX_UNREAD_MIGRATION))();
     t.same(countersOf(db), kept, 'the backfill equals the counters kept change by change');
+    rollupsAgree(t, db, 'the roll-ups backfilled');
     agree(t, db, INBOXES.slice(0, 2), 'after the backfill');
     receive(INBOXES[0]!, NOW - HOUR, { replyTo: 0 });
     agree(t, db, INBOXES.slice(0, 2), 'the triggers run after the backfill');
