@@ -16,6 +16,7 @@ import { resolveHome, type Flavor } from '../keys/home.js';
 import { loadOrCreateApiToken } from '../edge/api-token.js';
 import { ensurePrivateDir } from '../edge/durable-files.js';
 import { DEFAULT_MAX_MESSAGE_BYTES } from '../edge/limits.js';
+import { CLOUDFLARE_WORKER_NAME } from '../edge/identity.js';
 import { normalizeDomainName } from '../domains/names.js';
 import { CLOUDFLARE_API_BASE } from '../domains/providers/cloudflare.js';
 import { DnsProviderError } from '../domains/providers/provider.js';
@@ -28,7 +29,7 @@ import { COMPATIBILITY_DATE, WRANGLER_VERSION } from './edge-cloudflare.js';
 import type { TransportResponse } from '../mail/transport.js';
 
 /** A Worker name as Cloudflare takes it (and as it goes into a workers.dev host name). */
-export const WORKER_NAME = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
+export const WORKER_NAME = CLOUDFLARE_WORKER_NAME;
 /** One DNS label (an account's workers.dev subdomain, a label of --url's host). */
 const DNS_LABEL = /^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$/;
 /** Terminal colour and cursor sequences wrangler may print around its URL. */
@@ -233,7 +234,7 @@ async function init(f: Flags): Promise<void> {
     ...(accountId ? { account_id: accountId } : {}),
     workers_dev: true,
     r2_buckets: [{ binding: 'BUFFER', bucket_name: `${name}-buffer` }],
-    vars: { MAX_MESSAGE_BYTES: String(DEFAULT_MAX_MESSAGE_BYTES), EDGE_HOSTNAME: 'route1.mx.cloudflare.net' },
+    vars: { MAX_MESSAGE_BYTES: String(DEFAULT_MAX_MESSAGE_BYTES), EDGE_HOSTNAME: 'route1.mx.cloudflare.net', WORKER_NAME: name },
     // The Worker never logs; Workers Logs off keeps no request metadata either.
     observability: { enabled: false },
     send_metrics: false,

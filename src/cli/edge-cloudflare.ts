@@ -23,6 +23,8 @@ import { defaultEdgeDataDir } from './edge.js';
 export const WRANGLER_VERSION = '4.86.0';
 /** The Worker's compatibility date (also in src/edge/cloudflare/wrangler.jsonc). */
 export const COMPATIBILITY_DATE = '2026-04-01';
+/** The Worker name `svc edge cloudflare dev` reports: the name `init` gives a Worker by default. */
+const DEV_WORKER_NAME = 'svc-edge';
 const DEFAULT_DEV_PORT = 8791;
 const MIN_MESSAGE_BYTES = 1024;
 const LOOPBACK = '127.0.0.1';
@@ -159,7 +161,8 @@ export async function runEdgeCloudflareCommand(args: string[]): Promise<number> 
       compatibilityDate: COMPATIBILITY_DATE,
       r2Buckets: ['BUFFER'],
       defaultPersistRoot: persist,
-      bindings: { EDGE_TOKEN: token.token, MAX_MESSAGE_BYTES: String(command.maxMessageBytes) },
+      // WORKER_NAME: the name a deploy would give it (init's default), reported to the home as the Email Routing target.
+      bindings: { EDGE_TOKEN: token.token, MAX_MESSAGE_BYTES: String(command.maxMessageBytes), WORKER_NAME: DEV_WORKER_NAME },
       host: LOOPBACK,
       port: command.port,
       // `POST /cdn-cgi/handler/email?from=&to=` delivers a message to email(), as `wrangler dev` does.

@@ -19,8 +19,10 @@ export interface EdgeIdentity {
    * Set by an edge whose MX someone else runs and publishes: the Cloudflare Email Worker, behind
    * Email Routing, which puts its own MX records (route1/2/3.mx.cloudflare.net, priorities of its
    * choosing) and SPF record in the zone. `hosts` are every MX of that service (`hostname` first).
+   * `worker`: the Worker's script name, which Email Routing rules send mail to; null when the edge
+   * does not say (an older Worker) — the home then cannot route addresses to it itself.
    */
-  managed_mx: { by: ManagedMxOperator; hosts: string[]; spf_include: string } | null;
+  managed_mx: { by: ManagedMxOperator; hosts: string[]; spf_include: string; worker: string | null } | null;
 }
 
 /** Operators of an MX the home does not publish (src/domains/plan.ts): only ones svc knows. */
@@ -32,6 +34,10 @@ export const CLOUDFLARE_EMAIL_ROUTING = {
   hosts: ['route1.mx.cloudflare.net', 'route2.mx.cloudflare.net', 'route3.mx.cloudflare.net'],
   spf_include: 'include:_spf.mx.cloudflare.net',
 } as const;
+
+/** A Cloudflare Worker's script name (Cloudflare's rule for names: a DNS label, lower case). */
+export const CLOUDFLARE_WORKER_NAME_PATTERN = '^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$';
+export const CLOUDFLARE_WORKER_NAME = new RegExp(CLOUDFLARE_WORKER_NAME_PATTERN);
 
 /** Addresses reported at most (a host has a handful; more is a misconfiguration or an attack). */
 export const MAX_PUBLIC_ADDRESSES = 8;
@@ -80,6 +86,10 @@ export function readEdgeIdentity(value: unknown): EdgeIdentity | null {
 function readManagedMx(value: unknown): EdgeIdentity['managed_mx'] {
   if (typeof value !== 'object' || value === null) return null;
   const by = (value as { by?: unknown }).by;
-  if (by === 'cloudflare_email_routing') return { by, hosts: [...CLOUDFLARE_EMAIL_ROUTING.hosts], spf_include: CLOUDFLARE_EMAIL_ROUTING.spf_include };
+  if (by === 'cloudflare_email_routing') {
+    // The one word taken from the edge: a name of the owner's own account, checked as a name.
+    const worker = (value as { worker?: unknown }).worker;
+    return { by, hosts: [...CLOUDFLARE_EMAIL_ROUTING.hosts], spf_include: CLOUDFLARE_EMAIL_ROUTING.spf_include, worker: typeof worker === 'string' && CLOUDFLARE_WORKER_NAME.test(worker) ? worker : null };
+  }
   return null;
 }

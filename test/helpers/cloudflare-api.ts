@@ -292,6 +292,18 @@ export async function startCloudflareApi(o: { zones: string[]; token?: string; d
       const settings = () => ({ id: zone.id, tag: zone.id, name: zone.name, enabled: email.enabled, skip_wizard: true, status: email.enabled ? 'ready' : 'unconfigured', created: '2024-01-01T00:00:00Z', modified: now() });
       if (rest.endsWith('/email/routing') && method === 'get') return ok(settings());
       if (rest.endsWith('/email/routing/enable')) {
+        // As Cloudflare documents the call: "Add and lock the necessary MX and SPF records" —
+        // route1/2/3 with priorities of its choosing and its SPF record, unless already there.
+        if (!email.enabled) {
+          const present = (type: string, content: string) => records.some((r) => r.zone_id === zone.id && r.name === zone.name && r.type === type && r.content === content);
+          for (const [host, priority] of [['route1.mx.cloudflare.net', 13], ['route2.mx.cloudflare.net', 86], ['route3.mx.cloudflare.net', 24]] as const) {
+            if (!present('MX', host)) records.push({ ...makeRecord(zone, { name: zone.name, type: 'MX', content: host, priority }), meta: { auto_added: true, source: 'primary' } });
+          }
+          if (!records.some((r) => r.zone_id === zone.id && r.name === zone.name && r.type === 'TXT' && r.content.includes('v=spf1'))) {
+            records.push({ ...makeRecord(zone, { name: zone.name, type: 'TXT', content: '"v=spf1 include:_spf.mx.cloudflare.net ~all"' }), meta: { auto_added: true, source: 'primary' } });
+          }
+          mirror();
+        }
         email.enabled = true;
         return ok(settings());
       }

@@ -102,7 +102,12 @@ t.test('the home takes from an edge\u2019s report only a public name, public add
   // A managed MX (the Cloudflare Worker behind Email Routing) is taken only for an operator svc
   // knows, and then with svc's own constants: an edge cannot name MX hosts or SPF mechanisms this way.
   const claimed = readEdgeIdentity({ hostname: 'mx.example.com', managed_mx: { by: 'cloudflare_email_routing', hosts: ['mx.attacker.example'], spf_include: '+all' } });
-  t.same(claimed?.managed_mx, { by: 'cloudflare_email_routing', hosts: ['route1.mx.cloudflare.net', 'route2.mx.cloudflare.net', 'route3.mx.cloudflare.net'], spf_include: 'include:_spf.mx.cloudflare.net' });
+  t.same(claimed?.managed_mx, { by: 'cloudflare_email_routing', hosts: ['route1.mx.cloudflare.net', 'route2.mx.cloudflare.net', 'route3.mx.cloudflare.net'], spf_include: 'include:_spf.mx.cloudflare.net', worker: null });
+  // The Worker's name is the one word taken from it (the target of Email Routing rules): a name, or nothing.
+  for (const worker of ['svc-edge', 'a', 'x'.repeat(63)]) t.equal(readEdgeIdentity({ managed_mx: { by: 'cloudflare_email_routing', worker } })?.managed_mx?.worker, worker, `worker ${worker.slice(0, 10)}: taken`);
+  for (const worker of ['', 'Svc-Edge', '-edge', 'edge-', 'x'.repeat(64), 'a/b', 'a b', '../x', 'edge\n', 42, ['svc-edge'], { name: 'svc-edge' }]) {
+    t.equal(readEdgeIdentity({ managed_mx: { by: 'cloudflare_email_routing', worker } })?.managed_mx?.worker, null, `worker ${JSON.stringify(worker).slice(0, 20)}: ignored`);
+  }
   for (const by of ['attacker', 'CLOUDFLARE_EMAIL_ROUTING', null, 42, ['cloudflare_email_routing']]) {
     t.equal(readEdgeIdentity({ hostname: 'mx.example.com', managed_mx: { by } })?.managed_mx, null, `managed_mx by ${JSON.stringify(by)} is ignored`);
   }

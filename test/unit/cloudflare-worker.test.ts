@@ -12,6 +12,7 @@ import * as limits from '../../src/edge/limits.js';
 import { OBJECT_KEY_PATTERN } from '../../src/edge/object-key.js';
 import { EDGE_ERRORS } from '../../src/edge/api-errors.js';
 import { VIA_CLOUDFLARE } from '../../src/inbound/message-auth.js';
+import { CLOUDFLARE_WORKER_NAME_PATTERN } from '../../src/edge/identity.js';
 import { SELFTEST_LOCAL_PART } from '../../src/edge/routing.js';
 
 const source = fs.readFileSync(path.join(repoRoot, 'src', 'edge', 'cloudflare', 'worker.ts'), 'utf8');
@@ -44,6 +45,7 @@ t.test('the Worker\'s copies of the sealed format and limits equal the edge\'s',
     ['MAX_ROUTED_DOMAINS', limits.MAX_ROUTED_DOMAINS],
     ['MAX_ROUTED_ADDRESSES', limits.MAX_ROUTED_ADDRESSES],
     ['VIA_CLOUDFLARE', VIA_CLOUDFLARE],
+    ['WORKER_NAME_PATTERN', CLOUDFLARE_WORKER_NAME_PATTERN],
     ['SELFTEST_LOCAL_PART', SELFTEST_LOCAL_PART],
   ];
   for (const [name, expected] of pairs) t.equal(workerConstant(name), expected, name);

@@ -11,14 +11,15 @@
 import os from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { loopPass, type LoopContext } from './run-loop.js';
-import { readTransport, storeEdgeReport } from '../../src/mail/transport.js';
+import { readEdgeReport, readTransport, storeEdgeReport } from '../../src/mail/transport.js';
+import { CloudflareEmailRouting } from '../../src/domains/providers/cloudflare-email-routing.js';
 import { EdgeClient } from '../../src/inbound/edge-client.js';
 import { homeKeyPair } from '../../src/inbound/home-key.js';
 import { desiredRouting } from '../../src/inbound/routing.js';
 import { uuidv7 } from '../../src/db/ids.js';
 import { domainPlan } from '../../src/domains/plan.js';
 import { checkRecords, checkServers } from '../../src/domains/checks.js';
-import { domainRowsIn, noteReason, recordChecks, recordDnsIntent, recordDnsPublished, recordSelftestSent, selftestAddress, SELFTEST_HEADER, transition, type DomainRow } from '../../src/domains/store.js';
+import { ROUTED_STATUSES, domainRowsIn, noteReason, recordChecks, recordDnsIntent, recordDnsPublished, recordSelftestSent, selftestAddress, SELFTEST_HEADER, transition, type DomainRow } from '../../src/domains/store.js';
 import { dnsProviderFor, readDnsProvider, zoneFor, type StoredDnsProvider } from '../../src/domains/providers/config.js';
 import { plannedToDns, providerFailure, publishPlan, unpublish } from '../../src/domains/providers/publish.js';
 import { DnsProviderError, type DnsRecord } from '../../src/domains/providers/provider.js';
@@ -31,6 +32,10 @@ const SELFTEST_TIMEOUT_MS = 10 * 60_000;
 
 /** Per paired edge (by URL): the routing last pushed there and when. Every edge gets the same routing. */
 const lastPushed = new Map<string, { fingerprint: string; at: number }>();
+/** Per Worker and zone: the addresses last routed to it in Cloudflare Email Routing, and when. */
+const lastEmailRouting = new Map<string, { fingerprint: string; at: number; failed: boolean }>();
+/** After a failed Email Routing call, the next try for the same addresses (a change of addresses tries at once). */
+const EMAIL_ROUTING_RETRY_MS = 60_000;
 /** The domains the edges route according to the last successful push to any of them; null when unknown. */
 let routedAtEdge: Set<string> | null = null;
 
@@ -75,6 +80,9 @@ export default loopPass(async (ctx) => {
   if (refused.length > 0 && refused.length === due.length && !edges.some((e) => lastPushed.get(e.url)?.fingerprint === fingerprint)) {
     for (const d of domainRowsIn(db, ['provisioning'])) noteReason(db, d.domain_id, 'provisioning', `The edge${refused.length > 1 ? 's' : ''} at ${refused.join(', ')} did not accept the routing yet; retrying every 10 s.`);
   }
+  // Email Routing first: its enable call writes Cloudflare's MX and SPF records, which the plan
+  // then finds in place (svc adds no second SPF record beside Cloudflare's).
+  busy = (await syncEmailRouting(ctx, edges, routing, dnsProvider)) || busy;
   busy = (await syncDns(ctx, dnsProvider, true)) || busy;
   if (routedAtEdge) busy = followRouting(ctx, routedAtEdge, dnsProvider) || busy;
   busy = (await verifyDomains(ctx)) || busy;
@@ -163,6 +171,51 @@ async function syncDns({ db }: LoopContext, config: StoredDnsProvider | null, ha
       worked = recordDnsPublished(db, d.domain_id, 'tearing_down', d.dns_zone, [], false) || worked;
     } catch (err) {
       noteReason(db, d.domain_id, 'tearing_down', `svc could not remove the records it published: ${failed(err)} svc tries again every 10 s.`);
+    }
+  }
+  return worked;
+}
+
+/**
+ * Cloudflare Email Routing for a Cloudflare Worker edge, with the home's own Cloudflare DNS
+ * provider (docs/edge.md, "Routing kept by the home"): for each paired Worker that names itself
+ * (`managed_mx.worker`), the zone of each routed domain has Email Routing enabled — which makes
+ * Cloudflare write its MX and SPF records there — and a rule sending each active address (and the
+ * domain's self-test address) to the Worker. Runs when the addresses change and every 5 minutes;
+ * rules are only added (a removed inbox's address is refused by the Worker, which routes only what
+ * the home pushed). Only domains the owner applied, in the provider's zones. A failure is the
+ * reason of the domain while it is being set up, and is tried again after a minute.
+ */
+async function syncEmailRouting({ db }: LoopContext, edges: { url: string }[], routing: { domains: string[]; addresses: string[] }, config: StoredDnsProvider | null): Promise<boolean> {
+  if (!config || config.kind !== 'cloudflare') return false;
+  const workers = [...new Set(edges.flatMap((e) => readEdgeReport(db, e.url)?.identity?.managed_mx?.worker ?? []))];
+  let worked = false;
+  for (const worker of workers) {
+    const api = new CloudflareEmailRouting(config.api_token, config.api_base, worker);
+    const byZone = new Map<string, string[]>();
+    // Domains the owner applied (svc sets up their DNS), in the provider's zones when it names some.
+    for (const { domain } of domainRowsIn(db, ROUTED_STATUSES)) {
+      if (config.zones.length > 0 && !config.zones.some((z) => domain === z || domain.endsWith(`.${z}`))) continue;
+      const zone = zoneFor(domain, config.zones);
+      const wanted = [...routing.addresses.filter((a) => a.endsWith(`@${domain}`)), selftestAddress(domain)];
+      byZone.set(zone, [...(byZone.get(zone) ?? []), ...wanted]);
+    }
+    for (const [zone, addresses] of byZone) {
+      const key = `${worker}\n${zone}`;
+      const fingerprint = JSON.stringify([config.api_base, [...addresses].sort()]);
+      const last = lastEmailRouting.get(key);
+      if (last && last.fingerprint === fingerprint && Date.now() - last.at < (last.failed ? EMAIL_ROUTING_RETRY_MS : FULL_RECONCILE_MS)) continue;
+      try {
+        const applied = await api.apply(zone, { addresses, catchAll: false });
+        lastEmailRouting.set(key, { fingerprint, at: Date.now(), failed: false });
+        worked = worked || applied.enabled || applied.created.length > 0;
+      } catch (err) {
+        lastEmailRouting.set(key, { fingerprint, at: Date.now(), failed: true });
+        const why = err instanceof DnsProviderError ? err.message : 'an unexpected answer.';
+        for (const d of domainRowsIn(db, ['provisioning', 'verifying'])) {
+          if (zoneFor(d.domain, config.zones) === zone) noteReason(db, d.domain_id, d.status, `svc could not route the addresses of ${zone} to the Worker ${worker} in Cloudflare Email Routing: ${why} svc tries again every minute.`);
+        }
+      }
     }
   }
   return worked;

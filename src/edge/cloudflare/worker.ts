@@ -54,6 +54,8 @@ interface Env {
   MAX_MESSAGE_BYTES?: string;
   /** The MX host name reported to the home for its domain plan. Default route1.mx.cloudflare.net. */
   EDGE_HOSTNAME?: string;
+  /** This Worker's script name (set by `svc edge cloudflare init`): the home routes Email Routing rules to it. */
+  WORKER_NAME?: string;
 }
 
 // ---- Constants shared with src/edge/ (checked by test/unit/cloudflare-worker.test.ts) ----
@@ -76,6 +78,8 @@ const MAX_ROUTED_DOMAINS = 10_000;
 const MAX_ROUTED_ADDRESSES = 100_000;
 /** The envelope marker of an object sealed by an edge that never saw the SMTP connection. */
 const VIA_CLOUDFLARE = 'cloudflare-email-routing';
+/** A Worker script name, as the home reads it from `managed_mx.worker` (src/edge/identity.ts). */
+const WORKER_NAME_PATTERN = '^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$';
 const SELFTEST_LOCAL_PART = 'svc-selftest';
 const DEFAULT_HOSTNAME = 'route1.mx.cloudflare.net';
 /** How often a pending `/wait` looks at R2 again: each look is one list operation (billed). */
@@ -423,7 +427,8 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * its SPF record itself, so the home plans them as Cloudflare's; src/edge/identity.ts).
  */
 function identity(env: Env) {
-  return { hostname: env.EDGE_HOSTNAME || DEFAULT_HOSTNAME, public_addresses: [], smart_host: null, managed_mx: { by: 'cloudflare_email_routing' } };
+  const worker = env.WORKER_NAME && new RegExp(WORKER_NAME_PATTERN).test(env.WORKER_NAME) ? { worker: env.WORKER_NAME } : {};
+  return { hostname: env.EDGE_HOSTNAME || DEFAULT_HOSTNAME, public_addresses: [], smart_host: null, managed_mx: { by: 'cloudflare_email_routing', ...worker } };
 }
 
 const NOT_SENDING = new ApiError(
