@@ -56,8 +56,10 @@ t.test('a slow client is closed with 1013 while the others keep receiving every 
   slow.ws.pause(); // stops reading: the kernel buffers fill, then the server's own queue grows
 
   const sent: string[] = [];
-  // Enough to pass 1 MiB pending for the stalled client, in steps so delivery is live.
-  for (let i = 0; i < 12; i++) {
+  // Enough to pass 1 MiB pending for the stalled client, in steps so delivery is live. Loopback
+  // TCP buffers grow to several MiB on each side (tcp_wmem/tcp_rmem maxima, up to ~10 MiB
+  // together) before the server's own queue grows at all: 32 MiB leaves no doubt.
+  for (let i = 0; i < 32; i++) {
     sent.push(db.transaction(() => Array.from({ length: 4 }, () => seed(db, 256 * 1024)))().at(-1)!);
     await sleep(150);
   }
