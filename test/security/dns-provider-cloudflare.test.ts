@@ -145,7 +145,9 @@ t.test('hostile answers: huge, never-ending, malformed, deeply nested, echoing t
     ['lies.test', /no zone lies\.test is visible to this API token/],
     ['slow.test', /no complete answer within 10 s/],
   ];
-  for (const [zone, message] of cases) {
+  // huge, nested, huge, then a stalled answer: after the cancelled bodies undici once left the
+  // stalled read waiting past its signal (the test hung for tap's 300 s); the read is raced too now.
+  for (const [zone, message] of [cases[0]!, cases[2]!, ...cases]) {
     const err = await failure(provider, (p) => p.check(zone));
     t.ok(err instanceof DnsProviderError, `${zone}: a DnsProviderError`);
     t.match(err?.message, message, zone);

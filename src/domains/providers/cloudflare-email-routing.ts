@@ -56,7 +56,7 @@ export class CloudflareEmailRouting {
         signal,
         redirect: 'error',
       });
-      text = await readBounded(res, what, this.label);
+      text = await readBounded(res, what, this.label, signal);
     } catch (err) {
       if (err instanceof DnsProviderError) throw err;
       const why = signal.aborted ? `no complete answer within ${PROVIDER_LIMITS.timeoutMs / 1000} s` : ((err as { cause?: NodeJS.ErrnoException }).cause?.code ?? (err as Error).name);

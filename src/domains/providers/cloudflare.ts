@@ -94,7 +94,7 @@ export class CloudflareProvider implements DnsProvider {
         signal,
         redirect: 'error',
       });
-      text = await readBounded(res, what, this.label);
+      text = await readBounded(res, what, this.label, signal);
     } catch (err) {
       if (err instanceof DnsProviderError) throw err;
       const cause = (err as { cause?: NodeJS.ErrnoException }).cause;

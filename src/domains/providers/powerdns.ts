@@ -74,19 +74,23 @@ export class PowerDnsProvider implements DnsProvider {
   /** One API call; the answer's body is read up to the limit and parsed when it is JSON. */
   private async call(method: 'GET' | 'PATCH', zone: string, what: string, body?: unknown): Promise<unknown> {
     let res: Response;
+    let text: string;
+    const signal = AbortSignal.timeout(PROVIDER_LIMITS.timeoutMs);
     try {
       res = await fetch(this.zoneUrl(zone), {
         method,
         headers: { 'X-API-Key': this.s.apiKey, Accept: 'application/json', ...(body ? { 'Content-Type': 'application/json' } : {}) },
         body: body ? JSON.stringify(body) : undefined,
-        signal: AbortSignal.timeout(PROVIDER_LIMITS.timeoutMs),
+        signal,
         redirect: 'error',
       });
+      text = await readBounded(res, what, this.label, signal);
     } catch (err) {
+      if (err instanceof DnsProviderError) throw err;
       const cause = (err as { cause?: NodeJS.ErrnoException }).cause;
-      throw new DnsProviderError(`${what} at ${this.label} failed: ${cause?.code ?? (err as Error).name}. Check that PowerDNS runs with api=yes and its webserver listens there.`, { unreachable: true });
+      const why = signal.aborted ? `no complete answer within ${PROVIDER_LIMITS.timeoutMs / 1000} s` : (cause?.code ?? (err as Error).name);
+      throw new DnsProviderError(`${what} at ${this.label} failed: ${why}. Check that PowerDNS runs with api=yes and its webserver listens there.`, { unreachable: true });
     }
-    const text = await readBounded(res, what, this.label);
     if (res.ok) {
       if (method !== 'GET') return null;
       try {

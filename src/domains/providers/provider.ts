@@ -58,22 +58,40 @@ export function quoteServer(text: string): string {
 /**
  * The body of an answer, at most PROVIDER_LIMITS.httpBodyBytes of it (more is an error, not a
  * truncation). The cancel of an oversized body is not awaited: a cancel can wait on the server
- * forever (undici), and the caller's timeout signal already bounds the exchange.
+ * forever (undici). `signal` (the exchange's deadline) ends a read that is still waiting.
  */
-export async function readBounded(res: Response, what: string, label: string): Promise<string> {
+export async function readBounded(res: Response, what: string, label: string, signal?: AbortSignal): Promise<string> {
   if (!res.body) return '';
   const reader = res.body.getReader();
+  // The deadline is raced here too: undici does not always error a body read when the request's
+  // signal fires (seen after an earlier answer's body was cancelled), and a read must not outlive it.
+  let onAbort: (() => void) | null = null;
+  const aborted = signal
+    ? new Promise<never>((_, reject) => {
+        onAbort = () => reject(signal.reason ?? new Error('aborted'));
+        if (signal.aborted) onAbort();
+        else signal.addEventListener('abort', onAbort, { once: true });
+      })
+    : null;
+  aborted?.catch(() => {});
   const chunks: Uint8Array[] = [];
   let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.length;
-    if (size > PROVIDER_LIMITS.httpBodyBytes) {
-      reader.cancel().catch(() => {});
-      throw new DnsProviderError(`${what} at ${label} failed: the answer is larger than ${PROVIDER_LIMITS.httpBodyBytes / 1024 / 1024} MiB.`);
+  try {
+    for (;;) {
+      const { done, value } = await (aborted ? Promise.race([reader.read(), aborted]) : reader.read());
+      if (done) break;
+      size += value.length;
+      if (size > PROVIDER_LIMITS.httpBodyBytes) {
+        reader.cancel().catch(() => {});
+        throw new DnsProviderError(`${what} at ${label} failed: the answer is larger than ${PROVIDER_LIMITS.httpBodyBytes / 1024 / 1024} MiB.`);
+      }
+      chunks.push(value);
     }
-    chunks.push(value);
+  } catch (err) {
+    if (signal?.aborted) reader.cancel().catch(() => {});
+    throw err;
+  } finally {
+    if (onAbort) signal!.removeEventListener('abort', onAbort);
   }
   return Buffer.concat(chunks).toString('utf8');
 }
