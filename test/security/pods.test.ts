@@ -9,6 +9,7 @@
  * deleted, another pod's domain, ids guessed from the default pod's name.
  */
 import t from 'tap';
+import type { Test } from 'tap';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { until } from '../helpers/until.js';
@@ -243,7 +244,8 @@ t.test("the default pod's name is no way in: the old home's inboxes are pod defa
   t.same([...new Set(all.body.inboxes.map((i) => i.pod_id))].sort(), [podA, podB].sort(), 'a key made the old way still sees every pod');
 });
 
-t.test("a pod's webhook hears its own pod's events only", async (t) => {
+/** A webhook receiver on loopback for one test: the bodies it got, and its URL at `path`. */
+async function hookReceiver(t: Test, path: string): Promise<{ bodies: string[]; url: string }> {
   const bodies: string[] = [];
   const server = http.createServer((req, res) => {
     let body = '';
@@ -258,7 +260,11 @@ t.test("a pod's webhook hears its own pod's events only", async (t) => {
     server.closeAllConnections();
     server.close();
   });
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/a`;
+  return { bodies, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}${path}` };
+}
+
+t.test("a pod's webhook hears its own pod's events only", async (t) => {
+  const { bodies, url } = await hookReceiver(t, '/a');
   await must('webhook A', as(svc.ownerToken, 'POST', `/v0/pods/${podA}/webhooks`, { url, event_types: ['message.received'] }));
   // Pod B's mail first: a filter that let it through would deliver it before pod A's.
   const db = openHomeDb(svc.home);
@@ -273,21 +279,7 @@ t.test("a pod's webhook hears its own pod's events only", async (t) => {
 });
 
 t.test("a home webhook's pod filter: only the named pods' events; another tenant's pod is 404 for a pod key", async (t) => {
-  const bodies: string[] = [];
-  const server = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (c) => (body += c));
-    req.on('end', () => {
-      bodies.push(body);
-      res.writeHead(204).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  t.teardown(() => {
-    server.closeAllConnections();
-    server.close();
-  });
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/filtered`;
+  const { bodies, url } = await hookReceiver(t, '/filtered');
   const hook = await must('filtered webhook', as<{ webhook_id: string; pod_ids?: string[] }>(svc.ownerToken, 'POST', '/v0/webhooks', { url, event_types: ['message.received'], pod_ids: [podB] }));
   t.same(hook.pod_ids, [podB], 'the filter is answered as pod_ids');
   const db = openHomeDb(svc.home);
