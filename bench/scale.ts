@@ -214,7 +214,7 @@ async function firstPaint(url: string, session: { cookie: string; csrf: string }
       const t0 = performance.now();
       await page.goto(`${url}/inboxes/${encodeURIComponent(inbox)}`);
       await page
-        .locator('[data-testid="threads"] li')
+        .locator('[data-testid="threads"] .mail-row')
         .first()
         .waitFor({ timeout: 60_000 })
         .catch(async (err: unknown) => {
