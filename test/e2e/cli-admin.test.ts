@@ -13,6 +13,7 @@ import { startSvc, tempDir, type RunningSvc } from '../helpers/svc.js';
 import { openHomeDb } from '../helpers/db.js';
 import { uuidv7 } from '../../src/db/ids.js';
 import { agentEnv, svcCli } from './cli-run.js';
+import { eachLimited } from '../helpers/wire.js';
 
 let svc: RunningSvc;
 let owner: string[];
@@ -230,11 +231,12 @@ t.test('--help on every command prints its usage and an example', async (t) => {
   const help = await svcCli(['help']);
   const commands = [...help.stdout.matchAll(/^ {2}([a-z-]+) {2,}/gm)].map((m) => m[1]);
   t.ok(commands.length >= 20, `${commands.length} commands listed`);
-  for (const command of commands) {
-    const run = await svcCli([command, '--help']);
-    t.equal(run.code, 0, command);
-    t.match(run.stdout, /Examples?:\n {2}\S/, `${command} --help has an example`);
-  }
+  // A few at a time: each is a separate process, and the answers are checked in order.
+  const runs = await eachLimited(commands, 4, (command) => svcCli([command, '--help']));
+  commands.forEach((command, i) => {
+    t.equal(runs[i]!.code, 0, command);
+    t.match(runs[i]!.stdout, /Examples?:\n {2}\S/, `${command} --help has an example`);
+  });
   t.match((await svcCli(['domains', 'verify', '--help'])).stdout, /^Usage: svc domains verify <domain> \[options\]\n[\s\S]*--timeout SECONDS/);
   // The Cloudflare edge's four actions have their own help page, reached from `svc edge --help`.
   t.match((await svcCli(['edge', '--help'])).stdout, /svc edge cloudflare dev\|init\|deploy\|status/);
