@@ -121,11 +121,14 @@ interface CounterTables {
   where: string;
 }
 
-function counterTables(db: Db, inboxIds: readonly string[], kind: 'metric' | 'thread'): CounterTables {
-  const covers = prepared(db, 'SELECT (SELECT count(*) FROM inboxes) = (SELECT count(*) FROM inboxes WHERE inbox_id IN (SELECT value FROM json_each(?))) AS home').get(JSON.stringify(inboxIds)) as {
-    home: number;
-  };
-  if (covers.home === 1) return { days: `${kind}_home_days`, totals: `${kind}_totals`, where: '1 = 1' };
+/** Whether `inboxIds` are every inbox of the home: asked once per query, for all its counter tables. */
+function coversHome(db: Db, inboxIds: readonly string[]): boolean {
+  const sql = 'SELECT (SELECT count(*) FROM inboxes) = (SELECT count(*) FROM inboxes WHERE inbox_id IN (SELECT value FROM json_each(?))) AS home';
+  return (prepared(db, sql).get(JSON.stringify(inboxIds)) as { home: number }).home === 1;
+}
+
+function counterTables(wholeHome: boolean, kind: 'metric' | 'thread'): CounterTables {
+  if (wholeHome) return { days: `${kind}_home_days`, totals: `${kind}_totals`, where: '1 = 1' };
   return { days: `${kind}_days`, totals: `${kind}_totals`, where: 'inbox_id IN (SELECT value FROM json_each(@ids))' };
 }
 
@@ -205,7 +208,7 @@ export function countMetricEvents(
       // (at most a day each). Each holds at most one daily bucket per type, so no limit applies there.
       const sums = new Map<string, number>();
       const add = (type: string, b: number | string, n: number) => sums.set(`${type}\n${b}`, (sums.get(`${type}\n${b}`) ?? 0) + n);
-      const c = counterTables(db, inboxIds, 'metric');
+      const c = counterTables(coversHome(db, inboxIds), 'metric');
       const days = prepared(
         db,
         `SELECT CAST(strftime('%s', day) AS INTEGER) AS b, bits, sum(messages) AS n FROM ${c.days}
@@ -285,6 +288,8 @@ export function usageSeries(
 
   const answered = new Map<UsageType, number[]>();
   const wants = (t: UsageType) => types.includes(t);
+  let home: boolean | undefined;
+  const wholeHome = () => (home ??= coversHome(db, inboxIds));
   // With counters: the stored per-day counts up to `scanFrom` (a day boundary), the messages from
   // there to `end` — the last day's part for daily buckets, else the window from its first day on.
   // Without (`scan`): every message before the window is aggregated, as before migration 25.
@@ -301,7 +306,7 @@ export function usageSeries(
       // The all-time totals less every day from the grid's first on: what was stored before the
       // grid. The days before `fromDay` are the grid's own steps; the later ones come from the scan below.
       const hidden = v.excluded.reduce((mask, l) => mask | METRIC_LABEL_BITS[l], 0);
-      const c = counterTables(db, inboxIds, 'metric');
+      const c = counterTables(wholeHome(), 'metric');
       const total = prepared(db, `SELECT total(messages) AS n, total(bytes) AS bytes FROM ${c.totals} WHERE ${c.where} AND (bits & @hidden) = 0`).get({ ids, hidden }) as { n: number; bytes: number };
       const days = prepared(
         db,
@@ -340,7 +345,7 @@ export function usageSeries(
       // of `visible_to`); from `scanFrom` on, the readable messages with no readable one before
       // them in their thread (messages_thread's order, the row id breaking a tie).
       const visibility = v.excluded.reduce((bit, l) => bit | HIDDEN_VISIBILITY_BITS[l], 0);
-      const c = counterTables(db, inboxIds, 'thread');
+      const c = counterTables(wholeHome(), 'thread');
       const total = prepared(db, `SELECT total(threads) AS v FROM ${c.totals} WHERE ${c.where} AND (visible_to >> @visibility) & 1`).get({ ids, visibility }) as { v: number };
       const days = prepared(
         db,
