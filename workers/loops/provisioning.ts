@@ -20,7 +20,7 @@ import { uuidv7 } from '../../src/db/ids.js';
 import { domainPlan } from '../../src/domains/plan.js';
 import { checkRecords, checkServers } from '../../src/domains/checks.js';
 import { ROUTED_STATUSES, domainRowsIn, noteReason, recordChecks, recordDnsIntent, recordDnsPublished, recordSelftestSent, selftestAddress, SELFTEST_HEADER, transition, type DomainRow } from '../../src/domains/store.js';
-import { dnsProviderFor, readDnsProvider, zoneFor, type StoredDnsProvider } from '../../src/domains/providers/config.js';
+import { dnsProviderFor, readDnsProvider, zoneFor, zoneOf, type StoredDnsProvider } from '../../src/domains/providers/config.js';
 import { plannedToDns, providerFailure, publishPlan, unpublish } from '../../src/domains/providers/publish.js';
 import { DnsProviderError, type DnsRecord } from '../../src/domains/providers/provider.js';
 import { EdgeRelay, SmtpSmartHost, type Transport } from '../../src/outbound/transports.js';
@@ -82,7 +82,7 @@ export default loopPass(async (ctx) => {
   }
   // Email Routing first: its enable call writes Cloudflare's MX and SPF records, which the plan
   // then finds in place (svc adds no second SPF record beside Cloudflare's).
-  busy = (await syncEmailRouting(ctx, edges, routing, dnsProvider)) || busy;
+  busy = (await syncEmailRouting(ctx, edges, routing.addresses, dnsProvider)) || busy;
   busy = (await syncDns(ctx, dnsProvider, true)) || busy;
   if (routedAtEdge) busy = followRouting(ctx, routedAtEdge, dnsProvider) || busy;
   busy = (await verifyDomains(ctx)) || busy;
@@ -186,20 +186,22 @@ async function syncDns({ db }: LoopContext, config: StoredDnsProvider | null, ha
  * the home pushed). Only domains the owner applied, in the provider's zones. A failure is the
  * reason of the domain while it is being set up, and is tried again after a minute.
  */
-async function syncEmailRouting({ db }: LoopContext, edges: { url: string }[], routing: { domains: string[]; addresses: string[] }, config: StoredDnsProvider | null): Promise<boolean> {
+async function syncEmailRouting({ db }: LoopContext, edges: { url: string }[], routedAddresses: string[], config: StoredDnsProvider | null): Promise<boolean> {
   if (!config || config.kind !== 'cloudflare') return false;
   const workers = [...new Set(edges.flatMap((e) => readEdgeReport(db, e.url)?.identity?.managed_mx?.worker ?? []))];
+  if (workers.length === 0) return false;
+  // Per zone, the addresses to route: of the domains the owner applied (svc sets up their DNS),
+  // in the provider's zones when it names some.
+  const byZone = new Map<string, string[]>();
+  for (const { domain } of domainRowsIn(db, ROUTED_STATUSES)) {
+    const zone = config.zones.length > 0 ? zoneOf(domain, config.zones) : domain;
+    if (zone === null) continue;
+    const wanted = [...routedAddresses.filter((a) => a.endsWith(`@${domain}`)), selftestAddress(domain)];
+    byZone.set(zone, [...(byZone.get(zone) ?? []), ...wanted]);
+  }
   let worked = false;
   for (const worker of workers) {
     const api = new CloudflareEmailRouting(config.api_token, config.api_base, worker);
-    const byZone = new Map<string, string[]>();
-    // Domains the owner applied (svc sets up their DNS), in the provider's zones when it names some.
-    for (const { domain } of domainRowsIn(db, ROUTED_STATUSES)) {
-      if (config.zones.length > 0 && !config.zones.some((z) => domain === z || domain.endsWith(`.${z}`))) continue;
-      const zone = zoneFor(domain, config.zones);
-      const wanted = [...routing.addresses.filter((a) => a.endsWith(`@${domain}`)), selftestAddress(domain)];
-      byZone.set(zone, [...(byZone.get(zone) ?? []), ...wanted]);
-    }
     for (const [zone, addresses] of byZone) {
       const key = `${worker}\n${zone}`;
       const fingerprint = JSON.stringify([config.api_base, [...addresses].sort()]);

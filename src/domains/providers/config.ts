@@ -159,7 +159,12 @@ export function dnsProviderFor(p: StoredDnsProvider): DnsProvider {
   return new PowerDnsProvider({ url: p.url, serverId: p.server_id, apiKey: p.api_key });
 }
 
+/** The longest configured zone `domain` is in, or null when it is in none of them. */
+export function zoneOf(domain: string, zones: string[]): string | null {
+  return zones.filter((z) => domain === z || domain.endsWith(`.${z}`)).sort((a, b) => b.length - a.length)[0] ?? null;
+}
+
 /** The zone `domain` is published in: the longest configured zone it is in, else the domain itself. */
 export function zoneFor(domain: string, zones: string[]): string {
-  return zones.filter((z) => domain === z || domain.endsWith(`.${z}`)).sort((a, b) => b.length - a.length)[0] ?? domain;
+  return zoneOf(domain, zones) ?? domain;
 }
