@@ -52,26 +52,21 @@ function agree(t: typeof import('tap').default, db: Db, allInboxIds: string[], l
 /** The roll-ups of migration 28 hold exactly the sums of the per-day counters. */
 function rollupsAgree(t: typeof import('tap').default, db: Db, label: string): void {
   const nonZero = (sql: string) => db.prepare(sql).all();
-  t.same(
-    nonZero('SELECT inbox_id, bits, messages, bytes FROM metric_totals WHERE messages != 0 OR bytes != 0 ORDER BY 1, 2'),
-    nonZero('SELECT inbox_id, bits, sum(messages) AS messages, sum(bytes) AS bytes FROM metric_days GROUP BY 1, 2 HAVING sum(messages) != 0 OR sum(bytes) != 0 ORDER BY 1, 2'),
-    `${label}: metric_totals`,
-  );
-  t.same(
-    nonZero('SELECT day, bits, messages, bytes FROM metric_home_days WHERE messages != 0 OR bytes != 0 ORDER BY 1, 2'),
-    nonZero('SELECT day, bits, sum(messages) AS messages, sum(bytes) AS bytes FROM metric_days GROUP BY 1, 2 HAVING sum(messages) != 0 OR sum(bytes) != 0 ORDER BY 1, 2'),
-    `${label}: metric_home_days`,
-  );
-  t.same(
-    nonZero('SELECT inbox_id, visible_to, threads FROM thread_totals WHERE threads != 0 ORDER BY 1, 2'),
-    nonZero('SELECT inbox_id, visible_to, sum(threads) AS threads FROM thread_days GROUP BY 1, 2 HAVING sum(threads) != 0 ORDER BY 1, 2'),
-    `${label}: thread_totals`,
-  );
-  t.same(
-    nonZero('SELECT day, visible_to, threads FROM thread_home_days WHERE threads != 0 ORDER BY 1, 2'),
-    nonZero('SELECT day, visible_to, sum(threads) AS threads FROM thread_days GROUP BY 1, 2 HAVING sum(threads) != 0 ORDER BY 1, 2'),
-    `${label}: thread_home_days`,
-  );
+  // Each roll-up against the same sums made from the per-day counters: [table, its key, its values].
+  const rollups: [table: string, source: string, key: string, values: string[]][] = [
+    ['metric_totals', 'metric_days', 'inbox_id, bits', ['messages', 'bytes']],
+    ['metric_home_days', 'metric_days', 'day, bits', ['messages', 'bytes']],
+    ['thread_totals', 'thread_days', 'inbox_id, visible_to', ['threads']],
+    ['thread_home_days', 'thread_days', 'day, visible_to', ['threads']],
+  ];
+  for (const [table, source, key, values] of rollups) {
+    const anyNonZero = (v: (c: string) => string) => values.map((c) => `${v(c)} != 0`).join(' OR ');
+    t.same(
+      nonZero(`SELECT ${key}, ${values.join(', ')} FROM ${table} WHERE ${anyNonZero((c) => c)} ORDER BY 1, 2`),
+      nonZero(`SELECT ${key}, ${values.map((c) => `sum(${c}) AS ${c}`).join(', ')} FROM ${source} GROUP BY 1, 2 HAVING ${anyNonZero((c) => `sum(${c})`)} ORDER BY 1, 2`),
+      `${label}: ${table}`,
+    );
+  }
   const hidden = HIDDEN_LABELS.map((l) => `'${l}'`).join(', ');
   t.same(
     nonZero('SELECT inbox_id, unread FROM inbox_unread WHERE unread != 0 ORDER BY 1'),
