@@ -271,9 +271,11 @@ async function machineFacts(): Promise<Results['machine']> {
   };
 }
 
-const only = process.argv[2];
+// `all`: every benchmark, the opt-in ones too, so that one run regenerates the whole report.
+const only = process.argv[2] === 'all' ? undefined : process.argv[2];
+const everything = process.argv[2] === 'all';
 if (only && !BENCHES[only]) {
-  console.error(`unknown benchmark ${only}; one of: ${Object.keys(BENCHES).join(', ')}`);
+  console.error(`unknown benchmark ${only}; one of: ${Object.keys(BENCHES).join(', ')}, or all`);
   process.exit(2);
 }
 const resultsFile = path.join(benchDir, 'results.json');
@@ -281,7 +283,7 @@ const resultsFile = path.join(benchDir, 'results.json');
 const previous: Results | null = fs.existsSync(resultsFile) ? (JSON.parse(fs.readFileSync(resultsFile, 'utf8')) as Results) : null;
 const results: Results = { generated_at: new Date().toISOString(), bench_runs: RUNS, machine: await machineFacts(), benches: {} };
 for (const [name, def] of Object.entries(BENCHES)) {
-  if ((only && name !== only) || (!only && def.optIn)) {
+  if ((only && name !== only) || (!only && !everything && def.optIn)) {
     if (previous?.benches[name]) results.benches[name] = previous.benches[name];
     continue;
   }
