@@ -1,5 +1,6 @@
 /** The key-encryption key lives in the OS credential store (Secret Service, Keychain, Credential Manager). */
-import { Entry } from '@napi-rs/keyring';
+import { createRequire } from 'node:module';
+import type { Entry } from '@napi-rs/keyring';
 import { StartupError } from './startup-error.js';
 import { homeSuffix } from './home.js';
 
@@ -23,8 +24,15 @@ const unavailable = () =>
  */
 const ENTRY_OPTIONS = { linux: { store: 'secret-service' as const } };
 
+/**
+ * The native binding is loaded on first use: a CLI command that only talks to the running
+ * service asks the credential store only when nothing answers, and loading it cost ~40 ms.
+ */
+let keyring: typeof import('@napi-rs/keyring') | null = null;
+
 function entry(home: string): Entry {
-  return new Entry(SERVICE, keychainAccount(home), ENTRY_OPTIONS);
+  keyring ??= createRequire(import.meta.url)('@napi-rs/keyring') as typeof import('@napi-rs/keyring');
+  return new keyring.Entry(SERVICE, keychainAccount(home), ENTRY_OPTIONS);
 }
 
 /** Returns the stored key-encryption key, or null when the item does not exist. */
