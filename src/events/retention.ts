@@ -42,7 +42,10 @@ export function oldestUndeliveredSeq(db: Db): number | null {
 export function deleteEventBatch(db: Db, limit: number, opts: PruneOptions = {}): number {
   const cutoff = new Date((opts.now ?? Date.now()) - EVENT_RETENTION_MS).toISOString();
   const keepFrom = (opts.oldestUndeliveredSeq === undefined ? oldestUndeliveredSeq(db) : opts.oldestUndeliveredSeq) ?? Number.MAX_SAFE_INTEGER;
-  return prepared(db, 'DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE created_at < ? AND seq < ? ORDER BY seq LIMIT ?)').run(cutoff, keepFrom, limit).changes;
+  // The created_at index, oldest first, read no further than the batch: in rowid order SQLite read
+  // every kept event's row (payload included) to find the expired ones, holding the write lock,
+  // for minutes in a home of a million messages (writers then failed as busy).
+  return prepared(db, 'DELETE FROM events WHERE seq IN (SELECT seq FROM events INDEXED BY events_created WHERE created_at < ? AND seq < ? ORDER BY created_at LIMIT ?)').run(cutoff, keepFrom, limit).changes;
 }
 
 /** Deletes every event past retention that no delivery still needs, in batches; returns how many. */

@@ -119,3 +119,35 @@ t.test('the schedule runs at once, then not again within the hour', async (t) =>
   t.equal(schedule.runIfDue(db, 0, NOW + 3 * RETENTION_PASS_INTERVAL_MS)?.inbound_rejections, 0);
   t.equal(new RetentionSchedule().runIfDue(db, 21 * DAY, NOW)?.inbound_rejections, 1, 'with the clock ahead, the young one is old');
 });
+
+t.test('the tables that grow with mail find their expired rows through an index, never by reading the table in order', async (t) => {
+  const db = fixture();
+  // The statements one pass prepares, asked for their query plans (SQLite's EXPLAIN QUERY PLAN).
+  const statements: string[] = [];
+  const prepare = db.prepare.bind(db);
+  db.prepare = ((sql: string) => {
+    statements.push(sql);
+    return prepare(sql);
+  }) as typeof db.prepare;
+  try {
+    pruneExpired(db, NOW);
+  } finally {
+    db.prepare = prepare;
+  }
+  const plans = new Map(
+    statements
+      .filter((sql) => sql.startsWith('DELETE FROM '))
+      .map((sql) => [sql.split(' ')[2]!, (prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...Array<string>((sql.match(/\?/g) ?? []).length).fill('x')) as { detail: string }[]).map((r) => r.detail)]),
+  );
+  const byIndex: Record<string, RegExp> = {
+    events: /USING COVERING INDEX events_created \(created_at<\?\)/,
+    idempotency_keys: /USING COVERING INDEX idempotency_final/,
+    inbound_quarantine: /USING INDEX inbound_quarantine_resolved/,
+    inbound_rejections: /USING INDEX inbound_rejections_created/,
+  };
+  for (const [table, index] of Object.entries(byIndex)) {
+    const plan = plans.get(table) ?? [];
+    t.ok(plan.some((step) => index.test(step)), `${table}: ${plan.join(' | ')}`);
+    t.notOk(plan.some((step) => /^SCAN |INTEGER PRIMARY KEY \(rowid<\?\)/.test(step)), `${table}: no walk over the table's rows`);
+  }
+});
