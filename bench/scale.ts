@@ -190,8 +190,8 @@ async function timed(base: string, token: string, count: number, url: (i: number
     const path = url(i < 0 ? count - i : i); // the warm-up's URLs come after the counted ones
     const t0 = performance.now();
     const res = await fetch(base + path, { headers: { authorization: `Bearer ${token}` } });
-    await res.arrayBuffer();
-    if (!ok.includes(res.status)) throw new Error(`${path} answered ${res.status}`);
+    const body = await res.text();
+    if (!ok.includes(res.status)) throw new Error(`${path} answered ${res.status}: ${body.slice(0, 300)}`);
     if (i >= 0) latencies.push(performance.now() - t0);
   }
   return latencies;
@@ -451,6 +451,7 @@ export async function benchScale(runs: number): Promise<{ runs: Metric[][]; note
     return { runs: all, notes };
   } finally {
     for (const child of running) child.kill('SIGTERM');
-    for (const h of homes) fs.rmSync(path.dirname(h.home), { recursive: true, force: true });
+    // BENCH_KEEP_HOMES=1 keeps the seeded homes for a look after a failure (they are large).
+    if (process.env.BENCH_KEEP_HOMES !== '1') for (const h of homes) fs.rmSync(path.dirname(h.home), { recursive: true, force: true });
   }
 }
