@@ -169,31 +169,43 @@ interface Answer {
 }
 
 /**
+ * Several times any answer svc gives the CLI (a message is at most 25 MB with its bodies); a
+ * service at SVC_URL that sends more is not svc, and must not fill the CLI's memory.
+ */
+export const MAX_ANSWER_BYTES = 256 * 1024 * 1024;
+
+/**
  * Connections are kept for the next call of the same command (a progress display polls); the CLI
  * exits when its command ends, so an idle connection never holds it.
  */
-const agents = { 'http:': new http.Agent({ keepAlive: true }), 'https:': new https.Agent({ keepAlive: true }) };
+const plain = { client: http, agent: new http.Agent({ keepAlive: true }) };
+const secure = { client: https, agent: new https.Agent({ keepAlive: true }) };
 
 /**
  * One request with node:http(s), not fetch: loading fetch's HTTP client (undici) cost about
  * 0.15 s of CPU, over half of what a short command like `svc inboxes list` spends. A redirect is
- * not followed: it fails like a service that does not answer.
+ * not followed: it fails like a service that does not answer, as does an answer over MAX_ANSWER_BYTES.
  */
 function exchange(url: URL, method: string, headers: Record<string, string>, body: string | undefined, timeoutMs: number): Promise<Answer> {
+  const { client, agent } = url.protocol === 'https:' ? secure : plain;
+  const sized = body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) };
   return new Promise((resolve, reject) => {
-    const secure = url.protocol === 'https:';
-    const sized = body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) };
-    const req = (secure ? https : http).request(url, { method, headers: sized, agent: agents[secure ? 'https:' : 'http:'], signal: AbortSignal.timeout(timeoutMs) }, (res) => {
+    const req = client.request(url, { method, headers: sized, agent, signal: AbortSignal.timeout(timeoutMs) }, (res) => {
       const status = res.statusCode ?? 0;
       if (status >= 300 && status < 400) {
         res.resume();
         return reject(new Error(`redirected (${status})`));
       }
       const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      let size = 0;
+      res.on('data', (chunk: Buffer) => {
+        size += chunk.byteLength;
+        if (size > MAX_ANSWER_BYTES) return req.destroy(new Error('the answer is too large'));
+        chunks.push(chunk);
+      });
       res.on('error', reject);
       res.on('close', () => {
-        if (!res.complete) return reject(new Error('the answer was cut off'));
+        if (!res.complete || size > MAX_ANSWER_BYTES) return reject(new Error('the answer was cut off or too large'));
         resolve({ status, ok: status >= 200 && status < 300, contentType: res.headers['content-type'] ?? null, body: Buffer.concat(chunks) });
       });
     });

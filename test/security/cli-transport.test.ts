@@ -1,13 +1,14 @@
 /**
  * The CLI's HTTP client (src/cli/owner-client.ts) against a hostile service at SVC_URL: a
  * redirect is not followed (the API key never reaches the other address), an answer cut off
- * mid-body or one that is not JSON fails as "the service is unavailable" (exit 10) with a clear
- * message, and nothing of the key is printed.
+ * mid-body, one that never ends or one that is not JSON fails as "the service is unavailable"
+ * (exit 10) with a clear message, and nothing of the key is printed.
  */
 import t from 'tap';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { agentEnv, svcCli } from '../e2e/cli-run.js';
+import { MAX_ANSWER_BYTES } from '../../src/cli/owner-client.js';
 
 const KEY = 'svc_key_cli-transport-secret';
 
@@ -47,6 +48,24 @@ t.test('an answer cut off in its body fails as unavailable', async (t) => {
   t.equal(run.code, 10, run.stderr);
   t.match(run.error(), { error: { code: 'service_unavailable' } });
   t.equal(run.stdout, '', 'nothing half-read is printed');
+});
+
+t.test('an answer that never ends is cut off at MAX_ANSWER_BYTES, not read into memory', async (t) => {
+  let sent = 0;
+  const endless = await hostile((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    const chunk = Buffer.alloc(1024 * 1024, 0x20);
+    const more = () => {
+      while (!res.destroyed && res.write(chunk)) sent += chunk.byteLength;
+      if (!res.destroyed) res.once('drain', more);
+    };
+    res.socket?.once('close', () => res.destroy());
+    more();
+  });
+  const run = await svcCli(['inboxes', 'list', '--json'], { env: agentEnv(endless.url, KEY) });
+  t.equal(run.code, 10, run.stderr);
+  t.match(run.error(), { error: { code: 'service_unavailable' } });
+  t.ok(sent < MAX_ANSWER_BYTES * 2, `the CLI stopped reading (${Math.round(sent / 2 ** 20)} MiB sent)`);
 });
 
 t.test('an answer that is not JSON, or an error that is not svc\'s, says so', async (t) => {
