@@ -129,6 +129,26 @@ export function labelsOf(db: Db, messageRowids: readonly number[]): Map<number, 
 }
 
 /**
+ * A label filter carried by at most this many messages in the whole home is "rare": a list
+ * filtered by it starts from the label's own rows (message_labels_label) instead of walking the
+ * inbox newest first and testing each message. The walk costs a row for every message it passes,
+ * so a label few messages carry (`send_unknown`, an agent's `needs-reply`) made a filtered list
+ * read the whole inbox (docs/mail-store.md, "Labels"). Counting up to this many index entries
+ * costs about half a millisecond.
+ */
+export const RARE_LABEL_ROWS = 5000;
+
+/** The filter label carried by the fewest messages when that is at most RARE_LABEL_ROWS, else null. */
+export function rareLabel(db: Db, labels: readonly string[] | undefined, limit = RARE_LABEL_ROWS): string | null {
+  let best: { label: string; rows: number } | null = null;
+  for (const label of new Set(labels ?? [])) {
+    const rows = prepared(db, 'SELECT count(*) FROM (SELECT 1 FROM message_labels WHERE label = ? LIMIT ?)').pluck().get(label, limit + 1) as number;
+    if (rows <= limit && (best === null || rows < best.rows)) best = { label, rows };
+  }
+  return best?.label ?? null;
+}
+
+/**
  * SQL condition: the message aliased `alias` carries none of the excluded hidden labels.
  * The labels are inlined (they are fixed identifiers) so each shape is one cached statement.
  */

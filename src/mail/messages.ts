@@ -5,7 +5,7 @@
 import type { Db } from '../db/open.js';
 import { bumpSearchGeneration, type Cursor } from '../core/pagination.js';
 import { redactMessageEvents } from '../events/log.js';
-import { applyLabelEdit, labelsOf, touchesHidden, visibleSql, type LabelEdit, type Visibility } from './labels.js';
+import { applyLabelEdit, labelsOf, rareLabel, touchesHidden, visibleSql, type LabelEdit, type Visibility } from './labels.js';
 import {
   ATTACHMENT_COLUMNS,
   MESSAGE_BODY_COLUMNS,
@@ -93,8 +93,12 @@ export function anySubstring(column: string, values: string[] | undefined, where
 
 /** Newest first unless ascending; keyset on (timestamp, id) over messages_inbox_time. */
 export function listMessages(db: Db, inboxId: string, filters: MessageFilters, v: Visibility, page: PageRequest): { items: MessageItem[]; next: Cursor | null } {
-  const where = ['m.inbox_id = ?', visibleSql('m', v)];
-  const params: unknown[] = [inboxId];
+  // A rare label's rows come first (CROSS JOIN keeps that order; `+m.inbox_id` keeps SQLite from
+  // walking the inbox instead); the few messages found are then sorted.
+  const rare = rareLabel(db, filters.labels);
+  const from = rare === null ? 'messages m' : 'message_labels rl CROSS JOIN messages m ON m.id = rl.message_rowid';
+  const where = rare === null ? ['m.inbox_id = ?', visibleSql('m', v)] : ['rl.label = ?', '+m.inbox_id = ?', visibleSql('m', v)];
+  const params: unknown[] = rare === null ? [inboxId] : [rare, inboxId];
   if (filters.before) {
     where.push('m.timestamp < ?');
     params.push(filters.before);
@@ -103,7 +107,8 @@ export function listMessages(db: Db, inboxId: string, filters: MessageFilters, v
     where.push('m.timestamp > ?');
     params.push(filters.after);
   }
-  for (const label of filters.labels ?? []) {
+  for (const label of new Set(filters.labels ?? [])) {
+    if (label === rare) continue;
     where.push('EXISTS (SELECT 1 FROM message_labels fl WHERE fl.message_rowid = m.id AND fl.label = ?)');
     params.push(label);
   }
@@ -115,7 +120,7 @@ export function listMessages(db: Db, inboxId: string, filters: MessageFilters, v
     where.push(`m.timestamp ${cmp}= ? AND (m.timestamp ${cmp} ? OR m.id ${cmp} ?)`);
     params.push(page.cursor[0], page.cursor[0], page.cursor[1]);
   }
-  const rows = prepared(db, `SELECT ${MESSAGE_ITEM_COLUMNS} FROM messages m WHERE ${where.join(' AND ')} ORDER BY m.timestamp ${dir}, m.id ${dir} LIMIT ?`).all(
+  const rows = prepared(db, `SELECT ${MESSAGE_ITEM_COLUMNS} FROM ${from} WHERE ${where.join(' AND ')} ORDER BY m.timestamp ${dir}, m.id ${dir} LIMIT ?`).all(
     ...params,
     page.limit + 1,
   ) as MessageRow[];

@@ -6,7 +6,7 @@
 import { onCommit, type Db } from '../db/open.js';
 import { bumpSearchGeneration, type Cursor } from '../core/pagination.js';
 import { redactMessageEvents } from '../events/log.js';
-import { applyLabelEdit, HIDDEN_LABELS, labelsOf, touchesHidden, visibleSql, type LabelEdit, type Visibility } from './labels.js';
+import { applyLabelEdit, HIDDEN_LABELS, labelsOf, rareLabel, touchesHidden, visibleSql, type LabelEdit, type Visibility } from './labels.js';
 import { anySubstring, attachmentsOf, fullMessages, type PageRequest } from './messages.js';
 import {
   ATTACHMENT_COLUMNS,
@@ -87,7 +87,9 @@ function remakeDirtySummaries(db: Db): void {
 
 function writeSummary(db: Db, item: ThreadItem): void {
   const { inbox_id: _inbox, thread_id, updated_at: _updated, created_at: _created, ...stored } = item;
-  prepared(db, 'UPDATE threads SET summary = ?, shown = ? WHERE thread_id = ?').run(JSON.stringify(stored satisfies StoredSummary), item.message_count > 0 ? 1 : 0, thread_id);
+  // `unread` (migration 30): a visible message of the thread is unread; triggers count it per inbox.
+  const unread = item.message_count > 0 && item.labels.includes('unread') ? 1 : 0;
+  prepared(db, 'UPDATE threads SET summary = ?, shown = ?, unread = ? WHERE thread_id = ?').run(JSON.stringify(stored satisfies StoredSummary), item.message_count > 0 ? 1 : 0, unread, thread_id);
 }
 
 /**
@@ -119,7 +121,7 @@ export interface ThreadFilters {
 }
 
 /** Conditions on `t` for the filters; every message condition is limited to visible messages. */
-function filterSql(filters: ThreadFilters, v: Visibility, where: string[], params: unknown[]): void {
+function filterSql(filters: ThreadFilters, v: Visibility, where: string[], params: unknown[], rare: string | null): void {
   const visible = visibleSql('fm', v);
   if (filters.before) {
     where.push('t.updated_at < ?');
@@ -150,16 +152,19 @@ function filterSql(filters: ThreadFilters, v: Visibility, where: string[], param
     where.push(`EXISTS (SELECT 1 FROM messages fm WHERE fm.thread_id = t.thread_id AND ${visible} AND NOT EXISTS (SELECT 1 FROM message_labels fl WHERE fl.message_rowid = fm.id AND fl.label = ?))`);
     params.push(label);
   }
-  for (const label of filters.labels ?? []) {
+  for (const label of new Set(filters.labels ?? [])) {
+    if (label === rare) continue;
     where.push(`EXISTS (SELECT 1 FROM messages fm JOIN message_labels fl ON fl.message_rowid = fm.id AND fl.label = ? WHERE fm.thread_id = t.thread_id AND ${visible})`);
     params.push(label);
   }
 }
 
-function threadPage(db: Db, inboxId: string, filters: ThreadFilters, v: Visibility, page: PageRequest): ListedThreadRow[] {
-  const where = ['t.inbox_id = ?'];
-  const params: unknown[] = [inboxId];
-  filterSql(filters, v, where, params);
+function threadPage(db: Db, inboxId: string, filters: ThreadFilters, v: Visibility, page: PageRequest, rare: string | null): ListedThreadRow[] {
+  // With a rare label the threads are those of its visible messages in the inbox, looked up by
+  // id and sorted (`+t.inbox_id` keeps SQLite from walking the inbox's threads instead).
+  const where = rare === null ? ['t.inbox_id = ?'] : [`t.thread_id IN (SELECT rm.thread_id FROM message_labels rl CROSS JOIN messages rm ON rm.id = rl.message_rowid WHERE rl.label = ? AND +rm.inbox_id = ? AND ${visibleSql('rm', v)})`, '+t.inbox_id = ?'];
+  const params: unknown[] = rare === null ? [inboxId] : [rare, inboxId, inboxId];
+  filterSql(filters, v, where, params, rare);
   const [cmp, dir] = page.ascending ? ['>', 'ASC'] : ['<', 'DESC'];
   if (page.cursor) {
     where.push(`t.updated_at ${cmp}= ? AND (t.updated_at ${cmp} ? OR t.rowid ${cmp} ?)`);
@@ -176,7 +181,8 @@ function threadPage(db: Db, inboxId: string, filters: ThreadFilters, v: Visibili
  * keyset query each (threads_inbox), so an instance-wide list never sorts the whole table.
  */
 export function listThreads(db: Db, inboxIds: readonly string[], filters: ThreadFilters, v: Visibility, page: PageRequest): { items: ThreadItem[]; next: Cursor | null } {
-  let rows = inboxIds.flatMap((inboxId) => threadPage(db, inboxId, filters, v, page));
+  const rare = rareLabel(db, filters.labels);
+  let rows = inboxIds.flatMap((inboxId) => threadPage(db, inboxId, filters, v, page, rare));
   if (inboxIds.length > 1) {
     const sign = page.ascending ? 1 : -1;
     rows.sort((a, b) => sign * (a.updated_at < b.updated_at ? -1 : a.updated_at > b.updated_at ? 1 : a.rid - b.rid));
