@@ -139,3 +139,33 @@ export const INBOX_UNREAD_MIGRATION = `
     DELETE FROM inbox_unread WHERE inbox_id = OLD.inbox_id;
   END;
 `;
+
+/**
+ * Migration 30: each inbox's threads with unread mail, as the owner app's mail client shows them
+ * beside each inbox. `threads.unread` is 1 when a visible message of the thread is labelled
+ * `unread`; the thread summary's writer (src/mail/threads.ts `writeSummary`) sets it whenever it
+ * remakes the summary, which every change to the thread's messages or labels makes it do before
+ * the transaction commits. Triggers on `threads` keep the count per inbox, so the count reads a
+ * row per inbox instead of walking every unread message on each page load of the mail client.
+ */
+export const INBOX_UNREAD_THREADS_MIGRATION = `
+  ALTER TABLE threads ADD COLUMN unread INTEGER NOT NULL DEFAULT 0;
+  UPDATE threads SET unread = 1 WHERE thread_id IN (
+    SELECT m.thread_id FROM message_labels l JOIN messages m ON m.id = l.message_rowid WHERE l.label = 'unread' AND ${hiddenCount('m.id')} = 0);
+  CREATE TABLE inbox_unread_threads (
+    inbox_id TEXT PRIMARY KEY,
+    threads INTEGER NOT NULL
+  ) STRICT, WITHOUT ROWID;
+  INSERT INTO inbox_unread_threads (inbox_id, threads) SELECT inbox_id, count(*) FROM threads WHERE unread = 1 GROUP BY inbox_id;
+
+  CREATE TRIGGER threads_unread_change AFTER UPDATE OF unread, inbox_id ON threads WHEN NEW.unread != OLD.unread OR NEW.inbox_id != OLD.inbox_id BEGIN
+    UPDATE inbox_unread_threads SET threads = threads - 1 WHERE OLD.unread = 1 AND inbox_id = OLD.inbox_id;
+    INSERT INTO inbox_unread_threads (inbox_id, threads) SELECT NEW.inbox_id, 1 WHERE NEW.unread = 1 ON CONFLICT DO UPDATE SET threads = threads + 1;
+  END;
+  CREATE TRIGGER threads_unread_delete AFTER DELETE ON threads WHEN OLD.unread = 1 BEGIN
+    UPDATE inbox_unread_threads SET threads = threads - 1 WHERE inbox_id = OLD.inbox_id;
+  END;
+  CREATE TRIGGER inboxes_unread_threads_delete AFTER DELETE ON inboxes BEGIN
+    DELETE FROM inbox_unread_threads WHERE inbox_id = OLD.inbox_id;
+  END;
+`;

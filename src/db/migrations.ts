@@ -18,7 +18,7 @@ import { RETENTION_MIGRATION } from './migrations-retention.js';
 import { PODS_MIGRATION, WEBHOOK_POD_FILTER_MIGRATION } from './migrations-pods.js';
 import { METRIC_DAYS_MIGRATION } from './migrations-metric-days.js';
 import { MESSAGE_AUTH_MIGRATION } from './migrations-message-auth.js';
-import { INBOX_UNREAD_MIGRATION, METRIC_ROLLUPS_MIGRATION } from './migrations-metric-rollups.js';
+import { INBOX_UNREAD_MIGRATION, INBOX_UNREAD_THREADS_MIGRATION, METRIC_ROLLUPS_MIGRATION } from './migrations-metric-rollups.js';
 
 export const MIGRATIONS: readonly string[] = [
   // 1: settings and the owner account
@@ -334,6 +334,8 @@ export const MIGRATIONS: readonly string[] = [
   METRIC_ROLLUPS_MIGRATION,
   // 29: each inbox's visible unread count, kept by triggers (src/db/migrations-metric-rollups.ts)
   INBOX_UNREAD_MIGRATION,
+  // 30: each inbox's count of threads with visible unread mail, kept from the thread summaries (src/db/migrations-metric-rollups.ts)
+  INBOX_UNREAD_THREADS_MIGRATION,
 ];
 
 /**

@@ -9,7 +9,6 @@ import type { Principal } from '../auth/principal.js';
 import type { InboundAuth } from '../edge/sealed.js';
 import { notFound } from '../core/errors.js';
 import { prepared } from '../db/statements.js';
-import { HIDDEN_LABELS, visibleSql } from '../mail/labels.js';
 import type { SearchQuery, ThreadListQuery } from '../mail/query.js';
 import { threadListPage, threadSearchPage } from './threads.js';
 
@@ -39,17 +38,11 @@ export function ownerThreadSearchPage(db: Db, p: Principal, q: OwnerThreadSearch
 }
 
 /**
- * Threads with an unread visible message, per inbox (inboxes without any are absent). Walks the
- * `unread` label index once: as cheap as the unread mail is large, whatever the rest of the home holds.
+ * Threads with an unread visible message, per inbox (inboxes without any are absent), from the
+ * counts migration 30 keeps: a row per inbox, whatever the home holds.
  */
 export function ownerUnreadCounts(db: Db): { inboxes: { inbox_id: string; unread_threads: number }[] } {
-  const rows = prepared(
-    db,
-    `SELECT m.inbox_id, count(DISTINCT m.thread_id) AS unread_threads
-       FROM message_labels l JOIN messages m ON m.id = l.message_rowid
-      WHERE l.label = 'unread' AND ${visibleSql('m', { excluded: HIDDEN_LABELS })}
-      GROUP BY m.inbox_id ORDER BY m.inbox_id`,
-  ).all() as { inbox_id: string; unread_threads: number }[];
+  const rows = prepared(db, 'SELECT inbox_id, threads AS unread_threads FROM inbox_unread_threads WHERE threads > 0 ORDER BY inbox_id').all() as { inbox_id: string; unread_threads: number }[];
   return { inboxes: rows };
 }
 

@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { openDatabase, type Db } from '../../src/db/open.js';
 import { MIGRATIONS } from '../../src/db/migrations.js';
 import { METRIC_DAYS_MIGRATION } from '../../src/db/migrations-metric-days.js';
-import { INBOX_UNREAD_MIGRATION, METRIC_ROLLUPS_MIGRATION } from '../../src/db/migrations-metric-rollups.js';
+import { INBOX_UNREAD_MIGRATION, INBOX_UNREAD_THREADS_MIGRATION, METRIC_ROLLUPS_MIGRATION } from '../../src/db/migrations-metric-rollups.js';
 import { commitInbound } from '../../src/mail/store.js';
 import { deleteMessage, updateMessageLabels } from '../../src/mail/messages.js';
 import { deleteThread } from '../../src/mail/threads.js';
@@ -75,6 +75,14 @@ function rollupsAgree(t: typeof import('tap').default, db: Db, label: string): v
          AND NOT EXISTS (SELECT 1 FROM message_labels WHERE message_rowid = m.id AND label IN (${hidden})) GROUP BY 1 ORDER BY 1`,
     ),
     `${label}: inbox_unread`,
+  );
+  t.same(
+    nonZero('SELECT inbox_id, threads FROM inbox_unread_threads WHERE threads != 0 ORDER BY 1'),
+    nonZero(
+      `SELECT m.inbox_id, count(DISTINCT m.thread_id) AS threads FROM messages m WHERE EXISTS (SELECT 1 FROM message_labels WHERE message_rowid = m.id AND label = 'unread')
+         AND NOT EXISTS (SELECT 1 FROM message_labels WHERE message_rowid = m.id AND label IN (${hidden})) GROUP BY 1 ORDER BY 1`,
+    ),
+    `${label}: inbox_unread_threads`,
   );
 }
 
@@ -172,14 +180,17 @@ t.test('counters follow every change and answer as counting the messages does', 
     // Back to the schema before migration 25, with the mail as it is now.
     for (const { name } of db.prepare("SELECT name FROM sqlite_schema WHERE type = 'trigger' AND name LIKE '%_metric_%'").all() as { name: string }[]) db.exec(`DROP TRIGGER ${name}`);
     db.exec('DROP TABLE metric_days; DROP TABLE thread_days; ALTER TABLE threads DROP COLUMN counted;');
-    db.exec('DROP TABLE metric_totals; DROP TABLE metric_home_days; DROP TABLE thread_totals; DROP TABLE thread_home_days; DROP TABLE inbox_unread;');
+    db.exec('DROP TABLE metric_totals; DROP TABLE metric_home_days; DROP TABLE thread_totals; DROP TABLE thread_home_days; DROP TABLE inbox_unread; DROP TABLE inbox_unread_threads;');
     for (const { name } of db.prepare("SELECT name FROM sqlite_schema WHERE type = 'trigger' AND name LIKE '%unread%'").all() as { name: string }[]) db.exec(`DROP TRIGGER ${name}`);
+    db.exec('ALTER TABLE threads DROP COLUMN unread');
     const at = MIGRATIONS.indexOf(METRIC_DAYS_MIGRATION);
     t.equal(at, 24, 'migration 25');
     t.equal(MIGRATIONS.indexOf(METRIC_ROLLUPS_MIGRATION), 27, 'migration 28');
     db.transaction(() => db.exec(METRIC_DAYS_MIGRATION))();
     db.transaction(() => db.exec(METRIC_ROLLUPS_MIGRATION))();
     db.transaction(() => db.exec(INBOX_UNREAD_MIGRATION))();
+    t.equal(MIGRATIONS.indexOf(INBOX_UNREAD_THREADS_MIGRATION), 29, 'migration 30');
+    db.transaction(() => db.exec(INBOX_UNREAD_THREADS_MIGRATION))();
     t.same(countersOf(db), kept, 'the backfill equals the counters kept change by change');
     rollupsAgree(t, db, 'the roll-ups backfilled');
     agree(t, db, INBOXES.slice(0, 2), 'after the backfill');
