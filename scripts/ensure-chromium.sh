@@ -15,8 +15,8 @@ if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   echo "ensure-chromium: installing chromium" >&2
   # Serialise concurrent installs (parallel test runners) on apt's own lock.
   export DEBIAN_FRONTEND=noninteractive
-  apt-get -o DPkg::Lock::Timeout=300 update -qq >/dev/null
-  apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null
+  apt-get -o DPkg::Lock::Timeout=300 -o Acquire::Retries=3 -o Acquire::http::Timeout=30 update -qq >/dev/null
+  apt-get -o DPkg::Lock::Timeout=300 -o Acquire::Retries=3 -o Acquire::http::Timeout=30 install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null
   [ -x /usr/bin/chromium ] || { echo "ensure-chromium: chromium did not install" >&2; exit 1; }
 else
   echo "ensure-chromium: please install Chromium: sudo apt-get install chromium" >&2

@@ -28,8 +28,8 @@ if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
     printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && made_policy=1
   fi
   trap '[ -n "$made_policy" ] && rm -f /usr/sbin/policy-rc.d' EXIT
-  apt-get -o DPkg::Lock::Timeout=300 update -qq >/dev/null
-  apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends knot knot-dnsutils pdns-server pdns-backend-sqlite3 >/dev/null
+  apt-get -o DPkg::Lock::Timeout=300 -o Acquire::Retries=3 -o Acquire::http::Timeout=30 update -qq >/dev/null
+  apt-get -o DPkg::Lock::Timeout=300 -o Acquire::Retries=3 -o Acquire::http::Timeout=30 install -y -qq --no-install-recommends knot knot-dnsutils pdns-server pdns-backend-sqlite3 >/dev/null
   if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
     for unit in knot pdns; do systemctl disable --now "$unit" >/dev/null 2>&1 || true; done
   fi

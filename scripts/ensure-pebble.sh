@@ -12,8 +12,8 @@ if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   echo "ensure-pebble: installing pebble" >&2
   export DEBIAN_FRONTEND=noninteractive
   # Serialise concurrent installs (parallel test runners) on apt's own lock.
-  apt-get -o DPkg::Lock::Timeout=300 update -qq >/dev/null
-  apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends pebble >/dev/null
+  apt-get -o DPkg::Lock::Timeout=300 -o Acquire::Retries=3 -o Acquire::http::Timeout=30 update -qq >/dev/null
+  apt-get -o DPkg::Lock::Timeout=300 -o Acquire::Retries=3 -o Acquire::http::Timeout=30 install -y -qq --no-install-recommends pebble >/dev/null
   command -v pebble >/dev/null 2>&1 || { echo "ensure-pebble: pebble did not install" >&2; exit 1; }
 else
   echo "ensure-pebble: please install pebble: sudo apt-get install pebble" >&2

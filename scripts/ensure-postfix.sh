@@ -20,8 +20,8 @@ if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
   echo "ensure-postfix: installing postfix (no system configuration, not started)" >&2
   export DEBIAN_FRONTEND=noninteractive
   echo "postfix postfix/main_mailer_type select No configuration" | debconf-set-selections
-  apt-get -o DPkg::Lock::Timeout=300 update -qq >/dev/null
-  apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends postfix >/dev/null
+  apt-get -o DPkg::Lock::Timeout=300 -o Acquire::Retries=3 -o Acquire::http::Timeout=30 update -qq >/dev/null
+  apt-get -o DPkg::Lock::Timeout=300 -o Acquire::Retries=3 -o Acquire::http::Timeout=30 install -y -qq --no-install-recommends postfix >/dev/null
   [ -x /usr/sbin/postfix ] || { echo "ensure-postfix: postfix did not install" >&2; exit 1; }
 else
   echo "ensure-postfix: please install Postfix without configuring it: sudo apt-get install postfix (choose 'No configuration')" >&2
