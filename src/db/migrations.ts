@@ -19,6 +19,7 @@ import { PODS_MIGRATION, WEBHOOK_POD_FILTER_MIGRATION } from './migrations-pods.
 import { METRIC_DAYS_MIGRATION } from './migrations-metric-days.js';
 import { MESSAGE_AUTH_MIGRATION } from './migrations-message-auth.js';
 import { INBOX_UNREAD_MIGRATION, INBOX_UNREAD_THREADS_MIGRATION, METRIC_ROLLUPS_MIGRATION } from './migrations-metric-rollups.js';
+import { SEARCH_SHARDS_MIGRATION } from './migrations-search-shards.js';
 
 export const MIGRATIONS: readonly string[] = [
   // 1: settings and the owner account
@@ -336,6 +337,8 @@ export const MIGRATIONS: readonly string[] = [
   INBOX_UNREAD_MIGRATION,
   // 30: each inbox's count of threads with visible unread mail, kept from the thread summaries (src/db/migrations-metric-rollups.ts)
   INBOX_UNREAD_THREADS_MIGRATION,
+  // 31: the search index in shards of 8,192 message row ids, each its own FTS5 table (src/db/migrations-search-shards.ts)
+  SEARCH_SHARDS_MIGRATION,
 ];
 
 /**

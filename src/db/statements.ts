@@ -7,7 +7,7 @@ import type { Db } from './open.js';
 
 const caches = new WeakMap<Db, Map<string, Database.Statement>>();
 /** Query shapes are built from a small set of optional filters; this bounds the cache anyway. */
-const MAX_CACHED = 512;
+const MAX_CACHED = 1024;
 
 export function prepared(db: Db, sql: string): Database.Statement {
   let cache = caches.get(db);

@@ -7,6 +7,7 @@
 import type { Db } from '../db/open.js';
 import { prepared } from '../db/statements.js';
 import { bumpSearchGeneration } from '../core/pagination.js';
+import { indexMessage, unindexMessages } from './search-index.js';
 import { MAX_MESSAGE_ATTACHMENT_TEXT_BYTES } from '../attachment-text/limits.js';
 import type { AttachmentText, AttachmentTextFields } from '../attachment-text/schemas.js';
 import type { ExtractText } from '../attachment-text/on-receive.js';
@@ -82,7 +83,7 @@ function reindexMessage(db: Db, rowid: number): void {
   const list = (json: string | null) => (json ? (JSON.parse(json) as string[]) : []);
   const participants = [m.from_address ?? '', ...list(m.to_addresses), ...list(m.cc_addresses)].join(' ');
   const texts = prepared(db, "SELECT text FROM attachments WHERE message_rowid = ? AND text_status = 'ok' ORDER BY rowid").pluck().all(rowid) as string[];
-  prepared(db, 'DELETE FROM messages_fts WHERE rowid = ?').run(rowid);
-  prepared(db, 'INSERT INTO messages_fts (rowid, subject, participants, body) VALUES (?, ?, ?, ?)').run(rowid, m.subject ?? '', participants, searchBodyWith(m.text, texts));
+  unindexMessages(db, [rowid]);
+  indexMessage(db, rowid, m.subject ?? '', participants, searchBodyWith(m.text, texts));
   bumpSearchGeneration(db);
 }

@@ -7,6 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Db } from '../db/open.js';
+import { unindexMessages } from './search-index.js';
 import { ApiError } from '../core/errors.js';
 import { scopeFilter, type InboxRow } from '../auth/access.js';
 import type { Principal } from '../auth/principal.js';
@@ -165,7 +166,7 @@ export function updateInbox(db: Db, row: InboxRow, patch: UpdateInboxBody): Inbo
 export function deleteInbox(db: Db, inboxId: string): void {
   const messageRows = db.prepare('SELECT id FROM messages WHERE inbox_id = ?').pluck().all(inboxId) as number[];
   for (const rowid of messageRows) redactMessageEvents(db, rowid);
-  db.prepare('DELETE FROM messages_fts WHERE rowid IN (SELECT id FROM messages WHERE inbox_id = ?)').run(inboxId);
+  unindexMessages(db, messageRows);
   db.prepare('DELETE FROM list_entries WHERE inbox_id = ?').run(inboxId);
   const scoped = db
     .prepare('SELECT api_key_id, inbox_ids FROM api_keys WHERE inbox_ids IS NOT NULL AND EXISTS (SELECT 1 FROM json_each(api_keys.inbox_ids) WHERE value = ?)')

@@ -6,6 +6,7 @@ import type { Db } from '../db/open.js';
 import { bumpSearchGeneration, type Cursor } from '../core/pagination.js';
 import { redactMessageEvents } from '../events/log.js';
 import { applyLabelEdit, labelsOf, rareLabel, touchesHidden, visibleSql, type LabelEdit, type Visibility } from './labels.js';
+import { unindexMessages } from './search-index.js';
 import {
   ATTACHMENT_COLUMNS,
   MESSAGE_BODY_COLUMNS,
@@ -263,7 +264,7 @@ export function deleteMessage(db: Db, inboxId: string, messageId: string, v: Vis
   if (!row) return false;
   redactMessageEvents(db, row.id);
   redactSiblingSummaries(db, row);
-  prepared(db, 'DELETE FROM messages_fts WHERE rowid = ?').run(row.id);
+  unindexMessages(db, [row.id]);
   prepared(db, 'DELETE FROM messages WHERE id = ?').run(row.id);
   const rest = prepared(db, 'SELECT max(timestamp) AS latest FROM messages WHERE thread_id = ?').get(row.thread_id) as { latest: string | null };
   if (rest.latest === null) prepared(db, 'DELETE FROM threads WHERE thread_id = ?').run(row.thread_id);

@@ -10,7 +10,9 @@
  * match (about 17 ms for the 18,750 matches of a broad query at 100,000 messages, issue 19;
  * docs/mail-store.md, "Search", and docs/benchmarks.md).
  *
- * A band is read from FTS5 newest first joined to its message for the scope, time and
+ * The index is in shards by row id (src/mail/search-index.ts), each with its own bm25 IDF, read
+ * newest first; a band lies in one shard, so a query's cost follows the shards it reads, not the
+ * store. A band is read from FTS5 newest first joined to its message for the scope, time and
  * visibility checks, so only passing matches are scored. A thread is listed once, in the band of
  * its newest passing match, at its best hit there; the order key of a thread or message is its
  * (band, score, rowid), which is also the keyset cursor. Page tokens are bound to the index
@@ -24,10 +26,11 @@ import { messageItems } from './messages.js';
 import { LISTED_THREAD_COLUMNS, listedSummaries, type ListedThreadRow } from './threads.js';
 import { MESSAGE_ITEM_COLUMNS, type MessageItem, type MessageRow, type ThreadItem } from './serialize.js';
 import { prepared } from '../db/statements.js';
+import { shardFloor, shardLayout, shardOf, shardsAbove, shardsFrom, shardTable } from './search-index.js';
 
 export const MAX_QUERY_LENGTH = 512;
 /** Column weights for bm25: subject, participants, body. */
-const RANK = 'bm25(messages_fts, 10.0, 4.0, 1.0)';
+const rank = (table: string) => `bm25(${table}, 10.0, 4.0, 1.0)`;
 /** Passing matches ranked together: exact bm25 below this many, newest bands of it above. */
 export const BAND = 500;
 /** A scope of at most this many messages is gathered first (smallScope). */
@@ -112,29 +115,31 @@ function smallScope(db: Db, r: SearchRequest): boolean {
 }
 
 /**
- * The conditions every passing match meets, for `messages_fts` joined to its message `m`. In a
- * small scope, `+messages_fts.rowid` (not offered to FTS5, which would probe once per id) is
+ * The conditions every passing match meets, for the shard table `table` joined to its message
+ * `m`. In a small scope, `+<table>.rowid` (not offered to FTS5, which would probe once per id) is
  * checked against the scope's ids first.
  */
-function passingSql(r: SearchRequest, params: unknown[], small: boolean): string {
-  const scopeFirst = small ? `+messages_fts.rowid IN (SELECT s.id FROM messages s WHERE ${scopeSql(r, params, 's')}) AND ` : '';
+function passingSql(r: SearchRequest, params: unknown[], small: boolean, table: string): string {
+  const scopeFirst = small ? `+${table}.rowid IN (SELECT s.id FROM messages s WHERE ${scopeSql(r, params, 's')}) AND ` : '';
   return `${scopeFirst}${scopeSql(r, params)} AND ${VISIBLE}`;
 }
 
 /**
- * The band of the newest BAND passing matches at or below rowid `top`, best first. FTS5 is the
- * outer loop in rowid order (CROSS JOIN), so bm25 runs only for passing matches of the band.
+ * The band of the newest BAND passing matches at or below rowid `top` in shard `k`, best first.
+ * FTS5 is the outer loop in rowid order (CROSS JOIN), so bm25 runs only for passing matches of
+ * the band, with the IDF of the shard's own messages (src/mail/search-index.ts).
  */
-function band(db: Db, match: string, r: SearchRequest, small: boolean, top: number): IterableIterator<BandRow> {
+function band(db: Db, match: string, r: SearchRequest, small: boolean, top: number, k: number): IterableIterator<BandRow> {
+  const table = shardTable(k);
   const params: unknown[] = [match, top];
-  const passing = passingSql(r, params, small);
+  const passing = passingSql(r, params, small, table);
   return prepared(
     db,
     `WITH band AS MATERIALIZED (
-       SELECT messages_fts.rowid AS id, ${RANK} AS score, m.thread_id
-       FROM messages_fts CROSS JOIN messages m ON m.id = messages_fts.rowid
-       WHERE messages_fts MATCH ? AND messages_fts.rowid <= ? AND ${passing}
-       ORDER BY messages_fts.rowid DESC LIMIT ${BAND})
+       SELECT ${table}.rowid AS id, ${rank(table)} AS score, m.thread_id
+       FROM ${table} CROSS JOIN messages m ON m.id = ${table}.rowid
+       WHERE ${table} MATCH ? AND ${table}.rowid <= ? AND ${passing}
+       ORDER BY ${table}.rowid DESC LIMIT ${BAND})
      SELECT id, score, thread_id, (SELECT max(id) FROM band), (SELECT min(id) FROM band), (SELECT count(*) FROM band)
      FROM band ORDER BY score, id`,
   )
@@ -157,9 +162,20 @@ function listedAbove(db: Db, match: string, r: SearchRequest, top: number): (thr
       .pluck()
       .all(...params) as number[];
     if (newer.length === 0) return false;
-    matchesAbove ??= new Set(prepared(db, 'SELECT rowid FROM messages_fts WHERE messages_fts MATCH ? AND rowid > ?').pluck().all(match, top) as number[]);
+    matchesAbove ??= matchesAboveRowid(db, match, top);
     return newer.some((id) => matchesAbove!.has(id));
   };
+}
+
+/** The rowids of every match above `top`: in its shard above it, and in every newer shard. */
+function matchesAboveRowid(db: Db, match: string, top: number): Set<number> {
+  const k = shardOf(shardLayout(db), top);
+  const found = new Set<number>();
+  for (const shard of [k, ...shardsAbove(db, k)]) {
+    const table = shardTable(shard);
+    for (const id of prepared(db, `SELECT rowid FROM ${table} WHERE ${table} MATCH ? AND rowid > ?`).pluck().iterate(match, top) as IterableIterator<number>) found.add(id);
+  }
+  return found;
 }
 
 const isAfter = (score: number, id: number, cursor: [number, number] | null) => cursor === null || score > cursor[0] || (score === cursor[0] && id > cursor[1]);
@@ -182,23 +198,33 @@ function rankedResults(db: Db, r: SearchRequest, keyOf: (h: BandRow) => string, 
   let [index, top] = r.cursor ? [r.cursor[0] as number, r.cursor[1] as number] : [0, NO_TOP];
   let after: [number, number] | null = r.cursor ? [r.cursor[2] as number, r.cursor[3] as number] : null;
   const small = smallScope(db, r);
-  for (;;) {
-    const seen = new Set<string>();
-    let next: { top: number; floor: number; size: number } | null = null;
-    let above: ((threadId: string) => boolean) | null = null;
-    for (const hit of band(db, match, r, small, top)) {
-      next ??= { top: hit[3], floor: hit[4], size: hit[5] };
-      const key = keyOf(hit);
-      if (seen.has(key)) continue;
-      seen.add(key);
-      if (!isAfter(hit[1], hit[0], after)) continue;
-      if (once && index > 0 && (above ??= listedAbove(db, match, r, next.top))(key)) continue;
-      results.push({ key, cursor: [index, next.top, hit[1], hit[0]] });
-      if (results.length === want) return results; // leaving the loop ends the statement
+  const layout = shardLayout(db);
+  // Shards newest first from the one `top` is in; within a shard, bands from `top` down. A band
+  // never spans two shards, so its scores all come from one shard's IDF.
+  for (const k of shardsFrom(db, shardOf(layout, top))) {
+    for (;;) {
+      const seen = new Set<string>();
+      let next: { top: number; floor: number; size: number } | null = null;
+      let above: ((threadId: string) => boolean) | null = null;
+      for (const hit of band(db, match, r, small, top, k)) {
+        next ??= { top: hit[3], floor: hit[4], size: hit[5] };
+        const key = keyOf(hit);
+        if (seen.has(key)) continue;
+        seen.add(key);
+        if (!isAfter(hit[1], hit[0], after)) continue;
+        if (once && index > 0 && (above ??= listedAbove(db, match, r, next.top))(key)) continue;
+        results.push({ key, cursor: [index, next.top, hit[1], hit[0]] });
+        if (results.length === want) return results; // leaving the loop ends the statement
+      }
+      // An empty band lists nothing, so the next one keeps its number.
+      if (next !== null) [index, after] = [index + 1, null];
+      if (next === null || next.size < BAND) break;
+      top = next.floor - 1;
     }
-    if (next === null || next.size < BAND) return results;
-    [index, top, after] = [index + 1, next.floor - 1, null];
+    [top, after] = [shardFloor(layout, k) - 1, null];
+    if (top < 0) break;
   }
+  return results;
 }
 
 function page<T>(results: { key: string; cursor: Cursor }[] | null, limit: number, load: (keys: string[]) => T[]): { items: T[]; next: Cursor | null } {

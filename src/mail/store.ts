@@ -27,6 +27,7 @@ import { MAX_MESSAGE_ID, MAX_THREAD_REFS } from './limits.js';
 import { storeRawMime } from './raw-mime.js';
 import { bufferView } from '../core/bytes.js';
 import { searchBodyWith } from './attachment-text.js';
+import { indexMessage } from './search-index.js';
 import type { AttachmentText } from '../attachment-text/schemas.js';
 
 export interface InboundMail {
@@ -187,7 +188,7 @@ export function commitInbound(db: Db, input: InboundMail): CommitResult {
     });
     storeRawMime(db, rowid, input.raw);
     if (input.auth) prepared(db, 'UPDATE messages SET auth = ? WHERE id = ?').run(JSON.stringify(input.auth), rowid);
-    prepared(db, 'INSERT INTO messages_fts (rowid, subject, participants, body) VALUES (?, ?, ?, ?)').run(rowid, parsed.subject ?? '', participants, searchBody);
+    indexMessage(db, rowid, parsed.subject ?? '', participants, searchBody);
     bumpSearchGeneration(db);
 
     // The event carries the message and its thread as a reader of this event type sees them:

@@ -7,6 +7,7 @@ import { onCommit, type Db } from '../db/open.js';
 import { bumpSearchGeneration, type Cursor } from '../core/pagination.js';
 import { redactMessageEvents } from '../events/log.js';
 import { applyLabelEdit, HIDDEN_LABELS, labelsOf, rareLabel, touchesHidden, visibleSql, type LabelEdit, type Visibility } from './labels.js';
+import { unindexMessages } from './search-index.js';
 import { anySubstring, attachmentsOf, fullMessages, type PageRequest } from './messages.js';
 import {
   ATTACHMENT_COLUMNS,
@@ -248,7 +249,7 @@ export function deleteThread(db: Db, inboxId: string, threadId: string, v: Visib
   if (!visibleThread(db, inboxId, threadId, v)) return false;
   const ids = (prepared(db, 'SELECT id FROM messages WHERE thread_id = ?').all(threadId) as { id: number }[]).map((r) => r.id);
   for (const id of ids) redactMessageEvents(db, id);
-  prepared(db, 'DELETE FROM messages_fts WHERE rowid IN (SELECT value FROM json_each(?))').run(JSON.stringify(ids));
+  unindexMessages(db, ids);
   prepared(db, 'DELETE FROM threads WHERE thread_id = ?').run(threadId);
   bumpSearchGeneration(db);
   return true;

@@ -1,7 +1,7 @@
 /** Inboxes (spec §2.1, §4.1, §4.3, §5.2): create rules, scope before permission, patch, paging, search, delete. */
 import t from 'tap';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
-import { openHomeDb } from '../helpers/db.js';
+import { indexedRows, openHomeDb } from '../helpers/db.js';
 import { seedMail } from '../helpers/mail.js';
 
 interface Inbox {
@@ -395,8 +395,8 @@ t.test('delete: removes the inbox and everything in it permanently; empty 200', 
   t.equal(count('SELECT count(*) FROM message_labels WHERE message_rowid = ?', doomedRow), 0, 'labels removed');
   t.equal(count('SELECT count(*) FROM attachments WHERE message_rowid = ?', doomedRow), 0, 'attachments removed');
   t.equal(count('SELECT count(*) FROM raw_message_parts WHERE message_rowid = ?', doomedRow), 0, 'raw MIME removed');
-  t.equal(count('SELECT count(*) FROM messages_fts WHERE rowid = ?', doomedRow), 0, 'search index rows removed');
-  t.equal(count("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'secret'"), 1, 'only the other inbox is still searchable');
+  t.equal(indexedRows(db, { rowid: doomedRow }), 0, 'search index rows removed');
+  t.equal(indexedRows(db, { match: 'secret' }), 1, 'only the other inbox is still searchable');
   t.equal(count('SELECT count(*) FROM list_entries WHERE inbox_id = ?', inbox.inbox_id), 0, 'the inbox lists removed');
   t.ok(generation() > before, 'the search generation moved, so search page tokens go stale');
 

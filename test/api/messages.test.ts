@@ -5,7 +5,7 @@
 import t from 'tap';
 import type { Db } from '../../src/db/open.js';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
-import { openHomeDb } from '../helpers/db.js';
+import { indexedRows, openHomeDb } from '../helpers/db.js';
 import { createApiKey, createInbox } from '../helpers/seed.js';
 import { fixture, seedMail, simpleMail } from '../helpers/mail.js';
 
@@ -329,7 +329,7 @@ t.test('DELETE message removes it for good and redacts its event payload in the 
   const sibling = JSON.parse((db.prepare('SELECT payload FROM events WHERE seq = ?').get(reply.seq) as { payload: string }).payload);
   t.equal(sibling.message.text.trim(), 'keep me', 'the other message\'s event keeps its own content');
   t.same(sibling.thread.attachments, [], 'its thread summary no longer names the deleted attachments');
-  t.equal((db.prepare('SELECT count(*) AS n FROM messages_fts WHERE rowid = ?').get(root.messageRowid) as { n: number }).n, 0, 'gone from the search index');
+  t.equal(indexedRows(db, { rowid: root.messageRowid }), 0, 'gone from the search index');
   const thread = await api<{ message_count: number; messages: { message_id: string }[] }>(svc.url, 'GET', `/v0/threads/${root.threadId}`, { token: deleter });
   t.equal(thread.status, 200, 'the thread stays while it has messages');
   t.same(

@@ -13,6 +13,7 @@ import { openDatabase, type Db } from '../../src/db/open.js';
 import { sha256Hex } from '../../src/auth/secrets.js';
 import { API_KEY_PREFIX } from '../../src/auth/api-keys.js';
 import { uuidv7 } from '../../src/db/ids.js';
+import { shardTable } from '../../src/mail/search-index.js';
 
 export function openHomeDb(home: string): Db {
   const { dbKey } = unlockHome(home, false);
@@ -58,4 +59,18 @@ export function expireApiKey(db: Db, apiKeyId: string): void {
  */
 export function narrowApiKeyScope(db: Db, apiKeyId: string, inboxIds: string[]): void {
   db.prepare('UPDATE api_keys SET inbox_ids = ? WHERE api_key_id = ?').run(JSON.stringify(inboxIds), apiKeyId);
+}
+
+/**
+ * Rows of the search index (every shard, src/mail/search-index.ts) for a rowid and/or an FTS5
+ * match, summed over the shards: for asserting what is indexed without knowing its shard.
+ */
+export function indexedRows(db: Db, where: { rowid?: number; match?: string }): number {
+  let n = 0;
+  for (const k of db.prepare('SELECT k FROM search_shards').pluck().all() as number[]) {
+    const table = shardTable(k);
+    const conditions = [...(where.rowid === undefined ? [] : ['rowid = @rowid']), ...(where.match === undefined ? [] : [`${table} MATCH @match`])];
+    n += db.prepare(`SELECT count(*) FROM ${table}${conditions.length ? ` WHERE ${conditions.join(' AND ')}` : ''}`).pluck().get(where) as number;
+  }
+  return n;
 }

@@ -1,0 +1,137 @@
+/**
+ * The search index in shards by row id (migration 31, src/mail/search-index.ts), on a real
+ * database filled through the inbound commit path with shards of 16 row ids (the layout's `bits`
+ * set to 4 before any mail; a home has 8,192) and the first 20 messages in the legacy index, as in
+ * a home migrated with mail: each message is indexed in its shard, search pages through every
+ * shard newest first and lists each match and each thread once (also threads whose messages lie
+ * in several shards), finds a word only the oldest mail has, and deletions leave no row behind.
+ */
+import t from 'tap';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { openDatabase, type Db } from '../../src/db/open.js';
+import { commitInbound } from '../../src/mail/store.js';
+import { deleteMessage } from '../../src/mail/messages.js';
+import { deleteThread } from '../../src/mail/threads.js';
+import { deleteInbox } from '../../src/mail/inboxes.js';
+import { searchMessages, searchThreads } from '../../src/mail/search.js';
+import { LEGACY_SHARD, shardLayout, shardOf } from '../../src/mail/search-index.js';
+import type { Cursor } from '../../src/core/pagination.js';
+import { parseMime } from '../../workers/pool/parse.js';
+import { indexedRows, insertInbox } from '../helpers/db.js';
+import { tempDir } from '../helpers/svc.js';
+
+const A = 'a@example.com';
+const B = 'b@example.com';
+const ALL = { excluded: [] };
+const COUNT = 170;
+
+/** Message i: in inbox A but every fifth in B; threads of three; `osprey` in most, `kestrel` only in the oldest five. */
+async function filled(): Promise<Db> {
+  const db = openDatabase(path.join(tempDir(), 'svc.db'), randomBytes(32), { migrate: true });
+  // Shards of 16 row ids, and the mail with row ids below 21 in the legacy index (a home migrated with 20 messages).
+  db.prepare('UPDATE search_layout SET bits = 4, legacy_end = 21').run();
+  insertInbox(db, A);
+  insertInbox(db, B);
+  const template = await parseMime(new TextEncoder().encode(`From: a@example.net\r\nTo: ${A}\r\nSubject: x\r\nMessage-ID: <t@example.net>\r\n\r\nbody\r\n`));
+  db.transaction(() => {
+    for (let i = 0; i < COUNT; i++) {
+      const at = new Date(Date.UTC(2025, 0, 1) + i * 60_000).toISOString();
+      const inbox = i % 5 === 4 ? B : A;
+      const root = i - (i % 3);
+      const words = [...(i % 7 === 6 ? [] : Array<string>(1 + (i % 4)).fill('osprey')), ...(i < 5 ? ['kestrel'] : []), `m${i}`];
+      commitInbound(db, {
+        inboxId: inbox,
+        parsed: { ...template, messageId: `<m${i}@x.org>`, inReplyTo: i === root ? null : `<m${i - 1}@x.org>`, references: i === root ? [] : [`<m${root}@x.org>`], subject: `Note ${i}`, text: words.join(' '), date: at },
+        raw: new TextEncoder().encode(`Subject: ${i}\r\n\r\n${words.join(' ')}\r\n`),
+        sourceKey: `k${i}`,
+        receivedAt: at,
+      });
+    }
+  })();
+  return db;
+}
+
+function everyPage<T>(read: (cursor: Cursor | null) => { items: T[]; next: Cursor | null }): T[] {
+  const all: T[] = [];
+  let cursor: Cursor | null = null;
+  for (let i = 0; i < 1000; i++) {
+    const page = read(cursor);
+    all.push(...page.items);
+    if (!page.next) return all;
+    cursor = page.next;
+  }
+  throw new Error('search did not end');
+}
+
+/** Messages of the inboxes whose text has the word, by Message-ID, from the rows. */
+function withWord(db: Db, inboxes: string[], word: string): Set<string> {
+  const rows = db.prepare('SELECT message_id, text FROM messages WHERE inbox_id IN (SELECT value FROM json_each(?))').all(JSON.stringify(inboxes)) as { message_id: string; text: string }[];
+  return new Set(rows.filter((r) => r.text.split(' ').includes(word)).map((r) => r.message_id));
+}
+
+t.test('each message is indexed in the shard of its row id; the legacy index keeps the older mail', async (t) => {
+  const db = await filled();
+  t.teardown(() => db.close());
+  const layout = shardLayout(db);
+  t.same(layout, { bits: 4, legacyEnd: 21 });
+  const ids = db.prepare('SELECT id FROM messages ORDER BY id').pluck().all() as number[];
+  const expectedShards = [...new Set(ids.map((id) => shardOf(layout, id)))].sort((x, y) => x - y);
+  t.same(db.prepare('SELECT k FROM search_shards ORDER BY k').pluck().all(), expectedShards, 'a shard per 16 row ids, listed as made');
+  t.equal(expectedShards[0], LEGACY_SHARD);
+  t.ok(expectedShards.length >= 10, `${expectedShards.length} shards`);
+  for (const id of ids) {
+    const k = shardOf(layout, id);
+    const table = k === LEGACY_SHARD ? 'messages_fts' : `messages_fts_${k}`;
+    t.equal(db.prepare(`SELECT count(*) FROM ${table} WHERE rowid = ?`).pluck().get(id), 1, `message ${id} in ${table}`);
+  }
+  t.equal(indexedRows(db, {}), COUNT, 'no message indexed twice');
+});
+
+t.test('search pages through every shard and lists each match and each thread once', async (t) => {
+  const db = await filled();
+  t.teardown(() => db.close());
+  for (const [inboxes, label] of [[[A], 'one inbox'], [[A, B], 'two inboxes']] as const) {
+    const want = withWord(db, [...inboxes], 'osprey');
+    for (const limit of [1, 4, 25]) {
+      const listed = everyPage((cursor) => searchMessages(db, { q: 'osprey', inboxIds: inboxes, limit, cursor })).map((m) => m.message_id);
+      t.equal(new Set(listed).size, listed.length, `${label}, limit ${limit}: no message twice`);
+      t.same(new Set(listed), want, `${label}, limit ${limit}: every match (${want.size})`);
+      // Newest shard first: a message is never listed after one of an older shard.
+      const rowid = db.prepare('SELECT id FROM messages WHERE message_id = ?').pluck();
+      const shards = listed.map((id) => shardOf(shardLayout(db), rowid.get(id) as number));
+      t.ok(shards.every((k, i) => i === 0 || k <= shards[i - 1]!), `${label}, limit ${limit}: shards newest first`);
+
+      const threads = everyPage((cursor) => searchThreads(db, { q: 'osprey', inboxIds: inboxes, limit, cursor })).map((th) => th.thread_id);
+      const wantThreads = new Set((db.prepare('SELECT message_id, thread_id FROM messages').all() as { message_id: string; thread_id: string }[]).filter((m) => want.has(m.message_id)).map((m) => m.thread_id));
+      t.equal(new Set(threads).size, threads.length, `${label}, limit ${limit}: no thread twice, though threads span shards`);
+      t.same(new Set(threads), wantThreads, `${label}, limit ${limit}: every thread with a match (${wantThreads.size})`);
+    }
+  }
+  // Within a shard, bm25 ranks more occurrences first.
+  const first = searchMessages(db, { q: 'osprey', inboxIds: [A], limit: 4, cursor: null }).items.map((m) => m.message_id);
+  const counts = first.map((id) => (db.prepare('SELECT text FROM messages WHERE message_id = ?').pluck().get(id) as string).split(' ').filter((w) => w === 'osprey').length);
+  t.ok(counts[0]! >= counts[counts.length - 1]!, `best first in the newest shard: ${counts.join(', ')}`);
+  // A word only the oldest mail has is found behind every newer shard, and a prefix too.
+  t.same(new Set(searchMessages(db, { q: 'kestrel', inboxIds: [A, B], limit: 10, cursor: null }).items.map((m) => m.message_id)), withWord(db, [A, B], 'kestrel'), 'found in the legacy index');
+  t.same(searchMessages(db, { q: 'm16*', inboxIds: [A, B], limit: 50, cursor: null }).items.map((m) => m.message_id).sort(), ['<m16@x.org>', ...Array.from({ length: 10 }, (_, d) => `<m16${d}@x.org>`)].sort(), 'a prefix across the legacy index and the shards');
+});
+
+t.test('deleting a message, a thread or an inbox removes its rows from their shards', async (t) => {
+  const db = await filled();
+  t.teardown(() => db.close());
+  const rowidOf = (id: string) => db.prepare('SELECT id FROM messages WHERE message_id = ?').pluck().get(id) as number;
+  for (const id of ['<m3@x.org>', '<m100@x.org>']) {
+    const rowid = rowidOf(id);
+    db.transaction(() => deleteMessage(db, A, id, ALL))();
+    t.equal(indexedRows(db, { rowid }), 0, `${id} unindexed`);
+  }
+  const thread = db.prepare('SELECT thread_id FROM messages WHERE message_id = ?').pluck().get('<m150@x.org>') as string;
+  const threadRows = db.prepare('SELECT id FROM messages WHERE thread_id = ?').pluck().all(thread) as number[];
+  db.transaction(() => deleteThread(db, A, thread, ALL))();
+  t.ok(threadRows.every((rowid) => indexedRows(db, { rowid }) === 0), 'the thread unindexed');
+  t.notOk(searchMessages(db, { q: 'm151', inboxIds: [A, B], limit: 5, cursor: null }).items.length, 'not found');
+  db.transaction(() => deleteInbox(db, B))();
+  t.same(searchMessages(db, { q: 'osprey', inboxIds: [B], limit: 5, cursor: null }).items, [], 'the inbox unindexed');
+  t.equal(indexedRows(db, {}), db.prepare('SELECT count(*) FROM messages').pluck().get(), 'every message left is indexed once, and nothing else');
+});
