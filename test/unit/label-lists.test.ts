@@ -153,5 +153,6 @@ t.test('a list filtered by a rare label starts from the label\'s rows, never wal
     const plan = (prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...Array<string>((sql.match(/\?/g) ?? []).length).fill('rare')) as { detail: string }[]).map((r) => r.detail);
     t.ok(plan.some((d) => /^SEARCH rl USING COVERING INDEX message_labels_label \(label=\?\)/.test(d)), plan.join(' | '));
     t.notOk(plan.some((d) => /messages_inbox_time|threads_inbox/.test(d)), `no walk of the inbox: ${plan.join(' | ')}`);
+    t.notOk(plan.some((d) => /^SCAN (t|m|rl|rm)\b/.test(d)), `no table scanned: ${plan.join(' | ')}`);
   }
 });
