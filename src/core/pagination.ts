@@ -37,7 +37,7 @@ export function ensurePageKey(db: Db): void {
   pageKey(db);
 }
 
-/** The search index generation: bumped in the same transaction as any change to messages_fts. */
+/** The search index generation: bumped in the same transaction as any change to the search index (src/mail/search-index.ts). */
 export function searchGeneration(db: Db): number {
   const row = prepared(db, "SELECT value FROM settings WHERE key = 'search_generation'").get() as { value: string } | undefined;
   return row ? Number(row.value) : 0;

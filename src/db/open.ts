@@ -101,6 +101,13 @@ export function onCommit(hook: (db: Db) => void): void {
   commitHooks.push(hook);
 }
 
+/**
+ * Connections running migrations: their transactions run no commit hook, which is written for the
+ * newest schema (a thread summary written before migration 30 added `threads.unread` would fail the
+ * upgrade). What a migration leaves dirty is remade by the next write transaction after it.
+ */
+const migrating = new WeakSet<Db>();
+
 /** Per connection: the gate shared with the service's other threads, the WAL's descriptor, and syncs in flight. */
 interface Writer {
   gate: WriteGate | null;
@@ -198,7 +205,7 @@ function writeLockUpFront(db: Db, gate: WriteGate | null): void {
     const tx = transaction(function (this: unknown, ...args: unknown[]) {
       started = true;
       const result = fn.apply(this, args);
-      if (outermost) for (const hook of commitHooks) hook(db);
+      if (outermost && !migrating.has(db)) for (const hook of commitHooks) hook(db);
       return result;
     });
     const attempt = (variant: 'immediate' | 'exclusive', args: unknown[]) => {
@@ -300,6 +307,15 @@ export function migrate(db: Db): void {
       throw new StartupError('database_failed', 'SnapshotFailed', `svc could not keep a snapshot of the database (schema ${version}) before upgrading it, so it did not upgrade it.`, 'Free disk space in the home (a snapshot needs about the size of svc.db), then start svc again.');
     }
   }
+  migrating.add(db);
+  try {
+    migrateFrom(db, version);
+  } finally {
+    migrating.delete(db);
+  }
+}
+
+function migrateFrom(db: Db, version: number): void {
   for (let v = version; v < MIGRATIONS.length; v++) {
     // A table rebuild (SQLite's twelve steps) needs foreign keys off, which only changes outside a transaction.
     const keysOff = FOREIGN_KEYS_OFF.has(v + 1);

@@ -6,7 +6,10 @@ import type Database from 'better-sqlite3-multiple-ciphers';
 import type { Db } from './open.js';
 
 const caches = new WeakMap<Db, Map<string, Database.Statement>>();
-/** Query shapes are built from a small set of optional filters; this bounds the cache anyway. */
+/**
+ * Query shapes are built from a small set of optional filters, and search has a few per shard of
+ * its index (src/mail/search-index.ts); the least recently used statement goes first beyond this.
+ */
 const MAX_CACHED = 1024;
 
 export function prepared(db: Db, sql: string): Database.Statement {
@@ -18,10 +21,13 @@ export function prepared(db: Db, sql: string): Database.Statement {
     db.function('svc_fold', { deterministic: true }, (s: unknown) => (typeof s === 'string' ? s.toLowerCase() : null));
   }
   let statement = cache.get(sql);
-  if (!statement) {
-    if (cache.size >= MAX_CACHED) cache.clear();
+  if (statement) {
+    // Map keeps insertion order: moved to the end, the first key is the least recently used.
+    cache.delete(sql);
+  } else {
+    if (cache.size >= MAX_CACHED) cache.delete(cache.keys().next().value!);
     statement = db.prepare(sql);
-    cache.set(sql, statement);
   }
+  cache.set(sql, statement);
   return statement;
 }

@@ -141,9 +141,16 @@ export const RARE_LABEL_ROWS = 5000;
 /** The filter label carried by the fewest messages when that is at most RARE_LABEL_ROWS, else null. */
 export function rareLabel(db: Db, labels: readonly string[] | undefined, limit = RARE_LABEL_ROWS): string | null {
   let best: { label: string; rows: number } | null = null;
+  // Index entries counted for one list at most: a filter of many common labels (up to 50) costs
+  // a few counts, not one each; a rare label after them is then not looked for, and the list walks.
+  let budget = 3 * (limit + 1);
   for (const label of new Set(labels ?? [])) {
-    const rows = prepared(db, 'SELECT count(*) FROM (SELECT 1 FROM message_labels WHERE label = ? LIMIT ?)').pluck().get(label, limit + 1) as number;
-    if (rows <= limit && (best === null || rows < best.rows)) best = { label, rows };
+    // A later label is counted only as far as it takes to be the rarer one.
+    const bound = Math.min(best === null ? limit : best.rows - 1, budget - 1);
+    if (bound < 0) break;
+    const rows = prepared(db, 'SELECT count(*) FROM (SELECT 1 FROM message_labels WHERE label = ? LIMIT ?)').pluck().get(label, bound + 1) as number;
+    budget -= rows;
+    if (rows <= bound) best = { label, rows };
   }
   return best?.label ?? null;
 }

@@ -154,28 +154,33 @@ function series(rows: { b: number | string; n: number }[], w: MetricsWindow): Me
 function scanEvents(db: Db, inboxIds: readonly string[], messageTypes: readonly Exclude<MetricEventType, 'domain.verified'>[], w: MetricsWindow): { type: MetricEventType; b: number | string; n: number }[] {
   const period = w.periodS === null ? {} : { period: w.periodS };
   // SQLite counts the window's messages per bucket and label bits (a message's labels read once,
-  // from message_labels' key); the few wanted types are matched here, per (bucket, bits) group.
+  // from message_labels' key), in bucket order; each (bucket, bits) group is matched here against
+  // the few wanted types. Reading stops once every type has its `limit` buckets, so at most that
+  // many per type are held, also without `period`, where every event time is its own bucket.
   const groups = prepared(
     db,
     `SELECT b, bits, count(*) FROM (
        SELECT ${bucketSql('m.timestamp', w.periodS)} AS b, (SELECT ${LABEL_BITS_SQL} FROM message_labels WHERE message_rowid = m.id) AS bits
          FROM messages m INDEXED BY messages_inbox_time
         WHERE m.inbox_id IN (SELECT value FROM json_each(@inboxes)) AND m.timestamp >= @start AND m.timestamp < @end)
-     GROUP BY b, bits`,
+     GROUP BY b, bits ORDER BY b ${w.descending ? 'DESC' : 'ASC'}`,
   )
     .raw(true)
-    .all({ inboxes: JSON.stringify(inboxIds), start: iso(w.startMs), end: iso(w.endMs), ...period }) as [b: number | string, bits: number, n: number][];
-  const out: { type: MetricEventType; b: number | string; n: number }[] = [];
-  for (const type of messageTypes) {
-    const [mask, want] = EVENT_BITS[type];
-    const buckets = new Map<number | string, number>();
-    for (const [b, bits, n] of groups) if ((bits & mask) === want) buckets.set(b, (buckets.get(b) ?? 0) + n);
-    // The first `limit` buckets in the asked order, as series() keeps them.
-    const keys = [...buckets.keys()].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0));
-    if (w.descending) keys.reverse();
-    for (const b of keys.slice(0, w.limit)) out.push({ type, b, n: buckets.get(b)! });
+    .iterate({ inboxes: JSON.stringify(inboxIds), start: iso(w.startMs), end: iso(w.endMs), ...period }) as IterableIterator<[b: number | string, bits: number, n: number]>;
+  const perType = messageTypes.map((type) => ({ type, mask: EVENT_BITS[type][0], want: EVENT_BITS[type][1], buckets: [] as { b: number | string; n: number }[] }));
+  let previous: number | string | null = null;
+  for (const [b, bits, n] of groups) {
+    // A new bucket: a type with `limit` buckets already takes nothing more.
+    if (b !== previous && perType.every((t) => t.buckets.length >= w.limit)) break; // leaving the loop ends the statement
+    previous = b;
+    for (const t of perType) {
+      if ((bits & t.mask) !== t.want) continue;
+      const last = t.buckets[t.buckets.length - 1];
+      if (last?.b === b) last.n += n;
+      else if (t.buckets.length < w.limit) t.buckets.push({ b, n });
+    }
   }
-  return out;
+  return perType.flatMap((t) => t.buckets.map(({ b, n }) => ({ type: t.type, b, n })));
 }
 
 /**
@@ -184,9 +189,9 @@ function scanEvents(db: Db, inboxIds: readonly string[], messageTypes: readonly 
  * instance-wide query); other inboxes' mail is never read.
  *
  * One pass over the window: each message's label bits are read once and SQLite groups the
- * messages by bucket and bits; each wanted type then sums the groups its bits match and keeps its
- * first `limit` buckets in the asked order. Matching the types in SQL (a join of every message
- * with every type, then a window function over the groups) cost about six times as much.
+ * messages by bucket and bits, in the asked order; each wanted type sums the groups its bits
+ * match until it has its first `limit` buckets. Matching the types in SQL (a join of every
+ * message with every type, then a window function over the groups) cost about six times as much.
  */
 export function countMetricEvents(
   db: Db,

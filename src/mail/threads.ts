@@ -160,11 +160,18 @@ function filterSql(filters: ThreadFilters, v: Visibility, where: string[], param
   }
 }
 
-function threadPage(db: Db, inboxId: string, filters: ThreadFilters, v: Visibility, page: PageRequest, rare: string | null): ListedThreadRow[] {
-  // With a rare label the threads are those of its visible messages in the inbox, looked up by
-  // id and sorted (`+t.inbox_id` keeps SQLite from walking the inbox's threads instead).
-  const where = rare === null ? ['t.inbox_id = ?'] : [`t.thread_id IN (SELECT rm.thread_id FROM message_labels rl CROSS JOIN messages rm ON rm.id = rl.message_rowid WHERE rl.label = ? AND +rm.inbox_id = ? AND ${visibleSql('rm', v)})`, '+t.inbox_id = ?'];
-  const params: unknown[] = rare === null ? [inboxId] : [rare, inboxId, inboxId];
+/**
+ * One page of threads of one inbox, or, with a rare label, of every inbox at once: the threads of
+ * the label's visible messages in them, looked up by id and sorted (`+t.inbox_id` keeps SQLite
+ * from walking an inbox's threads instead).
+ */
+function threadPage(db: Db, inboxIds: readonly string[], filters: ThreadFilters, v: Visibility, page: PageRequest, rare: string | null): ListedThreadRow[] {
+  const inboxes = JSON.stringify(inboxIds);
+  const where =
+    rare === null
+      ? ['t.inbox_id = ?']
+      : [`t.thread_id IN (SELECT rm.thread_id FROM message_labels rl CROSS JOIN messages rm ON rm.id = rl.message_rowid WHERE rl.label = ? AND +rm.inbox_id IN (SELECT value FROM json_each(?)) AND ${visibleSql('rm', v)})`, '+t.inbox_id IN (SELECT value FROM json_each(?))'];
+  const params: unknown[] = rare === null ? [inboxIds[0]] : [rare, inboxes, inboxes];
   filterSql(filters, v, where, params, rare);
   const [cmp, dir] = page.ascending ? ['>', 'ASC'] : ['<', 'DESC'];
   if (page.cursor) {
@@ -183,8 +190,8 @@ function threadPage(db: Db, inboxId: string, filters: ThreadFilters, v: Visibili
  */
 export function listThreads(db: Db, inboxIds: readonly string[], filters: ThreadFilters, v: Visibility, page: PageRequest): { items: ThreadItem[]; next: Cursor | null } {
   const rare = rareLabel(db, filters.labels);
-  let rows = inboxIds.flatMap((inboxId) => threadPage(db, inboxId, filters, v, page, rare));
-  if (inboxIds.length > 1) {
+  let rows = rare === null ? inboxIds.flatMap((inboxId) => threadPage(db, [inboxId], filters, v, page, null)) : threadPage(db, inboxIds, filters, v, page, rare);
+  if (inboxIds.length > 1 && rare === null) {
     const sign = page.ascending ? 1 : -1;
     rows.sort((a, b) => sign * (a.updated_at < b.updated_at ? -1 : a.updated_at > b.updated_at ? 1 : a.rid - b.rid));
   }
