@@ -65,18 +65,23 @@ export function indexMessage(db: Db, rowid: number, subject: string, participant
   prepared(db, `INSERT INTO ${shardTable(k)} (rowid, subject, participants, body) VALUES (?, ?, ?, ?)`).run(rowid, subject, participants, body);
 }
 
-/** Removes messages from the index, each from its shard. Runs inside the caller's transaction. */
-export function unindexMessages(db: Db, rowids: readonly number[]): void {
+/** Message row ids grouped by their shard. */
+export function byShard(db: Db, rowids: readonly number[]): Map<number, number[]> {
   const layout = shardLayout(db);
-  const byShard = new Map<number, number[]>();
+  const groups = new Map<number, number[]>();
   for (const rowid of rowids) {
     const k = shardOf(layout, rowid);
-    const ids = byShard.get(k);
+    const ids = groups.get(k);
     if (ids) ids.push(rowid);
-    else byShard.set(k, [rowid]);
+    else groups.set(k, [rowid]);
   }
+  return groups;
+}
+
+/** Removes messages from the index, each from its shard. Runs inside the caller's transaction. */
+export function unindexMessages(db: Db, rowids: readonly number[]): void {
   const existing = new Set(prepared(db, 'SELECT k FROM search_shards').pluck().all() as number[]);
-  for (const [k, ids] of byShard) {
+  for (const [k, ids] of byShard(db, rowids)) {
     if (k !== LEGACY_SHARD && !existing.has(k)) continue;
     prepared(db, `DELETE FROM ${shardTable(k)} WHERE rowid IN (SELECT value FROM json_each(?))`).run(JSON.stringify(ids));
   }

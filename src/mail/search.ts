@@ -26,7 +26,7 @@ import { messageItems } from './messages.js';
 import { LISTED_THREAD_COLUMNS, listedSummaries, type ListedThreadRow } from './threads.js';
 import { MESSAGE_ITEM_COLUMNS, type MessageItem, type MessageRow, type ThreadItem } from './serialize.js';
 import { prepared } from '../db/statements.js';
-import { shardFloor, shardLayout, shardOf, shardsAbove, shardsFrom, shardTable } from './search-index.js';
+import { byShard, shardFloor, shardLayout, shardOf, shardsAbove, shardsFrom, shardTable } from './search-index.js';
 
 export const MAX_QUERY_LENGTH = 512;
 /** Column weights for bm25: subject, participants, body. */
@@ -112,16 +112,7 @@ function smallScope(db: Db, r: SearchRequest): Map<number, number[]> | null {
   const scope = scopeSql(r, params, 's');
   const limit = r.smallScope ?? SMALL_SCOPE;
   const ids = prepared(db, `SELECT s.id FROM messages s WHERE ${scope} LIMIT ?`).pluck().all(...params, limit + 1) as number[];
-  if (ids.length > limit) return null;
-  const layout = shardLayout(db);
-  const byShard = new Map<number, number[]>();
-  for (const id of ids) {
-    const k = shardOf(layout, id);
-    const inShard = byShard.get(k);
-    if (inShard) inShard.push(id);
-    else byShard.set(k, [id]);
-  }
-  return byShard;
+  return ids.length > limit ? null : byShard(db, ids);
 }
 
 /**
