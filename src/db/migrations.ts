@@ -19,6 +19,7 @@ import { PODS_MIGRATION, WEBHOOK_POD_FILTER_MIGRATION } from './migrations-pods.
 import { METRIC_DAYS_MIGRATION } from './migrations-metric-days.js';
 import { MESSAGE_AUTH_MIGRATION } from './migrations-message-auth.js';
 import { INBOX_UNREAD_MIGRATION, INBOX_UNREAD_THREADS_MIGRATION, METRIC_ROLLUPS_MIGRATION } from './migrations-metric-rollups.js';
+import { EVENT_BODIES_MIGRATION } from './migrations-event-bodies.js';
 import { SEARCH_SHARDS_MIGRATION } from './migrations-search-shards.js';
 
 export const MIGRATIONS: readonly string[] = [
@@ -339,6 +340,8 @@ export const MIGRATIONS: readonly string[] = [
   INBOX_UNREAD_THREADS_MIGRATION,
   // 31: the search index in shards of 8,192 message row ids, each its own FTS5 table (src/db/migrations-search-shards.ts)
   SEARCH_SHARDS_MIGRATION,
+  // 32: a received message's event reads the message's bodies from its row when delivered instead of storing a copy (src/db/migrations-event-bodies.ts)
+  EVENT_BODIES_MIGRATION,
 ];
 
 /**

@@ -21,7 +21,7 @@ import type { Bus } from '../supervisor/bus.js';
 import type { Principal } from '../auth/principal.js';
 import { refreshPrincipal } from '../auth/credentials.js';
 import { normalizeInboxId } from '../auth/access.js';
-import { latestSeq, rawEventsAfter, seqOfEventId } from './log.js';
+import { deliveredPayload, latestSeq, seqOfEventId, storedEventsAfter } from './log.js';
 import { EVENT_TYPES, canReadEventStream, isEventVisible, type EventAddress } from './visibility.js';
 
 /** WebSocket close codes used by the protocol (RFC 6455 §7.4, spec §6.4 table). */
@@ -118,8 +118,11 @@ interface LogRow extends EventAddress {
   seq: number;
   /** The pod of the event's inbox (docs/pods.md); null for owner-only events. */
   pod_id: string | null;
-  /** The stored event object as JSON, sent exactly as stored. */
-  payload: string;
+  /**
+   * The event object as JSON, sent as it is: read once, when the first connection queues it, so
+   * rows a connection reads but has no room for yet cost no message read (src/events/log.ts).
+   */
+  payload(): string;
 }
 
 interface QueuedEvent {
@@ -192,7 +195,11 @@ export class EventHub {
   #readAfter(seq: number): LogRow[] {
     const shared = this.#shared;
     if (shared?.after === seq) return shared.rows;
-    const rows = rawEventsAfter(this.#services.db, seq, READ_BATCH);
+    const db = this.#services.db;
+    const rows = storedEventsAfter(db, seq, READ_BATCH).map((row): LogRow => {
+      let text: string | undefined;
+      return { seq: row.seq, event_type: row.event_type, inbox_id: row.inbox_id, pod_id: row.pod_id, payload: () => (text ??= deliveredPayload(db, row)) };
+    });
     if (!this.#shared) setImmediate(() => (this.#shared = null));
     this.#shared = { after: seq, rows };
     return rows;
@@ -430,8 +437,9 @@ class EventConnection {
           this.#cursor = row.seq;
           if (!this.#wants(row)) continue;
           if (this.#pendingBytes() > MAX_PENDING_BYTES) return this.close(CLOSE_CODE.tryAgainLater, 'more than 1 MiB is waiting for this client');
-          const bytes = Buffer.byteLength(row.payload);
-          this.#queue.push({ text: row.payload, bytes, address: { event_type: row.event_type, inbox_id: row.inbox_id } });
+          const text = row.payload();
+          const bytes = Buffer.byteLength(text);
+          this.#queue.push({ text, bytes, address: { event_type: row.event_type, inbox_id: row.inbox_id } });
           this.#queuedBytes += bytes;
         }
         if (readAll && rows.length < READ_BATCH) {

@@ -7,6 +7,7 @@
 import type { Db } from '../db/open.js';
 import { uuidv7 } from '../db/ids.js';
 import { prepared } from '../db/statements.js';
+import { readExtract } from '../mail/extracted-span.js';
 
 export interface NewEvent {
   eventType: string;
@@ -19,6 +20,11 @@ export interface NewEvent {
   extra?: Record<string, unknown>;
   /** messages.id of the message the payload describes, so deleting it can redact the event. */
   messageRowid?: number | null;
+  /**
+   * The payload is that message (`payloadKey` 'message'), whose bodies are then not stored again
+   * in the event: they are read from the message row when the event is delivered (see below).
+   */
+  bodiesFromMessage?: boolean;
 }
 
 export interface StoredEvent {
@@ -31,21 +37,93 @@ export interface StoredEvent {
   created_at: string;
 }
 
+/**
+ * The message fields a received-mail event does not store (migration 32): a message's bodies
+ * never change after it is stored, so the event reads them from the message row when it is
+ * delivered instead of keeping a second copy, which was the larger half of what every received
+ * message wrote (docs/mail-store.md, "Storage of bodies"). They follow the stored fields of the message, as
+ * the last keys of the event's last object. Whatever deletes the message, a trigger writes them
+ * into its events as null first, as its redaction (below) leaves them, and ends the reference
+ * (src/db/migrations-event-bodies.ts).
+ */
+const BODY_FIELDS = ['text', 'html', 'extracted_text', 'extracted_html'] as const;
+
 /** Appends one event. Must run inside the transaction that makes the state change. */
 export function appendEvent(db: Db, e: NewEvent): { seq: number; eventId: string } {
   const eventId = `evt_${uuidv7()}`;
   const createdAt = new Date().toISOString();
-  const event = { type: 'event', event_type: e.eventType, event_id: eventId, ...e.extra, [e.payloadKey]: e.payload };
+  const bodiesFromMessage = e.bodiesFromMessage === true && e.payloadKey === 'message' && e.messageRowid != null;
+  const payload = bodiesFromMessage ? withoutBodies(e.payload) : e.payload;
+  // The payload object goes last: delivery appends the bodies just before its closing brace.
+  const { [e.payloadKey]: _shadowed, ...extra } = e.extra ?? {};
+  const event = { type: 'event', event_type: e.eventType, event_id: eventId, ...extra, [e.payloadKey]: payload };
   // The pod is the inbox's as the event is made (docs/pods.md): pod filters never look an inbox up later.
-  const result = prepared(db, 'INSERT INTO events (event_id, event_type, inbox_id, pod_id, message_rowid, payload, created_at) VALUES (?, ?, ?, (SELECT pod_id FROM inboxes WHERE inbox_id = ?), ?, ?, ?)')
-    .run(eventId, e.eventType, e.inboxId, e.inboxId, e.messageRowid ?? null, JSON.stringify(event), createdAt);
+  const result = prepared(
+    db,
+    'INSERT INTO events (event_id, event_type, inbox_id, pod_id, message_rowid, payload, created_at, bodies_from_message) VALUES (?, ?, ?, (SELECT pod_id FROM inboxes WHERE inbox_id = ?), ?, ?, ?, ?)',
+  ).run(eventId, e.eventType, e.inboxId, e.inboxId, e.messageRowid ?? null, JSON.stringify(event), createdAt, bodiesFromMessage ? 1 : 0);
   return { seq: Number(result.lastInsertRowid), eventId };
+}
+
+function withoutBodies(message: Record<string, unknown>): Record<string, unknown> {
+  const stored = { ...message };
+  for (const field of BODY_FIELDS) delete stored[field];
+  return stored;
+}
+
+/** An event row as stored: with `bodies_from_message`, its payload still lacks the message's bodies. */
+export interface StoredEventRow {
+  seq: number;
+  event_id: string;
+  event_type: string;
+  inbox_id: string | null;
+  pod_id: string | null;
+  message_rowid: number | null;
+  bodies_from_message: 0 | 1;
+  payload: string;
+}
+
+interface MessageBodies {
+  text: string | null;
+  html: string | null;
+  extracted_text: string | null;
+  extracted_from: number | null;
+  extracted_length: number | null;
+  extracted_html: string | null;
+}
+
+/** Events after `afterSeq`, oldest first, as stored: deliveredPayload completes one. */
+export function storedEventsAfter(db: Db, afterSeq: number, limit: number): StoredEventRow[] {
+  return prepared(db, 'SELECT seq, event_id, event_type, inbox_id, pod_id, message_rowid, bodies_from_message, payload FROM events WHERE seq > ? ORDER BY seq LIMIT ?').all(
+    afterSeq,
+    limit,
+  ) as StoredEventRow[];
+}
+
+/** The event as delivered, JSON text: the stored payload, with the message's bodies read now where it has them by reference. */
+export function deliveredPayload(db: Db, row: Pick<StoredEventRow, 'payload' | 'bodies_from_message' | 'message_rowid'>): string {
+  if (row.bodies_from_message !== 1 || row.message_rowid === null || !row.payload.endsWith('}}')) return row.payload;
+  const bodies = prepared(db, 'SELECT text, html, extracted_text, extracted_from, extracted_length, extracted_html FROM messages WHERE id = ?').get(row.message_rowid) as
+    | MessageBodies
+    | undefined;
+  const values = {
+    text: bodies?.text ?? null,
+    html: bodies?.html ?? null,
+    extracted_text: bodies ? readExtract(bodies) : null,
+    extracted_html: bodies?.extracted_html ?? null,
+  };
+  const appended = BODY_FIELDS.map((field) => `${JSON.stringify(field)}:${JSON.stringify(values[field])}`).join(',');
+  const open = row.payload.slice(0, -2);
+  return `${open}${open.endsWith('{') ? '' : ','}${appended}}}`;
 }
 
 /** Events after `afterSeq`, oldest first. */
 export function eventsAfter(db: Db, afterSeq: number, limit: number): StoredEvent[] {
-  const rows = db.prepare('SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?').all(afterSeq, limit) as (Omit<StoredEvent, 'event'> & { payload: string })[];
-  return rows.map(({ payload, ...r }) => ({ ...r, event: JSON.parse(payload) as Record<string, unknown> }));
+  const rows = db.prepare('SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?').all(afterSeq, limit) as (Omit<StoredEvent, 'event'> & StoredEventRow)[];
+  return rows.map(({ payload, bodies_from_message, message_rowid, pod_id: _pod, ...r }) => ({
+    ...r,
+    event: JSON.parse(deliveredPayload(db, { payload, bodies_from_message, message_rowid })) as Record<string, unknown>,
+  }));
 }
 
 /** A stored event as the webhook loop delivers it: the payload is the JSON body, byte for byte. */
@@ -61,7 +139,14 @@ export interface RawEvent {
 
 /** Events after `afterSeq`, oldest first, with the payload left as stored (no parse). */
 export function rawEventsAfter(db: Db, afterSeq: number, limit: number): RawEvent[] {
-  return prepared(db, 'SELECT seq, event_id, event_type, inbox_id, pod_id, payload FROM events WHERE seq > ? ORDER BY seq LIMIT ?').all(afterSeq, limit) as RawEvent[];
+  return storedEventsAfter(db, afterSeq, limit).map((row) => ({
+    seq: row.seq,
+    event_id: row.event_id,
+    event_type: row.event_type,
+    inbox_id: row.inbox_id,
+    pod_id: row.pod_id,
+    payload: deliveredPayload(db, row),
+  }));
 }
 
 export function latestSeq(db: Db): number {

@@ -205,6 +205,7 @@ export function commitInbound(db: Db, input: InboundMail): CommitResult {
       payload: message,
       extra: { thread: summary },
       messageRowid: rowid,
+      bodiesFromMessage: true,
     });
     return { messageRowid: rowid, messageId, threadId, seq, duplicate: false };
   }).immediate();

@@ -1,7 +1,7 @@
 /** Inboxes (spec §2.1, §4.1, §4.3, §5.2): create rules, scope before permission, patch, paging, search, delete. */
 import t from 'tap';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
-import { indexedRows, openHomeDb } from '../helpers/db.js';
+import { deliveredEvents, indexedRows, openHomeDb } from '../helpers/db.js';
 import { seedMail } from '../helpers/mail.js';
 
 interface Inbox {
@@ -400,7 +400,7 @@ t.test('delete: removes the inbox and everything in it permanently; empty 200', 
   t.equal(count('SELECT count(*) FROM list_entries WHERE inbox_id = ?', inbox.inbox_id), 0, 'the inbox lists removed');
   t.ok(generation() > before, 'the search generation moved, so search page tokens go stale');
 
-  const redacted = JSON.parse(db.prepare('SELECT payload FROM events WHERE message_rowid = ?').pluck().get(doomedRow) as string) as { message: Record<string, unknown>; thread: Record<string, unknown> };
+  const redacted = JSON.parse(deliveredEvents(db, 'message_rowid = ?', doomedRow)[0]) as { message: Record<string, unknown>; thread: Record<string, unknown> };
   t.equal(redacted.message.subject, null, 'stored event subject redacted');
   t.equal(redacted.message.text, null, 'stored event body redacted');
   t.equal(redacted.thread.preview, null);
@@ -410,7 +410,7 @@ t.test('delete: removes the inbox and everything in it permanently; empty 200', 
   t.equal(count('SELECT count(*) FROM messages WHERE id = ?', keptRow), 1, 'the other inbox keeps its mail');
   t.equal(count('SELECT count(*) FROM list_entries WHERE inbox_id = ?', keep.inbox_id), 1);
   t.equal(count("SELECT count(*) FROM list_entries WHERE inbox_id = ''"), 1, 'global lists untouched');
-  t.match(db.prepare('SELECT payload FROM events WHERE message_rowid = ?').pluck().get(keptRow) as string, /Secret plans/, 'other events untouched');
+  t.match(deliveredEvents(db, 'message_rowid = ?', keptRow)[0], /Secret plans/, 'other events untouched');
 
   const key = await owner<{ inbox_ids: string[] }>('GET', `/v0/api-keys/${scopedKey.body.api_key_id}`);
   t.same(key.body.inbox_ids, [keep.inbox_id], 'keys scoped to the inbox lose it from their scope');

@@ -5,7 +5,7 @@
 import t from 'tap';
 import type { Db } from '../../src/db/open.js';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
-import { indexedRows, openHomeDb } from '../helpers/db.js';
+import { deliveredEvents, indexedRows, openHomeDb } from '../helpers/db.js';
 import { createApiKey, createInbox } from '../helpers/seed.js';
 import { fixture, seedMail, simpleMail } from '../helpers/mail.js';
 
@@ -322,11 +322,11 @@ t.test('DELETE message removes it for good and redacts its event payload in the 
   t.equal(res.text, '');
   t.equal((await api(svc.url, 'GET', messagesPath(inbox, `/${enc('<multi-1@example.org>')}`), { token: deleter })).status, 404);
   t.equal((await api(svc.url, 'DELETE', messagesPath(inbox, `/${enc('<multi-1@example.org>')}`), { token: deleter })).status, 404, 'deleting twice: not found');
-  const event = db.prepare('SELECT payload FROM events WHERE seq = ?').get(root.seq) as { payload: string };
+  const event = { payload: deliveredEvents(db, 'seq = ?', root.seq)[0] };
   const payload = JSON.parse(event.payload);
   t.match(payload.message, { message_id: '<multi-1@example.org>', subject: null, preview: null, text: null, html: null, extracted_text: null, extracted_html: null, extracted: null, headers: null, attachments: null, redacted: true });
   t.notMatch(event.payload, /Site photos|invoice|site photo/i, 'no subject, body or attachment name remains');
-  const sibling = JSON.parse((db.prepare('SELECT payload FROM events WHERE seq = ?').get(reply.seq) as { payload: string }).payload);
+  const sibling = JSON.parse(deliveredEvents(db, 'seq = ?', reply.seq)[0]);
   t.equal(sibling.message.text.trim(), 'keep me', 'the other message\'s event keeps its own content');
   t.same(sibling.thread.attachments, [], 'its thread summary no longer names the deleted attachments');
   t.equal(indexedRows(db, { rowid: root.messageRowid }), 0, 'gone from the search index');

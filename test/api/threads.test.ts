@@ -5,7 +5,7 @@
 import t from 'tap';
 import type { Db } from '../../src/db/open.js';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
-import { indexedRows, openHomeDb } from '../helpers/db.js';
+import { deliveredEvents, indexedRows, openHomeDb } from '../helpers/db.js';
 import { createApiKey, createInbox } from '../helpers/seed.js';
 import { fixture, seedMail, simpleMail } from '../helpers/mail.js';
 
@@ -391,7 +391,7 @@ t.test('DELETE thread removes the thread, its messages and search rows, and reda
   t.equal((await api(svc.url, 'GET', `/v0/threads/${root.threadId}`, { token: deleter })).status, 404);
   t.equal((db.prepare('SELECT count(*) AS n FROM messages WHERE thread_id = ?').get(root.threadId) as { n: number }).n, 0);
   t.equal(indexedRows(db, { match: 'zanzibar' }), 0, 'search rows are gone');
-  const events = db.prepare("SELECT payload FROM events WHERE inbox_id = ? AND event_type = 'message.received'").all(inbox) as { payload: string }[];
+  const events = deliveredEvents(db, "inbox_id = ? AND event_type = 'message.received'", inbox).map((payload) => ({ payload }));
   t.equal(events.length, 2);
   for (const e of events) {
     t.notMatch(e.payload, /zanzibar|Site photos|invoice\.pdf/, 'no body, subject or attachment name left');

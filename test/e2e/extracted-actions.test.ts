@@ -10,7 +10,7 @@ import nodemailer from 'nodemailer';
 import WebSocket from 'ws';
 import { api, startSvc } from '../helpers/svc.js';
 import { startLoopbackDns } from '../helpers/dns.js';
-import { openHomeDb } from '../helpers/db.js';
+import { deliveredEvents, openHomeDb } from '../helpers/db.js';
 
 const enc = encodeURIComponent;
 interface Extracted {
@@ -85,7 +85,7 @@ t.test('a verification mail over SMTP carries its code and links everywhere it i
   t.same(older.body.extracted, extracted, 'computed on read for older mail');
 
   t.equal((await api(svc.url, 'DELETE', path, { token: owner })).status, 200);
-  const stored = db.prepare("SELECT payload FROM events WHERE event_type = 'message.received' ORDER BY seq DESC LIMIT 1").get() as { payload: string };
+  const stored = { payload: deliveredEvents(db, "event_type = 'message.received'").at(-1)! };
   const payload = JSON.parse(stored.payload) as { message: { extracted: unknown; redacted?: boolean } };
   t.equal(payload.message.redacted, true);
   t.equal(payload.message.extracted, null, 'codes and links are redacted from the stored event');

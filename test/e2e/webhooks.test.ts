@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import type { Db } from '../../src/db/open.js';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
-import { expireApiKey, narrowApiKeyScope, openHomeDb } from '../helpers/db.js';
+import { deliveredEvents, expireApiKey, narrowApiKeyScope, openHomeDb } from '../helpers/db.js';
 import { createApiKey, updateApiKey } from '../helpers/seed.js';
 import { seedMail, simpleMail } from '../helpers/mail.js';
 import { until } from '../helpers/until.js';
@@ -140,7 +140,7 @@ t.test('events arrive once, in log order, as the stored event object, signed per
   t.same(ids(r.requests), sent, 'each event once, in order');
   const verifier = new StandardWebhook(hook.secret);
   for (const [i, req] of r.requests.entries()) {
-    const stored = db.prepare('SELECT payload FROM events WHERE event_id = ?').pluck().get(sent[i]) as string;
+    const [stored] = deliveredEvents(db, 'event_id = ?', sent[i]);
     t.equal(req.body, stored, 'body = the stored event object');
     const event = verifier.verify(req.body, req.headers as Record<string, string>) as Record<string, unknown>;
     t.equal(event.event_id, sent[i], 'standardwebhooks verifies the signature');

@@ -9,7 +9,7 @@
 import t from 'tap';
 import WebSocket from 'ws';
 import { OWNER_PASSWORD, api, setupOwner, startSvc, type RunningSvc } from '../helpers/svc.js';
-import { expireApiKey, narrowApiKeyScope, openHomeDb } from '../helpers/db.js';
+import { deliveredEvents, expireApiKey, narrowApiKeyScope, openHomeDb } from '../helpers/db.js';
 import { createApiKey, createInbox, deleteApiKey, updateApiKey } from '../helpers/seed.js';
 import type { Db } from '../../src/db/open.js';
 import { appendEvent } from '../../src/events/log.js';
@@ -160,7 +160,7 @@ function seed(db: Db, eventType: string, inboxId: string | null, size = 0): stri
   return appendEvent(db, { eventType, inboxId, ...payloadFor(eventType, inboxId, size) }).eventId;
 }
 
-const storedPayload = (db: Db, eventId: string) => (db.prepare('SELECT payload FROM events WHERE event_id = ?').get(eventId) as { payload: string }).payload;
+const storedPayload = (db: Db, eventId: string) => deliveredEvents(db, 'event_id = ?', eventId)[0];
 
 let main: RunningSvc;
 let fast: RunningSvc;

@@ -14,6 +14,7 @@ import { sha256Hex } from '../../src/auth/secrets.js';
 import { API_KEY_PREFIX } from '../../src/auth/api-keys.js';
 import { uuidv7 } from '../../src/db/ids.js';
 import { shardTable } from '../../src/mail/search-index.js';
+import { deliveredPayload, type StoredEventRow } from '../../src/events/log.js';
 
 export function openHomeDb(home: string): Db {
   const { dbKey } = unlockHome(home, false);
@@ -22,6 +23,15 @@ export function openHomeDb(home: string): Db {
   } finally {
     dbKey.fill(0);
   }
+}
+
+/**
+ * Stored events (`where` over the events table, oldest first) as they are delivered: a received
+ * message's event reads the message's bodies from its row (src/events/log.ts deliveredPayload).
+ */
+export function deliveredEvents(db: Db, where: string, ...params: unknown[]): string[] {
+  const rows = db.prepare(`SELECT payload, bodies_from_message, message_rowid FROM events WHERE ${where} ORDER BY seq`).all(...params) as StoredEventRow[];
+  return rows.map((row) => deliveredPayload(db, row));
 }
 
 /** For tests without a running service: inserts an active inbox row; returns its id. */

@@ -16,6 +16,7 @@ import { searchGeneration } from '../../src/core/pagination.js';
 import type { Principal } from '../../src/auth/principal.js';
 import { parseMime } from '../../workers/pool/parse.js';
 import { indexedRows, insertInbox } from '../helpers/db.js';
+import { deliveredPayload, type StoredEventRow } from '../../src/events/log.js';
 import { tempDir } from '../helpers/svc.js';
 import { fixture, seedMail, simpleMail } from '../helpers/mail.js';
 
@@ -31,7 +32,11 @@ function store(t: Test): Db {
 
 const message = (db: Db, id: string) => getMessage(db, INBOX, id, readVisibility(OWNER))!;
 const labels = (db: Db, rowid: number) => (db.prepare('SELECT label FROM message_labels WHERE message_rowid = ? ORDER BY label').all(rowid) as { label: string }[]).map((r) => r.label);
-const events = (db: Db) => db.prepare('SELECT seq, event_type, inbox_id, message_rowid, payload FROM events ORDER BY seq').all() as { seq: number; event_type: string; inbox_id: string; message_rowid: number; payload: string }[];
+const events = (db: Db) =>
+  (db.prepare('SELECT seq, event_type, inbox_id, message_rowid, bodies_from_message, payload FROM events ORDER BY seq').all() as StoredEventRow[]).map((row) => ({
+    ...row,
+    payload: deliveredPayload(db, row),
+  }));
 
 t.test('a plain text message is stored with its fields, labels received and unread, and raw MIME', async (t) => {
   const db = store(t);

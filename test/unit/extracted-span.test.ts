@@ -12,7 +12,7 @@ import { getMessage } from '../../src/mail/messages.js';
 import { extractText } from '../../src/mail/extract.js';
 import { readExtract, storedExtract } from '../../src/mail/extracted-span.js';
 import { parseMime } from '../../workers/pool/parse.js';
-import { insertInbox } from '../helpers/db.js';
+import { deliveredEvents, insertInbox } from '../helpers/db.js';
 import { tempDir } from '../helpers/svc.js';
 import { simpleMail } from '../helpers/mail.js';
 
@@ -55,7 +55,7 @@ t.test('received mail stores the span, and every read gives the extracted text',
     t.not(row.extracted_from, null);
     const message = getMessage(db, 'agent@example.com', parsed.messageId!, { excluded: [] });
     t.equal(message?.extracted_text, extractText(row.text), `${name}: the message read gives the extracted text`);
-    const event = JSON.parse(db.prepare('SELECT payload FROM events WHERE seq = ?').pluck().get(result.seq) as string) as { message: { extracted_text: string } };
+    const event = JSON.parse(deliveredEvents(db, 'seq = ?', result.seq)[0]) as { message: { extracted_text: string } };
     t.equal(event.message.extracted_text, extractText(row.text), `${name}: so does the message.received event`);
   }
 });
