@@ -15,3 +15,22 @@ export const SEARCH_SHARDS_MIGRATION = `
   CREATE TABLE search_shards (k INTEGER PRIMARY KEY) STRICT;
   INSERT INTO search_shards (k) SELECT -1 WHERE EXISTS (SELECT 1 FROM messages);
 `;
+
+/**
+ * Migration 33: each shard's time span, `first_at`..`last_at`, the earliest and latest timestamp
+ * of its messages. Search reads a scope's share of a shard from the (inbox_id, timestamp) index
+ * within that span (src/mail/search.ts shardScope) instead of looking up the message of every
+ * match to check its inbox. The spans are read from that index alone (it holds each message's
+ * timestamp and row id), so the migration reads no message row.
+ */
+export const SHARD_SPANS_MIGRATION = `
+  ALTER TABLE search_shards ADD COLUMN first_at TEXT;
+  ALTER TABLE search_shards ADD COLUMN last_at TEXT;
+  UPDATE search_shards SET first_at = spans.first_at, last_at = spans.last_at
+  FROM (
+    SELECT CASE WHEN m.id < l.legacy_end THEN -1 ELSE m.id >> l.bits END AS k, min(m.timestamp) AS first_at, max(m.timestamp) AS last_at
+    FROM search_layout l CROSS JOIN messages m INDEXED BY messages_inbox_time
+    GROUP BY 1
+  ) AS spans
+  WHERE spans.k = search_shards.k;
+`;

@@ -20,7 +20,7 @@ import { METRIC_DAYS_MIGRATION } from './migrations-metric-days.js';
 import { MESSAGE_AUTH_MIGRATION } from './migrations-message-auth.js';
 import { INBOX_UNREAD_MIGRATION, INBOX_UNREAD_THREADS_MIGRATION, METRIC_ROLLUPS_MIGRATION } from './migrations-metric-rollups.js';
 import { EVENT_BODIES_MIGRATION } from './migrations-event-bodies.js';
-import { SEARCH_SHARDS_MIGRATION } from './migrations-search-shards.js';
+import { SEARCH_SHARDS_MIGRATION, SHARD_SPANS_MIGRATION } from './migrations-search-shards.js';
 
 export const MIGRATIONS: readonly string[] = [
   // 1: settings and the owner account
@@ -342,6 +342,8 @@ export const MIGRATIONS: readonly string[] = [
   SEARCH_SHARDS_MIGRATION,
   // 32: a received message's event reads the message's bodies from its row when delivered instead of storing a copy (src/db/migrations-event-bodies.ts)
   EVENT_BODIES_MIGRATION,
+  // 33: each search shard's time span, so search finds a scope's share of a shard from the inbox index (src/db/migrations-search-shards.ts)
+  SHARD_SPANS_MIGRATION,
 ];
 
 /**

@@ -76,14 +76,14 @@ export function keepAttachmentText(db: Db, messageRowid: number, attachmentId: s
 
 /** Indexes a message again from its stored subject, addresses, text and attachment texts (the index keeps no copy to update). */
 function reindexMessage(db: Db, rowid: number): void {
-  const m = prepared(db, 'SELECT subject, from_address, to_addresses, cc_addresses, text FROM messages WHERE id = ?').get(rowid) as
-    | { subject: string | null; from_address: string | null; to_addresses: string; cc_addresses: string | null; text: string | null }
+  const m = prepared(db, 'SELECT subject, from_address, to_addresses, cc_addresses, text, timestamp FROM messages WHERE id = ?').get(rowid) as
+    | { subject: string | null; from_address: string | null; to_addresses: string; cc_addresses: string | null; text: string | null; timestamp: string }
     | undefined;
   if (!m) return;
   const list = (json: string | null) => (json ? (JSON.parse(json) as string[]) : []);
   const participants = [m.from_address ?? '', ...list(m.to_addresses), ...list(m.cc_addresses)].join(' ');
   const texts = prepared(db, "SELECT text FROM attachments WHERE message_rowid = ? AND text_status = 'ok' ORDER BY rowid").pluck().all(rowid) as string[];
   unindexMessages(db, [rowid]);
-  indexMessage(db, rowid, m.subject ?? '', participants, searchBodyWith(m.text, texts));
+  indexMessage(db, rowid, m.timestamp, m.subject ?? '', participants, searchBodyWith(m.text, texts));
   bumpSearchGeneration(db);
 }

@@ -308,7 +308,7 @@ export function queueOutbound(db: Db, send: PreparedSend, extraLabels: readonly 
     rememberAddress(db, inbox.inbox_id, r.address, timestamp);
   }
   const participants = [from, ...c.to.map((r) => r.display), ...c.cc.map((r) => r.display)].join(' ');
-  indexMessage(db, rowid, c.subject ?? '', participants, (c.text ?? '').slice(0, MAX_INDEXED_BODY));
+  indexMessage(db, rowid, timestamp, c.subject ?? '', participants, (c.text ?? '').slice(0, MAX_INDEXED_BODY));
   bumpSearchGeneration(db);
 
   const ref = uuidv7();

@@ -56,14 +56,34 @@ export function shardsAbove(db: Db, k: number): number[] {
   return prepared(db, 'SELECT k FROM search_shards WHERE k > ? ORDER BY k').pluck().all(k) as number[];
 }
 
-/** Indexes a message in its shard, making the shard's table when this is its first message. Runs inside the caller's transaction. */
-export function indexMessage(db: Db, rowid: number, subject: string, participants: string, body: string): void {
+/**
+ * Indexes a message in its shard, making the shard's table when this is its first message, and
+ * widens the shard's time span (`first_at`..`last_at`, migration 33) to the message's timestamp:
+ * search finds a scope's share of a shard by that span (src/mail/search.ts shardScope), so the span
+ * must hold every message of the shard. Runs inside the caller's transaction.
+ */
+export function indexMessage(db: Db, rowid: number, timestamp: string, subject: string, participants: string, body: string): void {
   const k = shardOf(shardLayout(db), rowid);
-  if (prepared(db, 'INSERT OR IGNORE INTO search_shards (k) VALUES (?)').run(k).changes > 0 && k !== LEGACY_SHARD) {
-    db.exec(`CREATE VIRTUAL TABLE IF NOT EXISTS ${shardTable(k)} USING fts5 (subject, participants, body, tokenize = 'unicode61 remove_diacritics 2', content = '', contentless_delete = 1)`);
+  const span = prepared(db, 'SELECT first_at, last_at FROM search_shards WHERE k = ?').get(k) as { first_at: string | null; last_at: string | null } | undefined;
+  if (!span) {
+    prepared(db, 'INSERT INTO search_shards (k, first_at, last_at) VALUES (?, ?, ?)').run(k, timestamp, timestamp);
+    if (k !== LEGACY_SHARD) {
+      db.exec(`CREATE VIRTUAL TABLE IF NOT EXISTS ${shardTable(k)} USING fts5 (subject, participants, body, tokenize = 'unicode61 remove_diacritics 2', content = '', contentless_delete = 1)`);
+    }
+  } else if (span.first_at === null || span.last_at === null || timestamp < span.first_at || timestamp > span.last_at) {
+    prepared(db, 'UPDATE search_shards SET first_at = min(coalesce(first_at, ?), ?), last_at = max(coalesce(last_at, ?), ?) WHERE k = ?').run(timestamp, timestamp, timestamp, timestamp, k);
   }
   prepared(db, `INSERT INTO ${shardTable(k)} (rowid, subject, participants, body) VALUES (?, ?, ?, ?)`).run(rowid, subject, participants, body);
 }
+
+/** The time span of shard `k`'s messages (every one's timestamp lies in it); null when not known. */
+export function shardSpan(db: Db, k: number): { firstAt: string; lastAt: string } | null {
+  const row = prepared(db, 'SELECT first_at, last_at FROM search_shards WHERE k = ?').get(k) as { first_at: string | null; last_at: string | null } | undefined;
+  return row?.first_at != null && row.last_at != null ? { firstAt: row.first_at, lastAt: row.last_at } : null;
+}
+
+/** The highest row id shard `k` holds. */
+export const shardCeiling = (layout: ShardLayout, k: number): number => (k === LEGACY_SHARD ? layout.legacyEnd - 1 : (k + 1) * 2 ** layout.bits - 1);
 
 /** Message row ids grouped by their shard. */
 export function byShard(db: Db, rowids: readonly number[]): Map<number, number[]> {

@@ -188,7 +188,7 @@ export function commitInbound(db: Db, input: InboundMail): CommitResult {
     });
     storeRawMime(db, rowid, input.raw);
     if (input.auth) prepared(db, 'UPDATE messages SET auth = ? WHERE id = ?').run(JSON.stringify(input.auth), rowid);
-    indexMessage(db, rowid, parsed.subject ?? '', participants, searchBody);
+    indexMessage(db, rowid, timestamp, parsed.subject ?? '', participants, searchBody);
     bumpSearchGeneration(db);
 
     // The event carries the message and its thread as a reader of this event type sees them:

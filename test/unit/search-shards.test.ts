@@ -9,6 +9,8 @@
 import t from 'tap';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
+import Database from 'better-sqlite3-multiple-ciphers';
+import { MIGRATIONS } from '../../src/db/migrations.js';
 import { openDatabase, type Db } from '../../src/db/open.js';
 import { commitInbound } from '../../src/mail/store.js';
 import { deleteMessage } from '../../src/mail/messages.js';
@@ -134,4 +136,76 @@ t.test('deleting a message, a thread or an inbox removes its rows from their sha
   db.transaction(() => deleteInbox(db, B))();
   t.same(searchMessages(db, { q: 'osprey', inboxIds: [B], limit: 5, cursor: null }).items, [], 'the inbox unindexed');
   t.equal(indexedRows(db, {}), db.prepare('SELECT count(*) FROM messages').pluck().get(), 'every message left is indexed once, and nothing else');
+});
+
+t.test('a scope too large to gather whole is read one shard at a time by its time span', async (t) => {
+  const db = await filled();
+  t.teardown(() => db.close());
+  const layout = shardLayout(db);
+  // Mail whose timestamp is out of row-id order: received long before, or stamped ahead, and stored late.
+  const template = await parseMime(new TextEncoder().encode(`From: a@example.net\r\nTo: ${A}\r\nSubject: x\r\nMessage-ID: <t@example.net>\r\n\r\nbody\r\n`));
+  const late = [
+    ['<late-old@x.org>', '2019-06-01T00:00:00.000Z'],
+    ['<late-new@x.org>', '2031-06-01T00:00:00.000Z'],
+  ] as const;
+  db.transaction(() => {
+    for (const [id, at] of late) {
+      commitInbound(db, { inboxId: A, parsed: { ...template, messageId: id, subject: 'Late', text: 'osprey late arrival', date: at }, raw: new TextEncoder().encode('Subject: late\r\n\r\nosprey\r\n'), sourceKey: id, receivedAt: at });
+    }
+  })();
+  const spans = db.prepare('SELECT k, first_at, last_at FROM search_shards ORDER BY k').all() as { k: number; first_at: string; last_at: string }[];
+  const actual = db.prepare('SELECT id, timestamp FROM messages').all() as { id: number; timestamp: string }[];
+  for (const { k, first_at, last_at } of spans) {
+    const inShard = actual.filter((m) => shardOf(layout, m.id) === k).map((m) => m.timestamp).sort();
+    t.same([first_at, last_at], [inShard[0], inShard.at(-1)], `shard ${k}: the span is its messages' earliest and latest timestamp`);
+  }
+
+  for (const [inboxes, label] of [[[A], 'one inbox'], [[B], 'the smaller inbox'], [[A, B], 'two inboxes']] as const) {
+    const want = withWord(db, [...inboxes], 'osprey');
+    for (const limit of [1, 7, 40]) {
+      for (const [before, after] of [[undefined, undefined], ['2025-01-01T02:00:00.000Z', '2025-01-01T00:30:00.000Z']] as const) {
+        const request = (cursor: Cursor | null, smallScope: number) => ({ q: 'osprey', inboxIds: inboxes, limit, cursor, smallScope, before, after });
+        const gathered = everyPage((cursor) => searchMessages(db, request(cursor, 5000))).map((m) => m.message_id);
+        const byShardSpan = everyPage((cursor) => searchMessages(db, request(cursor, 0))).map((m) => m.message_id);
+        const range = before ? ` in ${after}..${before}` : '';
+        t.same(byShardSpan, gathered, `${label}, limit ${limit}${range}: the same results, in the same order, as a scope gathered whole`);
+        if (!before) t.same(new Set(byShardSpan), want, `${label}, limit ${limit}: every match (${want.size}), the late ones too`);
+        const threads = (smallScope: number) => everyPage((cursor) => searchThreads(db, request(cursor, smallScope))).map((th) => th.thread_id);
+        t.same(threads(0), threads(5000), `${label}, limit ${limit}${range}: threads too`);
+      }
+    }
+  }
+});
+
+t.test('an upgrade to schema 33 reads each shard\'s span from the inbox index', async (t) => {
+  const file = path.join(tempDir(), 'svc.db');
+  const key = randomBytes(32);
+  const old = new Database(file);
+  old.pragma(`cipher='sqlcipher'`);
+  old.pragma('legacy=4');
+  old.pragma(`key="x'${key.toString('hex')}'"`);
+  old.pragma('foreign_keys = ON');
+  for (const sql of MIGRATIONS.slice(0, 32)) old.exec(sql);
+  old.pragma('user_version = 32');
+  old.prepare('UPDATE search_layout SET bits = 4, legacy_end = 5').run();
+  const NOW = '2026-01-01T00:00:00.000Z';
+  old.prepare('INSERT INTO inboxes (inbox_id, username, domain, created_at, updated_at) VALUES (?, ?, ?, ?, ?)').run(A, 'a', 'example.com', NOW, NOW);
+  old.prepare("INSERT INTO threads (thread_id, inbox_id, created_at, updated_at) VALUES ('th', ?, ?, ?)").run(A, NOW, NOW);
+  const insert = old.prepare("INSERT INTO messages (id, inbox_id, thread_id, message_id, to_addresses, size, timestamp, direction, created_at, updated_at) VALUES (?, ?, 'th', ?, '[]', 1, ?, 'inbound', ?, ?)");
+  const stamps: Record<number, string> = { 1: '2026-01-03', 4: '2026-01-01', 6: '2026-01-09', 20: '2026-01-05', 21: '2026-01-02', 40: '2026-01-07' };
+  for (const [id, day] of Object.entries(stamps)) insert.run(Number(id), A, `<m${id}@x>`, `${day}T00:00:00.000Z`, NOW, NOW);
+  for (const k of [-1, 0, 1, 2, 9]) old.prepare('INSERT INTO search_shards (k) VALUES (?)').run(k);
+  old.close();
+
+  const db = openDatabase(file, key, { migrate: true });
+  t.teardown(() => db.close());
+  t.same(db.prepare('SELECT k, first_at, last_at FROM search_shards ORDER BY k').all(), [
+    { k: -1, first_at: '2026-01-01T00:00:00.000Z', last_at: '2026-01-03T00:00:00.000Z' },
+    { k: 0, first_at: '2026-01-09T00:00:00.000Z', last_at: '2026-01-09T00:00:00.000Z' },
+    { k: 1, first_at: '2026-01-02T00:00:00.000Z', last_at: '2026-01-05T00:00:00.000Z' },
+    { k: 2, first_at: '2026-01-07T00:00:00.000Z', last_at: '2026-01-07T00:00:00.000Z' },
+    { k: 9, first_at: null, last_at: null },
+  ], 'each shard spans its own messages; a shard with none has no span');
+  const plan = db.prepare("EXPLAIN QUERY PLAN SELECT s.id FROM messages s INDEXED BY messages_inbox_time WHERE s.inbox_id = ? AND s.timestamp BETWEEN ? AND ? AND s.id BETWEEN ? AND ? LIMIT 10").all('a', 'b', 'c', 1, 2) as { detail: string }[];
+  t.match(plan.map((p) => p.detail).join('; '), /COVERING INDEX messages_inbox_time \(inbox_id=\? AND timestamp>\? AND timestamp<\?\)/, 'a shard\'s share of an inbox is one range of the covering index');
 });
