@@ -39,16 +39,26 @@ t.test('wait lookups answer as reading every message in arrival order', async (t
       });
     }
   })();
-  const all = db.prepare("SELECT m.id, m.inbox_id, m.message_id, m.timestamp, m.subject, m.from_address, EXISTS (SELECT 1 FROM message_labels l WHERE l.message_rowid = m.id AND l.label = 'spam') AS spam FROM messages m ORDER BY m.timestamp, m.id").all() as {
+  // Sent mail in the same inboxes and at the same times, which no wait answers with (as a send writes it).
+  const thread = db.prepare('SELECT thread_id FROM threads LIMIT 1').pluck().get() as string;
+  const sent = db.prepare("INSERT INTO messages (inbox_id, thread_id, message_id, from_address, to_addresses, subject, size, timestamp, direction, created_at, updated_at) VALUES (?, ?, ?, ?, '[]', ?, 1, ?, 'outbound', ?, ?)");
+  db.transaction(() => {
+    for (let i = 0; i < 90; i += 4) {
+      const at = new Date(BASE + i * 60_000).toISOString();
+      sent.run(INBOXES[i % 3]!, thread, `<sent${i}@example.com>`, `s${i % 5}@example.net`, `Code sent ${i}`, at, at, at);
+    }
+  })();
+  const all = db.prepare("SELECT m.id, m.inbox_id, m.message_id, m.timestamp, m.subject, m.from_address, m.direction, EXISTS (SELECT 1 FROM message_labels l WHERE l.message_rowid = m.id AND l.label = 'spam') AS spam FROM messages m ORDER BY m.timestamp, m.id").all() as {
     id: number;
     inbox_id: string;
     message_id: string;
     timestamp: string;
     subject: string;
     from_address: string;
+    direction: string;
     spam: number;
   }[];
-  t.equal(all.length, 90);
+  t.equal(all.length, 90 + 23);
 
   const scopes: WaitFilters['inboxes'][] = ['all', [INBOXES[1]!], [INBOXES[0]!, INBOXES[2]!], []];
   const inScope = (scope: WaitFilters['inboxes'], inbox: string) => scope === 'all' || scope.includes(inbox);
@@ -56,18 +66,20 @@ t.test('wait lookups answer as reading every message in arrival order', async (t
   for (const m of all.filter((_, k) => k % 7 === 0)) points.push({ timestamp: m.timestamp, id: m.id });
   for (const scope of scopes) {
     for (const excluded of [HIDDEN_LABELS, [] as const]) {
-      for (const subject of [[], ['code']]) {
-        const f: WaitFilters = { inboxes: scope, from: [], to: [], subject, excluded };
+      for (const [subject, from] of [[[], []], [['code'], []], [[], ['s3@']], [['code'], ['s1@', 's2@']]]) {
+        const f: WaitFilters = { inboxes: scope, from, to: [], subject, excluded };
         for (const p of points) {
           const expected = all.find(
             (m) =>
               inScope(scope, m.inbox_id) &&
+              m.direction === 'inbound' &&
               (m.timestamp > p.timestamp || (m.timestamp === p.timestamp && m.id > p.id)) &&
               (excluded.length === 0 || !m.spam) &&
-              (subject.length === 0 || m.subject.toLowerCase().includes(subject[0]!)),
+              (subject.length === 0 || m.subject.toLowerCase().includes(subject[0]!)) &&
+              (from.length === 0 || from.some((a) => m.from_address.includes(a))),
           );
           const found = firstReceivedAfter(db, p, f);
-          t.equal(found?.message_id ?? null, expected?.message_id ?? null, `scope ${JSON.stringify(scope)}, hidden ${excluded.length ? 'left out' : 'in'}, subject ${subject[0] ?? 'any'}, after ${p.timestamp}/${p.id}`);
+          t.equal(found?.message_id ?? null, expected?.message_id ?? null, `scope ${JSON.stringify(scope)}, hidden ${excluded.length ? 'left out' : 'in'}, subject ${subject[0] ?? 'any'}, from ${from.join('|') || 'any'}, after ${p.timestamp}/${p.id}`);
         }
       }
     }
