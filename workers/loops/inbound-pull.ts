@@ -142,6 +142,8 @@ async function openLarge(sealed: string | Uint8Array, privateJwk: JWK, stall: bo
 
 function pause(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise<void>((resolve) => {
+    // Already stopped (the stop is what ended the long-poll that led here): its abort event has fired.
+    if (signal.aborted) return resolve();
     const done = () => {
       clearTimeout(timer);
       signal.removeEventListener('abort', done);
