@@ -100,11 +100,13 @@ export function serveLocalHandover(port: MessagePort, buffer: SealedBuffer): { c
         return;
     }
   };
-  port.unref(); // the edge thread ends when it is stopped, whether or not the home still holds its end
   port.on('message', (m: HandoverRequest) => {
     // A storage error is the home's to retry; it learns only that the request failed.
     handle(m).catch(() => answer({ id: m.id, ok: false }));
   });
+  // The edge thread ends when it is stopped, whether or not the home still holds its end. After the
+  // listener: adding a 'message' listener refs the port again (Node).
+  port.unref();
   const close = () => {
     closed = true;
     for (const cancel of cancels.values()) cancel();

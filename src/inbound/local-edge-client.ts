@@ -18,8 +18,6 @@ export class LocalEdgeClient implements EdgeObjects {
   readonly #pending = new Map<number, { resolve: (value: unknown) => void; reject: (err: Error) => void }>();
 
   constructor(private readonly port: MessagePort) {
-    // A request in flight keeps the thread alive by its timer; an idle port must not hold a stopping thread.
-    port.unref();
     port.on('message', (reply: HandoverReply) => {
       const pending = this.#pending.get(reply.id);
       if (!pending) return;
@@ -27,6 +25,10 @@ export class LocalEdgeClient implements EdgeObjects {
       if (reply.ok) pending.resolve(reply.value);
       else pending.reject(new EdgeUnavailable('the built-in edge could not answer', 503));
     });
+    // A request in flight keeps the thread alive by its timer; an idle port must not hold a stopping
+    // thread. After the listener: adding a 'message' listener refs the port again (Node), which held
+    // every `--local-edge` stop for the loops' 10 s grace.
+    port.unref();
     port.once('close', () => {
       for (const pending of this.#pending.values()) pending.reject(new EdgeUnavailable('the built-in edge is gone'));
       this.#pending.clear();

@@ -11,6 +11,11 @@ import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
 import { dnsServersMissing, startKnot, startPowerDns, type RunningKnot, type RunningPowerDns } from '../helpers/dns-servers.js';
 import { until } from '../helpers/until.js';
 
+/** Provisioning passes 1 s apart instead of 10 s (SVC_TEST_PROVISIONING_MS, docs/testing.md): the same states, reached sooner. */
+const FAST_PASSES = { SVC_TEST_PROVISIONING_MS: '1000' };
+/** Each case has its own DNS server and service, and much of each is waiting (passes, timeouts): two at a time. */
+t.jobs = 2;
+
 interface Domain { domain_id: string; domain: string; status: string; state: string; reason: string | null; records: { type: string; name: string; value: string; status: string; state: string; reason?: string }[] }
 
 const missing = dnsServersMissing();
@@ -43,7 +48,7 @@ if (missing) {
 
   t.test('RFC 2136 with TSIG (Knot): apply publishes, verified, re-apply adds nothing, teardown removes exactly what apply added', async (t) => {
     const knot: RunningKnot = await startKnot({ zone: 'knot.test', keyName: 'svc-update', algorithm: 'hmac-sha256', records: ['owner TXT "kept by the owner"', 'mx.agents A 192.0.2.7'] });
-    const svc = await startSvc({ args: ['--local-edge', '--dns', knot.server, '--edge-dns', knot.server] });
+    const svc = await startSvc({ args: ['--local-edge', '--dns', knot.server, '--edge-dns', knot.server], env: FAST_PASSES });
     t.teardown(async () => {
       await svc.stop();
       await knot.stop();
@@ -86,7 +91,7 @@ if (missing) {
 
   t.test('a record the owner already had is kept at teardown; an existing SPF is not doubled', async (t) => {
     const knot = await startKnot({ zone: 'own.test', keyName: 'svc-update', records: ['@ TXT "v=spf1 mx -all"', '@ MX 10 mx.own.test.'] });
-    const svc = await startSvc({ args: ['--local-edge', '--dns', knot.server, '--edge-dns', knot.server] });
+    const svc = await startSvc({ args: ['--local-edge', '--dns', knot.server, '--edge-dns', knot.server], env: FAST_PASSES });
     t.teardown(async () => {
       await svc.stop();
       await knot.stop();
@@ -105,7 +110,7 @@ if (missing) {
 
   t.test('re-applying a failed domain publishes nothing twice and keeps what svc added its own', async (t) => {
     const knot = await startKnot({ zone: 'fail.test', keyName: 'svc-update', records: ['@ MX 20 other.example.'] });
-    const svc = await startSvc({ args: ['--local-edge', '--dns', knot.server] });
+    const svc = await startSvc({ args: ['--local-edge', '--dns', knot.server], env: FAST_PASSES });
     t.teardown(async () => {
       await svc.stop();
       await knot.stop();
@@ -132,7 +137,7 @@ if (missing) {
 
   t.test('PowerDNS HTTP API: apply publishes, verified; teardown removes exactly what apply added', async (t) => {
     const pdns: RunningPowerDns = await startPowerDns({ zone: 'pdns.test', records: [{ name: 'pdns.test.', type: 'TXT', content: '"google-site-verification=abc"' }] });
-    const svc = await startSvc({ args: ['--local-edge', '--dns', pdns.server, '--edge-dns', pdns.server] });
+    const svc = await startSvc({ args: ['--local-edge', '--dns', pdns.server, '--edge-dns', pdns.server], env: FAST_PASSES });
     t.teardown(async () => {
       await svc.stop();
       await pdns.stop();
@@ -158,7 +163,7 @@ if (missing) {
   t.test('teardown while the publish is in flight (the UPDATE held by a slow link) still removes every record svc added', async (t) => {
     const knot = await startKnot({ zone: 'race.test', keyName: 'svc-update', records: ['@ MX 20 owner.example.'] });
     const proxy = await holdingProxy(knot.port);
-    const svc = await startSvc({ args: ['--local-edge', '--dns', knot.server] });
+    const svc = await startSvc({ args: ['--local-edge', '--dns', knot.server], env: FAST_PASSES });
     t.teardown(async () => {
       proxy.release();
       await svc.stop();
@@ -182,7 +187,7 @@ if (missing) {
 
   t.test('PowerDNS: the owner\'s disabled records stay disabled through apply and teardown, and are never claimed', async (t) => {
     const pdns = await startPowerDns({ zone: 'dis.test' });
-    const svc = await startSvc({ args: ['--local-edge', '--dns', pdns.server, '--edge-dns', pdns.server] });
+    const svc = await startSvc({ args: ['--local-edge', '--dns', pdns.server, '--edge-dns', pdns.server], env: FAST_PASSES });
     t.teardown(async () => {
       await svc.stop();
       await pdns.stop();
@@ -222,7 +227,7 @@ if (missing) {
       s.on('error', () => {});
     });
     await new Promise<void>((r) => blackHole.listen(0, '127.0.0.1', r));
-    const svc = await startSvc({ args: ['--local-edge'] });
+    const svc = await startSvc({ args: ['--local-edge'], env: FAST_PASSES });
     t.teardown(async () => {
       await svc.stop();
       for (const s of sockets) s.destroy();

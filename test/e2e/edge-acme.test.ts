@@ -146,127 +146,137 @@ const edgeArgs = (data: string, extra: string[] = []) => [
   '--acme', '--acme-directory', pebble.directory, '--acme-ca', pebble.ca, '--acme-http-port', String(pebble.httpPort), '--acme-email', 'postmaster@acme.test', ...extra,
 ];
 
-t.test('issuance: the edge obtains a certificate for its name and offers it for STARTTLS', async (t) => {
-  const data = path.join(tempDir('svc-edge-acme-'), 'edge');
-  edge = await startEdgeProcess(edgeArgs(data), { SVC_TEST_ACME_CHECK_MS: '500' });
-  t.match(edge.stderr(), /"event":"edge.certificate","names":\["mx.acme.test"\]/);
-  t.match(edge.ready.api.url, /^https:\/\//, 'the API is HTTPS with the same certificate');
-  const root = await pebbleRoot(pebble);
-  const session = await startTls(edge.ready.smtp.port, root);
-  t.ok(session.socket.authorized, 'a client that trusts only pebble\u2019s root verifies the chain');
-  t.match(session.peer.subjectAltName, /DNS:mx\.acme\.test/);
-  t.match(await session.command('NOOP'), /^250/);
-  session.socket.destroy();
-  for (const file of ['key.pem', 'cert.pem', 'account.key']) {
-    t.equal(fs.statSync(path.join(data, 'acme', file)).mode & 0o777, 0o600, `${file} is 0600`);
-  }
-  t.notMatch(edge.stderr(), /BEGIN (EC |)PRIVATE KEY/, 'no key material in the log');
+/**
+ * The tests in this group share the CA started in t.before and the `edge` variable (the renewal
+ * test stops and restarts that CA), so they run one after another; the short-lived and ARI tests
+ * below have CAs and edges of their own and run beside the group, so their waits (a 75 s
+ * certificate's renewal) overlap its work.
+ */
+t.jobs = 3;
 
-  // A restart uses the stored certificate (no new order) while it is fresh.
-  const before = fs.readFileSync(path.join(data, 'acme', 'cert.pem'), 'utf8');
-  edge.proc.kill('SIGTERM');
-  await edge.exited;
-  edge = await startEdgeProcess(edgeArgs(data));
-  t.equal(fs.readFileSync(path.join(data, 'acme', 'cert.pem'), 'utf8'), before, 'the stored certificate is reused');
-  const again = await startTls(edge.ready.smtp.port, root);
-  t.ok(again.socket.authorized);
-  again.socket.destroy();
-  edge.proc.kill('SIGTERM');
-  await edge.exited;
-  edge = null;
-});
+t.test('one edge at a time against the shared CA', async (t) => {
+  t.test('issuance: the edge obtains a certificate for its name and offers it for STARTTLS', async (t) => {
+    const data = path.join(tempDir('svc-edge-acme-'), 'edge');
+    edge = await startEdgeProcess(edgeArgs(data), { SVC_TEST_ACME_CHECK_MS: '500' });
+    t.match(edge.stderr(), /"event":"edge.certificate","names":\["mx.acme.test"\]/);
+    t.match(edge.ready.api.url, /^https:\/\//, 'the API is HTTPS with the same certificate');
+    const root = await pebbleRoot(pebble);
+    const session = await startTls(edge.ready.smtp.port, root);
+    t.ok(session.socket.authorized, 'a client that trusts only pebble\u2019s root verifies the chain');
+    t.match(session.peer.subjectAltName, /DNS:mx\.acme\.test/);
+    t.match(await session.command('NOOP'), /^250/);
+    session.socket.destroy();
+    for (const file of ['key.pem', 'cert.pem', 'account.key']) {
+      t.equal(fs.statSync(path.join(data, 'acme', file)).mode & 0o777, 0o600, `${file} is 0600`);
+    }
+    t.notMatch(edge.stderr(), /BEGIN (EC |)PRIVATE KEY/, 'no key material in the log');
 
-t.test('renewal: a certificate inside the margin is renewed without a restart; an open session carries on', async (t) => {
-  const data = path.join(tempDir('svc-edge-acme-'), 'edge');
-  // Every certificate is "due" at once: the first check renews it.
-  edge = await startEdgeProcess(edgeArgs(data), { SVC_TEST_ACME_RENEW_BEFORE_MS: String(100 * 365 * 24 * 3600 * 1000), SVC_TEST_ACME_CHECK_MS: '1500', SVC_TEST_ACME_RETRIES: '0' });
-  const root = await pebbleRoot(pebble);
-  const open = await startTls(edge.ready.smtp.port, root);
-  const first = open.peer.serialNumber;
-  const running = edge;
-  await until('a renewal', () => /"event":"edge.certificate_renewed"/.test(running.stderr()), 30_000);
-  const fresh = await startTls(edge.ready.smtp.port, root);
-  t.ok(fresh.socket.authorized);
-  t.not(fresh.peer.serialNumber, first, 'a new connection gets the renewed certificate');
-  t.match(await open.command('NOOP'), /^250/, 'the session opened before the renewal still works');
-  open.socket.destroy();
-  fresh.socket.destroy();
-  t.equal(edge.proc.exitCode, null, 'no restart');
-
-  // The CA goes away: the next renewals fail with edge.warning while the current certificate serves.
-  await pebble.stop();
-  await until(() => `an edge.warning; the edge said: ${running.stderr().slice(-600)}`, () => /"event":"edge.warning","message":"The certificate for mx.acme.test could not be renewed/.test(running.stderr()), 30_000);
-  const still = await startTls(edge.ready.smtp.port, root);
-  t.ok(still.socket.authorized, 'the current certificate is still offered');
-  still.socket.destroy();
-  edge.proc.kill('SIGTERM');
-  await edge.exited;
-  edge = null;
-  pebble = await startPebble(dns);
-});
-
-t.test('issuance fails: edge.failed says why (the name does not resolve), and the edge does not start', async (t) => {
-  const data = path.join(tempDir('svc-edge-acme-'), 'edge');
-  const args = edgeArgs(data).map((a) => (a === HOST ? 'nowhere.acme.test' : a));
-  const failed = await startEdgeProcess(args).then(
-    () => null,
-    (err: Error) => err.message,
-  );
-  t.ok(failed, 'the edge exits before ready');
-  t.match(failed, /"event":"edge.failed","code":"service_unavailable","message":"No certificate for nowhere\.acme\.test from https:\/\/127\.0\.0\.1:\d+\/dir: [^"]+"/);
-  t.match(failed, /"fix":"Check that nowhere\.acme\.test resolves to this host/);
-});
-
-/** GET over HTTPS from 127.0.0.1:port with this SNI and Host, trusting only `ca`. */
-function fetchPolicy(port: number, host: string, ca: string, pathname = '/.well-known/mta-sts.txt'): Promise<{ status: number; body: string; peer: X509Certificate }> {
-  return new Promise((resolve, reject) => {
-    const req = https.get({ host: '127.0.0.1', port, path: pathname, servername: host, headers: { host }, ca, agent: false }, (res) => {
-      const peer = new X509Certificate((res.socket as tls.TLSSocket).getPeerCertificate(true).raw);
-      let body = '';
-      res.on('data', (d) => (body += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, peer }));
-    });
-    req.on('error', reject);
+    // A restart uses the stored certificate (no new order) while it is fresh.
+    const before = fs.readFileSync(path.join(data, 'acme', 'cert.pem'), 'utf8');
+    edge.proc.kill('SIGTERM');
+    await edge.exited;
+    edge = await startEdgeProcess(edgeArgs(data));
+    t.equal(fs.readFileSync(path.join(data, 'acme', 'cert.pem'), 'utf8'), before, 'the stored certificate is reused');
+    const again = await startTls(edge.ready.smtp.port, root);
+    t.ok(again.socket.authorized);
+    again.socket.destroy();
+    edge.proc.kill('SIGTERM');
+    await edge.exited;
+    edge = null;
   });
-}
 
-t.test('MTA-STS: the certificate also names mta-sts.<domain>, whose policy the edge serves over verified HTTPS', async (t) => {
-  const data = path.join(tempDir('svc-edge-acme-'), 'edge');
-  const stsPort = await freePort();
-  edge = await startEdgeProcess(edgeArgs(data, ['--mta-sts', 'agents.acme.test', '--mta-sts-port', String(stsPort)]));
-  t.match(edge.stderr(), /"event":"edge.mta_sts","port":\d+,"urls":\["https:\/\/mta-sts.agents.acme.test\/.well-known\/mta-sts.txt"\],"mode":"enforce"/);
-  const root = await pebbleRoot(pebble);
-  const policy = await fetchPolicy(stsPort, 'mta-sts.agents.acme.test', root);
-  t.equal(policy.status, 200);
-  t.equal(policy.body, 'version: STSv1\r\nmode: enforce\r\nmx: mx.acme.test\r\nmax_age: 604800\r\n');
-  t.match(policy.peer.subjectAltName, /DNS:mta-sts\.agents\.acme\.test/, 'served with the ACME certificate, verified against pebble\u2019s root');
-  t.equal((await fetchPolicy(stsPort, 'mta-sts.agents.acme.test', root, '/other')).status, 404, 'nothing else is served');
-  const smtp = await startTls(edge.ready.smtp.port, root);
-  t.ok(smtp.socket.authorized, 'STARTTLS uses the same certificate');
-  smtp.socket.destroy();
-  edge.proc.kill('SIGTERM');
-  await edge.exited;
-  edge = null;
-});
+  t.test('renewal: a certificate inside the margin is renewed without a restart; an open session carries on', async (t) => {
+    const data = path.join(tempDir('svc-edge-acme-'), 'edge');
+    // Every certificate is "due" at once: the first check renews it.
+    edge = await startEdgeProcess(edgeArgs(data), { SVC_TEST_ACME_RENEW_BEFORE_MS: String(100 * 365 * 24 * 3600 * 1000), SVC_TEST_ACME_CHECK_MS: '1500', SVC_TEST_ACME_RETRIES: '0' });
+    const root = await pebbleRoot(pebble);
+    const open = await startTls(edge.ready.smtp.port, root);
+    const first = open.peer.serialNumber;
+    const running = edge;
+    await until('a renewal', () => /"event":"edge.certificate_renewed"/.test(running.stderr()), 30_000);
+    const fresh = await startTls(edge.ready.smtp.port, root);
+    t.ok(fresh.socket.authorized);
+    t.not(fresh.peer.serialNumber, first, 'a new connection gets the renewed certificate');
+    t.match(await open.command('NOOP'), /^250/, 'the session opened before the renewal still works');
+    open.socket.destroy();
+    fresh.socket.destroy();
+    t.equal(edge.proc.exitCode, null, 'no restart');
 
-t.test('bad ACME options are refused before anything starts', async (t) => {
-  const data = path.join(tempDir('svc-edge-acme-'), 'edge');
-  for (const [args, message] of [
-    [['--acme'], /--acme needs --hostname/],
-    [['--acme', '--hostname', HOST, '--acme-directory', 'http://insecure.example/dir'], /--acme-directory must be the https:\/\/ URL/],
-    [['--acme', '--hostname', HOST, '--tls-key', 'k', '--tls-cert', 'c'], /--acme or --tls-key\/--tls-cert, not both/],
-    [['--acme-email', 'a@b.example'], /--acme-email goes with --acme/],
-    [['--acme', '--hostname', HOST, '--acme-email', 'not-an-address'], /--acme-email must be an email address/],
-    [['--mta-sts', 'example.test'], /--mta-sts needs --acme/],
-    [['--acme', '--hostname', HOST, '--mta-sts', 'example.test', '--mta-sts-mode', 'strict'], /--mta-sts-mode must be enforce or testing/],
-    [['--acme', '--hostname', HOST, '--mta-sts', 'not a domain'], /is not a domain name/],
-  ] as const) {
-    const err = await startEdgeProcess(['--data', data, '--smtp-port', '0', '--api-port', '0', ...args]).then(
+    // The CA goes away: the next renewals fail with edge.warning while the current certificate serves.
+    await pebble.stop();
+    await until(() => `an edge.warning; the edge said: ${running.stderr().slice(-600)}`, () => /"event":"edge.warning","message":"The certificate for mx.acme.test could not be renewed/.test(running.stderr()), 30_000);
+    const still = await startTls(edge.ready.smtp.port, root);
+    t.ok(still.socket.authorized, 'the current certificate is still offered');
+    still.socket.destroy();
+    edge.proc.kill('SIGTERM');
+    await edge.exited;
+    edge = null;
+    pebble = await startPebble(dns);
+  });
+
+  t.test('issuance fails: edge.failed says why (the name does not resolve), and the edge does not start', async (t) => {
+    const data = path.join(tempDir('svc-edge-acme-'), 'edge');
+    const args = edgeArgs(data).map((a) => (a === HOST ? 'nowhere.acme.test' : a));
+    const failed = await startEdgeProcess(args).then(
+      () => null,
+      (err: Error) => err.message,
+    );
+    t.ok(failed, 'the edge exits before ready');
+    t.match(failed, /"event":"edge.failed","code":"service_unavailable","message":"No certificate for nowhere\.acme\.test from https:\/\/127\.0\.0\.1:\d+\/dir: [^"]+"/);
+    t.match(failed, /"fix":"Check that nowhere\.acme\.test resolves to this host/);
+  });
+
+  /** GET over HTTPS from 127.0.0.1:port with this SNI and Host, trusting only `ca`. */
+  function fetchPolicy(port: number, host: string, ca: string, pathname = '/.well-known/mta-sts.txt'): Promise<{ status: number; body: string; peer: X509Certificate }> {
+    return new Promise((resolve, reject) => {
+      const req = https.get({ host: '127.0.0.1', port, path: pathname, servername: host, headers: { host }, ca, agent: false }, (res) => {
+        const peer = new X509Certificate((res.socket as tls.TLSSocket).getPeerCertificate(true).raw);
+        let body = '';
+        res.on('data', (d) => (body += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body, peer }));
+      });
+      req.on('error', reject);
+    });
+  }
+
+  t.test('MTA-STS: the certificate also names mta-sts.<domain>, whose policy the edge serves over verified HTTPS', async (t) => {
+    const data = path.join(tempDir('svc-edge-acme-'), 'edge');
+    const stsPort = await freePort();
+    edge = await startEdgeProcess(edgeArgs(data, ['--mta-sts', 'agents.acme.test', '--mta-sts-port', String(stsPort)]));
+    t.match(edge.stderr(), /"event":"edge.mta_sts","port":\d+,"urls":\["https:\/\/mta-sts.agents.acme.test\/.well-known\/mta-sts.txt"\],"mode":"enforce"/);
+    const root = await pebbleRoot(pebble);
+    const policy = await fetchPolicy(stsPort, 'mta-sts.agents.acme.test', root);
+    t.equal(policy.status, 200);
+    t.equal(policy.body, 'version: STSv1\r\nmode: enforce\r\nmx: mx.acme.test\r\nmax_age: 604800\r\n');
+    t.match(policy.peer.subjectAltName, /DNS:mta-sts\.agents\.acme\.test/, 'served with the ACME certificate, verified against pebble\u2019s root');
+    t.equal((await fetchPolicy(stsPort, 'mta-sts.agents.acme.test', root, '/other')).status, 404, 'nothing else is served');
+    const smtp = await startTls(edge.ready.smtp.port, root);
+    t.ok(smtp.socket.authorized, 'STARTTLS uses the same certificate');
+    smtp.socket.destroy();
+    edge.proc.kill('SIGTERM');
+    await edge.exited;
+    edge = null;
+  });
+
+  t.test('bad ACME options are refused before anything starts', async (t) => {
+    const data = path.join(tempDir('svc-edge-acme-'), 'edge');
+    const cases = [
+      [['--acme'], /--acme needs --hostname/],
+      [['--acme', '--hostname', HOST, '--acme-directory', 'http://insecure.example/dir'], /--acme-directory must be the https:\/\/ URL/],
+      [['--acme', '--hostname', HOST, '--tls-key', 'k', '--tls-cert', 'c'], /--acme or --tls-key\/--tls-cert, not both/],
+      [['--acme-email', 'a@b.example'], /--acme-email goes with --acme/],
+      [['--acme', '--hostname', HOST, '--acme-email', 'not-an-address'], /--acme-email must be an email address/],
+      [['--mta-sts', 'example.test'], /--mta-sts needs --acme/],
+      [['--acme', '--hostname', HOST, '--mta-sts', 'example.test', '--mta-sts-mode', 'strict'], /--mta-sts-mode must be enforce or testing/],
+      [['--acme', '--hostname', HOST, '--mta-sts', 'not a domain'], /is not a domain name/],
+    ] as const;
+    // Each is refused while reading its options, so the starts run side by side.
+    const errors = await Promise.all(cases.map(([args]) => startEdgeProcess(['--data', data, '--smtp-port', '0', '--api-port', '0', ...args]).then(
       () => 'started',
       (e: Error) => e.message,
-    );
-    t.match(err, message, args.join(' '));
-  }
+    )));
+    cases.forEach(([args, message], i) => t.match(errors[i], message, args.join(' ')));
+  });
 });
 
 t.test('short-lived certificates (75 s, like Let\u2019s Encrypt\u2019s 6-day profile scaled down) renew with a third left, with no test override, while a session stays open', async (t) => {

@@ -11,6 +11,8 @@ import { assertFailure, initHome } from '../helpers/startup.js';
 const keyringAccount = (home: string) => `home-${createHash('sha256').update(path.resolve(home)).digest('hex').slice(0, 16)}`;
 
 t.test('startup failures print one server.failed line and exit 1', async (t) => {
+  // Each cause has homes (and credential store items) of its own, so three run at a time.
+  t.jobs = 3;
   t.test('not_initialized: a new home without --init', async (t) => {
     const r = await failingStart({ home: path.join(tempDir(), 'fresh') });
     assertFailure(t, r, 'not_initialized');

@@ -7,7 +7,8 @@
  */
 import t from 'tap';
 import nodemailer from 'nodemailer';
-import { strToU8, Zip, ZipDeflate, zipSync, type Zippable } from 'fflate';
+import zlib from 'node:zlib';
+import { strToU8, zipSync, type Zippable } from 'fflate';
 import { api, startSvc, type RunningSvc } from '../helpers/svc.js';
 import { startLoopbackDns } from '../helpers/dns.js';
 import { until } from '../helpers/until.js';
@@ -23,36 +24,75 @@ const DOCX = 'application/vnd.openxmlformats-officedocument.wordprocessingml.doc
 
 /**
  * A DOCX whose document.xml inflates to `bytes` of one repeated letter inside a text run, about
- * 1 MB zipped per GB: deflated in 1 MiB steps (fflate's streaming Zip), never held whole. Made once.
+ * 1 MB zipped per GB, laid out as fflate's streaming Zip writes it (local headers without sizes,
+ * then a data descriptor). Never held whole: every 1 MiB step of the letter deflates (with a full
+ * flush, so no match reaches back across steps) to the same few hundred bytes, which are repeated;
+ * only the CRC reads the whole gigabyte. Deflating it step by step took about 25 s of CPU. Made once.
  */
 let bomb: Uint8Array | null = null;
 function bombDocx(bytes: number): Uint8Array {
   if (bomb) return bomb;
-  const out: Uint8Array[] = [];
-  const zip = new Zip((err, data) => {
-    if (err) throw err;
-    out.push(data);
-  });
-  for (const [name, text] of [
-    ['[Content_Types].xml', '<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>'],
-  ] as const) {
-    const entry = new ZipDeflate(name, { level: 1 });
-    zip.add(entry);
-    entry.push(strToU8(text), true);
+  const STEP = 1024 * 1024;
+  if (bytes % STEP !== 0) throw new Error('bombDocx: whole MiB steps only');
+  const deflated = (data: Buffer, last: boolean) => zlib.deflateRawSync(data, { level: 9, finishFlush: last ? zlib.constants.Z_FINISH : zlib.constants.Z_FULL_FLUSH });
+  const step = Buffer.alloc(STEP, 0x41);
+  const head = Buffer.from('<w:document xmlns:w="x"><w:body><w:p><w:r><w:t>');
+  const stepDeflated = deflated(step, false);
+  let crc = zlib.crc32(head);
+  for (let done = 0; done < bytes; done += STEP) crc = zlib.crc32(step, crc);
+  const types = Buffer.from('<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>');
+  const entries = [
+    { name: '[Content_Types].xml', data: [deflated(types, true)], crc: zlib.crc32(types), size: types.byteLength },
+    { name: 'word/document.xml', data: [deflated(head, false), ...Array.from({ length: bytes / STEP }, () => stepDeflated), deflated(Buffer.alloc(0), true)], crc, size: head.byteLength + bytes },
+  ];
+  const parts: Buffer[] = [];
+  const central: Buffer[] = [];
+  let offset = 0;
+  const push = (b: Buffer) => {
+    parts.push(b);
+    offset += b.byteLength;
+  };
+  for (const e of entries) {
+    const name = Buffer.from(e.name);
+    const compressed = e.data.reduce((n, d) => n + d.byteLength, 0);
+    const local = Buffer.alloc(30);
+    local.writeUInt32LE(0x04034b50, 0);
+    local.writeUInt16LE(20, 4); // version needed
+    local.writeUInt16LE(0x0808, 6); // sizes in the data descriptor; UTF-8 names
+    local.writeUInt16LE(8, 8); // deflate
+    local.writeUInt16LE(0x21, 12); // 1980-01-01
+    local.writeUInt16LE(name.byteLength, 26);
+    const at = offset;
+    push(Buffer.concat([local, name]));
+    for (const d of e.data) push(d);
+    const descriptor = Buffer.alloc(16);
+    descriptor.writeUInt32LE(0x08074b50, 0);
+    descriptor.writeUInt32LE(e.crc, 4);
+    descriptor.writeUInt32LE(compressed, 8);
+    descriptor.writeUInt32LE(e.size, 12);
+    push(descriptor);
+    const header = Buffer.alloc(46);
+    header.writeUInt32LE(0x02014b50, 0);
+    header.writeUInt16LE(20, 4);
+    header.writeUInt16LE(20, 6);
+    header.writeUInt16LE(0x0808, 8);
+    header.writeUInt16LE(8, 10);
+    header.writeUInt16LE(0x21, 14);
+    header.writeUInt32LE(e.crc, 16);
+    header.writeUInt32LE(compressed, 20);
+    header.writeUInt32LE(e.size, 24);
+    header.writeUInt16LE(name.byteLength, 28);
+    header.writeUInt32LE(at, 42);
+    central.push(Buffer.concat([header, name]));
   }
-  const doc = new ZipDeflate('word/document.xml', { level: 1 });
-  zip.add(doc);
-  doc.push(strToU8('<w:document xmlns:w="x"><w:body><w:p><w:r><w:t>'));
-  const step = new Uint8Array(1024 * 1024).fill(0x41);
-  for (let done = 0; done < bytes; done += step.byteLength) doc.push(step, done + step.byteLength >= bytes);
-  zip.end();
-  const total = out.reduce((n, c) => n + c.byteLength, 0);
-  bomb = new Uint8Array(total);
-  let at = 0;
-  for (const c of out) {
-    bomb.set(c, at);
-    at += c.byteLength;
-  }
+  const directory = Buffer.concat(central);
+  const end = Buffer.alloc(22);
+  end.writeUInt32LE(0x06054b50, 0);
+  end.writeUInt16LE(entries.length, 8);
+  end.writeUInt16LE(entries.length, 10);
+  end.writeUInt32LE(directory.byteLength, 12);
+  end.writeUInt32LE(offset, 16);
+  bomb = Buffer.concat([...parts, directory, end]);
   return bomb;
 }
 

@@ -17,6 +17,11 @@ import { apiBaseOf, normalizeOrRefuse, workerOrigin, workersDevUrlOf, WORKER_NAM
 
 /** The CLI is slow to start on a loaded machine: every list is checked in-process, these few through the CLI too. */
 const THROUGH_CLI = 3;
+/*
+ * CONCURRENT_RUNS: CLI runs that share no directory (or are refused before touching theirs) start
+ * side by side and are checked afterwards, each against the same expectations as before; a run's
+ * CPU (mostly Node's start-up) then uses both cores.
+ */
 
 const DOMAIN = 'cfdeploy-sec.test';
 const WORKER_URL = 'https://svc-edge.sec-sub.workers.dev';
@@ -57,19 +62,23 @@ t.teardown(async () => {
 t.test('hostile Worker names are refused with exit 1 and nothing written', async (t) => {
   const names = ['Svc-Edge', 'SVC', 'svc.edge', 'svc/edge', '../edge', '..', '.', 'a'.repeat(64), '-svc', 'svc-', 'svc edge', 'svc;id', '$(id)', '`id`', 'svc\nedge', 'svc_edge', 'svç', '%2e%2e'];
   for (const name of names) t.notOk(WORKER_NAME.test(name), `--name ${JSON.stringify(name)}`);
-  for (const name of names.slice(2, 2 + THROUGH_CLI)) {
-    const dir = path.join(tempDir('svc-cfds-'), 'deploy');
-    const r = await svc(['init', '--dir', dir, `--name=${name}`, '--domain', DOMAIN]);
-    t.equal(r.code, 1, `--name ${JSON.stringify(name)}`);
-    t.match(r.out, /validation_error/);
-    t.notOk(fs.existsSync(dir), `nothing written for ${JSON.stringify(name)}`);
-  }
+  // Each CLI run has a directory of its own, so they run side by side (CONCURRENT_RUNS).
+  const refused = names.slice(2, 2 + THROUGH_CLI).map((name) => ({ name, dir: path.join(tempDir('svc-cfds-'), 'deploy') }));
   const empty = path.join(tempDir('svc-cfds-'), 'deploy');
-  const r = await svc(['init', '--dir', empty, '--name', '']);
+  const longest = path.join(tempDir('svc-cfds-'), 'deploy');
+  const [runs, r, longestRun] = await Promise.all([
+    Promise.all(refused.map(({ name, dir }) => svc(['init', '--dir', dir, `--name=${name}`, '--domain', DOMAIN]))),
+    svc(['init', '--dir', empty, '--name', '']),
+    svc(['init', '--dir', longest, '--name', 'a'.repeat(63)]),
+  ]);
+  refused.forEach(({ name, dir }, i) => {
+    t.equal(runs[i].code, 1, `--name ${JSON.stringify(name)}`);
+    t.match(runs[i].out, /validation_error/);
+    t.notOk(fs.existsSync(dir), `nothing written for ${JSON.stringify(name)}`);
+  });
   t.equal(r.code, 1);
   t.notOk(fs.existsSync(empty));
-  const longest = path.join(tempDir('svc-cfds-'), 'deploy');
-  t.equal((await svc(['init', '--dir', longest, '--name', 'a'.repeat(63)])).code, 0, '63 characters is the limit, not less');
+  t.equal(longestRun.code, 0, '63 characters is the limit, not less');
 });
 
 t.test('hostile domains and account ids are refused with exit 1 and nothing written', async (t) => {
@@ -82,20 +91,24 @@ t.test('hostile domains and account ids are refused with exit 1 and nothing writ
     'exam\u200bple.com', 'exam\u00adple.com', 'example\uff0ecom', '%65xample.com', 'ex%2fample.com',
   ];
   for (const domain of domains) t.throws(() => normalizeOrRefuse(domain), { code: 'validation_error' }, `--domain ${JSON.stringify(domain)}`);
-  for (const domain of ['a..b', '$(id).example.com', '%65xample.com']) {
-    const dir = path.join(tempDir('svc-cfds-'), 'deploy');
-    const r = await svc(['init', '--dir', dir, '--domain', DOMAIN, `--domain=${domain}`]);
-    t.equal(r.code, 1, `--domain ${JSON.stringify(domain)}`);
-    t.notOk(fs.existsSync(dir), `nothing written for ${JSON.stringify(domain)}`);
-  }
-  for (const id of ['../'.repeat(11)]) {
-    const dir = path.join(tempDir('svc-cfds-'), 'deploy');
-    t.equal((await svc(['init', '--dir', dir, '--account-id', id])).code, 1, `--account-id ${JSON.stringify(id)}`);
-    t.notOk(fs.existsSync(dir));
-  }
+  // Each CLI run has a directory of its own, so they run side by side (CONCURRENT_RUNS).
+  const byDomain = ['a..b', '$(id).example.com', '%65xample.com'].map((domain) => ({ domain, dir: path.join(tempDir('svc-cfds-'), 'deploy') }));
+  const byId = ['../'.repeat(11)].map((id) => ({ id, dir: path.join(tempDir('svc-cfds-'), 'deploy') }));
   // A look-alike is a different name: it is kept in its xn-- form, never read as example.com.
   const dir = path.join(tempDir('svc-cfds-'), 'deploy');
-  const r = await svc(['init', '--dir', dir, '--domain', 'ex\u0430mple.com', '--domain', 'EXAMPLE.org.', '--json']);
+  const [domainRuns, idRuns, r] = await Promise.all([
+    Promise.all(byDomain.map(({ domain, dir }) => svc(['init', '--dir', dir, '--domain', DOMAIN, `--domain=${domain}`]))),
+    Promise.all(byId.map(({ id, dir }) => svc(['init', '--dir', dir, '--account-id', id]))),
+    svc(['init', '--dir', dir, '--domain', 'ex\u0430mple.com', '--domain', 'EXAMPLE.org.', '--json']),
+  ]);
+  byDomain.forEach(({ domain, dir }, i) => {
+    t.equal(domainRuns[i].code, 1, `--domain ${JSON.stringify(domain)}`);
+    t.notOk(fs.existsSync(dir), `nothing written for ${JSON.stringify(domain)}`);
+  });
+  byId.forEach(({ id, dir }, i) => {
+    t.equal(idRuns[i].code, 1, `--account-id ${JSON.stringify(id)}`);
+    t.notOk(fs.existsSync(dir));
+  });
   t.equal(r.code, 0, r.out);
   t.same(JSON.parse(fs.readFileSync(path.join(dir, 'svc-cloudflare.json'), 'utf8')).domains, ['xn--exmple-4nf.com', 'example.org']);
 });
@@ -136,15 +149,17 @@ t.test('--api-base reaches only an http stand-in on a loopback address', async (
   for (const base of bases) t.throws(() => apiBaseOf(base), { code: 'validation_error' }, `--api-base ${base}`);
   t.equal(apiBaseOf(`http://127.0.0.1:${port}/client/v4/`), `http://127.0.0.1:${port}/client/v4`);
   const seen = cf.requests.length;
-  for (const base of [bases[0], bases[2], bases[6]]) {
-    for (const action of ['deploy', 'status']) {
-      const args = action === 'deploy' ? ['deploy', '--dir', dir, '--routing-only', '--catch-all', '--url', WORKER_URL] : ['status', '--dir', dir];
-      const r = await svc([...args, '--api-base', base, '--home', home.home], { CLOUDFLARE_API_TOKEN: cf.token });
-      t.equal(r.code, 1, `${action} --api-base ${base}`);
-      t.match(r.out, /validation_error/);
-      t.notMatch(r.out, cf.token);
-    }
-  }
+  // Every run is refused before it reads or writes anything, so they run side by side (CONCURRENT_RUNS).
+  const attempts = [bases[0], bases[2], bases[6]].flatMap((base) => ['deploy', 'status'].map((action) => ({ base, action })));
+  const answers = await Promise.all(attempts.map(({ base, action }) => {
+    const args = action === 'deploy' ? ['deploy', '--dir', dir, '--routing-only', '--catch-all', '--url', WORKER_URL] : ['status', '--dir', dir];
+    return svc([...args, '--api-base', base, '--home', home.home], { CLOUDFLARE_API_TOKEN: cf.token });
+  }));
+  attempts.forEach(({ base, action }, i) => {
+    t.equal(answers[i].code, 1, `${action} --api-base ${base}`);
+    t.match(answers[i].out, /validation_error/);
+    t.notMatch(answers[i].out, cf.token);
+  });
   t.equal(cf.requests.length, seen, 'no request reached the stand-in either');
   t.same(cf.emailRouting(DOMAIN).rules, []);
 });
@@ -163,11 +178,13 @@ t.test('--url must be a bare https origin; a refused one pairs nothing and chang
     'https://svc edge.workers.dev', 'https://svc-edge.sec-sub.workers.dev\n', 'https://ex\u0430mple.com', 'http://127.0.0.1:8791',
   ];
   for (const url of urls) t.throws(() => workerOrigin(url), { code: 'validation_error' }, `--url ${JSON.stringify(url)}`);
-  for (const url of [urls[1], urls[4], urls[9]]) {
-    const r = await svc(['deploy', '--dir', dir, '--routing-only', `--url=${url}`, '--home', home.home]);
-    t.equal(r.code, 1, `--url ${JSON.stringify(url)}`);
-    t.match(r.out, /validation_error/);
-  }
+  // Every run is refused before it writes anything, so they run side by side (CONCURRENT_RUNS).
+  const refusedUrls = [urls[1], urls[4], urls[9]];
+  const answers = await Promise.all(refusedUrls.map((url) => svc(['deploy', '--dir', dir, '--routing-only', `--url=${url}`, '--home', home.home])));
+  refusedUrls.forEach((url, i) => {
+    t.equal(answers[i].code, 1, `--url ${JSON.stringify(url)}`);
+    t.match(answers[i].out, /validation_error/);
+  });
   t.equal(fs.readFileSync(path.join(dir, 'svc-cloudflare.json'), 'utf8'), settings, 'the settings keep no URL');
   const edgesAfter = (await api<{ edges: { url: string }[] }>(home.url, 'GET', '/v0/owner/transport', { token: home.ownerToken })).body.edges;
   t.same(edgesAfter, edgesBefore, 'the home paired with nothing');

@@ -59,6 +59,9 @@ const LARGE_PARSE_YOUNG_MB = 4;
  * the large messages queued behind it in the lane have waited.
  */
 const LARGE_PARSE_TIMEOUT_MS = 30_000;
+/** Test-only (docs/testing.md): `SVC_TEST_LARGE_PARSE_TIMEOUT_MS` replaces that timeout; unset, it applies. */
+const testParseTimeoutMs = Number(process.env.SVC_TEST_LARGE_PARSE_TIMEOUT_MS);
+const largeParseTimeoutMs = process.env.SVC_TEST_LARGE_PARSE_TIMEOUT_MS && Number.isFinite(testParseTimeoutMs) && testParseTimeoutMs > 0 ? testParseTimeoutMs : LARGE_PARSE_TIMEOUT_MS;
 /**
  * The MIME parser (mailparser) and its task module are loaded on the first message, not at start:
  * an idle home never pays for them (issue 19, memory per loop thread).
@@ -103,7 +106,7 @@ function parseInWorker(raw: Buffer, stall: boolean): Promise<{ parsed: ParsedMai
     const timer = setTimeout(() => {
       failure = 'parse_limit_exceeded';
       void worker.terminate();
-    }, LARGE_PARSE_TIMEOUT_MS);
+    }, largeParseTimeoutMs);
     worker.once('exit', () => {
       clearTimeout(timer);
       const answer = reply as ParseLargeReply | null;
@@ -142,6 +145,8 @@ async function openLarge(sealed: string | Uint8Array, privateJwk: JWK, stall: bo
 
 function pause(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise<void>((resolve) => {
+    // Already stopped (the stop is what ended the long-poll that led here): its abort event has fired.
+    if (signal.aborted) return resolve();
     const done = () => {
       clearTimeout(timer);
       signal.removeEventListener('abort', done);

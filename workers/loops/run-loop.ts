@@ -6,12 +6,23 @@
  * service.
  */
 import type { Db } from '../../src/db/open.js';
-import { LOOPS, heartbeatIndex, type LocalEdgeHandover, type LoopName } from '../../src/supervisor/loop-table.js';
+import { LOOPS, heartbeatIndex, type LocalEdgeHandover, type LoopName, type LoopTiming } from '../../src/supervisor/loop-table.js';
 import type { BusMessage } from '../../src/supervisor/bus.js';
 import type { PoolTaskName as TaskName } from '../../src/supervisor/pool.js';
 
 /** Test-only crash injection (docs/testing.md) waits this long after the first pass. */
 const FAULT_DELAY_MS = 2_000;
+
+/**
+ * Test-only: `SVC_TEST_PROVISIONING_MS=<ms>` replaces the provisioning loop's 10 s between passes,
+ * so a test sees a domain move through its states within seconds (docs/testing.md). Unset, the
+ * table's timing applies.
+ */
+function timingOf(name: LoopName): LoopTiming {
+  const testMs = Number(process.env.SVC_TEST_PROVISIONING_MS);
+  if (name !== 'provisioning' || !process.env.SVC_TEST_PROVISIONING_MS || !Number.isFinite(testMs) || testMs < 0) return LOOPS[name];
+  return { ...LOOPS[name], busyMs: testMs, idleMs: testMs };
+}
 
 export interface LoopContext {
   db: Db;
@@ -96,7 +107,7 @@ export class LoopRunner {
 
   /** Passes until stopped. */
   async run(fault: string | null): Promise<void> {
-    const timing = LOOPS[this.name];
+    const timing = timingOf(this.name);
     const crashFault = fault === `loop-crash:${this.name}`;
     let passes = 0;
     while (!this.#stopping) {
