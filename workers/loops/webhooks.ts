@@ -16,7 +16,7 @@
 import { loopPass, type LoopContext } from './run-loop.js';
 import { WEBHOOK_DISABLE_AFTER_MS as DISABLE_AFTER_MS, WEBHOOK_RETRY_SCHEDULE_MS as RETRY_SCHEDULE_MS } from '../../src/supervisor/loop-table.js';
 import { RetentionSchedule } from '../../src/db/retention.js';
-import { latestSeq, rawEventsAfter, type RawEvent } from '../../src/events/log.js';
+import { deliveredPayload, latestSeq, storedEventsAfter, type StoredEventRow } from '../../src/events/log.js';
 import { isEventVisible } from '../../src/events/visibility.js';
 import { deliver, DELIVERY_TIMEOUT_MS } from '../../src/webhooks/delivery.js';
 import { refreshPrincipal } from '../../src/auth/credentials.js';
@@ -64,11 +64,11 @@ function creatorPrincipal(db: Db, hook: WebhookRow): Principal | null {
 }
 
 /** The webhook's own filters: event types, its pod and pod filter (docs/pods.md), and its inbox (inbox route) or inbox_ids (instance-wide). */
-function matcher(hook: WebhookRow): (e: RawEvent) => boolean {
+function matcher(hook: WebhookRow): (e: StoredEventRow) => boolean {
   const types = new Set(JSON.parse(hook.event_types) as string[]);
   const inboxes = hook.inbox_scope !== null ? new Set([hook.inbox_scope]) : hook.inbox_ids === null ? null : new Set(JSON.parse(hook.inbox_ids) as string[]);
   const pods = hook.pod_ids === null ? null : new Set(JSON.parse(hook.pod_ids) as string[]);
-  const inPod = (e: RawEvent) => (hook.pod_id === null || e.pod_id === hook.pod_id) && (pods === null || (e.pod_id !== null && pods.has(e.pod_id)));
+  const inPod = (e: StoredEventRow) => (hook.pod_id === null || e.pod_id === hook.pod_id) && (pods === null || (e.pod_id !== null && pods.has(e.pod_id)));
   return (e) => types.has(e.event_type) && inPod(e) && (inboxes === null || (e.inbox_id !== null && inboxes.has(e.inbox_id)));
 }
 
@@ -103,7 +103,8 @@ async function drain(ctx: LoopContext, webhookId: string): Promise<void> {
   ctx.stopped.addEventListener('abort', onStop);
   try {
     for (;;) {
-      const events = rawEventsAfter(db, cursor, READ_BATCH);
+      // Stored rows: a received message's bodies are read only for the events this webhook delivers.
+      const events = storedEventsAfter(db, cursor, READ_BATCH);
       if (events.length === 0) return void flush();
       // Filters and headers are read per batch, so a PATCH applies to the next batch.
       hook = webhookById(db, webhookId);
@@ -121,7 +122,7 @@ async function drain(ctx: LoopContext, webhookId: string): Promise<void> {
           url: hook.url,
           secret: hook.secret,
           eventId: e.event_id,
-          body: e.payload,
+          body: deliveredPayload(db, e),
           customHeaders,
           guarded: hook.owner_kind !== 'owner' && !unguarded,
           timeoutMs,
