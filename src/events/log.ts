@@ -100,12 +100,31 @@ export function storedEventsAfter(db: Db, afterSeq: number, limit: number): Stor
   ) as StoredEventRow[];
 }
 
-/** The event as delivered, JSON text: the stored payload, with the message's bodies read now where it has them by reference. */
-export function deliveredPayload(db: Db, row: Pick<StoredEventRow, 'payload' | 'bodies_from_message' | 'message_rowid'>): string {
-  if (row.bodies_from_message !== 1 || row.message_rowid === null || !row.payload.endsWith('}}')) return row.payload;
-  const bodies = prepared(db, 'SELECT text, html, extracted_text, extracted_from, extracted_length, extracted_html FROM messages WHERE id = ?').get(row.message_rowid) as
-    | MessageBodies
-    | undefined;
+/**
+ * The event as delivered, JSON text: the stored payload, with the message's bodies read now where
+ * it has them by reference. A row read earlier may be stale (a webhook holds a batch for as long as
+ * its deliveries take), and its message may have been deleted and its row id given to another
+ * message since: so the event and the message are read again together, in one statement (one
+ * snapshot), by `seq`. The deletion's trigger has then either ended the reference (the stored
+ * payload, with null bodies, is what is sent) or not happened, and the message must still be in
+ * the event's inbox. An event no longer stored is sent as held, with null bodies.
+ */
+export function deliveredPayload(db: Db, row: Pick<StoredEventRow, 'seq' | 'payload' | 'bodies_from_message'>): string {
+  if (row.bodies_from_message !== 1) return row.payload;
+  const now = prepared(
+    db,
+    `SELECT e.payload, e.bodies_from_message, m.id AS found, m.text, m.html, m.extracted_text, m.extracted_from, m.extracted_length, m.extracted_html
+       FROM events e LEFT JOIN messages m ON e.bodies_from_message = 1 AND m.id = e.message_rowid AND m.inbox_id IS e.inbox_id
+      WHERE e.seq = ?`,
+  ).get(row.seq) as (MessageBodies & { payload: string; bodies_from_message: 0 | 1; found: number | null }) | undefined;
+  if (!now) return withBodies(row.payload, null);
+  if (now.bodies_from_message !== 1) return now.payload;
+  return withBodies(now.payload, now.found === null ? null : now);
+}
+
+/** `payload` with the bodies appended as the last keys of its last object (null when the message is gone). */
+function withBodies(payload: string, bodies: MessageBodies | null): string {
+  if (!payload.endsWith('}}')) return payload;
   const values = {
     text: bodies?.text ?? null,
     html: bodies?.html ?? null,
@@ -113,16 +132,16 @@ export function deliveredPayload(db: Db, row: Pick<StoredEventRow, 'payload' | '
     extracted_html: bodies?.extracted_html ?? null,
   };
   const appended = BODY_FIELDS.map((field) => `${JSON.stringify(field)}:${JSON.stringify(values[field])}`).join(',');
-  const open = row.payload.slice(0, -2);
+  const open = payload.slice(0, -2);
   return `${open}${open.endsWith('{') ? '' : ','}${appended}}}`;
 }
 
 /** Events after `afterSeq`, oldest first. */
 export function eventsAfter(db: Db, afterSeq: number, limit: number): StoredEvent[] {
   const rows = db.prepare('SELECT * FROM events WHERE seq > ? ORDER BY seq LIMIT ?').all(afterSeq, limit) as (Omit<StoredEvent, 'event'> & StoredEventRow)[];
-  return rows.map(({ payload, bodies_from_message, message_rowid, pod_id: _pod, ...r }) => ({
+  return rows.map(({ payload, bodies_from_message, message_rowid: _rowid, pod_id: _pod, ...r }) => ({
     ...r,
-    event: JSON.parse(deliveredPayload(db, { payload, bodies_from_message, message_rowid })) as Record<string, unknown>,
+    event: JSON.parse(deliveredPayload(db, { seq: r.seq, payload, bodies_from_message })) as Record<string, unknown>,
   }));
 }
 

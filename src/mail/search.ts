@@ -41,6 +41,13 @@ const SMALL_SCOPE = 5000;
  * row costs little more than gathering would (shardScope).
  */
 const SHARD_SCOPE = 2048;
+/**
+ * The index entries one shard's gather reads at most (its time span may hold entries of the scope
+ * outside the shard's row ids, mail stored late), and the inboxes it seeks at most: each inbox is
+ * a seek per shard reached, so an instance-wide search of many inboxes checks matches instead.
+ */
+const SHARD_SCOPE_SCAN = 4 * SHARD_SCOPE;
+const SHARD_SCOPE_INBOXES = 32;
 /** Above every rowid: the top of the first band. */
 const NO_TOP = Number.MAX_SAFE_INTEGER;
 const VISIBLE = visibleSql('m', SEARCH_VISIBILITY);
@@ -132,14 +139,18 @@ function smallScope(db: Db, r: SearchRequest): Map<number, number[]> | null {
  * (each match's row is checked instead).
  */
 function shardScope(db: Db, r: SearchRequest, layout: ShardLayout, k: number): number[] | null | undefined {
+  if (r.inboxIds.length > SHARD_SCOPE_INBOXES) return null;
   const span = shardSpan(db, k);
   if (span === null) return null;
   const params: unknown[] = [];
   const scope = scopeSql(r, params, 's');
-  params.push(span.firstAt, span.lastAt, shardFloor(layout, k), shardCeiling(layout, k), SHARD_SCOPE + 1);
-  const ids = prepared(db, `SELECT s.id FROM messages s INDEXED BY messages_inbox_time WHERE ${scope} AND s.timestamp BETWEEN ? AND ? AND s.id BETWEEN ? AND ? LIMIT ?`)
+  params.push(span.firstAt, span.lastAt, SHARD_SCOPE_SCAN + 1);
+  const inSpan = prepared(db, `SELECT s.id FROM messages s INDEXED BY messages_inbox_time WHERE ${scope} AND s.timestamp BETWEEN ? AND ? LIMIT ?`)
     .pluck()
     .all(...params) as number[];
+  if (inSpan.length > SHARD_SCOPE_SCAN) return null;
+  const [floor, ceiling] = [shardFloor(layout, k), shardCeiling(layout, k)];
+  const ids = inSpan.filter((id) => id >= floor && id <= ceiling);
   if (ids.length > SHARD_SCOPE) return null;
   return ids.length === 0 ? undefined : ids;
 }

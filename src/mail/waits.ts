@@ -87,7 +87,9 @@ export function firstReceivedAfter(db: Db, after: WaitPoint, f: WaitFilters): Me
   anyOf('m.from_address', f.from, where, params);
   anyOf(RECIPIENTS_SQL, f.to, where, params);
   anyOf('m.subject', f.subject, where, params);
-  const passing = prepared(db, `SELECT ${MESSAGE_ITEM_COLUMNS}, ${MESSAGE_BODY_COLUMNS} FROM messages m WHERE m.id = ? AND m.inbox_id = ? AND ${where.join(' AND ')}`);
+  // The entry's inbox and timestamp too: the statements are separate reads, and a row id deleted
+  // meanwhile may belong to another message by now.
+  const passing = prepared(db, `SELECT ${MESSAGE_ITEM_COLUMNS}, ${MESSAGE_BODY_COLUMNS} FROM messages m WHERE m.id = ? AND m.inbox_id = ? AND m.timestamp = ? AND ${where.join(' AND ')}`);
   const scope = inboxRows(f.inboxes);
   // `timestamp || '|' || id`: both values of one index entry from one scalar subquery (no LATERAL in SQLite; a timestamp has no '|').
   const firstEntries = prepared(
@@ -114,7 +116,7 @@ export function firstReceivedAfter(db: Db, after: WaitPoint, f: WaitFilters): Me
     enqueue({ inboxId: inbox_id, timestamp: entry.slice(0, bar), id: Number(entry.slice(bar + 1)) });
   }
   for (let oldest = queue.shift(); oldest !== undefined; oldest = queue.shift()) {
-    const row = passing.get(oldest.id, oldest.inboxId, ...params) as MessageBodyRow | undefined;
+    const row = passing.get(oldest.id, oldest.inboxId, oldest.timestamp, ...params) as MessageBodyRow | undefined;
     if (row) return fullMessages(db, [row])[0]!;
     const next = nextEntry.get(oldest.inboxId, oldest.timestamp, oldest.timestamp, oldest.id) as { timestamp: string; id: number } | undefined;
     if (next) enqueue({ inboxId: oldest.inboxId, timestamp: next.timestamp, id: next.id });

@@ -30,7 +30,7 @@ export function openHomeDb(home: string): Db {
  * message's event reads the message's bodies from its row (src/events/log.ts deliveredPayload).
  */
 export function deliveredEvents(db: Db, where: string, ...params: unknown[]): string[] {
-  const rows = db.prepare(`SELECT payload, bodies_from_message, message_rowid FROM events WHERE ${where} ORDER BY seq`).all(...params) as StoredEventRow[];
+  const rows = db.prepare(`SELECT seq, payload, bodies_from_message FROM events WHERE ${where} ORDER BY seq`).all(...params) as StoredEventRow[];
   return rows.map((row) => deliveredPayload(db, row));
 }
 

@@ -15,7 +15,7 @@ import { getMessage, deleteMessage } from '../../src/mail/messages.js';
 import { deleteThread } from '../../src/mail/threads.js';
 import { deleteInbox } from '../../src/mail/inboxes.js';
 import { readVisibility } from '../../src/mail/labels.js';
-import { appendEvent, deliveredPayload, eventsAfter, rawEventsAfter, type StoredEventRow } from '../../src/events/log.js';
+import { appendEvent, deliveredPayload, eventsAfter, rawEventsAfter, storedEventsAfter, type StoredEventRow } from '../../src/events/log.js';
 import type { Principal } from '../../src/auth/principal.js';
 import { insertInbox } from '../helpers/db.js';
 import { tempDir } from '../helpers/svc.js';
@@ -121,6 +121,28 @@ t.test('deleting the message, its thread or its inbox leaves null bodies, and a 
   }
 });
 
+t.test('a row read before its message was deleted never lends the bodies of the message that took its row id', async (t) => {
+  for (const reuse of ['another inbox', 'the same inbox'] as const) {
+    const db = store(t);
+    const own = await seedMail(db, simpleMail({ messageId: '<own@example.org>', body: `${FILLER}own words` }), { inboxId: INBOX, sourceKey: 'own' });
+    // A reader holds the row (the webhook loop holds its batch while it delivers, the hub for a turn)...
+    const held = storedEventsAfter(db, 0, 100).find((e) => e.seq === own.seq)!;
+    t.equal(held.bodies_from_message, 1);
+    t.match(deliveredPayload(db, held), /own words/, `${reuse}: read while the message exists, the bodies are there`);
+    // ...while the message is deleted and the next message takes its row id.
+    db.transaction(() => t.ok(deleteMessage(db, INBOX, '<own@example.org>', everything)))();
+    const target = reuse === 'another inbox' ? OTHER : INBOX;
+    const next = await seedMail(db, simpleMail({ to: target, messageId: '<next@example.org>', body: `${FILLER}victim secret 12345` }), { inboxId: target, sourceKey: 'next' });
+    t.equal(next.messageRowid, own.messageRowid, `${reuse}: the row id was reused`);
+    const delivered = deliveredPayload(db, held);
+    t.notMatch(delivered, /victim secret 12345|own words/, `${reuse}: the held row delivers neither the new message's body nor the deleted one's`);
+    t.match(JSON.parse(delivered), { message: { text: null, html: null, redacted: true } }, `${reuse}: it is delivered as the deletion left it`);
+    // An event pruned meanwhile is sent as held, without bodies.
+    db.prepare('DELETE FROM events WHERE seq = ?').run(own.seq);
+    t.match(JSON.parse(deliveredPayload(db, held)), { message: { text: null, extracted_text: null } }, `${reuse}: a pruned event has null bodies`);
+  }
+});
+
 t.test('events stored with their bodies (before migration 32) and other events are delivered as stored', async (t) => {
   const db = store(t);
   const message = await seedMail(db, simpleMail({ messageId: '<old@example.org>', body: 'kept body' }), { inboxId: INBOX, sourceKey: 'old' });
@@ -172,6 +194,6 @@ t.test('an upgrade from schema 31 keeps every stored event as it was delivered b
   t.equal(row.bodies_from_message, 0, 'an old event keeps its own copy');
   t.equal(deliveredPayload(db, row), payload, 'and is delivered byte for byte as before');
   db.transaction(() => t.ok(deleteMessage(db, INBOX, '<m1@x>', everything)))();
-  const after = db.prepare("SELECT message_rowid, bodies_from_message, payload FROM events WHERE event_id = 'evt_old'").get() as StoredEventRow;
+  const after = db.prepare("SELECT seq, message_rowid, bodies_from_message, payload FROM events WHERE event_id = 'evt_old'").get() as StoredEventRow;
   t.match(JSON.parse(deliveredPayload(db, after)), { message: { text: null, redacted: true } }, 'deleting its message redacts it as before');
 });

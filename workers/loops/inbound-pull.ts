@@ -61,7 +61,8 @@ const LARGE_PARSE_YOUNG_MB = 4;
 const LARGE_PARSE_TIMEOUT_MS = 30_000;
 /** Test-only (docs/testing.md): `SVC_TEST_LARGE_PARSE_TIMEOUT_MS` replaces that timeout; unset, it applies. */
 const testParseTimeoutMs = Number(process.env.SVC_TEST_LARGE_PARSE_TIMEOUT_MS);
-const largeParseTimeoutMs = process.env.SVC_TEST_LARGE_PARSE_TIMEOUT_MS && Number.isFinite(testParseTimeoutMs) && testParseTimeoutMs > 0 ? testParseTimeoutMs : LARGE_PARSE_TIMEOUT_MS;
+// At least a second: a shorter one would quarantine every large message as parse_limit_exceeded.
+const largeParseTimeoutMs = process.env.SVC_TEST_LARGE_PARSE_TIMEOUT_MS && Number.isFinite(testParseTimeoutMs) && testParseTimeoutMs >= 1_000 ? testParseTimeoutMs : LARGE_PARSE_TIMEOUT_MS;
 /**
  * The MIME parser (mailparser) and its task module are loaded on the first message, not at start:
  * an idle home never pays for them (issue 19, memory per loop thread).

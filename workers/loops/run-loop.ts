@@ -10,6 +10,8 @@ import { LOOPS, heartbeatIndex, type LocalEdgeHandover, type LoopName, type Loop
 import type { BusMessage } from '../../src/supervisor/bus.js';
 import type { PoolTaskName as TaskName } from '../../src/supervisor/pool.js';
 
+/** A test-only interval below this is ignored: passes back to back would call a DNS provider without pause. */
+const TEST_KNOB_MIN_MS = 100;
 /** Test-only crash injection (docs/testing.md) waits this long after the first pass. */
 const FAULT_DELAY_MS = 2_000;
 
@@ -20,7 +22,7 @@ const FAULT_DELAY_MS = 2_000;
  */
 function timingOf(name: LoopName): LoopTiming {
   const testMs = Number(process.env.SVC_TEST_PROVISIONING_MS);
-  if (name !== 'provisioning' || !process.env.SVC_TEST_PROVISIONING_MS || !Number.isFinite(testMs) || testMs < 0) return LOOPS[name];
+  if (name !== 'provisioning' || !process.env.SVC_TEST_PROVISIONING_MS || !Number.isFinite(testMs) || testMs < TEST_KNOB_MIN_MS) return LOOPS[name];
   return { ...LOOPS[name], busyMs: testMs, idleMs: testMs };
 }
 
