@@ -15,6 +15,8 @@ import { API_KEY_PREFIX } from '../../src/auth/api-keys.js';
 import { uuidv7 } from '../../src/db/ids.js';
 import { shardTable } from '../../src/mail/search-index.js';
 import { deliveredPayload, type StoredEventRow } from '../../src/events/log.js';
+import Database from 'better-sqlite3-multiple-ciphers';
+import { MIGRATIONS } from '../../src/db/migrations.js';
 
 export function openHomeDb(home: string): Db {
   const { dbKey } = unlockHome(home, false);
@@ -23,6 +25,22 @@ export function openHomeDb(home: string): Db {
   } finally {
     dbKey.fill(0);
   }
+}
+
+/**
+ * For upgrade tests: a database file as an svc of schema `version` left it, written through a
+ * connection of its own (no write gate, no commit hook), the migrations up to `version` applied.
+ * The caller fills it, closes it, and opens it with openDatabase to upgrade it.
+ */
+export function databaseAtSchema(file: string, key: Buffer, version: number): Database.Database {
+  const old = new Database(file);
+  old.pragma(`cipher='sqlcipher'`);
+  old.pragma('legacy=4');
+  old.pragma(`key="x'${key.toString('hex')}'"`);
+  old.pragma('foreign_keys = ON');
+  for (const sql of MIGRATIONS.slice(0, version)) old.exec(sql);
+  old.pragma(`user_version = ${version}`);
+  return old;
 }
 
 /**

@@ -8,7 +8,6 @@
 import t, { type Test } from 'tap';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import Database from 'better-sqlite3-multiple-ciphers';
 import { MIGRATIONS } from '../../src/db/migrations.js';
 import { openDatabase, type Db } from '../../src/db/open.js';
 import { getMessage, deleteMessage } from '../../src/mail/messages.js';
@@ -17,7 +16,7 @@ import { deleteInbox } from '../../src/mail/inboxes.js';
 import { readVisibility } from '../../src/mail/labels.js';
 import { appendEvent, deliveredPayload, eventsAfter, rawEventsAfter, storedEventsAfter, type StoredEventRow } from '../../src/events/log.js';
 import type { Principal } from '../../src/auth/principal.js';
-import { insertInbox } from '../helpers/db.js';
+import { databaseAtSchema, insertInbox } from '../helpers/db.js';
 import { tempDir } from '../helpers/svc.js';
 import { seedMail, simpleMail } from '../helpers/mail.js';
 
@@ -169,13 +168,7 @@ t.test('an upgrade from schema 31 keeps every stored event as it was delivered b
   const key = randomBytes(32);
   const NOW = '2026-11-01T00:00:00.000Z';
   // The home as an svc of schema 31 left it, through a connection of its own.
-  const old = new Database(file);
-  old.pragma(`cipher='sqlcipher'`);
-  old.pragma('legacy=4');
-  old.pragma(`key="x'${key.toString('hex')}'"`);
-  old.pragma('foreign_keys = ON');
-  for (const sql of MIGRATIONS.slice(0, 31)) old.exec(sql);
-  old.pragma('user_version = 31');
+  const old = databaseAtSchema(file, key, 31);
   old.prepare('INSERT INTO inboxes (inbox_id, username, domain, created_at, updated_at) VALUES (?, ?, ?, ?, ?)').run(INBOX, 'agent', 'example.com', NOW, NOW);
   old.prepare("INSERT INTO threads (thread_id, inbox_id, created_at, updated_at) VALUES ('th1', ?, ?, ?)").run(INBOX, NOW, NOW);
   const rowid = Number(

@@ -7,11 +7,11 @@
 import t from 'tap';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import Database from 'better-sqlite3-multiple-ciphers';
 import { MIGRATIONS } from '../../src/db/migrations.js';
 import { openDatabase } from '../../src/db/open.js';
 import { listThreads } from '../../src/mail/threads.js';
 import { HIDDEN_LABELS } from '../../src/mail/labels.js';
+import { databaseAtSchema } from '../helpers/db.js';
 import { tempDir } from '../helpers/svc.js';
 
 const NOW = '2026-11-01T00:00:00.000Z';
@@ -21,13 +21,7 @@ t.test('a home at schema 25 with dirty threads upgrades, and its summaries and c
   const file = path.join(tempDir(), 'svc.db');
   const key = randomBytes(32);
   // The home as an svc of schema 25 left it, through a connection of its own (no commit hook).
-  const old = new Database(file);
-  old.pragma(`cipher='sqlcipher'`);
-  old.pragma('legacy=4');
-  old.pragma(`key="x'${key.toString('hex')}'"`);
-  old.pragma('foreign_keys = ON');
-  for (const sql of MIGRATIONS.slice(0, OLD_SCHEMA)) old.exec(sql);
-  old.pragma(`user_version = ${OLD_SCHEMA}`);
+  const old = databaseAtSchema(file, key, OLD_SCHEMA);
   old.prepare('INSERT INTO inboxes (inbox_id, username, domain, created_at, updated_at) VALUES (?, ?, ?, ?, ?)').run('a@home.example', 'a', 'home.example', NOW, NOW);
   old.prepare("INSERT INTO threads (thread_id, inbox_id, created_at, updated_at) VALUES ('th1', 'a@home.example', ?, ?)").run(NOW, NOW);
   const rowid = Number(

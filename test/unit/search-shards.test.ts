@@ -9,8 +9,6 @@
 import t from 'tap';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
-import Database from 'better-sqlite3-multiple-ciphers';
-import { MIGRATIONS } from '../../src/db/migrations.js';
 import { openDatabase, type Db } from '../../src/db/open.js';
 import { commitInbound } from '../../src/mail/store.js';
 import { deleteMessage } from '../../src/mail/messages.js';
@@ -20,7 +18,7 @@ import { searchMessages, searchThreads } from '../../src/mail/search.js';
 import { LEGACY_SHARD, shardLayout, shardOf } from '../../src/mail/search-index.js';
 import type { Cursor } from '../../src/core/pagination.js';
 import { parseMime } from '../../workers/pool/parse.js';
-import { indexedRows, insertInbox } from '../helpers/db.js';
+import { databaseAtSchema, indexedRows, insertInbox } from '../helpers/db.js';
 import { tempDir } from '../helpers/svc.js';
 
 const A = 'a@example.com';
@@ -180,13 +178,7 @@ t.test('a scope too large to gather whole is read one shard at a time by its tim
 t.test('an upgrade to schema 33 reads each shard\'s span from the inbox index', async (t) => {
   const file = path.join(tempDir(), 'svc.db');
   const key = randomBytes(32);
-  const old = new Database(file);
-  old.pragma(`cipher='sqlcipher'`);
-  old.pragma('legacy=4');
-  old.pragma(`key="x'${key.toString('hex')}'"`);
-  old.pragma('foreign_keys = ON');
-  for (const sql of MIGRATIONS.slice(0, 32)) old.exec(sql);
-  old.pragma('user_version = 32');
+  const old = databaseAtSchema(file, key, 32);
   old.prepare('UPDATE search_layout SET bits = 4, legacy_end = 5').run();
   const NOW = '2026-01-01T00:00:00.000Z';
   old.prepare('INSERT INTO inboxes (inbox_id, username, domain, created_at, updated_at) VALUES (?, ?, ?, ?, ?)').run(A, 'a', 'example.com', NOW, NOW);
