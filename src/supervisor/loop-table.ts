@@ -16,7 +16,7 @@ export interface LoopTiming {
 
 export const LOOPS = {
   outbox: { busyMs: 2_000, idleMs: 30_000, schedule: 'wakes on enqueue or approval; recovery 2 s after work, 30 s idle or unconfigured; failed handovers retried on OUTBOX_RETRY_DELAYS_MS' },
-  'inbound-pull': { busyMs: 2_000, idleMs: 30_000, schedule: 'every 2 s while busy, 30 s idle; each pass first retries due transient quarantine items (QUARANTINE_RETRY_BACKOFF_MS)' },
+  'inbound-pull': { busyMs: 2_000, idleMs: 30_000, schedule: 'every 2 s while busy, 30 s idle; due transient quarantine items (QUARANTINE_RETRY_BACKOFF_MS) are retried, looked for at most every 2 s' },
   'inbound-reconcile': { busyMs: 15 * 60_000, idleMs: 15 * 60_000, schedule: 'at startup, then every 15 minutes; a minute after an unreachable edge (RECONCILE_EDGE_RETRY_MS)' },
   'delivery-events': { busyMs: 2_000, idleMs: 30_000, schedule: 'every 2 s while busy, 30 s idle' },
   'scheduled-drafts': { busyMs: 2_000, idleMs: 30_000, schedule: 'wakes on create, edit or approval; waits until the next due time, capped at 30 s idle and 2 s after work' },
