@@ -1,7 +1,8 @@
 /**
  * Startup benchmark: time from spawn to `server.ready` (median of BENCH_STARTUP_STARTS starts of
  * an existing home, default 3) and idle RSS 5 s after ready, beside a fastify hello-world started
- * the same way in the same run.
+ * the same way in the same run; and the CPU an idle `svc serve --local-edge` (its loops with an
+ * edge paired) uses over 10 s from 5 s after ready, beside the hello-world's.
  */
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -11,10 +12,24 @@ import readline from 'node:readline';
 import { median, round, root, type Metric } from './util.js';
 export const STARTS = Number(process.env.BENCH_STARTUP_STARTS ?? 3);
 const IDLE_MS = 5_000;
+/** Idle CPU is the CPU time used over this long, after IDLE_MS. */
+const IDLE_CPU_MS = 10_000;
+/** Clock ticks per second of /proc/<pid>/stat's utime and stime (`getconf CLK_TCK`, 100 on Linux). */
+const CLOCK_TICKS_PER_S = 100;
 
 interface Sample {
   readyMs: number;
   rssMiB: number;
+  /** CPU time over IDLE_CPU_MS as a percentage of one core; 0 when not sampled. */
+  idleCpuPct: number;
+}
+
+/** User plus system CPU seconds of a process, all its threads. */
+function cpuSecondsOf(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces) start with the state, field 3; utime and stime are fields 14 and 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_S;
 }
 
 function rssOf(pid: number): number {
@@ -24,7 +39,7 @@ function rssOf(pid: number): number {
 }
 
 /** Spawns a process, waits for a stdout line matching `ready`, samples RSS after idling, stops it. */
-async function measure(args: string[], ready: (line: string) => boolean, sampleRss: boolean): Promise<Sample> {
+async function measure(args: string[], ready: (line: string) => boolean, sampleRss: boolean, sampleCpu = false): Promise<Sample> {
   const started = process.hrtime.bigint();
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], cwd: root });
   await new Promise<void>((resolve, reject) => {
@@ -34,13 +49,19 @@ async function measure(args: string[], ready: (line: string) => boolean, sampleR
   });
   const readyMs = Number(process.hrtime.bigint() - started) / 1e6;
   let rssMiB = 0;
-  if (sampleRss) {
+  let idleCpuPct = 0;
+  if (sampleRss || sampleCpu) {
     await new Promise((r) => setTimeout(r, IDLE_MS));
     rssMiB = rssOf(child.pid!);
   }
+  if (sampleCpu) {
+    const before = cpuSecondsOf(child.pid!);
+    await new Promise((r) => setTimeout(r, IDLE_CPU_MS));
+    idleCpuPct = ((cpuSecondsOf(child.pid!) - before) / (IDLE_CPU_MS / 1000)) * 100;
+  }
   child.kill('SIGTERM');
   await new Promise((r) => child.once('exit', r));
-  return { readyMs, rssMiB };
+  return { readyMs, rssMiB, idleCpuPct };
 }
 
 export async function benchStartup(): Promise<Metric[]> {
@@ -63,6 +84,9 @@ process.on('SIGTERM', () => app.close().then(() => process.exit(0)));`,
     hello.push(await measure([helloFile], (l) => l === 'ready', i === 0));
     svc.push(await measure(svcArgs, (l) => l.includes('server.ready'), i === 0));
   }
+  // Idle CPU with the built-in edge paired, so every loop that works for an edge is running.
+  const helloIdle = await measure([helloFile], (l) => l === 'ready', false, true);
+  const svcIdle = await measure([...svcArgs, '--local-edge', '--smtp-port', '0'], (l) => l.includes('server.ready'), false, true);
   fs.rmSync(helloFile);
   fs.rmSync(path.dirname(home), { recursive: true, force: true });
   const svcReady = median(svc.map((s) => s.readyMs));
@@ -76,10 +100,13 @@ process.on('SIGTERM', () => app.close().then(() => process.exit(0)));`,
     svc_idle_rss_mib: round(svc[0].rssMiB, 1),
     baseline_idle_rss_mib: round(hello[0].rssMiB, 1),
     rss_ratio: round(svc[0].rssMiB / hello[0].rssMiB),
+    svc_local_edge_idle_cpu_pct: round(svcIdle.idleCpuPct, 1),
+    baseline_idle_cpu_pct: round(helloIdle.idleCpuPct, 1),
   };
   console.log(JSON.stringify(figures));
   return [
     { key: 'ready_ms', label: 'Start-up: spawn → server.ready', unit: 'ms', better: 'lower', svc: figures.svc_ready_ms_median, baseline: figures.baseline_fastify_hello_ready_ms_median, chart: 'latency', target: { op: '<=', value: 700, issue: 19 } },
     { key: 'idle_rss_mib', label: 'Idle RSS, 5 s after ready', unit: 'MiB', better: 'lower', svc: figures.svc_idle_rss_mib, baseline: figures.baseline_idle_rss_mib, target: { op: '<=', value: 150, issue: 19 } },
+    { key: 'idle_cpu_pct', label: 'Idle CPU of `svc serve --local-edge`, 10 s from 5 s after ready (% of one core)', unit: '%', better: 'lower', svc: figures.svc_local_edge_idle_cpu_pct, baseline: figures.baseline_idle_cpu_pct },
   ];
 }
