@@ -145,29 +145,6 @@ export function eventsAfter(db: Db, afterSeq: number, limit: number): StoredEven
   }));
 }
 
-/** A stored event as the webhook loop delivers it: the payload is the JSON body, byte for byte. */
-export interface RawEvent {
-  seq: number;
-  event_id: string;
-  event_type: string;
-  inbox_id: string | null;
-  /** The pod of the event's inbox when it was appended; null for owner-only events. */
-  pod_id: string | null;
-  payload: string;
-}
-
-/** Events after `afterSeq`, oldest first, with the payload left as stored (no parse). */
-export function rawEventsAfter(db: Db, afterSeq: number, limit: number): RawEvent[] {
-  return storedEventsAfter(db, afterSeq, limit).map((row) => ({
-    seq: row.seq,
-    event_id: row.event_id,
-    event_type: row.event_type,
-    inbox_id: row.inbox_id,
-    pod_id: row.pod_id,
-    payload: deliveredPayload(db, row),
-  }));
-}
-
 export function latestSeq(db: Db): number {
   return (db.prepare('SELECT coalesce(max(seq), 0) AS s FROM events').get() as { s: number }).s;
 }
