@@ -14,6 +14,8 @@
  * The migration fills them from the counters already stored before creating the triggers.
  */
 
+import { DAY_GRAIN, HOUR_GRAIN, metricHoursMigration, type CounterGrain } from './migrations-metric-days.js';
+
 const upsert = (table: string, keys: string[], values: Record<string, string>) => {
   const columns = [...keys, ...Object.keys(values)];
   return `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${[...keys.map((k) => `NEW.${k}`), ...Object.values(values)].join(', ')})
@@ -53,7 +55,10 @@ function rollups(source: string, keys: { inbox: string[]; home: string[] }, valu
   END;`;
 }
 
-export const METRIC_ROLLUPS_MIGRATION = `
+/** The roll-up tables of the counters of grain `g`, filled from them, and the triggers that keep them. */
+export function counterRollups(g: CounterGrain, home: { metric: string; thread: string }): string {
+  const c = g.column;
+  return `
   CREATE TABLE metric_totals (
     inbox_id TEXT NOT NULL,
     bits INTEGER NOT NULL,
@@ -61,12 +66,12 @@ export const METRIC_ROLLUPS_MIGRATION = `
     bytes INTEGER NOT NULL,
     PRIMARY KEY (inbox_id, bits)
   ) STRICT, WITHOUT ROWID;
-  CREATE TABLE metric_home_days (
-    day TEXT NOT NULL,
+  CREATE TABLE ${home.metric} (
+    ${c} TEXT NOT NULL,
     bits INTEGER NOT NULL,
     messages INTEGER NOT NULL,
     bytes INTEGER NOT NULL,
-    PRIMARY KEY (day, bits)
+    PRIMARY KEY (${c}, bits)
   ) STRICT, WITHOUT ROWID;
   CREATE TABLE thread_totals (
     inbox_id TEXT NOT NULL,
@@ -74,20 +79,26 @@ export const METRIC_ROLLUPS_MIGRATION = `
     threads INTEGER NOT NULL,
     PRIMARY KEY (inbox_id, visible_to)
   ) STRICT, WITHOUT ROWID;
-  CREATE TABLE thread_home_days (
-    day TEXT NOT NULL,
+  CREATE TABLE ${home.thread} (
+    ${c} TEXT NOT NULL,
     visible_to INTEGER NOT NULL,
     threads INTEGER NOT NULL,
-    PRIMARY KEY (day, visible_to)
+    PRIMARY KEY (${c}, visible_to)
   ) STRICT, WITHOUT ROWID;
 
-  INSERT INTO metric_totals (inbox_id, bits, messages, bytes) SELECT inbox_id, bits, sum(messages), sum(bytes) FROM metric_days GROUP BY inbox_id, bits;
-  INSERT INTO metric_home_days (day, bits, messages, bytes) SELECT day, bits, sum(messages), sum(bytes) FROM metric_days GROUP BY day, bits;
-  INSERT INTO thread_totals (inbox_id, visible_to, threads) SELECT inbox_id, visible_to, sum(threads) FROM thread_days GROUP BY inbox_id, visible_to;
-  INSERT INTO thread_home_days (day, visible_to, threads) SELECT day, visible_to, sum(threads) FROM thread_days GROUP BY day, visible_to;
-  ${rollups('metric_days', { inbox: ['inbox_id', 'bits'], home: ['day', 'bits'] }, ['messages', 'bytes'], { totals: 'metric_totals', home: 'metric_home_days' })}
-  ${rollups('thread_days', { inbox: ['inbox_id', 'visible_to'], home: ['day', 'visible_to'] }, ['threads'], { totals: 'thread_totals', home: 'thread_home_days' })}
+  INSERT INTO metric_totals (inbox_id, bits, messages, bytes) SELECT inbox_id, bits, sum(messages), sum(bytes) FROM ${g.metric} GROUP BY inbox_id, bits;
+  INSERT INTO ${home.metric} (${c}, bits, messages, bytes) SELECT ${c}, bits, sum(messages), sum(bytes) FROM ${g.metric} GROUP BY ${c}, bits;
+  INSERT INTO thread_totals (inbox_id, visible_to, threads) SELECT inbox_id, visible_to, sum(threads) FROM ${g.thread} GROUP BY inbox_id, visible_to;
+  INSERT INTO ${home.thread} (${c}, visible_to, threads) SELECT ${c}, visible_to, sum(threads) FROM ${g.thread} GROUP BY ${c}, visible_to;
+  ${rollups(g.metric, { inbox: ['inbox_id', 'bits'], home: [c, 'bits'] }, ['messages', 'bytes'], { totals: 'metric_totals', home: home.metric })}
+  ${rollups(g.thread, { inbox: ['inbox_id', 'visible_to'], home: [c, 'visible_to'] }, ['threads'], { totals: 'thread_totals', home: home.thread })}
 `;
+}
+
+export const METRIC_ROLLUPS_MIGRATION = counterRollups(DAY_GRAIN, { metric: 'metric_home_days', thread: 'thread_home_days' });
+
+/** Migration 34 (src/db/migrations-metric-days.ts): the counters and their roll-ups per UTC hour. */
+export const METRIC_HOURS_MIGRATION = metricHoursMigration(counterRollups(HOUR_GRAIN, { metric: 'metric_home_hours', thread: 'thread_home_hours' }));
 
 /** Labels that hide a message from the inbox view (src/mail/labels.ts HIDDEN_LABELS). */
 const HIDDEN = "'spam', 'blocked', 'unauthenticated', 'trash'";

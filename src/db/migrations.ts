@@ -18,7 +18,7 @@ import { RETENTION_MIGRATION } from './migrations-retention.js';
 import { PODS_MIGRATION, WEBHOOK_POD_FILTER_MIGRATION } from './migrations-pods.js';
 import { METRIC_DAYS_MIGRATION } from './migrations-metric-days.js';
 import { MESSAGE_AUTH_MIGRATION } from './migrations-message-auth.js';
-import { INBOX_UNREAD_MIGRATION, INBOX_UNREAD_THREADS_MIGRATION, METRIC_ROLLUPS_MIGRATION } from './migrations-metric-rollups.js';
+import { INBOX_UNREAD_MIGRATION, INBOX_UNREAD_THREADS_MIGRATION, METRIC_HOURS_MIGRATION, METRIC_ROLLUPS_MIGRATION } from './migrations-metric-rollups.js';
 import { EVENT_BODIES_MIGRATION } from './migrations-event-bodies.js';
 import { SEARCH_SHARDS_MIGRATION, SHARD_SPANS_MIGRATION } from './migrations-search-shards.js';
 
@@ -344,6 +344,8 @@ export const MIGRATIONS: readonly string[] = [
   EVENT_BODIES_MIGRATION,
   // 33: each search shard's time span, so search finds a scope's share of a shard from the inbox index (src/db/migrations-search-shards.ts)
   SHARD_SPANS_MIGRATION,
+  // 34: the metric counters and their roll-ups per UTC hour instead of per day (src/db/migrations-metric-days.ts)
+  METRIC_HOURS_MIGRATION,
 ];
 
 /**

@@ -6,10 +6,10 @@
  * src/mail/outbound.ts). Each is counted once per message, in the bucket of the message's
  * `timestamp` (received or queued time, UTC). Deleted mail is no longer counted.
  *
- * Whole days come from the per-day counters the triggers of migration 25 keep in the same
+ * Whole hours come from the per-hour counters the triggers of migration 34 keep in the same
  * transaction as each change (src/db/migrations-metric-days.ts), so a running total costs a few
- * rows per day of history, not a row per message (issue 37 §1). What the counters cannot split —
- * sub-day buckets, the partial days at a window's ends — walks the index `messages_inbox_time`
+ * rows per hour of the window, not a row per message. What the counters cannot split — buckets
+ * that split hours, the partial hours at a window's ends — walks the index `messages_inbox_time`
  * (inbox, time) over that part only and reads no message row: labels come from `message_labels`'
  * primary key and stored sizes from the length of the raw MIME parts, which SQLite reads from the
  * record header without the bytes (docs/metrics.md, "Cost and bounds"). The limits below bound the
@@ -97,25 +97,27 @@ const EVENT_BITS: Record<Exclude<MetricEventType, 'domain.verified'>, readonly [
 };
 
 const iso = (ms: number) => new Date(ms).toISOString();
-const DAY_MS = 86_400_000;
-/** A counter's day key (metric_days, thread_days): the UTC date of a time. */
-const dayOf = (ms: number) => iso(ms).slice(0, 10);
+const HOUR_MS = 3_600_000;
+/** A counter's key (metric_hours, thread_hours): the UTC hour of a time, `YYYY-MM-DDTHH`. */
+const hourOf = (ms: number) => iso(ms).slice(0, 13);
+/** SQL: the epoch seconds of a counter's `hour` key. */
+const HOUR_EPOCH_SQL = "CAST(strftime('%s', hour || ':00') AS INTEGER)";
 
 /**
- * Where counts come from: the stored per-day counters (migration 25) with the messages of the
- * partial days, or the messages alone (`scan`: the computation before the counters, kept to check
+ * Where counts come from: the stored per-hour counters (migration 34) with the messages of the
+ * partial hours, or the messages alone (`scan`: the computation before the counters, kept to check
  * them against, test/unit/metric-days.test.ts).
  */
 export type CountSource = 'counters' | 'scan';
 
 /**
  * The counter tables a query reads (docs/metrics.md, "Cost and bounds"): for a caller whose
- * inboxes are every inbox of the home, the whole home's roll-ups (one row per day, not per inbox
- * and day); else the per-inbox counters of its inboxes (`@ids`). `totals` holds all-time sums, so
- * the total before a window is the all-time total less the window's days (migration 28).
+ * inboxes are every inbox of the home, the whole home's roll-ups (one row per hour, not per inbox
+ * and hour); else the per-inbox counters of its inboxes (`@ids`). `totals` holds all-time sums, so
+ * the total before a window is the all-time total less the window's hours (migrations 28 and 34).
  */
 interface CounterTables {
-  days: string;
+  hours: string;
   totals: string;
   /** The inbox filter of both, on the bound `@ids`. */
   where: string;
@@ -128,8 +130,8 @@ function coversHome(db: Db, inboxIds: readonly string[]): boolean {
 }
 
 function counterTables(wholeHome: boolean, kind: 'metric' | 'thread'): CounterTables {
-  if (wholeHome) return { days: `${kind}_home_days`, totals: `${kind}_totals`, where: '1 = 1' };
-  return { days: `${kind}_days`, totals: `${kind}_totals`, where: 'inbox_id IN (SELECT value FROM json_each(@ids))' };
+  if (wholeHome) return { hours: `${kind}_home_hours`, totals: `${kind}_totals`, where: '1 = 1' };
+  return { hours: `${kind}_hours`, totals: `${kind}_totals`, where: 'inbox_id IN (SELECT value FROM json_each(@ids))' };
 }
 
 /**
@@ -149,7 +151,7 @@ function series(rows: { b: number | string; n: number }[], w: MetricsWindow): Me
 
 /**
  * The message event counts of a window, counted from the messages (the events index walk below):
- * every period without `counters`, and the partial days around a daily window's stored counters.
+ * every period without `counters`, and the partial hours around the stored counters of a window of whole-hour buckets.
  */
 function scanEvents(db: Db, inboxIds: readonly string[], messageTypes: readonly Exclude<MetricEventType, 'domain.verified'>[], w: MetricsWindow): { type: MetricEventType; b: number | string; n: number }[] {
   const period = w.periodS === null ? {} : { period: w.periodS };
@@ -206,24 +208,24 @@ export function countMetricEvents(
   const messageTypes = types.filter((t): t is Exclude<MetricEventType, 'domain.verified'> => t !== 'domain.verified');
   const period = w.periodS === null ? {} : { period: w.periodS };
   if (messageTypes.length > 0 && inboxIds.length > 0) {
-    const dailyFrom = Math.ceil(w.startMs / DAY_MS) * DAY_MS;
-    const dailyTo = Math.floor(w.endMs / DAY_MS) * DAY_MS;
-    if (source === 'counters' && w.periodS !== null && w.periodS % 86_400 === 0 && dailyFrom < dailyTo) {
-      // Whole days from the stored counters; the partial days at either end from the messages
-      // (at most a day each). Each holds at most one daily bucket per type, so no limit applies there.
+    const hourlyFrom = Math.ceil(w.startMs / HOUR_MS) * HOUR_MS;
+    const hourlyTo = Math.floor(w.endMs / HOUR_MS) * HOUR_MS;
+    if (source === 'counters' && w.periodS !== null && w.periodS % 3_600 === 0 && hourlyFrom < hourlyTo) {
+      // Whole hours from the stored counters; the partial hours at either end from the messages
+      // (at most an hour each). Each holds at most one bucket per type, so no limit applies there.
       const sums = new Map<string, number>();
       const add = (type: string, b: number | string, n: number) => sums.set(`${type}\n${b}`, (sums.get(`${type}\n${b}`) ?? 0) + n);
       const c = counterTables(coversHome(db, inboxIds), 'metric');
-      const days = prepared(
+      const hours = prepared(
         db,
-        `SELECT CAST(strftime('%s', day) AS INTEGER) AS b, bits, sum(messages) AS n FROM ${c.days}
-          WHERE ${c.where} AND day >= @from AND day < @to GROUP BY day, bits`,
-      ).all({ ids: JSON.stringify(inboxIds), from: dayOf(dailyFrom), to: dayOf(dailyTo) }) as { b: number; bits: number; n: number }[];
-      for (const row of days) {
-        const day = Math.floor(row.b / w.periodS) * w.periodS;
-        for (const t of messageTypes) if (row.n > 0 && (row.bits & EVENT_BITS[t][0]) === EVENT_BITS[t][1]) add(t, day, row.n);
+        `SELECT ${HOUR_EPOCH_SQL} AS b, bits, sum(messages) AS n FROM ${c.hours}
+          WHERE ${c.where} AND hour >= @from AND hour < @to GROUP BY hour, bits`,
+      ).all({ ids: JSON.stringify(inboxIds), from: hourOf(hourlyFrom), to: hourOf(hourlyTo) }) as { b: number; bits: number; n: number }[];
+      for (const row of hours) {
+        const bucket = Math.floor(row.b / w.periodS) * w.periodS;
+        for (const t of messageTypes) if (row.n > 0 && (row.bits & EVENT_BITS[t][0]) === EVENT_BITS[t][1]) add(t, bucket, row.n);
       }
-      for (const [from, to] of [[w.startMs, dailyFrom], [dailyTo, w.endMs]] as const) {
+      for (const [from, to] of [[w.startMs, hourlyFrom], [hourlyTo, w.endMs]] as const) {
         if (from < to) for (const row of scanEvents(db, inboxIds, messageTypes, { ...w, startMs: from, endMs: to, limit: MAX_METRICS_BUCKETS })) add(row.type, row.b, row.n);
       }
       for (const [key, n] of sums) {
@@ -261,8 +263,8 @@ export function usageBuckets(w: MetricsWindow & { periodS: number }): number {
  * thread counts from its first message the caller can read (a thread of hidden mail only is not
  * counted, as thread lists leave it out) — so the series never shows when hidden mail arrived.
  *
- * Messages and threads: the counters' days before the part counted from the messages (the
- * window's last day for daily buckets, else the window from its first day), and that part
+ * Messages and threads: the counters' hours before the part counted from the messages (the
+ * window's last hour for buckets of whole hours, else the window from its first hour), and that part
  * grouped by bucket. `scan` counts everything from the messages, as before the counters.
  */
 export function usageSeries(
@@ -295,31 +297,32 @@ export function usageSeries(
   const wants = (t: UsageType) => types.includes(t);
   let home: boolean | undefined;
   const wholeHome = () => (home ??= coversHome(db, inboxIds));
-  // With counters: the stored per-day counts up to `scanFrom` (a day boundary), the messages from
-  // there to `end` — the last day's part for daily buckets, else the window from its first day on.
-  // Without (`scan`): every message before the window is aggregated, as before migration 25.
+  // With counters: the stored per-hour counts up to `scanFrom` (an hour boundary), the messages
+  // from there to `end` — the last, partial hour for buckets of whole hours, else (a period that
+  // splits hours) the window from its first hour on. Without (`scan`): every message before the
+  // window is aggregated, as before migration 25.
   const counted = source === 'counters';
-  const scanFromMs = !counted ? firstS * 1000 : period % 86_400 === 0 ? Math.max(firstS * 1000, Math.floor(w.endMs / DAY_MS) * DAY_MS) : Math.floor((firstS * 1000) / DAY_MS) * DAY_MS;
-  const scan = { ...grid, from: iso(scanFromMs), fromDay: dayOf(scanFromMs), firstDay: dayOf(firstS * 1000) };
-  /** Bucket index of a counter's day: -1 before the grid. */
-  const dayIndexSql = `CASE WHEN day < @firstDay THEN -1 ELSE (CAST(strftime('%s', day) AS INTEGER) - CAST(@firstS AS INTEGER)) / CAST(@period AS INTEGER) END`;
+  const scanFromMs = !counted ? firstS * 1000 : period % 3_600 === 0 ? Math.max(firstS * 1000, Math.floor(w.endMs / HOUR_MS) * HOUR_MS) : Math.floor((firstS * 1000) / HOUR_MS) * HOUR_MS;
+  const scan = { ...grid, from: iso(scanFromMs), fromHour: hourOf(scanFromMs), firstHour: hourOf(firstS * 1000) };
+  /** Bucket index of a counter's hour: -1 before the grid. */
+  const hourIndexSql = `CASE WHEN hour < @firstHour THEN -1 ELSE (${HOUR_EPOCH_SQL} - CAST(@firstS AS INTEGER)) / CAST(@period AS INTEGER) END`;
   const visible = visibleSql('m', v);
   if ((wants('message_count') || wants('storage_bytes')) && inboxIds.length > 0) {
     const bytes = wants('storage_bytes') ? '(SELECT total(length(bytes)) FROM raw_message_parts WHERE message_rowid = m.id)' : '0';
     const steps: { i: number; n: number; bytes: number }[] = [];
     if (counted) {
-      // The all-time totals less every day from the grid's first on: what was stored before the
-      // grid. The days before `fromDay` are the grid's own steps; the later ones come from the scan below.
+      // The all-time totals less every hour from the grid's first on: what was stored before the
+      // grid. The hours before `fromHour` are the grid's own steps; the later ones come from the scan below.
       const hidden = v.excluded.reduce((mask, l) => mask | METRIC_LABEL_BITS[l], 0);
       const c = counterTables(wholeHome(), 'metric');
       const total = prepared(db, `SELECT total(messages) AS n, total(bytes) AS bytes FROM ${c.totals} WHERE ${c.where} AND (bits & @hidden) = 0`).get({ ids, hidden }) as { n: number; bytes: number };
-      const days = prepared(
+      const hours = prepared(
         db,
-        `SELECT CASE WHEN day < @fromDay THEN ${dayIndexSql} ELSE -2 END AS i, total(messages) AS n, total(bytes) AS bytes FROM ${c.days}
-          WHERE ${c.where} AND day >= @firstDay AND (bits & @hidden) = 0 GROUP BY i`,
+        `SELECT CASE WHEN hour < @fromHour THEN ${hourIndexSql} ELSE -2 END AS i, total(messages) AS n, total(bytes) AS bytes FROM ${c.hours}
+          WHERE ${c.where} AND hour >= @firstHour AND (bits & @hidden) = 0 GROUP BY i`,
       ).all({ ids, hidden, ...scan }) as { i: number; n: number; bytes: number }[];
-      const sum = (f: (r: (typeof days)[number]) => number) => days.reduce((acc, r) => acc + f(r), 0);
-      steps.push({ i: -1, n: total.n - sum((r) => r.n), bytes: total.bytes - sum((r) => r.bytes) }, ...days.filter((r) => r.i >= 0));
+      const sum = (f: (r: (typeof hours)[number]) => number) => hours.reduce((acc, r) => acc + f(r), 0);
+      steps.push({ i: -1, n: total.n - sum((r) => r.n), bytes: total.bytes - sum((r) => r.bytes) }, ...hours.filter((r) => r.i >= 0));
     } else {
       const before = prepared(
         db,
@@ -346,20 +349,20 @@ export function usageSeries(
   if (wants('thread_count')) {
     let rows: { i: number; v: number }[];
     if (counted) {
-      // Stored: each thread on the day of its first message this visibility reads (bit `@visibility`
+      // Stored: each thread in the hour of its first message this visibility reads (bit `@visibility`
       // of `visible_to`); from `scanFrom` on, the readable messages with no readable one before
       // them in their thread (messages_thread's order, the row id breaking a tie).
       const visibility = v.excluded.reduce((bit, l) => bit | HIDDEN_VISIBILITY_BITS[l], 0);
       const c = counterTables(wholeHome(), 'thread');
       const total = prepared(db, `SELECT total(threads) AS v FROM ${c.totals} WHERE ${c.where} AND (visible_to >> @visibility) & 1`).get({ ids, visibility }) as { v: number };
-      const days = prepared(
+      const hours = prepared(
         db,
-        `SELECT CASE WHEN day < @fromDay THEN ${dayIndexSql} ELSE -2 END AS i, total(threads) AS v FROM ${c.days}
-          WHERE ${c.where} AND day >= @firstDay AND (visible_to >> @visibility) & 1 GROUP BY i`,
+        `SELECT CASE WHEN hour < @fromHour THEN ${hourIndexSql} ELSE -2 END AS i, total(threads) AS v FROM ${c.hours}
+          WHERE ${c.where} AND hour >= @firstHour AND (visible_to >> @visibility) & 1 GROUP BY i`,
       ).all({ ids, visibility, ...scan }) as { i: number; v: number }[];
       rows = [
-        { i: -1, v: total.v - days.reduce((acc, r) => acc + r.v, 0) },
-        ...days.filter((r) => r.i >= 0),
+        { i: -1, v: total.v - hours.reduce((acc, r) => acc + r.v, 0) },
+        ...hours.filter((r) => r.i >= 0),
         ...(prepared(
           db,
           `SELECT ${indexSql('m.timestamp')} AS i, count(*) AS v FROM messages m INDEXED BY messages_inbox_time

@@ -1,11 +1,12 @@
 /**
- * The stored per-day metric counters (migration 25, src/db/migrations-metric-days.ts) on a real
+ * The stored metric counters (per day since migration 25, per hour since migration 34,
+ * src/db/migrations-metric-days.ts) on a real
  * database, filled through the inbound commit path: after new mail over several UTC days, replies,
  * hidden mail, label edits (trash, spam removed, delivery labels), deletions of messages, threads
  * and an inbox, the usage and event answers made from the counters equal the ones counted from the
  * messages (the computation before the counters) for every visibility and for windows that start
- * and end inside a day; and the migration's backfill of a home stored before it equals what the
- * triggers kept.
+ * and end inside a day or an hour, with periods of whole hours and periods that split hours; and
+ * the migrations' backfill of a home stored before them equals what the triggers kept.
  */
 import t from 'tap';
 import path from 'node:path';
@@ -13,7 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { openDatabase, type Db } from '../../src/db/open.js';
 import { MIGRATIONS } from '../../src/db/migrations.js';
 import { METRIC_DAYS_MIGRATION } from '../../src/db/migrations-metric-days.js';
-import { INBOX_UNREAD_MIGRATION, INBOX_UNREAD_THREADS_MIGRATION, METRIC_ROLLUPS_MIGRATION } from '../../src/db/migrations-metric-rollups.js';
+import { INBOX_UNREAD_MIGRATION, INBOX_UNREAD_THREADS_MIGRATION, METRIC_HOURS_MIGRATION, METRIC_ROLLUPS_MIGRATION } from '../../src/db/migrations-metric-rollups.js';
 import { commitInbound } from '../../src/mail/store.js';
 import { deleteMessage, updateMessageLabels } from '../../src/mail/messages.js';
 import { deleteThread } from '../../src/mail/threads.js';
@@ -30,7 +31,7 @@ const ALL = { excluded: [] as HiddenLabel[] };
 const VIEWS: { excluded: readonly HiddenLabel[] }[] = [ALL, { excluded: HIDDEN_LABELS }, { excluded: ['trash'] }, { excluded: ['spam', 'unauthenticated'] }];
 const NOW = Date.now();
 
-/** Windows: the default day, several days hourly, days daily, 90 days, ends and starts inside a day, a fine period. */
+/** Windows: the default day, several days hourly, days daily, 90 days, ends and starts inside a day, 6-hour buckets, periods that split hours. */
 function windows(): (MetricsWindow & { periodS: number })[] {
   const w = (startMs: number, endMs: number, periodS: number) => ({ startMs, endMs, periodS, limit: 1000, descending: false });
   return [
@@ -40,6 +41,9 @@ function windows(): (MetricsWindow & { periodS: number })[] {
     w(NOW - 90 * DAY, NOW, 86_400),
     w(NOW - 6 * DAY - 13 * HOUR, NOW - 2 * DAY - 3 * HOUR, 86_400),
     w(NOW - 2 * DAY, NOW - DAY, 600),
+    w(NOW - 7 * DAY, NOW, 21_600),
+    w(NOW - 5 * DAY - 17 * 60_000, NOW - 2 * HOUR - 7 * 60_000, 5_400),
+    w(NOW - 2 * DAY - HOUR / 2, NOW - 30 * HOUR, 7_200),
   ];
 }
 
@@ -49,15 +53,15 @@ function agree(t: typeof import('tap').default, db: Db, allInboxIds: string[], l
   for (const inboxIds of [allInboxIds, allInboxIds.slice(0, 1)]) agreeFor(t, db, inboxIds, `${label} [${inboxIds.length} inbox(es)]`);
 }
 
-/** The roll-ups of migration 28 hold exactly the sums of the per-day counters. */
+/** The roll-ups (migrations 28 and 34) hold exactly the sums of the per-hour counters. */
 function rollupsAgree(t: typeof import('tap').default, db: Db, label: string): void {
   const nonZero = (sql: string) => db.prepare(sql).all();
-  // Each roll-up against the same sums made from the per-day counters: [table, its key, its values].
+  // Each roll-up against the same sums made from the per-hour counters: [table, its key, its values].
   const rollups: [table: string, source: string, key: string, values: string[]][] = [
-    ['metric_totals', 'metric_days', 'inbox_id, bits', ['messages', 'bytes']],
-    ['metric_home_days', 'metric_days', 'day, bits', ['messages', 'bytes']],
-    ['thread_totals', 'thread_days', 'inbox_id, visible_to', ['threads']],
-    ['thread_home_days', 'thread_days', 'day, visible_to', ['threads']],
+    ['metric_totals', 'metric_hours', 'inbox_id, bits', ['messages', 'bytes']],
+    ['metric_home_hours', 'metric_hours', 'hour, bits', ['messages', 'bytes']],
+    ['thread_totals', 'thread_hours', 'inbox_id, visible_to', ['threads']],
+    ['thread_home_hours', 'thread_hours', 'hour, visible_to', ['threads']],
   ];
   for (const [table, source, key, values] of rollups) {
     const anyNonZero = (v: (c: string) => string) => values.map((c) => `${v(c)} != 0`).join(' OR ');
@@ -101,8 +105,8 @@ function agreeFor(t: typeof import('tap').default, db: Db, inboxIds: string[], l
 }
 
 const countersOf = (db: Db) => ({
-  messages: db.prepare('SELECT inbox_id, day, bits, messages, bytes FROM metric_days WHERE messages != 0 OR bytes != 0 ORDER BY 1, 2, 3').all(),
-  threads: db.prepare('SELECT inbox_id, day, visible_to, threads FROM thread_days WHERE threads != 0 ORDER BY 1, 2, 3').all(),
+  messages: db.prepare('SELECT inbox_id, hour, bits, messages, bytes FROM metric_hours WHERE messages != 0 OR bytes != 0 ORDER BY 1, 2, 3').all(),
+  threads: db.prepare('SELECT inbox_id, hour, visible_to, threads FROM thread_hours WHERE threads != 0 ORDER BY 1, 2, 3').all(),
 });
 
 t.test('counters follow every change and answer as counting the messages does', async (t) => {
@@ -140,6 +144,10 @@ t.test('counters follow every change and answer as counting the messages does', 
       receive(inbox, at, { ...(k % 5 !== 0 && k >= 3 ? { replyTo: n - 3 } : {}), ...(hidden ? { hidden } : {}) });
     }
   })();
+  // The last three days densely (every 47 minutes), so every hour of the hourly windows has mail.
+  db.transaction(() => {
+    for (let k = 0; k < 90; k++) receive(INBOXES[k % 2]!, NOW - 3 * DAY + k * 47 * 60_000, k % 9 === 4 ? { hidden: 'spam' } : k % 4 === 1 ? { replyTo: n - 2 } : {});
+  })();
   // A thread whose first message is hidden and whose reply, a day later, is not.
   const first = receive(INBOXES[0]!, NOW - 4 * DAY - HOUR, { hidden: 'spam' });
   receive(INBOXES[0]!, NOW - 3 * DAY + HOUR, { replyTo: n - 1 });
@@ -159,28 +167,28 @@ t.test('counters follow every change and answer as counting the messages does', 
   db.prepare("INSERT INTO message_labels (message_rowid, label) SELECT id, 'bounced' FROM messages WHERE id % 12 = 0").run();
   agree(t, db, INBOXES, 'label edits');
 
-  const before = db.prepare('SELECT sum(messages) AS n FROM metric_days WHERE inbox_id = ?').get(INBOXES[1]) as { n: number };
+  const before = db.prepare('SELECT sum(messages) AS n FROM metric_hours WHERE inbox_id = ?').get(INBOXES[1]) as { n: number };
   db.transaction(() => deleteMessage(db, INBOXES[1]!, '<m1@example.net>', ALL))();
   db.transaction(() => deleteMessage(db, INBOXES[1]!, '<m4@example.net>', ALL))();
-  t.equal((db.prepare('SELECT sum(messages) AS n FROM metric_days WHERE inbox_id = ?').get(INBOXES[1]) as { n: number }).n, before.n - 2, 'deletes decrement');
+  t.equal((db.prepare('SELECT sum(messages) AS n FROM metric_hours WHERE inbox_id = ?').get(INBOXES[1]) as { n: number }).n, before.n - 2, 'deletes decrement');
   const thread = (db.prepare('SELECT thread_id FROM messages WHERE message_id = ?').get('<m10@example.net>') as { thread_id: string }).thread_id;
   db.transaction(() => deleteThread(db, INBOXES[1]!, thread, ALL))();
   agree(t, db, INBOXES, 'deletions');
 
   db.transaction(() => db.prepare('DELETE FROM inboxes WHERE inbox_id = ?').run(INBOXES[2]))();
-  t.same(db.prepare('SELECT count(*) AS n FROM metric_days WHERE inbox_id = ?').get(INBOXES[2]), { n: 0 }, 'a deleted inbox leaves no counters');
-  t.same(db.prepare('SELECT count(*) AS n FROM thread_days WHERE inbox_id = ?').get(INBOXES[2]), { n: 0 });
+  t.same(db.prepare('SELECT count(*) AS n FROM metric_hours WHERE inbox_id = ?').get(INBOXES[2]), { n: 0 }, 'a deleted inbox leaves no counters');
+  t.same(db.prepare('SELECT count(*) AS n FROM thread_hours WHERE inbox_id = ?').get(INBOXES[2]), { n: 0 });
   agree(t, db, INBOXES.slice(0, 2), 'an inbox deleted');
-  t.ok((db.prepare('SELECT min(messages) AS m FROM metric_days').get() as { m: number }).m >= 0, 'no counter below zero');
-  t.ok((db.prepare('SELECT min(threads) AS m FROM thread_days').get() as { m: number }).m >= 0);
+  t.ok((db.prepare('SELECT min(messages) AS m FROM metric_hours').get() as { m: number }).m >= 0, 'no counter below zero');
+  t.ok((db.prepare('SELECT min(threads) AS m FROM thread_hours').get() as { m: number }).m >= 0);
 
-  await t.test('the migration fills the counters of a home stored before it with what the triggers kept', async (t) => {
+  await t.test('the migrations fill the counters of a home stored before them with what the triggers kept', async (t) => {
     const kept = countersOf(db);
     t.ok(kept.messages.length > 10 && kept.threads.length > 10, 'there is something to compare');
     // Back to the schema before migration 25, with the mail as it is now.
     for (const { name } of db.prepare("SELECT name FROM sqlite_schema WHERE type = 'trigger' AND name LIKE '%_metric_%'").all() as { name: string }[]) db.exec(`DROP TRIGGER ${name}`);
-    db.exec('DROP TABLE metric_days; DROP TABLE thread_days; ALTER TABLE threads DROP COLUMN counted;');
-    db.exec('DROP TABLE metric_totals; DROP TABLE metric_home_days; DROP TABLE thread_totals; DROP TABLE thread_home_days; DROP TABLE inbox_unread; DROP TABLE inbox_unread_threads;');
+    db.exec('DROP TABLE metric_hours; DROP TABLE thread_hours; ALTER TABLE threads DROP COLUMN counted;');
+    db.exec('DROP TABLE metric_totals; DROP TABLE metric_home_hours; DROP TABLE thread_totals; DROP TABLE thread_home_hours; DROP TABLE inbox_unread; DROP TABLE inbox_unread_threads;');
     for (const { name } of db.prepare("SELECT name FROM sqlite_schema WHERE type = 'trigger' AND name LIKE '%unread%'").all() as { name: string }[]) db.exec(`DROP TRIGGER ${name}`);
     db.exec('ALTER TABLE threads DROP COLUMN unread');
     const at = MIGRATIONS.indexOf(METRIC_DAYS_MIGRATION);
@@ -191,6 +199,12 @@ t.test('counters follow every change and answer as counting the messages does', 
     db.transaction(() => db.exec(INBOX_UNREAD_MIGRATION))();
     t.equal(MIGRATIONS.indexOf(INBOX_UNREAD_THREADS_MIGRATION), 29, 'migration 30');
     db.transaction(() => db.exec(INBOX_UNREAD_THREADS_MIGRATION))();
+    const days = db.prepare('SELECT count(*) AS n, sum(messages) AS messages FROM metric_days').get() as { n: number; messages: number };
+    t.ok(days.n > 10 && days.n < kept.messages.length, 'migration 25 kept fewer rows, one per day');
+    t.equal(MIGRATIONS.indexOf(METRIC_HOURS_MIGRATION), 33, 'migration 34');
+    db.transaction(() => db.exec(METRIC_HOURS_MIGRATION))();
+    t.same(db.prepare("SELECT name FROM sqlite_schema WHERE name LIKE '%_days%'").all(), [], 'no day table or trigger is left');
+    t.equal((db.prepare('SELECT sum(messages) AS n FROM metric_hours').get() as { n: number }).n, days.messages, 'the same messages, per hour');
     t.same(countersOf(db), kept, 'the backfill equals the counters kept change by change');
     rollupsAgree(t, db, 'the roll-ups backfilled');
     agree(t, db, INBOXES.slice(0, 2), 'after the backfill');
