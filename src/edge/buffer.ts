@@ -20,7 +20,7 @@ import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import path from 'node:path';
 import { Type, type Static } from 'typebox';
-import { Value } from 'typebox/value';
+import { Compile } from 'typebox/compile';
 import { ensurePrivateDir, fsyncDirectoryAsync, removeIfPresent, writeNewFileSynced } from './durable-files.js';
 import { isObjectKey, ObjectKeyClock } from './object-key.js';
 
@@ -35,6 +35,7 @@ export const QueueEntry = Type.Object({
   key_id: Type.String(),
 });
 export type QueueEntry = Static<typeof QueueEntry>;
+const queueEntry = Compile(QueueEntry);
 
 export interface ObjectSummary {
   key: string;
@@ -434,7 +435,7 @@ export class SealedBuffer {
 function readEntry(file: string): QueueEntry | null {
   try {
     const parsed: unknown = JSON.parse(fs.readFileSync(file, 'utf8'));
-    return Value.Check(QueueEntry, parsed) ? parsed : null;
+    return queueEntry.Check(parsed) ? parsed : null;
   } catch {
     return null;
   }

@@ -28,7 +28,7 @@ import {
 } from 'node:crypto';
 import { calculateJwkThumbprint, decodeProtectedHeader, exportJWK, generateKeyPair, type CryptoKey, type JWK } from 'jose';
 import { Type, type Static } from 'typebox';
-import { Value } from 'typebox/value';
+import { Compile } from 'typebox/compile';
 
 export const SEAL_ALG = 'ECDH-ES+A256KW';
 export const SEAL_ENC = 'A256GCM';
@@ -234,6 +234,13 @@ const InboundHead = Type.Object({
     size: Type.Integer({ minimum: 0 }),
   }),
 });
+
+/**
+ * The opened payloads' shapes, compiled once: every received message is checked against one, and
+ * TypeBox's interpreting `Value.Check` took about a tenth of a millisecond per message.
+ */
+const inboundObject = Compile(InboundObject);
+const inboundHead = Compile(InboundHead);
 
 /**
  * Large messages are base64-encoded, encrypted and base64url-encoded this many raw bytes at a
@@ -585,7 +592,7 @@ function openV2(bytes: Buffer, key: KeyObject, inPlace: boolean): { meta: Inboun
     if (err instanceof SealedObjectError) throw err;
     throw new SealedObjectError('invalid_payload', 'The opened object is not JSON.');
   }
-  if (!Value.Check(InboundHead, head)) throw new SealedObjectError('invalid_payload', 'The opened object does not have the inbound object shape.');
+  if (!inboundHead.Check(head)) throw new SealedObjectError('invalid_payload', 'The opened object does not have the inbound object shape.');
   const ciphertext = bytes.subarray(headEnd, bytes.length - TAG_BYTES);
   if (ciphertext.length !== head.body.size) throw malformed();
   const raw = inPlace ? bytes.subarray(headEnd, headEnd + head.body.size) : Buffer.allocUnsafe(head.body.size);
@@ -667,7 +674,7 @@ function readPayload(plaintext: Buffer): { meta: InboundMeta; raw: Buffer } {
   } catch {
     throw new SealedObjectError('invalid_payload', 'The opened object is not JSON.');
   }
-  if (!Value.Check(InboundObject, payload)) throw new SealedObjectError('invalid_payload', 'The opened object does not have the inbound object shape.');
+  if (!inboundObject.Check(payload)) throw new SealedObjectError('invalid_payload', 'The opened object does not have the inbound object shape.');
   const { raw: text, ...meta } = payload;
   return { meta, raw: raw ?? Buffer.from(text, 'base64') };
 }
@@ -703,7 +710,7 @@ export async function openObject(jwe: string, privateKey: JWK | KeyObject | Cryp
   } catch {
     throw new SealedObjectError('invalid_payload', 'The opened object is not JSON.');
   }
-  if (!Value.Check(InboundObject, payload)) throw new SealedObjectError('invalid_payload', 'The opened object does not have the inbound object shape.');
+  if (!inboundObject.Check(payload)) throw new SealedObjectError('invalid_payload', 'The opened object does not have the inbound object shape.');
   return payload;
 }
 

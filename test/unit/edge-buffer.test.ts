@@ -113,3 +113,16 @@ t.test('a batch delete removes objects and entries, reports absent keys, and is 
   t.same(await buffer.deleteObjects(keys), { deleted: [keys[1]], absent: [keys[0]] });
   t.same(fs.readdirSync(path.join(dir, 'queue')), []);
 });
+
+t.test('on open, a queue entry that is not JSON or not the entry shape is dropped; a whole one is kept', async (t) => {
+  const dir = tempDir('svc-buffer-');
+  const first = new SealedBuffer(dir);
+  first.open();
+  const [kept, notJson, wrongShape] = await Promise.all(['a', 'b', 'c'].map((b) => first.commit(b, META)));
+  fs.writeFileSync(path.join(dir, 'queue', `${notJson}.json`), '{"key":');
+  fs.writeFileSync(path.join(dir, 'queue', `${wrongShape}.json`), JSON.stringify({ key: wrongShape, size: -1, received_at: META.receivedAt, recipients: META.recipients, key_id: 'kid' }));
+  const reopened = new SealedBuffer(dir);
+  reopened.open();
+  t.same(reopened.listEntries(null, 10).items.map((e) => e.key), [kept]);
+  t.same(fs.readdirSync(path.join(dir, 'queue')), [`${kept}.json`], 'the damaged entries are removed from disk');
+});
