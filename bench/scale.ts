@@ -178,7 +178,22 @@ async function seedHome(size: number): Promise<Home> {
   db.pragma('wal_checkpoint(TRUNCATE)');
   db.close();
   console.error(`scale: seeded ${size.toLocaleString('en-US')} messages in ${seedSeconds.toFixed(1)} s`);
-  return { size, home, startMs, stepMs, apiKey: key.api_key as string, seedSeconds, rawBytes };
+  const seeded: Home = { size, home, startMs, stepMs, apiKey: key.api_key as string, seedSeconds, rawBytes };
+  // What BENCH_SCALE_HOMES needs to measure this home again without seeding it (a throwaway bench key).
+  fs.writeFileSync(path.join(path.dirname(home), SEEDED_FILE), JSON.stringify(seeded), { mode: 0o600 });
+  return seeded;
+}
+
+const SEEDED_FILE = 'seeded.json';
+
+/**
+ * BENCH_SCALE_HOMES (comma-separated directories): homes an earlier run seeded and kept
+ * (BENCH_KEEP_HOMES=1, with the same keyring), measured again instead of seeding; each directory
+ * holds the `seeded.json` its seeding wrote. Their figures still report that seeding's time.
+ */
+function keptHomes(): Home[] {
+  const dirs = (process.env.BENCH_SCALE_HOMES ?? '').split(',').filter((d) => d !== '');
+  return dirs.map((dir) => JSON.parse(fs.readFileSync(path.join(dir, SEEDED_FILE), 'utf8')) as Home);
 }
 
 /** Requests before each figure's, not counted: the first of a kind after start-up pays for compiling its code. */
@@ -349,7 +364,7 @@ function finalFigures(h: Home): { db_mib: number; migration_ms: number; snapshot
     const t0 = performance.now();
     takeSnapshot(db, version);
     const t1 = performance.now();
-    db.transaction(() => db.exec('ALTER TABLE messages ADD COLUMN scale_probe TEXT'))();
+    db.transaction(() => db.exec(`ALTER TABLE messages ADD COLUMN scale_probe_${Date.now()} TEXT`))();
     const t2 = performance.now();
     // Back to schema 33's day counters (empty: migration 34 refills from the mail, not from them).
     for (const { name } of db.prepare("SELECT name FROM sqlite_schema WHERE type = 'trigger' AND name LIKE '%_metric_%'").all() as { name: string }[]) db.exec(`DROP TRIGGER ${name}`);
@@ -427,8 +442,9 @@ function figures(h: Home, r: Round, final: ReturnType<typeof finalFigures> | nul
 export async function benchScale(runs: number): Promise<{ runs: Metric[][]; notes: string[] }> {
   const sizes = scaleSizes();
   const homes: Home[] = [];
+  const kept = keptHomes();
   try {
-    for (const size of sizes) homes.push(await seedHome(size));
+    for (const size of sizes) homes.push(kept.find((h) => h.size === size) ?? (await seedHome(size)));
     const all: Metric[][] = [];
     for (let run = 0; run < runs; run++) {
       const last = run === runs - 1;
@@ -453,6 +469,6 @@ export async function benchScale(runs: number): Promise<{ runs: Metric[][]; note
   } finally {
     for (const child of running) child.kill('SIGTERM');
     // BENCH_KEEP_HOMES=1 keeps the seeded homes for a look after a failure (they are large).
-    if (process.env.BENCH_KEEP_HOMES !== '1') for (const h of homes) fs.rmSync(path.dirname(h.home), { recursive: true, force: true });
+    if (process.env.BENCH_KEEP_HOMES !== '1') for (const h of homes) if (!kept.includes(h)) fs.rmSync(path.dirname(h.home), { recursive: true, force: true });
   }
 }

@@ -5,7 +5,8 @@
  * the commit's own JavaScript as storing). The figures are busy time per message: a sample is
  * taken while a thread runs, so on a saturated machine a thread waiting for a core still counts;
  * compare the shares, and the run's measured CPU per message for the total. V8's helper threads
- * (concurrent GC marking, compilation) are not profiled; GC on the threads themselves is.
+ * (compilation; GC too when Node.js runs without SERVE_NODE_FLAGS' `--single-threaded-gc`) and
+ * libuv's thread pool (file writes and fsyncs) are not profiled; GC on the threads themselves is.
  * Module loading and start-up are left out (they happen once, not per message), and so is time
  * blocked in Atomics.wait (piscina threads waiting for a task, a writer for the write gate).
  */
