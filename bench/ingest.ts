@@ -6,7 +6,6 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { SERVE_NODE_FLAGS } from '../src/service/service-spec.js';
 import nodemailer from 'nodemailer';
 import { SMTPServer } from 'smtp-server';
 import WebSocket from 'ws';
@@ -40,7 +39,7 @@ console.log('ready 127.0.0.1:' + a.udp.port);`;
 export async function serveLocalEdge(tmpPrefix: string, dnsServer: string, nodeFlags: string[] = [], env: NodeJS.ProcessEnv = process.env) {
   const home = path.join(fs.mkdtempSync(path.join(os.tmpdir(), tmpPrefix)), 'home');
   let smtpPort = 0;
-  const svc = await spawnUntil([...SERVE_NODE_FLAGS, ...nodeFlags, path.join(root, 'bin', 'svc'), 'serve', '--init', '--home', home, '--port', '0', '--local-edge', '--smtp-port', '0', '--edge-dns', dnsServer], (line) => {
+  const svc = await spawnUntil([...nodeFlags, path.join(root, 'bin', 'svc'), 'serve', '--init', '--home', home, '--port', '0', '--local-edge', '--smtp-port', '0', '--edge-dns', dnsServer], (line) => {
     try {
       const data = JSON.parse(line) as { event?: string; url?: string; smtp?: string };
       if (data.event !== 'server.ready') return null;

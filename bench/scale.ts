@@ -16,7 +16,6 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { SERVE_NODE_FLAGS } from '../src/service/service-spec.js';
 import { spawn } from 'node:child_process';
 import { chromium } from 'playwright-core';
 import { unlockHome } from '../src/keys/unlock.js';
@@ -75,7 +74,7 @@ const word = (i: number, k: number) => WORDS[(i * 7 + k * 13 + Math.floor(i / 97
 async function serve(home: string, init = false): Promise<Child & { lines: Record<string, unknown>[]; readyMs: number }> {
   const lines: Record<string, unknown>[] = [];
   const t0 = performance.now();
-  const child = await spawnUntil([...SERVE_NODE_FLAGS, path.join(root, 'bin', 'svc'), 'serve', '--home', home, '--port', '0', ...(init ? ['--init'] : [])], (l) => {
+  const child = await spawnUntil([path.join(root, 'bin', 'svc'), 'serve', '--home', home, '--port', '0', ...(init ? ['--init'] : [])], (l) => {
     try {
       const data = JSON.parse(l) as { event?: string; url?: string };
       lines.push(data);

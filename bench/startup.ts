@@ -8,7 +8,6 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { SERVE_NODE_FLAGS } from '../src/service/service-spec.js';
 import readline from 'node:readline';
 import { median, round, root, type Metric } from './util.js';
 export const STARTS = Number(process.env.BENCH_STARTUP_STARTS ?? 3);
@@ -67,7 +66,7 @@ async function measure(args: string[], ready: (line: string) => boolean, sampleR
 
 export async function benchStartup(): Promise<Metric[]> {
   const home = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-bench-')), 'home');
-  const svcArgs = [...SERVE_NODE_FLAGS, path.join(root, 'bin', 'svc'), 'serve', '--home', home, '--port', '0'];
+  const svcArgs = [path.join(root, 'bin', 'svc'), 'serve', '--home', home, '--port', '0'];
   await measure([...svcArgs, '--init'], (l) => l.includes('server.ready'), false);
 
   const helloFile = path.join(os.tmpdir(), `svc-bench-hello-${process.pid}.mjs`);

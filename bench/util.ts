@@ -3,7 +3,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { SERVE_NODE_FLAGS } from '../src/service/service-spec.js';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
@@ -64,7 +63,7 @@ process.on('SIGTERM', () => app.close().then(() => process.exit(0)));`,
 export const profileFlags = () => (process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []);
 
 export function startSvc(home: string, init = false): Promise<Child> {
-  return spawnUntil([...SERVE_NODE_FLAGS, ...profileFlags(), path.join(root, 'bin', 'svc'), 'serve', '--home', home, '--port', '0', ...(init ? ['--init'] : [])], (l) => {
+  return spawnUntil([...profileFlags(), path.join(root, 'bin', 'svc'), 'serve', '--home', home, '--port', '0', ...(init ? ['--init'] : [])], (l) => {
     try {
       const data = JSON.parse(l) as { event?: string; url?: string };
       return data.event === 'server.ready' ? (data.url ?? null) : null;

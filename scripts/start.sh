@@ -4,8 +4,7 @@
 # gnome-keyring kept in ~/.local/share/svc-keyring is started (see scripts/with-keyring.sh).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-# The Node.js options of the installed service (src/service/service-spec.ts SERVE_NODE_FLAGS).
-svc=(--single-threaded-gc "$here/../bin/svc" serve --init --local-edge "$@")
+svc=("$here/../bin/svc" serve --init --local-edge "$@")
 # glibc allocator settings the installed service runs with (src/service/service-spec.ts SERVE_ENVIRONMENT).
 export MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}" MALLOC_MMAP_THRESHOLD_="${MALLOC_MMAP_THRESHOLD_:-131072}"
 

@@ -19,21 +19,9 @@ export interface ServiceLogs {
 /** A service always runs the production flavor; the home is explicit so the flavor only matters for defaults. */
 export const SERVICE_FLAVOR = 'production';
 
-/**
- * Node.js options of every long-running svc process (`svc serve`, `svc edge`): the garbage
- * collector works on the thread that allocates only, without V8's helper threads (one per core).
- * On the small machines svc is made for, every core is busy under load, and the helpers' parallel
- * work cost more CPU than it saved: the ingest benchmark measured about 2 ms of CPU per message
- * in four helper threads, and `--single-threaded-gc` cut the service's CPU per message by about
- * 0.4 ms with about 10% more messages per second (bench/REPORT.md, "Ingest"). V8 reads the flag
- * only at start: it cannot be set from inside (changing it at run time crashes V8), so it is a
- * command-line word of the installed service, `npm start` (scripts/start.sh) and the benchmarks.
- */
-export const SERVE_NODE_FLAGS: readonly string[] = ['--single-threaded-gc'];
-
 /** Arguments after the Node.js binary. No secrets: the key is unlocked from the credential store at start. */
 export function serveArguments(spec: ServiceSpec): string[] {
-  return [...SERVE_NODE_FLAGS, spec.svcScript, 'serve', '--home', spec.home, '--port', String(spec.port), '--flavor', SERVICE_FLAVOR];
+  return [spec.svcScript, 'serve', '--home', spec.home, '--port', String(spec.port), '--flavor', SERVICE_FLAVOR];
 }
 
 /**

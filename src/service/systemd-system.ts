@@ -5,7 +5,7 @@
  * a systemd encrypted credential (src/keys/systemd-creds.ts), never from a keyring or a file in clear.
  */
 import { KEK_CREDENTIAL_NAME, kekCredentialFile } from '../keys/systemd-creds.js';
-import { SERVE_ENVIRONMENT, SERVE_NODE_FLAGS, SERVICE_FLAVOR } from './service-spec.js';
+import { SERVE_ENVIRONMENT, SERVICE_FLAVOR } from './service-spec.js';
 import { escapeSpecifiers, systemdExecWord } from './systemd.js';
 
 export const SYSTEM_UNIT_DIR = '/etc/systemd/system';
@@ -99,7 +99,7 @@ const HARDENING = [
 ];
 
 function execStart(base: SystemUnitBase, args: string[]): string {
-  return `ExecStart=${[base.nodePath, ...SERVE_NODE_FLAGS, base.svcScript, ...args].map(systemdExecWord).join(' ')}`;
+  return `ExecStart=${[base.nodePath, base.svcScript, ...args].map(systemdExecWord).join(' ')}`;
 }
 
 function header(description: string): string[] {

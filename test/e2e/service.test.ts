@@ -153,7 +153,7 @@ if (!installed) {
     t.match(r.json.note, /loginctl enable-linger/);
     const unit = fs.readFileSync(unitPath, 'utf8');
     const execStart = /^ExecStart=(.*)$/m.exec(unit)?.[1] ?? '';
-    t.equal(execStart, `${process.execPath} --single-threaded-gc ${packageDir}/bin/svc serve --home ${home} --port ${port} --flavor production`);
+    t.equal(execStart, `${process.execPath} ${packageDir}/bin/svc serve --home ${home} --port ${port} --flavor production`);
     t.ok(execStart.split(' ').filter((w) => w.includes('/')).every((w) => path.isAbsolute(w)), 'every path in ExecStart is absolute');
     t.match(unit, /^Restart=on-failure$/m);
     t.match(unit, new RegExp(`^StandardOutput=append:${logs.stdout.replace(/[.]/g, '\\.')}$`, 'm'));

@@ -7,7 +7,6 @@ import type { Test } from 'tap';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { SERVE_NODE_FLAGS } from '../../src/service/service-spec.js';
 import readline from 'node:readline';
 import { Edge, type EdgeOptions } from '../../src/edge/edge.js';
 import { generateHomeKeyPair, type HomeKeyPair } from '../../src/edge/sealed.js';
@@ -90,7 +89,7 @@ export interface EdgeProcess {
 
 /** `svc edge` with these arguments; resolves at `edge.ready`, rejects (with its stderr) if it exits first. */
 export async function startEdgeProcess(args: string[], env: NodeJS.ProcessEnv = {}): Promise<EdgeProcess> {
-  const proc = spawn(process.execPath, [...SERVE_NODE_FLAGS, svcBin, 'edge', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  const proc = spawn(process.execPath, [svcBin, 'edge', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   let stderr = '';
   proc.stderr!.on('data', (d) => (stderr += d));
   const exited = new Promise((resolve) => proc.on('exit', resolve));

@@ -5,7 +5,6 @@ import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { SERVE_NODE_FLAGS } from '../../src/service/service-spec.js';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const svcBin = path.join(repoRoot, 'bin', 'svc');
@@ -51,8 +50,7 @@ export function testPorts(args: string[]): string[] {
 export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
   const home = opts.home ?? path.join(tempDir(), 'home');
   const args = testPorts(['serve', '--home', home, ...(opts.init === false ? [] : ['--init']), ...(opts.args ?? [])]);
-  // With the Node.js options an installed service runs with, so the suite tests what runs.
-  const proc = spawn(process.execPath, [...SERVE_NODE_FLAGS, svcBin, ...args], { env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [svcBin, ...args], { env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const stdoutLines: Record<string, unknown>[] = [];
   let stderr = '';
   proc.stderr!.on('data', (d) => (stderr += d));
@@ -87,7 +85,7 @@ export async function startSvc(opts: StartOptions = {}): Promise<RunningSvc> {
 /** Runs svc serve expecting it to fail; returns the exit code and the parsed stderr line. */
 export async function failingStart(opts: StartOptions & { home: string }): Promise<{ code: number | null; failure: Record<string, unknown>; stderr: string; stdout: string }> {
   const args = testPorts(['serve', '--home', opts.home, ...(opts.init ? ['--init'] : []), ...(opts.args ?? [])]);
-  const proc = spawn(process.execPath, [...SERVE_NODE_FLAGS, svcBin, ...args], { env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [svcBin, ...args], { env: { ...process.env, ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   let stdout = '';
   proc.stderr!.on('data', (d) => (stderr += d));

@@ -51,7 +51,7 @@ t.test('only the default production home gets the plain name; any other home get
 t.test('systemd unit: absolute ExecStart running serve for the home, port and production flavor', async (t) => {
   const unit = renderSystemdUnit(unixSpec('/home/ann/.local/share/svc', 8123));
   const lines = unit.split('\n');
-  t.ok(lines.includes('ExecStart=/usr/local/bin/node --single-threaded-gc /opt/pkg/lib/node_modules/svc/bin/svc serve --home /home/ann/.local/share/svc --port 8123 --flavor production'), 'with the Node.js options of a served process');
+  t.ok(lines.includes('ExecStart=/usr/local/bin/node /opt/pkg/lib/node_modules/svc/bin/svc serve --home /home/ann/.local/share/svc --port 8123 --flavor production'));
   t.ok(lines.includes('Restart=on-failure'));
   t.ok(lines.includes('Environment=MALLOC_ARENA_MAX=2') && lines.includes('Environment=MALLOC_MMAP_THRESHOLD_=131072'), 'the allocator settings large mail needs');
   t.ok(lines.includes('StandardOutput=append:/home/ann/.local/share/svc/logs/service.log'));
@@ -72,7 +72,7 @@ t.test('systemd unit: paths with spaces, %, $ and quotes stay literal', async (t
   ];
   for (const c of cases) t.equal(systemdExecWord(c.value), c.word, c.value);
   const unit = renderSystemdUnit(unixSpec('/srv/50% mail'));
-  t.match(unit, /^ExecStart=\S+ --single-threaded-gc \S+ serve --home "\/srv\/50%% mail" --port 8123 --flavor production$/m);
+  t.match(unit, /^ExecStart=\S+ \S+ serve --home "\/srv\/50%% mail" --port 8123 --flavor production$/m);
   t.match(unit, /^StandardOutput=append:\/srv\/50%% mail\/logs\/service\.log$/m);
   t.throws(() => renderSystemdUnit(unixSpec('/srv/a\nExecStartPre=/bin/evil')), 'a line break cannot inject a setting');
 });
@@ -100,7 +100,7 @@ t.test('launchd plist: program arguments, RunAtLoad, KeepAlive and both logs', a
   const plist = renderLaunchdPlist(unixSpec('/Users/ann/Library/Application Support/svc', 8025), 'local.svc');
   t.match(plist, /<key>Label<\/key><string>local\.svc<\/string>/);
   const args = [...plist.matchAll(/^ {4}<string>(.*)<\/string>$/gm)].map((m) => m[1]);
-  t.same(args, ['/usr/local/bin/node', '--single-threaded-gc', '/opt/pkg/lib/node_modules/svc/bin/svc', 'serve', '--home', '/Users/ann/Library/Application Support/svc', '--port', '8025', '--flavor', 'production']);
+  t.same(args, ['/usr/local/bin/node', '/opt/pkg/lib/node_modules/svc/bin/svc', 'serve', '--home', '/Users/ann/Library/Application Support/svc', '--port', '8025', '--flavor', 'production']);
   t.match(plist, /<key>RunAtLoad<\/key><true\/>/);
   t.match(plist, /<key>KeepAlive<\/key>\s*<dict>\s*<key>SuccessfulExit<\/key><false\/>/);
   t.match(plist, /<key>StandardOutPath<\/key><string>\/Users\/ann\/Library\/Application Support\/svc\/logs\/service\.log<\/string>/);
@@ -125,7 +125,7 @@ t.test('Windows task: logon trigger for the user, cmd wrapper appending both log
   t.match(xml, /<Command>C:\\Windows\\System32\\cmd\.exe<\/Command>/);
   t.equal(
     windowsTaskArguments(winSpec),
-    '/d /s /c ""C:\\Program Files\\nodejs\\node.exe" --single-threaded-gc "C:\\Users\\ann\\AppData\\Roaming\\npm\\node_modules\\svc\\bin\\svc" serve --home "C:\\Users\\ann\\AppData\\Local\\svc" --port 8025 --flavor production 1>>"C:\\Users\\ann\\AppData\\Local\\svc\\logs\\service.log" 2>>"C:\\Users\\ann\\AppData\\Local\\svc\\logs\\service.err.log""',
+    '/d /s /c ""C:\\Program Files\\nodejs\\node.exe" "C:\\Users\\ann\\AppData\\Roaming\\npm\\node_modules\\svc\\bin\\svc" serve --home "C:\\Users\\ann\\AppData\\Local\\svc" --port 8025 --flavor production 1>>"C:\\Users\\ann\\AppData\\Local\\svc\\logs\\service.log" 2>>"C:\\Users\\ann\\AppData\\Local\\svc\\logs\\service.err.log""',
   );
   t.match(xml, /<Arguments>\/d \/s \/c &quot;&quot;C:\\Program Files/, 'arguments are XML-escaped');
   t.notMatch(xml.replace(/InteractiveToken/g, ''), SECRET_WORDS, 'no secrets (the logon type name aside)');
@@ -172,7 +172,7 @@ const execWords = (unit: string) => splitCommandLine(/^ExecStart=(.*)$/m.exec(un
 t.test('system unit for the home: serve as the system user, the sealed key, no capabilities, writes only the home', async (t) => {
   const unit = renderSystemServiceUnit({ ...systemBase, home: '/var/lib/svc', port: 8733 });
   const lines = unit.split('\n');
-  t.same(execWords(unit), ['/usr/bin/node', '--single-threaded-gc', '/usr/lib/node_modules/svc/bin/svc', 'serve', '--home', '/var/lib/svc', '--port', '8733', '--flavor', 'production']);
+  t.same(execWords(unit), ['/usr/bin/node', '/usr/lib/node_modules/svc/bin/svc', 'serve', '--home', '/var/lib/svc', '--port', '8733', '--flavor', 'production']);
   for (const line of ['User=svc', 'Group=svc', 'LoadCredentialEncrypted=svc-kek:/var/lib/svc/svc-kek.cred', 'ReadWritePaths=/var/lib/svc', 'CapabilityBoundingSet=', 'AmbientCapabilities=', 'WantedBy=multi-user.target', 'StartLimitIntervalSec=0']) {
     t.ok(lines.includes(line), line);
   }
@@ -197,8 +197,7 @@ t.test('system units: restart with growing pauses where systemd supports it (254
 t.test('system unit for the edge: public SMTP, loopback API, CAP_NET_BIND_SERVICE only, writes only its data', async (t) => {
   const unit = renderSystemEdgeUnit(edgeSpec({ acme: { email: 'ops@example.com' } }));
   const lines = unit.split('\n');
-  t.same(execWords(unit).slice(0, 3), ['/usr/bin/node', '--single-threaded-gc', '/usr/lib/node_modules/svc/bin/svc'], 'the edge runs with the same Node.js options');
-  t.same(execWords(unit).slice(3), ['edge', '--data', '/var/lib/svc-edge', '--host', '0.0.0.0', '--smtp-port', '25', '--api-host', '127.0.0.1', '--api-port', '8790', '--hostname', 'mx.example.com', '--acme', '--acme-email', 'ops@example.com']);
+  t.same(execWords(unit).slice(2), ['edge', '--data', '/var/lib/svc-edge', '--host', '0.0.0.0', '--smtp-port', '25', '--api-host', '127.0.0.1', '--api-port', '8790', '--hostname', 'mx.example.com', '--acme', '--acme-email', 'ops@example.com']);
   for (const line of ['CapabilityBoundingSet=CAP_NET_BIND_SERVICE', 'AmbientCapabilities=CAP_NET_BIND_SERVICE', 'ReadWritePaths=/var/lib/svc-edge', 'ProtectSystem=strict', 'ProtectHome=yes', 'NoNewPrivileges=yes']) {
     t.ok(lines.includes(line), line);
   }
