@@ -5,8 +5,9 @@
  * the commit's own JavaScript as storing). The figures are busy time per message: a sample is
  * taken while a thread runs, so on a saturated machine a thread waiting for a core still counts;
  * compare the shares, and the run's measured CPU per message for the total. V8's helper threads
- * (compilation; GC too when Node.js runs without SERVE_NODE_FLAGS' `--single-threaded-gc`) and
- * libuv's thread pool (file writes and fsyncs) are not profiled; GC on the threads themselves is.
+ * (parallel scavenges, concurrent marking, compilation) and libuv's thread pool (file writes and
+ * fsyncs) are not profiled; GC on the threads themselves is. Measured from /proc per thread, the
+ * helpers took about 2 ms and the pool about 1.2 ms (system time) per message (docs/benchmarks.md).
  * Module loading and start-up are left out (they happen once, not per message), and so is time
  * blocked in Atomics.wait (piscina threads waiting for a task, a writer for the write gate).
  */
