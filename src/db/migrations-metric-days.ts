@@ -18,9 +18,12 @@
  * A deleted message's counts are taken out BEFORE its row goes (its labels and parts, deleted by
  * the cascade after the row, then find no message and change nothing); an inbox's counters go with
  * it. The migration fills both tables from the rows already stored before creating the triggers.
+ *
+ * Migration 34 keeps the same counters per UTC hour instead (`metric_hours`, `thread_hours`, see
+ * HOUR_GRAIN below): the same triggers and roll-ups, made by the same code for the other grain.
  */
 
-/** The labels the counters follow, as bits of `metric_days.bits` (src/mail/metrics.ts reads them). */
+/** The labels the counters follow, as bits of `metric_hours.bits` (src/mail/metrics.ts reads them). */
 export const METRIC_LABEL_BITS = {
   received: 1,
   spam: 2,
