@@ -65,12 +65,14 @@ export interface CounterGrain {
   column: string;
   /** SQL for the grain's key of a stored ISO time. */
   keyOf: (timestamp: string) => string;
+  /** What the key is, for the tables' column comments. */
+  key: string;
   /** Whether a thread's entries are found from its first message alone when it carries no hidden label (migration 34). */
   firstShown?: boolean;
 }
 
-export const DAY_GRAIN: CounterGrain = { metric: 'metric_days', thread: 'thread_days', column: 'day', keyOf: (timestamp) => `substr(${timestamp}, 1, 10)` };
-export const HOUR_GRAIN: CounterGrain = { metric: 'metric_hours', thread: 'thread_hours', column: 'hour', keyOf: (timestamp) => `substr(${timestamp}, 1, 13)`, firstShown: true };
+export const DAY_GRAIN: CounterGrain = { metric: 'metric_days', thread: 'thread_days', column: 'day', keyOf: (timestamp) => `substr(${timestamp}, 1, 10)`, key: 'UTC day, YYYY-MM-DD,' };
+export const HOUR_GRAIN: CounterGrain = { metric: 'metric_hours', thread: 'thread_hours', column: 'hour', keyOf: (timestamp) => `substr(${timestamp}, 1, 13)`, key: 'UTC hour, YYYY-MM-DDTHH,', firstShown: true };
 
 const ADD_MESSAGES = 'ON CONFLICT DO UPDATE SET messages = messages + excluded.messages, bytes = bytes + excluded.bytes';
 
@@ -129,7 +131,10 @@ const fillCounters = (g: CounterGrain) => `
   INSERT INTO ${g.thread} (inbox_id, ${g.column}, visible_to, threads)
     SELECT t.inbox_id, json_extract(c.value, '$[1]'), json_extract(c.value, '$[0]'), count(*) FROM threads t, json_each(t.counted) c GROUP BY 1, 2, 3;`;
 
-/** The names of the triggers `counterTriggers` creates (migration 34 drops migration 25's). */
+/**
+ * The names of the triggers `counterTriggers` creates, on the mail's tables: migration 34 drops
+ * migration 25's by name (the roll-up triggers are on the counter tables and go with them).
+ */
 export const COUNTER_TRIGGERS = [
   'messages_metric_insert',
   'messages_metric_delete',
@@ -186,10 +191,10 @@ export const counterTriggers = (g: CounterGrain) => `
 `;
 
 /** The counter tables of grain `g`. */
-export const counterTables = (g: CounterGrain, comment: { key: string }) => `
+export const counterTables = (g: CounterGrain) => `
   CREATE TABLE ${g.metric} (
     inbox_id TEXT NOT NULL,
-    ${g.column} TEXT NOT NULL,                   -- ${comment.key} of messages.timestamp
+    ${g.column} TEXT NOT NULL,                   -- ${g.key} of messages.timestamp
     bits INTEGER NOT NULL,                -- the messages' metric labels (src/db/migrations-metric-days.ts)
     messages INTEGER NOT NULL,
     bytes INTEGER NOT NULL,               -- their stored raw MIME
@@ -197,28 +202,13 @@ export const counterTables = (g: CounterGrain, comment: { key: string }) => `
   ) STRICT, WITHOUT ROWID;
   CREATE TABLE ${g.thread} (
     inbox_id TEXT NOT NULL,
-    ${g.column} TEXT NOT NULL,                   -- ${comment.key} of the thread's first message readable with these visibilities
+    ${g.column} TEXT NOT NULL,                   -- ${g.key} of the thread's first message readable with these visibilities
     visible_to INTEGER NOT NULL,          -- set of visibilities (bit i: hidden labels i excluded)
     threads INTEGER NOT NULL,
     PRIMARY KEY (inbox_id, ${g.column}, visible_to)
   ) STRICT, WITHOUT ROWID;`;
 
-export const METRIC_DAYS_MIGRATION = `
-  CREATE TABLE metric_days (
-    inbox_id TEXT NOT NULL,
-    day TEXT NOT NULL,                    -- UTC day of messages.timestamp, YYYY-MM-DD
-    bits INTEGER NOT NULL,                -- the messages' metric labels (src/db/migrations-metric-days.ts)
-    messages INTEGER NOT NULL,
-    bytes INTEGER NOT NULL,               -- their stored raw MIME
-    PRIMARY KEY (inbox_id, day, bits)
-  ) STRICT, WITHOUT ROWID;
-  CREATE TABLE thread_days (
-    inbox_id TEXT NOT NULL,
-    day TEXT NOT NULL,                    -- UTC day of the thread's first message readable with these visibilities
-    visible_to INTEGER NOT NULL,          -- set of visibilities (bit i: hidden labels i excluded)
-    threads INTEGER NOT NULL,
-    PRIMARY KEY (inbox_id, day, visible_to)
-  ) STRICT, WITHOUT ROWID;
+export const METRIC_DAYS_MIGRATION = `${counterTables(DAY_GRAIN)}
   ALTER TABLE threads ADD COLUMN counted TEXT;   -- the thread's entries in thread_days, JSON [[visible_to, day], ...]
 ${fillCounters(DAY_GRAIN)}
 ${counterTriggers(DAY_GRAIN)}`;
@@ -232,14 +222,13 @@ ${counterTriggers(DAY_GRAIN)}`;
  */
 export const metricHoursMigration = (rollups: string) => `
   ${[...COUNTER_TRIGGERS].map((name) => `DROP TRIGGER ${name};`).join('\n  ')}
-  ${['metric_days', 'thread_days'].flatMap((t) => ['insert', 'count', 'move', 'delete'].map((k) => `DROP TRIGGER ${t}_rollup_${k};`)).join('\n  ')}
   DROP TABLE metric_days;
   DROP TABLE thread_days;
   DROP TABLE metric_home_days;
   DROP TABLE thread_home_days;
   DROP TABLE metric_totals;
   DROP TABLE thread_totals;
-${counterTables(HOUR_GRAIN, { key: 'UTC hour (YYYY-MM-DDTHH)' })}
+${counterTables(HOUR_GRAIN)}
 ${fillCounters(HOUR_GRAIN)}
 ${counterTriggers(HOUR_GRAIN)}
 ${rollups}`;
