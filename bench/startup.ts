@@ -9,27 +9,17 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
-import { median, round, root, type Metric } from './util.js';
+import { cpuSnapshot, median, round, root, type Metric } from './util.js';
 export const STARTS = Number(process.env.BENCH_STARTUP_STARTS ?? 3);
 const IDLE_MS = 5_000;
 /** Idle CPU is the CPU time used over this long, after IDLE_MS. */
 const IDLE_CPU_MS = 10_000;
-/** Clock ticks per second of /proc/<pid>/stat's utime and stime (`getconf CLK_TCK`, 100 on Linux). */
-const CLOCK_TICKS_PER_S = 100;
 
 interface Sample {
   readyMs: number;
   rssMiB: number;
   /** CPU time over IDLE_CPU_MS as a percentage of one core; 0 when not sampled. */
   idleCpuPct: number;
-}
-
-/** User plus system CPU seconds of a process, all its threads. */
-function cpuSecondsOf(pid: number): number {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // Fields after the command name (which may hold spaces) start with the state, field 3; utime and stime are fields 14 and 15.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_S;
 }
 
 function rssOf(pid: number): number {
@@ -55,9 +45,9 @@ async function measure(args: string[], ready: (line: string) => boolean, sampleR
     rssMiB = rssOf(child.pid!);
   }
   if (sampleCpu) {
-    const before = cpuSecondsOf(child.pid!);
+    const before = cpuSnapshot(child.pid);
     await new Promise((r) => setTimeout(r, IDLE_CPU_MS));
-    idleCpuPct = ((cpuSecondsOf(child.pid!) - before) / (IDLE_CPU_MS / 1000)) * 100;
+    idleCpuPct = ((cpuSnapshot(child.pid).since(before).processMs ?? 0) / IDLE_CPU_MS) * 100;
   }
   child.kill('SIGTERM');
   await new Promise((r) => child.once('exit', r));

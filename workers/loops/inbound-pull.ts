@@ -198,7 +198,7 @@ const RESCAN_MS = 5_000;
  * back to back, each reading the configuration and the quarantine, about a fifth of a core on an
  * idle home with a paired edge.
  */
-const QUARANTINE_LOOK_MS = 2_000;
+const QUARANTINE_LOOK_MS = LOOPS['inbound-pull'].busyMs;
 let quarantineLookedAt = Number.NEGATIVE_INFINITY;
 /** Resolves when the loop stops (one listener for the life of the thread, not one per pass). */
 let stoppedOnce: Promise<void> | null = null;
