@@ -368,7 +368,7 @@ function finalFigures(h: Home): { db_mib: number; migration_ms: number; snapshot
     // Back to schema 33's day counters (empty: migration 34 refills from the mail, not from them).
     for (const { name } of db.prepare("SELECT name FROM sqlite_schema WHERE type = 'trigger' AND name LIKE '%_metric_%'").all() as { name: string }[]) db.exec(`DROP TRIGGER ${name}`);
     db.exec('DROP TABLE metric_hours; DROP TABLE thread_hours; DROP TABLE metric_totals; DROP TABLE metric_home_hours; DROP TABLE thread_totals; DROP TABLE thread_home_hours;');
-    db.exec(`${counterTables(DAY_GRAIN, { key: 'UTC day' })}${counterTriggers(DAY_GRAIN)}${counterRollups(DAY_GRAIN, { metric: 'metric_home_days', thread: 'thread_home_days' })}`);
+    db.exec(`${counterTables(DAY_GRAIN)}${counterTriggers(DAY_GRAIN)}${counterRollups(DAY_GRAIN, { metric: 'metric_home_days', thread: 'thread_home_days' })}`);
     const t3 = performance.now();
     db.transaction(() => db.exec(METRIC_HOURS_MIGRATION))();
     const t4 = performance.now();
