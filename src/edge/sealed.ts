@@ -173,7 +173,32 @@ const IV_BYTES = 12;
 const TAG_BYTES = 16;
 /** The RFC 3394 default initial value; OpenSSL's id-aes256-wrap checks it on unwrap. */
 const KEY_WRAP_IV = Buffer.from('A6A6A6A6A6A6A6A6', 'hex');
-const BASE64URL = /^[A-Za-z0-9_-]*$/;
+const BASE64URL_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+/** Each base64url character's 6-bit value by its byte; -1 outside the alphabet. */
+const BASE64URL_VALUE = new Int8Array(256).fill(-1);
+for (let v = 0; v < 64; v++) BASE64URL_VALUE[BASE64URL_ALPHABET.charCodeAt(v)] = v;
+
+/**
+ * Whether unpadded base64url of `length` characters ending in byte `last` is the one encoding of
+ * its bytes (RFC 4648 §3.5): no lone final character, and the bits of the last character that
+ * carry no byte are zero. Node's decoder ignores those bits, so without this check a changed final
+ * character could decode to the same bytes and an altered object would still open.
+ */
+function canonicalEnd(length: number, last: number): boolean {
+  const rest = length % 4;
+  if (rest === 0) return true;
+  if (rest === 1) return false;
+  return (BASE64URL_VALUE[last] & (rest === 2 ? 0x0f : 0x03)) === 0;
+}
+
+/** Unpadded base64url text in its canonical form. */
+function isBase64url(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code > 0xff || BASE64URL_VALUE[code] === -1) return false;
+  }
+  return canonicalEnd(text.length, text.charCodeAt(text.length - 1));
+}
 
 function uint32(n: number): Buffer {
   const b = Buffer.alloc(4);
@@ -434,7 +459,7 @@ const undecryptable = () => new SealedObjectError('decrypt_failed', 'The object 
 /** The parts of a compact JWE in the svc format, checked before any key is used. */
 function parseCompact(jwe: string): { header: string; epk: KeyObject; apu: Buffer; apv: Buffer; encryptedKey: Buffer; iv: Buffer; ciphertext: Buffer; tag: Buffer } {
   const parts = jwe.trim().split('.');
-  if (parts.length !== 5 || !parts.every((p) => BASE64URL.test(p))) throw malformed();
+  if (parts.length !== 5 || !parts.every(isBase64url)) throw malformed();
   const [header, encryptedKey, iv, ciphertext, tag] = parts;
   return { ...parseFrame(header, encryptedKey, iv, tag), ciphertext: Buffer.from(ciphertext, 'base64url') };
 }
@@ -453,7 +478,7 @@ function parseFrame(header: string, encryptedKey: string, iv: string, tag: strin
   if (typeof epk !== 'object' || epk === null || epk.kty !== 'OKP' || epk.crv !== 'X25519' || typeof epk.x !== 'string') throw malformed();
   const party = (value: unknown): Buffer => {
     if (value === undefined) return Buffer.alloc(0);
-    if (typeof value !== 'string' || !BASE64URL.test(value)) throw malformed();
+    if (typeof value !== 'string' || !isBase64url(value)) throw malformed();
     return Buffer.from(value, 'base64url');
   };
   let epkKey: KeyObject;
@@ -494,9 +519,6 @@ function homeKey(privateKey: JWK | KeyObject | CryptoKey): KeyObject {
 
 const DOT = 0x2e;
 const isSpace = (byte: number) => byte === 0x20 || byte === 0x09 || byte === 0x0a || byte === 0x0d;
-/** base64url alphabet as a byte table, for checking the ciphertext without making a string of it. */
-const BASE64URL_BYTE = new Uint8Array(256);
-for (const c of 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_') BASE64URL_BYTE[c.charCodeAt(0)] = 1;
 
 /**
  * Opens a sealed object given as bytes (or as the compact string) and returns its metadata and
@@ -533,12 +555,13 @@ export async function openSealed(
     // Frame parts are short; a huge one is not the svc format (and is not worth a string).
     if (to - from > 64 * 1024) throw malformed();
     const text = bytes.toString('latin1', from, to);
-    if (!BASE64URL.test(text)) throw malformed();
+    if (!isBase64url(text)) throw malformed();
     return text;
   };
   const frame = parseFrame(small(start, dots[0]), small(dots[0] + 1, dots[1]), small(dots[1] + 1, dots[2]), small(dots[3] + 1, end));
   const ciphertext = bytes.subarray(dots[2] + 1, dots[3]);
-  for (let i = 0; i < ciphertext.length; i++) if (BASE64URL_BYTE[ciphertext[i]] === 0) throw malformed();
+  for (let i = 0; i < ciphertext.length; i++) if (BASE64URL_VALUE[ciphertext[i]] === -1) throw malformed();
+  if (!canonicalEnd(ciphertext.length, ciphertext[ciphertext.length - 1] ?? 0)) throw malformed();
   const plaintext = Buffer.allocUnsafe(Math.floor((ciphertext.length * 3) / 4));
   let written = 0;
   try {

@@ -275,7 +275,8 @@ t.test('a tampered large object does not open, whichever chunk was changed', asy
   const home = await generateHomeKeyPair();
   const sealed = await sealMessage(metaOf(payload()), bytesOfSize(2_000_000), home.publicJwk);
   const dots = [...sealed.keys()].filter((i) => sealed[i] === 0x2e);
-  for (const at of [dots[2] + 1, dots[2] + 1_500_000, dots[3] - 1]) {
+  // The first, a middle and the last whole character of the ciphertext (the final one may carry bits of no byte: next test).
+  for (const at of [dots[2] + 1, dots[2] + 1_500_000, dots[3] - 2]) {
     const copy = Buffer.from(sealed);
     copy[at] = copy[at] === 0x41 ? 0x42 : 0x41;
     t.match(await failureOf(openSealed(copy, home.privateJwk)), { reason: 'decrypt_failed' }, `byte ${at}`);
@@ -283,6 +284,30 @@ t.test('a tampered large object does not open, whichever chunk was changed', asy
   const bad = Buffer.from(sealed);
   bad[dots[2] + 10] = 0x2b; // '+' is base64, not base64url
   t.match(await failureOf(openSealed(bad, home.privateJwk)), { reason: 'malformed' }, 'a character outside base64url');
+});
+
+t.test('a final character whose spare bits are set is malformed for both openers, though it decodes to the same bytes', async (t) => {
+  const home = await generateHomeKeyPair();
+  const jwe = await sealObject(payload(), home.publicJwk);
+  const parts = jwe.split('.');
+  // The tag is 16 bytes: 22 characters, the last of which carries 2 bits of the tag and 4 spare ones.
+  const tag = parts[4];
+  t.equal(tag.length % 4, 2);
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+  const altered = tag.slice(0, -1) + alphabet[alphabet.indexOf(tag.at(-1)!) | 1];
+  t.ok(Buffer.from(altered, 'base64url').equals(Buffer.from(tag, 'base64url')), 'Node decodes both to the same tag');
+  parts[4] = altered;
+  t.match(await openFailure(parts.join('.'), home.privateJwk), { reason: 'malformed' });
+  // A ciphertext of a length that leaves spare bits, with one of them set.
+  let size = 300_000;
+  let large = await sealMessage(metaOf(payload()), bytesOfSize(size), home.publicJwk);
+  while (large.toString('latin1').split('.')[3].length % 4 === 0) large = await sealMessage(metaOf(payload()), bytesOfSize(++size), home.publicJwk);
+  t.equal((await openSealed(large, home.privateJwk)).raw.length, size, 'unaltered, it opens');
+  const dots = [...large.keys()].filter((i) => large[i] === 0x2e);
+  const last = dots[3] - 1;
+  const copy = Buffer.from(large);
+  copy[last] = alphabet.charCodeAt(alphabet.indexOf(String.fromCharCode(copy[last])) | 1);
+  t.match(await failureOf(openSealed(copy, home.privateJwk)), { reason: 'malformed' }, 'a ciphertext ending in a non-canonical character');
 });
 
 t.test('a non-ASCII character in a sealed string is malformed for both openers', async (t) => {
