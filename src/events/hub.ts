@@ -39,6 +39,13 @@ export const MAX_PENDING_BYTES = 1024 * 1024;
 /** Below this much waiting, a connection reads more from the log. */
 const LOW_WATER_BYTES = 256 * 1024;
 const READ_BATCH = 100;
+/**
+ * Log reads one connection makes in one event-loop turn before it lets the others run: a client
+ * that takes everything at once (its socket never backs up) while the log keeps growing would
+ * otherwise hold the service's thread for as long as writers keep up, starving every other
+ * connection, the log poll and the HTTP API.
+ */
+const BATCHES_PER_TURN = 1;
 /** Safety-net poll of the log head, for writers that do not post on the bus. */
 const POLL_MS = 500;
 /** On shutdown, sockets that have not finished the close handshake by then are cut. */
@@ -258,6 +265,8 @@ class EventConnection {
   #queue: QueuedEvent[] = [];
   #queuedBytes = 0;
   #pumping = false;
+  /** A continuation of #pump is waiting for the next turn (BATCHES_PER_TURN). */
+  #pumpLater: NodeJS.Immediate | null = null;
   readonly #pingTimer: NodeJS.Timeout;
   readonly #pongDeadline: NodeJS.Timeout;
   readonly #afterSend = (err?: Error | null) => {
@@ -300,6 +309,8 @@ class EventConnection {
     this.#state = 'closed';
     clearInterval(this.#pingTimer);
     clearTimeout(this.#pongDeadline);
+    if (this.#pumpLater) clearImmediate(this.#pumpLater);
+    this.#pumpLater = null;
     this.#queue = [];
     this.#queuedBytes = 0;
     this.hub.forget(this);
@@ -411,8 +422,12 @@ class EventConnection {
     return this.socket.bufferedAmount + this.#queuedBytes;
   }
 
-  /** Moves events from the log through the queue to the socket, paced as the module comment says. */
-  #pump(newEvents: boolean): void {
+  /**
+   * Moves events from the log through the queue to the socket, paced as the module comment says,
+   * at most BATCHES_PER_TURN log reads per turn: more waits for the next turn. `readEverything`
+   * carries a slow client's reading over to that turn.
+   */
+  #pump(newEvents: boolean, readingEverything = false): void {
     if (this.#state !== 'streaming' || this.#pumping) {
       if (newEvents) this.#logAhead = true;
       return;
@@ -420,12 +435,13 @@ class EventConnection {
     this.#pumping = true;
     try {
       if (newEvents) this.#logAhead = true;
-      const readEverything = newEvents && !this.#replaying && this.socket.bufferedAmount > LOW_WATER_BYTES;
-      while (this.#state === 'streaming') {
+      const readEverything = readingEverything || (newEvents && !this.#replaying && this.socket.bufferedAmount > LOW_WATER_BYTES);
+      for (let reads = 0; this.#state === 'streaming'; reads++) {
         this.#flush();
         if (!this.#logAhead) return;
         // The send callbacks call back here once the client has taken enough.
         if (!readEverything && this.#pendingBytes() >= LOW_WATER_BYTES) return;
+        if (reads === BATCHES_PER_TURN) return this.#pumpNextTurn(readEverything);
         if (!this.#recheckPrincipal()) return;
         const rows = this.hub.readAfter(this.#cursor);
         let readAll = true;
@@ -450,6 +466,14 @@ class EventConnection {
     } finally {
       this.#pumping = false;
     }
+  }
+
+  #pumpNextTurn(readEverything: boolean): void {
+    if (this.#pumpLater) return;
+    this.#pumpLater = setImmediate(() => {
+      this.#pumpLater = null;
+      this.#pump(false, readEverything);
+    });
   }
 
   #flush(): void {
