@@ -267,6 +267,7 @@ class EventConnection {
   #pumping = false;
   /** A continuation of #pump is waiting for the next turn (BATCHES_PER_TURN). */
   #pumpLater: NodeJS.Immediate | null = null;
+  #laterReadsEverything = false;
   readonly #pingTimer: NodeJS.Timeout;
   readonly #pongDeadline: NodeJS.Timeout;
   readonly #afterSend = (err?: Error | null) => {
@@ -469,10 +470,14 @@ class EventConnection {
   }
 
   #pumpNextTurn(readEverything: boolean): void {
+    // A continuation already waiting reads everything if either asked it to.
+    this.#laterReadsEverything ||= readEverything;
     if (this.#pumpLater) return;
     this.#pumpLater = setImmediate(() => {
+      const everything = this.#laterReadsEverything;
       this.#pumpLater = null;
-      this.#pump(false, readEverything);
+      this.#laterReadsEverything = false;
+      this.#pump(false, everything);
     });
   }
 
