@@ -191,13 +191,11 @@ function canonicalEnd(length: number, last: number): boolean {
   return (BASE64URL_VALUE[last] & (rest === 2 ? 0x0f : 0x03)) === 0;
 }
 
+const BASE64URL = /^[A-Za-z0-9_-]*$/;
+
 /** Unpadded base64url text in its canonical form. */
 function isBase64url(text: string): boolean {
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (code > 0xff || BASE64URL_VALUE[code] === -1) return false;
-  }
-  return canonicalEnd(text.length, text.charCodeAt(text.length - 1));
+  return BASE64URL.test(text) && canonicalEnd(text.length, text.charCodeAt(text.length - 1));
 }
 
 function uint32(n: number): Buffer {

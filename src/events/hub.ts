@@ -39,13 +39,6 @@ export const MAX_PENDING_BYTES = 1024 * 1024;
 /** Below this much waiting, a connection reads more from the log. */
 const LOW_WATER_BYTES = 256 * 1024;
 const READ_BATCH = 100;
-/**
- * Log reads one connection makes in one event-loop turn before it lets the others run: a client
- * that takes everything at once (its socket never backs up) while the log keeps growing would
- * otherwise hold the service's thread for as long as writers keep up, starving every other
- * connection, the log poll and the HTTP API.
- */
-const BATCHES_PER_TURN = 1;
 /** Safety-net poll of the log head, for writers that do not post on the bus. */
 const POLL_MS = 500;
 /** On shutdown, sockets that have not finished the close handshake by then are cut. */
@@ -143,6 +136,14 @@ interface HubServices {
   db: Db;
   timing: EventStreamTiming;
   readAfter(seq: number): LogRow[];
+  /**
+   * The event-loop turn now, as a number that grows once per turn. A connection reads the log at
+   * most once per turn: a client that takes everything at once (its socket never backs up, and
+   * each send's callback asks for more) while the log keeps growing would otherwise hold the
+   * service's thread for as long as writers keep up, starving every other connection, the log
+   * poll and the HTTP API.
+   */
+  turn(): number;
   forget(connection: EventConnection): void;
 }
 
@@ -155,14 +156,17 @@ export class EventHub {
   #pollTimer: NodeJS.Timeout | null = null;
   #knownHead: number;
   #closing = false;
-  /** The last log read of this event-loop turn (`#readAfter`). */
-  #shared: { after: number; rows: LogRow[] } | null = null;
+  /** The last log read of this event-loop turn, and the head known when it was made (`#readAfter`). */
+  #shared: { after: number; head: number; turn: number; rows: LogRow[] } | null = null;
+  #turn = 0;
+  #turnEnds = false;
 
   constructor(db: Db, bus: Bus, timing: EventStreamTiming) {
     this.#services = {
       db,
       timing,
       readAfter: (seq) => this.#readAfter(seq),
+      turn: () => this.#currentTurn(),
       forget: (connection) => this.#forget(connection),
     };
     this.#knownHead = latestSeq(db);
@@ -201,15 +205,30 @@ export class EventHub {
    */
   #readAfter(seq: number): LogRow[] {
     const shared = this.#shared;
-    if (shared?.after === seq) return shared.rows;
+    const turn = this.#currentTurn();
+    // A head that moved since the shared read was made (a bus notice or a poll in the same turn)
+    // means rows it cannot hold: the connection that heard of them reads again.
+    if (shared?.after === seq && shared.turn === turn && shared.head === this.#knownHead) return shared.rows;
     const db = this.#services.db;
     const rows = storedEventsAfter(db, seq, READ_BATCH).map((row): LogRow => {
       let text: string | undefined;
       return { seq: row.seq, event_type: row.event_type, inbox_id: row.inbox_id, pod_id: row.pod_id, payload: () => (text ??= deliveredPayload(db, row)) };
     });
-    if (!this.#shared) setImmediate(() => (this.#shared = null));
-    this.#shared = { after: seq, rows };
+    this.#shared = { after: seq, head: this.#knownHead, turn, rows };
     return rows;
+  }
+
+  /** See HubServices.turn: advanced by an immediate, so a turn ends where the event loop's check phase runs. */
+  #currentTurn(): number {
+    if (!this.#turnEnds) {
+      this.#turnEnds = true;
+      setImmediate(() => {
+        this.#turn++;
+        this.#turnEnds = false;
+        this.#shared = null;
+      });
+    }
+    return this.#turn;
   }
 
   #poll(): void {
@@ -265,8 +284,10 @@ class EventConnection {
   #queue: QueuedEvent[] = [];
   #queuedBytes = 0;
   #pumping = false;
-  /** A continuation of #pump is waiting for the next turn (BATCHES_PER_TURN). */
+  /** A continuation of #pump is waiting for the next turn (HubServices.turn). */
   #pumpLater: NodeJS.Immediate | null = null;
+  /** The turn of this connection's last log read. */
+  #readTurn = -1;
   #laterReadsEverything = false;
   readonly #pingTimer: NodeJS.Timeout;
   readonly #pongDeadline: NodeJS.Timeout;
@@ -425,8 +446,9 @@ class EventConnection {
 
   /**
    * Moves events from the log through the queue to the socket, paced as the module comment says,
-   * at most BATCHES_PER_TURN log reads per turn: more waits for the next turn. `readEverything`
-   * carries a slow client's reading over to that turn.
+   * with at most one log read per turn (HubServices.turn), also when send callbacks call back here
+   * within the turn: more waits for the next turn. `readingEverything` carries a slow client's
+   * reading over to that turn.
    */
   #pump(newEvents: boolean, readingEverything = false): void {
     if (this.#state !== 'streaming' || this.#pumping) {
@@ -437,13 +459,14 @@ class EventConnection {
     try {
       if (newEvents) this.#logAhead = true;
       const readEverything = readingEverything || (newEvents && !this.#replaying && this.socket.bufferedAmount > LOW_WATER_BYTES);
-      for (let reads = 0; this.#state === 'streaming'; reads++) {
+      while (this.#state === 'streaming') {
         this.#flush();
         if (!this.#logAhead) return;
         // The send callbacks call back here once the client has taken enough.
         if (!readEverything && this.#pendingBytes() >= LOW_WATER_BYTES) return;
-        if (reads === BATCHES_PER_TURN) return this.#pumpNextTurn(readEverything);
+        if (this.#readTurn === this.hub.turn()) return this.#pumpNextTurn(readEverything);
         if (!this.#recheckPrincipal()) return;
+        this.#readTurn = this.hub.turn();
         const rows = this.hub.readAfter(this.#cursor);
         let readAll = true;
         for (const row of rows) {

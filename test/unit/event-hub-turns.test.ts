@@ -26,7 +26,11 @@ const INBOX = 'turns@example.com';
 const OWNER: Principal = { kind: 'owner', id: 'owner', inboxScope: 'all', permissions: 'all', sendPolicy: 'direct' };
 const EVENTS = 1_000;
 
-/** Records every frame sent, in one order shared by all sockets; the send callback runs a turn later, as ws's does. */
+/**
+ * Records every frame sent, in one order shared by all sockets. The send callback runs on
+ * process.nextTick, as ws's does when the kernel takes the write at once: before the event loop
+ * moves on, so a hub that reads again from the callback would never let the loop turn.
+ */
 class DrainingSocket extends EventEmitter {
   readonly OPEN = 1;
   readonly CLOSED = 3;
@@ -46,7 +50,7 @@ class DrainingSocket extends EventEmitter {
       this.events.push(frame.event_id!);
       this.order.push(this.name);
     }
-    if (cb) setImmediate(() => cb(null));
+    if (cb) process.nextTick(() => cb(null));
   }
   close(code: number): void {
     this.closed = code;
@@ -119,5 +123,34 @@ t.test('new rows announced on the bus are sent one read per turn: a timer set me
   for (let i = 0; i < 10_000 && socket.events.length < EVENTS; i++) await turn();
   t.same(socket.events, written.map((w) => w.eventId), 'every event, in order');
   t.ok(timerSawEvents !== null && timerSawEvents < EVENTS, `a timer ran while the events were being sent (after ${timerSawEvents} of ${EVENTS})`);
+  await hub.close();
+});
+
+t.test('an event committed and announced just after a connection caught up is sent without waiting for another', async (t) => {
+  const db = openDatabase(path.join(tempDir(), 'svc.db'), randomBytes(32), { migrate: true });
+  t.teardown(() => db.close());
+  insertInbox(db, INBOX);
+  const bus = new Bus();
+  const append = () => {
+    const message = { inbox_id: INBOX, thread_id: 'thr-1', message_id: `<${Math.random()}@example.com>`, subject: 'Hello', text: 'x', timestamp: new Date().toISOString() };
+    return appendEvent(db, { eventType: 'message.received', inboxId: INBOX, payloadKey: 'message', payload: message });
+  };
+  db.transaction(() => Array.from({ length: 100 }, append))();
+  const hub = new EventHub(db, bus, { pingMs: 600_000, pongTimeoutMs: 600_000 });
+  const socket = new DrainingSocket('a', []);
+  hub.accept(socket as unknown as WebSocket, OWNER, null, 0);
+  socket.subscribe();
+  for (let i = 0; i < 100 && socket.events.length < 100; i++) await turn();
+  t.equal(socket.events.length, 100, 'the backlog');
+  // Committed and announced in the next timers phase, right after the connection's last read.
+  const late = await new Promise<{ seq: number; eventId: string }>((resolve) =>
+    setTimeout(() => {
+      const written = append();
+      bus.publish({ kind: 'event', seq: written.seq });
+      resolve(written);
+    }, 0),
+  );
+  for (let i = 0; i < 20 && socket.events.length < 101; i++) await turn();
+  t.equal(socket.events.at(-1), late.eventId, 'the new event is sent on its own notice');
   await hub.close();
 });
