@@ -14,7 +14,7 @@ import path from 'node:path';
 import { EventEmitter } from 'node:events';
 import { randomBytes } from 'node:crypto';
 import type { WebSocket } from 'ws';
-import { openDatabase } from '../../src/db/open.js';
+import { openDatabase, type Db } from '../../src/db/open.js';
 import { appendEvent } from '../../src/events/log.js';
 import { EventHub } from '../../src/events/hub.js';
 import { Bus } from '../../src/supervisor/bus.js';
@@ -68,16 +68,27 @@ class DrainingSocket extends EventEmitter {
 
 const turn = () => new Promise((resolve) => setImmediate(resolve));
 
-t.test('a client that takes everything at once gets one log read per turn, and another client is served alongside', async (t) => {
+/** A fresh database with the inbox the events belong to. */
+function homeDb(t: typeof import('tap').default): Db {
   const db = openDatabase(path.join(tempDir(), 'svc.db'), randomBytes(32), { migrate: true });
   t.teardown(() => db.close());
   insertInbox(db, INBOX);
-  const ids = db.transaction(() =>
-    Array.from({ length: EVENTS }, (_, i) => {
-      const message = { inbox_id: INBOX, thread_id: 'thr-1', message_id: `<${i}@example.com>`, subject: 'Hello', text: 'x', timestamp: new Date().toISOString() };
-      return appendEvent(db, { eventType: 'message.received', inboxId: INBOX, payloadKey: 'message', payload: message, extra: { thread: { inbox_id: INBOX, thread_id: 'thr-1', subject: 'Hello' } } }).eventId;
+  return db;
+}
+
+/** `n` message.received events appended in one transaction, as a writer the hub does not hear on its bus. */
+function appendEvents(db: Db, n: number): { seq: number; eventId: string }[] {
+  return db.transaction(() =>
+    Array.from({ length: n }, () => {
+      const message = { inbox_id: INBOX, thread_id: 'thr-1', message_id: `<${Math.random()}@example.com>`, subject: 'Hello', text: 'x', timestamp: new Date().toISOString() };
+      return appendEvent(db, { eventType: 'message.received', inboxId: INBOX, payloadKey: 'message', payload: message });
     }),
   )();
+}
+
+t.test('a client that takes everything at once gets one log read per turn, and another client is served alongside', async (t) => {
+  const db = homeDb(t);
+  const ids = appendEvents(db, EVENTS).map((e) => e.eventId);
   const hub = new EventHub(db, new Bus(), { pingMs: 600_000, pongTimeoutMs: 600_000 });
   const order: string[] = [];
   const [a, b] = [new DrainingSocket('a', order), new DrainingSocket('b', order)];
@@ -99,9 +110,7 @@ t.test('a client that takes everything at once gets one log read per turn, and a
 });
 
 t.test('new rows announced on the bus are sent one read per turn: a timer set meanwhile runs before the client has them all', async (t) => {
-  const db = openDatabase(path.join(tempDir(), 'svc.db'), randomBytes(32), { migrate: true });
-  t.teardown(() => db.close());
-  insertInbox(db, INBOX);
+  const db = homeDb(t);
   const bus = new Bus();
   const hub = new EventHub(db, bus, { pingMs: 600_000, pongTimeoutMs: 600_000 });
   const socket = new DrainingSocket('a', []);
@@ -109,12 +118,7 @@ t.test('new rows announced on the bus are sent one read per turn: a timer set me
   hub.accept(socket as unknown as WebSocket, OWNER, null, 0);
   socket.subscribe();
   await turn();
-  const written = db.transaction(() =>
-    Array.from({ length: EVENTS }, () => {
-      const message = { inbox_id: INBOX, thread_id: 'thr-1', message_id: `<${Math.random()}@example.com>`, subject: 'Hello', text: 'x', timestamp: new Date().toISOString() };
-      return appendEvent(db, { eventType: 'message.received', inboxId: INBOX, payloadKey: 'message', payload: message });
-    }),
-  )();
+  const written = appendEvents(db, EVENTS);
   let timerSawEvents: number | null = null;
   setTimeout(() => (timerSawEvents = socket.events.length), 0);
   // What the inbound loop's commit posts.
@@ -127,15 +131,9 @@ t.test('new rows announced on the bus are sent one read per turn: a timer set me
 });
 
 t.test('an event committed and announced just after a connection caught up is sent without waiting for another', async (t) => {
-  const db = openDatabase(path.join(tempDir(), 'svc.db'), randomBytes(32), { migrate: true });
-  t.teardown(() => db.close());
-  insertInbox(db, INBOX);
+  const db = homeDb(t);
   const bus = new Bus();
-  const append = () => {
-    const message = { inbox_id: INBOX, thread_id: 'thr-1', message_id: `<${Math.random()}@example.com>`, subject: 'Hello', text: 'x', timestamp: new Date().toISOString() };
-    return appendEvent(db, { eventType: 'message.received', inboxId: INBOX, payloadKey: 'message', payload: message });
-  };
-  db.transaction(() => Array.from({ length: 100 }, append))();
+  appendEvents(db, 100);
   const hub = new EventHub(db, bus, { pingMs: 600_000, pongTimeoutMs: 600_000 });
   const socket = new DrainingSocket('a', []);
   hub.accept(socket as unknown as WebSocket, OWNER, null, 0);
@@ -145,7 +143,7 @@ t.test('an event committed and announced just after a connection caught up is se
   // Committed and announced in the next timers phase, right after the connection's last read.
   const late = await new Promise<{ seq: number; eventId: string }>((resolve) =>
     setTimeout(() => {
-      const written = append();
+      const [written] = appendEvents(db, 1);
       bus.publish({ kind: 'event', seq: written.seq });
       resolve(written);
     }, 0),
