@@ -10,7 +10,8 @@
  * Pacing: a connection reads from the log only while less than LOW_WATER_BYTES waits for the
  * client, so a long replay to a client that keeps reading never trips the 1 MiB limit. A live
  * client whose socket is already backed up when new events arrive is not keeping up: those events
- * are read into the connection's queue at once, and when the socket's `bufferedAmount` plus that
+ * are read into the connection's queue without waiting for it to drain (one log read per
+ * event-loop turn, as for every connection), and when the socket's `bufferedAmount` plus that
  * queue passes 1 MiB the connection closes with 1013.
  */
 import type { RawData, WebSocket } from 'ws';
@@ -157,7 +158,7 @@ export class EventHub {
   #knownHead: number;
   #closing = false;
   /** The last log read of this event-loop turn, and the head known when it was made (`#readAfter`). */
-  #shared: { after: number; head: number; turn: number; rows: LogRow[] } | null = null;
+  #shared: { after: number; head: number; rows: LogRow[] } | null = null;
   #turn = 0;
   #turnEnds = false;
 
@@ -204,17 +205,18 @@ export class EventHub {
    * gets the newer rows at the next notice.
    */
   #readAfter(seq: number): LogRow[] {
+    // The turn's end forgets the shared read (#currentTurn).
+    this.#currentTurn();
     const shared = this.#shared;
-    const turn = this.#currentTurn();
     // A head that moved since the shared read was made (a bus notice or a poll in the same turn)
     // means rows it cannot hold: the connection that heard of them reads again.
-    if (shared?.after === seq && shared.turn === turn && shared.head === this.#knownHead) return shared.rows;
+    if (shared?.after === seq && shared.head === this.#knownHead) return shared.rows;
     const db = this.#services.db;
     const rows = storedEventsAfter(db, seq, READ_BATCH).map((row): LogRow => {
       let text: string | undefined;
       return { seq: row.seq, event_type: row.event_type, inbox_id: row.inbox_id, pod_id: row.pod_id, payload: () => (text ??= deliveredPayload(db, row)) };
     });
-    this.#shared = { after: seq, head: this.#knownHead, turn, rows };
+    this.#shared = { after: seq, head: this.#knownHead, rows };
     return rows;
   }
 
