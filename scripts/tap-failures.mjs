@@ -1,0 +1,59 @@
+#!/usr/bin/env node
+// Reads a TAP log (the suite's output) and prints what failed, short enough to be the last thing
+// CI shows: the failed test files first, then each failed assertion with the names of the subtests
+// around it and the start of its diagnostic block. Exits 0; the caller keeps the suite's status.
+// Usage: node scripts/tap-failures.mjs <log>
+import { readFileSync } from 'node:fs';
+
+const MAX_DIAGNOSTIC_LINES = 14;
+const MAX_ASSERTIONS = 12;
+
+const logPath = process.argv[2];
+if (!logPath) {
+  console.error('usage: node scripts/tap-failures.mjs <tap log>');
+  process.exit(2);
+}
+const lines = readFileSync(logPath, 'utf8').split('\n');
+
+/** @param {string} line */
+const depthOf = (line) => Math.floor((line.match(/^ */)?.[0].length ?? 0) / 4);
+const failure = /^\s*not ok \d+ - (.*?)(?: # time=.*)?$/;
+const subtest = /^\s*# Subtest: (.*)$/;
+
+const files = [];
+const assertions = [];
+/** The open subtests' names, by depth. */
+const openSubtests = [];
+for (let i = 0; i < lines.length; i++) {
+  const line = lines[i];
+  const opened = subtest.exec(line);
+  if (opened) {
+    openSubtests.length = depthOf(line);
+    openSubtests.push(opened[1]);
+    continue;
+  }
+  const failed = failure.exec(line);
+  if (!failed) continue;
+  const depth = depthOf(line);
+  if (depth === 0) files.push(failed[1]);
+  // A leaf failure has a diagnostic block ("---" … "...") right after it and no subtests of its own.
+  const next = lines[i + 1] ?? '';
+  if (next.trim() !== '---') continue;
+  const diagnostic = [];
+  for (let j = i + 2; j < lines.length && lines[j].trim() !== '...'; j++) diagnostic.push(lines[j]);
+  const within = openSubtests.slice(0, depth).join(' › ');
+  assertions.push({ name: failed[1], within, diagnostic });
+}
+
+if (files.length === 0 && assertions.length === 0) {
+  console.log('tap-failures: no "not ok" line in the log; the suite failed outside any test (see above).');
+  process.exit(0);
+}
+console.log(`\n==== failed test files (${files.length}) ====`);
+for (const file of files) console.log(`  ${file}`);
+console.log(`\n==== failed assertions (${assertions.length}; the first ${Math.min(assertions.length, MAX_ASSERTIONS)}) ====`);
+for (const { name, within, diagnostic } of assertions.slice(0, MAX_ASSERTIONS)) {
+  console.log(`\n* ${within ? `${within} › ` : ''}${name}`);
+  for (const text of diagnostic.slice(0, MAX_DIAGNOSTIC_LINES)) console.log(`    ${text.trim()}`);
+  if (diagnostic.length > MAX_DIAGNOSTIC_LINES) console.log(`    … ${diagnostic.length - MAX_DIAGNOSTIC_LINES} more lines`);
+}
