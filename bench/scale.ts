@@ -7,7 +7,8 @@
  * one in five messages with an attachment, some read, flagged or spam like real mail. For each size,
  * in the same run: start-up to `server.ready`, idle RSS, GET threads and GET message (distinct
  * URLs, so uncached), thread search (distinct queries), the first answer of a message wait, the
- * owner's usage and event metrics over 1 and 90 days and the live counts, the owner web app's
+ * owner's usage and event metrics over 1 and 90 days and the live counts, the read system calls
+ * of the service per request of each read figure (pages SQLite's cache missed), the owner web app's
  * first paint of the mail list in Chromium, `svc backup` time and size, and once at the end the
  * time of a migration adding a column to messages and of the metric counters' backfill. The
  * baseline of every figure is the same figure at the smallest size of the same run, so the ratio
@@ -26,7 +27,7 @@ import { counterRollups, METRIC_HOURS_MIGRATION } from '../src/db/migrations-met
 import { commitInbound } from '../src/mail/store.js';
 import { updateMessageLabels } from '../src/mail/messages.js';
 import { parseMime, type ParsedMail } from '../workers/pool/parse.js';
-import { callJson, percentile, root, round, rssMiB, running, spawnUntil, type Child, type Metric } from './util.js';
+import { callJson, percentile, readSyscalls, root, round, rssMiB, running, spawnUntil, type Child, type Metric } from './util.js';
 
 export const DEFAULT_SIZES = [10_000, 1_000_000];
 const INBOXES = 50;
@@ -245,9 +246,23 @@ async function firstPaint(url: string, session: { cookie: string; csrf: string }
   }
 }
 
+/** The read figures whose page reads are counted too. */
+const READ_KINDS = ['threads', 'message', 'search', 'wait_stored', 'wait_all_id', 'wait_all_time'] as const;
+type ReadKind = (typeof READ_KINDS)[number];
+const READ_LABELS: Record<ReadKind, string> = {
+  threads: 'GET threads',
+  message: 'GET message',
+  search: 'thread search',
+  wait_stored: 'message wait (stored answer)',
+  wait_all_id: 'wait over every inbox after a Message-ID',
+  wait_all_time: 'wait over every inbox after a time',
+};
+
 interface Round {
   ready_ms: number;
   idle_rss_mib: number | null;
+  /** The service's read system calls per request of each read figure (its warm-up included); null where /proc says nothing. */
+  reads: Record<ReadKind, number | null>;
   threads: number[];
   message: number[];
   search: number[];
@@ -275,27 +290,36 @@ async function measure(h: Home, salt: number): Promise<Round> {
     const owner = ownerToken(h.home);
     const enc = encodeURIComponent;
     const at = (i: number) => new Date(h.startMs + i * h.stepMs).toISOString();
-    const threads = await timed(svc.url, h.apiKey, REQUESTS, (i) => {
+    const reads = {} as Round['reads'];
+    /** A read figure's requests, with the service's read system calls per request. */
+    const counted = async (kind: ReadKind, requests: () => Promise<number[]>): Promise<number[]> => {
+      const before = readSyscalls(svc.proc.pid);
+      const latencies = await requests();
+      const after = readSyscalls(svc.proc.pid);
+      reads[kind] = before === null || after === null ? null : (after - before) / (latencies.length + WARMUP);
+      return latencies;
+    };
+    const threads = await counted('threads', () => timed(svc.url, h.apiKey, REQUESTS, (i) => {
       const m = spread(i, h.size, salt);
       return `/v0/inboxes/${enc(inboxOfMessage(m))}/threads?limit=20&before=${enc(at(m))}`;
-    });
-    const message = await timed(svc.url, h.apiKey, REQUESTS, (i) => {
+    }));
+    const message = await counted('message', () => timed(svc.url, h.apiKey, REQUESTS, (i) => {
       const picked = spread(i, h.size, salt + 1);
       const m = isSpam(picked) ? picked + 1 : picked; // spam is hidden from the read key (404)
       return `/v0/inboxes/${enc(inboxOfMessage(m))}/messages/${enc(messageIdOf(m))}`;
-    });
-    const search = await timed(svc.url, h.apiKey, REQUESTS, (i) => `/v0/inboxes/${enc(inboxOf(i % INBOXES))}/threads/search?q=${enc(`${WORDS[(i + salt) % WORDS.length]} ${WORDS[(i * 3 + salt + 1) % WORDS.length]}`)}&limit=${10 + ((i + salt) % 31)}`);
+    }));
+    const search = await counted('search', () => timed(svc.url, h.apiKey, REQUESTS, (i) => `/v0/inboxes/${enc(inboxOf(i % INBOXES))}/threads/search?q=${enc(`${WORDS[(i + salt) % WORDS.length]} ${WORDS[(i * 3 + salt + 1) % WORDS.length]}`)}&limit=${10 + ((i + salt) % 31)}`));
     // The first answer of a wait whose mail is stored already (`after` somewhere in the history), and of one with nothing after it.
-    const waitStored = await timed(svc.url, h.apiKey, REQUESTS / 4, (i) => {
+    const waitStored = await counted('wait_stored', () => timed(svc.url, h.apiKey, REQUESTS / 4, (i) => {
       const m = spread(i, h.size - PER_THREAD * INBOXES, salt + 2);
       return `/v0/inboxes/${enc(inboxOfMessage(m))}/messages/wait?timeout=0&after=${enc(at(m))}`;
-    });
+    }));
     // Over every inbox (`GET /v0/messages/wait`), after a Message-ID as a wait loop passes it, and after a time.
-    const waitAllId = await timed(svc.url, h.apiKey, REQUESTS / 4, (i) => {
+    const waitAllId = await counted('wait_all_id', () => timed(svc.url, h.apiKey, REQUESTS / 4, (i) => {
       const picked = spread(i, h.size - PER_THREAD * INBOXES, salt + 3);
       return `/v0/messages/wait?timeout=0&after=${enc(messageIdOf(isSpam(picked) ? picked + 1 : picked))}`;
-    });
-    const waitAllTime = await timed(svc.url, h.apiKey, REQUESTS / 4, (i) => `/v0/messages/wait?timeout=0&after=${enc(at(spread(i, h.size - PER_THREAD * INBOXES, salt + 4)))}`);
+    }));
+    const waitAllTime = await counted('wait_all_time', () => timed(svc.url, h.apiKey, REQUESTS / 4, (i) => `/v0/messages/wait?timeout=0&after=${enc(at(spread(i, h.size - PER_THREAD * INBOXES, salt + 4)))}`));
     const waitNone = await timed(svc.url, h.apiKey, REQUESTS / 4, (i) => `/v0/inboxes/${enc(inboxOf(i % INBOXES))}/messages/wait?timeout=0&after=${enc(new Date(Date.now() - i).toISOString())}`, [204]);
     // Metrics: a distinct `end` per request (a millisecond apart), so none is a read-cache hit.
     const ends = (i: number) => Date.now() - 60_000 - i * 1000 - salt * 100_000;
@@ -325,6 +349,7 @@ async function measure(h: Home, salt: number): Promise<Round> {
     return {
       ready_ms: svc.readyMs,
       idle_rss_mib: idle,
+      reads,
       threads,
       message,
       search,
@@ -421,6 +446,12 @@ function figures(h: Home, r: Round, final: ReturnType<typeof finalFigures> | nul
     latency('events_90d_max_ms', `Owner event metrics, 90 days, slowest of ${METRIC_REQUESTS}`, round(Math.max(...r.events_90d), 1), true),
     latency('counts_ms', 'Live counts (unread, awaiting approval), first request', round(r.counts[0]!, 1), true),
     latency('paint_ms', 'Owner web app: navigation → first thread row painted (Chromium, median of 3 inboxes)', round(percentile(r.paint, 50), 0)),
+    // Pages read from the file per request (SQLite's cache missed them): what grows with the store
+    // when a latency does, whatever the host's speed. No target; the latencies above carry it.
+    ...READ_KINDS.map((kind): Metric => {
+      const calls = r.reads[kind];
+      return { key: k(`reads_${kind}`), label: `Read system calls of the service per request: ${READ_LABELS[kind]}${at}`, unit: 'calls', better: 'lower', svc: calls === null ? null : round(calls, 1) };
+    }),
     { key: k('backup_ms'), label: `svc backup (service running)${at}`, unit: 'ms', better: 'lower', svc: round(r.backup_ms, 0) },
     { key: k('backup_mib'), label: `Backup file size${at}`, unit: 'MiB', better: 'lower', svc: round(r.backup_mib, 1) },
     { key: k('backup_us_per_msg'), label: `Backup time per message${at}`, unit: 'µs', better: 'lower', svc: round((r.backup_ms * 1000) / h.size, 1) },

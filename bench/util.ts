@@ -159,6 +159,21 @@ export function rssMiB(pid: number | undefined): number | null {
   }
 }
 
+/**
+ * The read system calls the process has made (all its threads), from /proc/<pid>/io; null where
+ * that is not readable. The database reads a page per call, so the difference over some requests
+ * counts the pages they read that SQLite did not have in its cache, plus the reads of their
+ * sockets (about 2 per HTTP request).
+ */
+export function readSyscalls(pid: number | undefined): number | null {
+  try {
+    const count = Number(/^syscr:\s+(\d+)$/m.exec(fs.readFileSync(`/proc/${pid}/io`, 'utf8'))?.[1]);
+    return Number.isFinite(count) ? count : null;
+  } catch {
+    return null;
+  }
+}
+
 /** Proportional set size in MiB: shared pages divided among their users, so it adds up across processes. */
 export function pssMiB(pid: number): number | null {
   try {
