@@ -5,8 +5,9 @@
 // Usage: node scripts/tap-failures.mjs <log>
 import { readFileSync } from 'node:fs';
 
-const MAX_DIAGNOSTIC_LINES = 14;
-const MAX_ASSERTIONS = 12;
+// CI shows about the last 190 lines: the summary stays well inside that.
+const MAX_DIAGNOSTIC_LINES = 8;
+const MAX_ASSERTIONS = 8;
 
 const logPath = process.argv[2];
 if (!logPath) {
@@ -19,6 +20,32 @@ const lines = readFileSync(logPath, 'utf8').split('\n');
 const depthOf = (line) => Math.floor((line.match(/^ */)?.[0].length ?? 0) / 4);
 const failure = /^\s*not ok \d+ - (.*?)(?: # time=.*)?$/;
 const subtest = /^\s*# Subtest: (.*)$/;
+
+/**
+ * A diagnostic block with its `at:` and `stack:` entries folded into one "at file:line" line
+ * (they name the same place at length), so what was found and wanted comes first.
+ * @param {string[]} block
+ */
+function readable(block) {
+  const indent = (line) => line.match(/^ */)?.[0].length ?? 0;
+  const out = [];
+  let place = null;
+  for (let k = 0; k < block.length; k++) {
+    const entry = /^\s*(at|stack):/.exec(block[k]);
+    if (!entry) {
+      out.push(block[k]);
+      continue;
+    }
+    const own = indent(block[k]);
+    for (; k + 1 < block.length && indent(block[k + 1]) > own; k++) {
+      if (entry[1] === 'at') {
+        const field = /^\s*(fileName|lineNumber):\s*(.*)$/.exec(block[k + 1]);
+        if (field) place = field[1] === 'fileName' ? `${field[2]}${place ?? ''}` : `${place ?? ''}:${field[2]}`;
+      }
+    }
+  }
+  return place === null ? out : [`at ${place}`, ...out];
+}
 
 const files = [];
 const assertions = [];
@@ -35,12 +62,17 @@ for (let i = 0; i < lines.length; i++) {
   const failed = failure.exec(line);
   if (!failed) continue;
   const depth = depthOf(line);
-  if (depth === 0) files.push(failed[1]);
+  if (depth === 0) {
+    // A file's own diagnostic is its command line and exit code; its assertions say more.
+    files.push(failed[1]);
+    continue;
+  }
   // A leaf failure has a diagnostic block ("---" … "...") right after it and no subtests of its own.
   const next = lines[i + 1] ?? '';
   if (next.trim() !== '---') continue;
-  const diagnostic = [];
-  for (let j = i + 2; j < lines.length && lines[j].trim() !== '...'; j++) diagnostic.push(lines[j]);
+  const block = [];
+  for (let j = i + 2; j < lines.length && lines[j].trim() !== '...'; j++) block.push(lines[j]);
+  const diagnostic = readable(block);
   const within = openSubtests.slice(0, depth).join(' › ');
   assertions.push({ name: failed[1], within, diagnostic });
 }
@@ -57,3 +89,4 @@ for (const { name, within, diagnostic } of assertions.slice(0, MAX_ASSERTIONS)) 
   for (const text of diagnostic.slice(0, MAX_DIAGNOSTIC_LINES)) console.log(`    ${text.trim()}`);
   if (diagnostic.length > MAX_DIAGNOSTIC_LINES) console.log(`    … ${diagnostic.length - MAX_DIAGNOSTIC_LINES} more lines`);
 }
+console.log(`\n==== failed: ${files.join(', ')} ====`);
