@@ -17,7 +17,9 @@ if (!logPath) {
 const lines = readFileSync(logPath, 'utf8').split('\n');
 
 /** @param {string} line */
-const depthOf = (line) => Math.floor((line.match(/^ */)?.[0].length ?? 0) / 4);
+const indentOf = (line) => line.match(/^ */)?.[0].length ?? 0;
+/** @param {string} line */
+const depthOf = (line) => Math.floor(indentOf(line) / 4);
 const failure = /^\s*not ok \d+ - (.*?)(?: # time=.*)?$/;
 const subtest = /^\s*# Subtest: (.*)$/;
 
@@ -27,24 +29,22 @@ const subtest = /^\s*# Subtest: (.*)$/;
  * @param {string[]} block
  */
 function readable(block) {
-  const indent = (line) => line.match(/^ */)?.[0].length ?? 0;
   const out = [];
-  let place = null;
+  const where = {};
   for (let k = 0; k < block.length; k++) {
     const entry = /^\s*(at|stack):/.exec(block[k]);
     if (!entry) {
       out.push(block[k]);
       continue;
     }
-    const own = indent(block[k]);
-    for (; k + 1 < block.length && indent(block[k + 1]) > own; k++) {
-      if (entry[1] === 'at') {
-        const field = /^\s*(fileName|lineNumber):\s*(.*)$/.exec(block[k + 1]);
-        if (field) place = field[1] === 'fileName' ? `${field[2]}${place ?? ''}` : `${place ?? ''}:${field[2]}`;
-      }
+    const own = indentOf(block[k]);
+    for (; k + 1 < block.length && indentOf(block[k + 1]) > own; k++) {
+      const field = entry[1] === 'at' && /^\s*(fileName|lineNumber):\s*(.*)$/.exec(block[k + 1]);
+      if (field) where[field[1]] = field[2];
     }
   }
-  return place === null ? out : [`at ${place}`, ...out];
+  if (where.fileName === undefined) return out;
+  return [`at ${where.fileName}${where.lineNumber === undefined ? '' : `:${where.lineNumber}`}`, ...out];
 }
 
 const files = [];
