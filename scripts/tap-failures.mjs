@@ -25,26 +25,30 @@ const subtest = /^\s*# Subtest: (.*)$/;
 
 /**
  * A diagnostic block with its `at:` and `stack:` entries folded into one "at file:line" line
- * (they name the same place at length), so what was found and wanted comes first.
+ * (they name the same place at length) and its `source:` excerpt moved last, so what was found
+ * and wanted comes first.
  * @param {string[]} block
  */
 function readable(block) {
   const out = [];
+  const source = [];
   const where = {};
   for (let k = 0; k < block.length; k++) {
-    const entry = /^\s*(at|stack):/.exec(block[k]);
+    const entry = /^\s*(at|stack|source):/.exec(block[k]);
     if (!entry) {
       out.push(block[k]);
       continue;
     }
     const own = indentOf(block[k]);
+    if (entry[1] === 'source') source.push(block[k]);
     for (; k + 1 < block.length && indentOf(block[k + 1]) > own; k++) {
+      if (entry[1] === 'source') source.push(block[k + 1]);
       const field = entry[1] === 'at' && /^\s*(fileName|lineNumber):\s*(.*)$/.exec(block[k + 1]);
       if (field) where[field[1]] = field[2];
     }
   }
-  if (where.fileName === undefined) return out;
-  return [`at ${where.fileName}${where.lineNumber === undefined ? '' : `:${where.lineNumber}`}`, ...out];
+  const at = where.fileName === undefined ? [] : [`at ${where.fileName}${where.lineNumber === undefined ? '' : `:${where.lineNumber}`}`];
+  return [...at, ...out, ...source];
 }
 
 const files = [];

@@ -103,6 +103,17 @@ t.test('j and k move the selection, Enter opens the reading pane beside the list
   await page.keyboard.press('j');
   await page.keyboard.press('k');
   t.equal(await selectedSubject(), 'Your sign-in code', 'back up one');
+  // A held-down key repeats faster than the page draws: presses that arrive between two frames each
+  // move on from the one before (the keydown listener is replaced only after a paint).
+  const pressAtOnce = (keys: string[]) =>
+    page.evaluate(async (keys) => {
+      for (const key of keys) window.dispatchEvent(new KeyboardEvent('keydown', { key, bubbles: true, cancelable: true }));
+      await new Promise((done) => requestAnimationFrame(() => setTimeout(done, 0)));
+    }, keys);
+  await pressAtOnce(['j', 'j', 'j', 'k']);
+  t.equal(await selectedSubject(), 'Filler number 28', 'four presses in one frame move three down and one up');
+  await pressAtOnce(['k', 'k']);
+  t.equal(await selectedSubject(), 'Your sign-in code', 'and back');
   await page.keyboard.press('Enter');
   const reader = page.getByTestId('reader');
   await reader.getByRole('heading', { name: 'Your sign-in code' }).waitFor();

@@ -272,7 +272,14 @@ export function MailPage({ scope, openThread, search }: { scope: MailScope; open
   const scopeKey = `${scope.kind === 'inbox' ? scope.inboxId : `all:${(chosen ?? []).join(',')}`}|${q}`;
 
   const [list, setList] = useState<ListState>({ items: [], next: undefined, loading: true, error: null, loaded: false });
-  const [selected, setSelected] = useState(0);
+  const [selected, setSelectedState] = useState(0);
+  // Keys read the selection from here: a held-down key repeats faster than the list draws, and each
+  // press must move on from the one before it, not from the selection of the last render.
+  const selectedNow = useRef(0);
+  const setSelected = (i: number) => {
+    selectedNow.current = i;
+    setSelectedState(i);
+  };
   const [help, setHelp] = useState(false);
   const [toast, setToast] = useState<Toast | null>(null);
   const [draft, setDraft] = useState(q);
@@ -362,7 +369,7 @@ export function MailPage({ scope, openThread, search }: { scope: MailScope; open
   const close = () => navigate(listHref(scope, q));
   const move = (delta: number) => {
     if (items.length === 0) return;
-    const i = Math.min(items.length - 1, Math.max(0, selected + delta));
+    const i = Math.min(items.length - 1, Math.max(0, selectedNow.current + delta));
     setSelected(i);
     scrollIntoView(i);
     if (i >= items.length - PREFETCH_ROWS) loadMore();
@@ -397,7 +404,7 @@ export function MailPage({ scope, openThread, search }: { scope: MailScope; open
       });
     });
 
-  const current = (): { inbox_id: string; thread_id: string } | undefined => (openThread ? { inbox_id: openThread.inboxId, thread_id: openThread.threadId } : items[selected]);
+  const current = (): { inbox_id: string; thread_id: string } | undefined => (openThread ? { inbox_id: openThread.inboxId, thread_id: openThread.threadId } : items[selectedNow.current]);
 
   useEffect(() => {
     const onKey = (e: KeyboardEvent) => {
@@ -426,7 +433,7 @@ export function MailPage({ scope, openThread, search }: { scope: MailScope; open
           break;
         case 'Enter':
         case 'o':
-          open(selected);
+          open(selectedNow.current);
           break;
         case 'u':
         case 'Escape':
