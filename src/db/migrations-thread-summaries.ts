@@ -39,3 +39,24 @@ export const THREAD_SUMMARIES_MIGRATION = `
   ${marks('message_labels', '', (row) => ofMessage(`${row}.message_rowid`))}
   ${marks('attachments', '', (row) => ofMessage(`${row}.message_rowid`))}
 `;
+
+/**
+ * Migration 35: a thread page is read from one index. `threads_inbox` (inbox_id, updated_at) led
+ * each listed thread to its table row, one page read per thread at scale (an inbox's threads lie
+ * among every other inbox's); `threads_listing` holds what a page shows, its stored summary
+ * included, so a page of 20 reads the few index pages it spans (22.3 → 8.0 pages at 200,000
+ * messages, docs/benchmarks.md). It replaces `threads_inbox`: its first column serves every lookup
+ * by inbox that one did, and SQLite would otherwise keep choosing the narrower one.
+ *
+ * A wait over every inbox looked a Message-ID up in each inbox's (inbox_id, message_id) key and
+ * walked each inbox's (inbox_id, timestamp) index, one seek per inbox (49 and 13 pages read per
+ * request in a home of 50 inboxes, docs/benchmarks.md); `messages_message_id` and `messages_time`
+ * answer both in one seek (src/mail/waits.ts). A received message's timestamp is its arrival, so
+ * messages_time grows at its end.
+ */
+export const THREAD_LISTING_MIGRATION = `
+  DROP INDEX threads_inbox;
+  CREATE INDEX threads_listing ON threads (inbox_id, updated_at, shown, thread_id, subject, created_at, summary);
+  CREATE INDEX messages_message_id ON messages (message_id, timestamp);
+  CREATE INDEX messages_time ON messages (timestamp);
+`;

@@ -5,7 +5,7 @@ import { WEBHOOKS_MIGRATION } from './migrations-webhooks.js';
 import { OAUTH_MIGRATION } from './migrations-oauth.js';
 import { QUARANTINE_AUTO_RETRY_MIGRATION } from './migrations-quarantine.js';
 import { RAW_PARTS_MIGRATION } from './migrations-raw-parts.js';
-import { THREAD_SUMMARIES_MIGRATION } from './migrations-thread-summaries.js';
+import { THREAD_LISTING_MIGRATION, THREAD_SUMMARIES_MIGRATION } from './migrations-thread-summaries.js';
 import { CONTENTLESS_FTS_MIGRATION } from './migrations-contentless-fts.js';
 import { EXTRACTED_SPAN_MIGRATION } from './migrations-extracted-span.js';
 import { ACTIONS_MIGRATION } from './migrations-actions.js';
@@ -346,6 +346,8 @@ export const MIGRATIONS: readonly string[] = [
   SHARD_SPANS_MIGRATION,
   // 34: the metric counters and their roll-ups per UTC hour instead of per day (src/db/migrations-metric-days.ts)
   METRIC_HOURS_MIGRATION,
+  // 35: thread pages read from one covering index (threads_listing, replacing threads_inbox); messages by Message-ID and by time over every inbox (src/db/migrations-thread-summaries.ts)
+  THREAD_LISTING_MIGRATION,
 ];
 
 /**

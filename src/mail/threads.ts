@@ -186,7 +186,7 @@ function threadPage(db: Db, inboxIds: readonly string[], filters: ThreadFilters,
 
 /**
  * Threads of the given inboxes by last activity. Several inboxes are merged from one indexed
- * keyset query each (threads_inbox), so an instance-wide list never sorts the whole table.
+ * keyset query each (threads_listing, which holds what a page shows), so an instance-wide list never sorts the whole table.
  */
 export function listThreads(db: Db, inboxIds: readonly string[], filters: ThreadFilters, v: Visibility, page: PageRequest): { items: ThreadItem[]; next: Cursor | null } {
   const rare = rareLabel(db, filters.labels);

@@ -38,27 +38,25 @@ function anyOf(column: string, values: readonly string[], where: string[], param
   params.push(...values);
 }
 
-/**
- * The inboxes a wait covers as rows of `inbox_id`, with the SQL's parameters: every inbox of the
- * home for 'all', so each lookup can seek the per-inbox indexes (messages has none by time or
- * Message-ID alone, and without an inbox a lookup would read every stored message).
- */
-function inboxRows(inboxes: 'all' | readonly string[]): { sql: string; params: unknown[] } {
-  return inboxes === 'all' ? { sql: 'SELECT inbox_id FROM inboxes', params: [] } : { sql: 'SELECT value AS inbox_id FROM json_each(?)', params: [JSON.stringify(inboxes)] };
+/** The inboxes a wait covers as rows of `inbox_id`, with the SQL's parameters. */
+function inboxRows(inboxes: readonly string[]): { sql: string; params: unknown[] } {
+  return { sql: 'SELECT value AS inbox_id FROM json_each(?)', params: [JSON.stringify(inboxes)] };
 }
 
 /**
  * The point of a message in the waiter's inboxes that the caller may read (`v`, its read
  * visibility), for `after=<message_id>`; null when there is none. A message hidden by a label the
  * caller lacks the permission for answers exactly as a missing one, so `after` cannot probe for it.
+ * Over every inbox, one seek in messages_message_id finds it whatever the number of inboxes; over
+ * some, the (inbox_id, message_id) key finds it in one seek per inbox.
  */
 export function messagePoint(db: Db, inboxes: 'all' | readonly string[], messageId: string, v: Visibility): WaitPoint | null {
+  const order = `AND ${visibleSql('m', v)} ORDER BY m.timestamp, m.id LIMIT 1`;
+  if (inboxes === 'all') {
+    return (prepared(db, `SELECT m.timestamp, m.id FROM messages m INDEXED BY messages_message_id WHERE m.message_id = ? ${order}`).get(messageId) as WaitPoint | undefined) ?? null;
+  }
   const scope = inboxRows(inboxes);
-  // Per inbox: the (inbox_id, message_id) key finds it in one seek, however much mail is stored.
-  const row = prepared(db, `SELECT m.timestamp, m.id FROM messages m WHERE m.message_id = ? AND m.inbox_id IN (${scope.sql}) AND ${visibleSql('m', v)} ORDER BY m.timestamp, m.id LIMIT 1`).get(
-    messageId,
-    ...scope.params,
-  ) as WaitPoint | undefined;
+  const row = prepared(db, `SELECT m.timestamp, m.id FROM messages m WHERE m.message_id = ? AND m.inbox_id IN (${scope.sql}) ${order}`).get(messageId, ...scope.params) as WaitPoint | undefined;
   return row ?? null;
 }
 
@@ -69,17 +67,21 @@ interface IndexEntry {
   id: number;
 }
 
+/** Entries of messages_time read at a time: the first nearly always passes. */
+const ENTRY_BATCH = 16;
+
 const before = (a: IndexEntry, b: IndexEntry) => a.timestamp < b.timestamp || (a.timestamp === b.timestamp && a.id < b.id);
 
 /**
  * The first received message after `after` that passes the filters, oldest first; null when none
- * is stored yet. The inboxes' (inbox_id, timestamp) indexes are merged in arrival order: each
- * inbox's next entry after `after` is read from the index alone (it holds the row id), and only
- * the oldest entry of all has its message row read and checked (received, visible, the filters);
- * when it fails, its inbox's next entry takes its place. So a wait over every inbox reads one
- * message row when the oldest message after the point passes, as it nearly always does, instead
- * of one per inbox (a page read and decryption each, 50 at a time in a home of 50 inboxes). The
- * cost follows the inboxes and the mail after `after`, not the history.
+ * is stored yet. Over every inbox, messages_time is walked from `after` in arrival order (its
+ * entries hold the row id, which breaks a tie of timestamps as arrival order does). Over some
+ * inboxes, their (inbox_id, timestamp) indexes are merged in arrival order: each inbox's next
+ * entry after `after` is read from the index alone, and only the oldest entry of all has its
+ * message row read and checked (received, visible, the filters); when it fails, its inbox's next
+ * entry takes its place. Either way one message row is read when the oldest message after the
+ * point passes, as it nearly always does, and the cost follows the inboxes and the mail after
+ * `after`, not the history.
  */
 export function firstReceivedAfter(db: Db, after: WaitPoint, f: WaitFilters): Message | null {
   const where = ["m.direction = 'inbound'", visibleSql('m', { excluded: f.excluded } satisfies Visibility)];
@@ -90,6 +92,23 @@ export function firstReceivedAfter(db: Db, after: WaitPoint, f: WaitFilters): Me
   // The entry's inbox and timestamp too: the statements are separate reads, and a row id deleted
   // meanwhile may belong to another message by now.
   const passing = prepared(db, `SELECT ${MESSAGE_ITEM_COLUMNS}, ${MESSAGE_BODY_COLUMNS} FROM messages m WHERE m.id = ? AND m.inbox_id = ? AND m.timestamp = ? AND ${where.join(' AND ')}`);
+  if (f.inboxes === 'all') {
+    // Read from the index alone (it holds the timestamp and the row id), in batches.
+    const entries = prepared(
+      db,
+      `SELECT m.timestamp, m.id FROM messages m INDEXED BY messages_time WHERE m.timestamp >= ? AND (m.timestamp > ? OR m.id > ?) ORDER BY m.timestamp, m.id LIMIT ${ENTRY_BATCH}`,
+    );
+    const passingAny = prepared(db, `SELECT ${MESSAGE_ITEM_COLUMNS}, ${MESSAGE_BODY_COLUMNS} FROM messages m WHERE m.id = ? AND m.timestamp = ? AND ${where.join(' AND ')}`);
+    for (let from = after; ; ) {
+      const batch = entries.all(from.timestamp, from.timestamp, from.id) as WaitPoint[];
+      for (const entry of batch) {
+        const row = passingAny.get(entry.id, entry.timestamp, ...params) as MessageBodyRow | undefined;
+        if (row) return fullMessages(db, [row])[0]!;
+      }
+      if (batch.length < ENTRY_BATCH) return null;
+      from = batch[batch.length - 1]!;
+    }
+  }
   const scope = inboxRows(f.inboxes);
   // `timestamp || '|' || id`: both values of one index entry from one scalar subquery (no LATERAL in SQLite; a timestamp has no '|').
   const firstEntries = prepared(

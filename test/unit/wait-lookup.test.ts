@@ -3,8 +3,8 @@
  * the inbound commit path: `messagePoint` and `firstReceivedAfter` answer, for every inbox scope
  * ('all', a list, one inbox) and many `after` points (times, message points, ties on one
  * timestamp), exactly what reading every stored message in arrival order gives — the oldest
- * received message after the point, hidden mail and filters respected — now that both seek each
- * inbox's index instead of reading the whole store.
+ * received message after the point, hidden mail and filters respected — now that both seek
+ * indexes instead of reading the whole store.
  */
 import t from 'tap';
 import path from 'node:path';
@@ -66,7 +66,7 @@ t.test('wait lookups answer as reading every message in arrival order', async (t
   for (const m of all.filter((_, k) => k % 7 === 0)) points.push({ timestamp: m.timestamp, id: m.id });
   for (const scope of scopes) {
     for (const excluded of [HIDDEN_LABELS, [] as const]) {
-      for (const [subject, from] of [[[], []], [['code'], []], [[], ['s3@']], [['code'], ['s1@', 's2@']]]) {
+      for (const [subject, from] of [[[], []], [['code'], []], [[], ['s3@']], [['code'], ['s1@', 's2@']], [['matches nothing'], []]]) {
         const f: WaitFilters = { inboxes: scope, from, to: [], subject, excluded };
         for (const p of points) {
           const expected = all.find(
@@ -91,4 +91,20 @@ t.test('wait lookups answer as reading every message in arrival order', async (t
     }
   }
   t.equal(messagePoint(db, 'all', '<missing@example.net>', { excluded: [] }), null, 'an unknown Message-ID has no point');
+});
+
+t.test('over every inbox, a Message-ID is one seek and the walk after a point one index, whatever the number of inboxes', async (t) => {
+  const db = openDatabase(path.join(tempDir(), 'svc.db'), randomBytes(32), { migrate: true });
+  t.teardown(() => db.close());
+  for (let k = 0; k < 40; k++) insertInbox(db, `box${k}@example.com`);
+  const statements: string[] = [];
+  const prepare = db.prepare.bind(db);
+  (db as { prepare: typeof db.prepare }).prepare = ((sql: string) => (statements.push(sql), prepare(sql))) as typeof db.prepare;
+  messagePoint(db, 'all', '<w1@example.net>', { excluded: HIDDEN_LABELS });
+  firstReceivedAfter(db, pointAt(new Date(BASE).toISOString()), { inboxes: 'all', from: [], to: [], subject: [], excluded: HIDDEN_LABELS });
+  const plans = statements.map((sql) => (prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...Array<unknown>((sql.match(/\?/g) ?? []).length).fill('x')) as { detail: string }[]).map((r) => r.detail));
+  const reads = plans.flat().filter((d) => /^(SEARCH|SCAN) m\b/.test(d));
+  t.ok(reads.some((d) => /^SEARCH m USING COVERING INDEX messages_message_id \(message_id=\?\)/.test(d)), reads.join(' | '));
+  t.ok(reads.some((d) => /^SEARCH m USING COVERING INDEX messages_time \(timestamp>\?\)/.test(d)), reads.join(' | '));
+  t.notOk(plans.flat().some((d) => /inboxes|json_each/.test(d)), `no lookup per inbox: ${plans.flat().join(' | ')}`);
 });
