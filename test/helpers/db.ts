@@ -102,3 +102,17 @@ export function indexedRows(db: Db, where: { rowid?: number; match?: string }): 
   }
   return n;
 }
+
+/**
+ * Records the SQL of every statement prepared on `db` from now on (the code under test prepares
+ * through `db.prepare`, cached or not), and gives SQLite's plan of one of them, its parameters
+ * all `fill` (a plan does not depend on their values).
+ */
+export function recordStatements(db: Db): { statements: string[]; plan: (sql: string, fill: unknown) => string[] } {
+  const statements: string[] = [];
+  const prepare = db.prepare.bind(db);
+  (db as { prepare: typeof db.prepare }).prepare = ((sql: string) => (statements.push(sql), prepare(sql))) as typeof db.prepare;
+  const plan = (sql: string, fill: unknown) =>
+    (prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...Array<unknown>((sql.match(/\?/g) ?? []).length).fill(fill)) as { detail: string }[]).map((r) => r.detail);
+  return { statements, plan };
+}

@@ -16,7 +16,7 @@ import { listThreads } from '../../src/mail/threads.js';
 import { HIDDEN_LABELS, RARE_LABEL_ROWS, rareLabel, type HiddenLabel } from '../../src/mail/labels.js';
 import type { Cursor } from '../../src/core/pagination.js';
 import { parseMime } from '../../workers/pool/parse.js';
-import { insertInbox } from '../helpers/db.js';
+import { insertInbox, recordStatements } from '../helpers/db.js';
 import { tempDir } from '../helpers/svc.js';
 
 const INBOXES = ['lists@example.com', 'other@example.com'];
@@ -142,15 +142,13 @@ t.test('a list filtered by a rare label starts from the label\'s rows, never wal
   const db = await filled();
   t.teardown(() => db.close());
   // The statements the lists prepare, recorded as better-sqlite3 is asked for them, then asked for their plans.
-  const statements: string[] = [];
-  const prepare = db.prepare.bind(db);
-  (db as { prepare: typeof db.prepare }).prepare = ((sql: string) => (statements.push(sql), prepare(sql))) as typeof db.prepare;
+  const { statements, plan: planOf } = recordStatements(db);
   listMessages(db, INBOXES[0]!, { labels: ['common', 'rare'] }, { excluded: HIDDEN_LABELS }, { limit: 10, ascending: false, cursor: null });
   listThreads(db, INBOXES, { labels: ['rare', 'common'] }, { excluded: HIDDEN_LABELS }, { limit: 10, ascending: false, cursor: null });
   const lists = statements.filter((sql) => /FROM message_labels rl CROSS JOIN messages/.test(sql) && /ORDER BY/.test(sql));
   t.equal(lists.length, 2, 'the message list and the thread list each start from the label');
   for (const sql of lists) {
-    const plan = (prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...Array<string>((sql.match(/\?/g) ?? []).length).fill('rare')) as { detail: string }[]).map((r) => r.detail);
+    const plan = planOf(sql, 'rare');
     t.ok(plan.some((d) => /^SEARCH rl USING COVERING INDEX message_labels_label \(label=\?\)/.test(d)), plan.join(' | '));
     t.notOk(plan.some((d) => /messages_inbox_time|threads_listing/.test(d)), `no walk of the inbox: ${plan.join(' | ')}`);
     t.notOk(plan.some((d) => /^SCAN (t|m|rl|rm)\b/.test(d)), `no table scanned: ${plan.join(' | ')}`);
@@ -160,16 +158,14 @@ t.test('a list filtered by a rare label starts from the label\'s rows, never wal
 t.test('a page of threads is read from threads_listing alone, its rows never looked up in the table', async (t) => {
   const db = await filled();
   t.teardown(() => db.close());
-  const statements: string[] = [];
-  const prepare = db.prepare.bind(db);
-  (db as { prepare: typeof db.prepare }).prepare = ((sql: string) => (statements.push(sql), prepare(sql))) as typeof db.prepare;
+  const { statements, plan: planOf } = recordStatements(db);
   const first = listThreads(db, [INBOXES[0]!], {}, { excluded: HIDDEN_LABELS }, { limit: 3, ascending: false, cursor: null });
   t.ok(first.next, 'a first page with more after it');
   listThreads(db, [INBOXES[0]!], {}, { excluded: HIDDEN_LABELS }, { limit: 3, ascending: false, cursor: first.next });
   const pages = statements.filter((sql) => /FROM threads t WHERE t\.inbox_id = \?/.test(sql));
   t.equal(pages.length, 2, 'a first page and a page after a cursor');
   for (const sql of pages) {
-    const plan = (prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...Array<unknown>((sql.match(/\?/g) ?? []).length).fill(INBOXES[0]!)) as { detail: string }[]).map((r) => r.detail);
+    const plan = planOf(sql, INBOXES[0]!);
     t.ok(plan.some((d) => /^SEARCH t USING COVERING INDEX threads_listing \(inbox_id=\?/.test(d)), plan.join(' | '));
   }
 });

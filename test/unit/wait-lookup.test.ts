@@ -14,7 +14,7 @@ import { commitInbound } from '../../src/mail/store.js';
 import { firstReceivedAfter, messagePoint, pointAt, type WaitFilters, type WaitPoint } from '../../src/mail/waits.js';
 import { HIDDEN_LABELS } from '../../src/mail/labels.js';
 import { parseMime } from '../../workers/pool/parse.js';
-import { insertInbox } from '../helpers/db.js';
+import { insertInbox, recordStatements } from '../helpers/db.js';
 import { tempDir } from '../helpers/svc.js';
 
 const INBOXES = ['a@example.com', 'b@example.com', 'c@example.com'];
@@ -97,12 +97,10 @@ t.test('over every inbox, a Message-ID is one seek and the walk after a point on
   const db = openDatabase(path.join(tempDir(), 'svc.db'), randomBytes(32), { migrate: true });
   t.teardown(() => db.close());
   for (let k = 0; k < 40; k++) insertInbox(db, `box${k}@example.com`);
-  const statements: string[] = [];
-  const prepare = db.prepare.bind(db);
-  (db as { prepare: typeof db.prepare }).prepare = ((sql: string) => (statements.push(sql), prepare(sql))) as typeof db.prepare;
+  const { statements, plan } = recordStatements(db);
   messagePoint(db, 'all', '<w1@example.net>', { excluded: HIDDEN_LABELS });
   firstReceivedAfter(db, pointAt(new Date(BASE).toISOString()), { inboxes: 'all', from: [], to: [], subject: [], excluded: HIDDEN_LABELS });
-  const plans = statements.map((sql) => (prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...Array<unknown>((sql.match(/\?/g) ?? []).length).fill('x')) as { detail: string }[]).map((r) => r.detail));
+  const plans = statements.map((sql) => plan(sql, 'x'));
   const reads = plans.flat().filter((d) => /^(SEARCH|SCAN) m\b/.test(d));
   t.ok(reads.some((d) => /^SEARCH m USING COVERING INDEX messages_message_id \(message_id=\?\)/.test(d)), reads.join(' | '));
   t.ok(reads.some((d) => /^SEARCH m USING COVERING INDEX messages_time \(timestamp>\?\)/.test(d)), reads.join(' | '));
