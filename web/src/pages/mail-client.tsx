@@ -406,75 +406,80 @@ export function MailPage({ scope, openThread, search }: { scope: MailScope; open
 
   const current = (): { inbox_id: string; thread_id: string } | undefined => (openThread ? { inbox_id: openThread.inboxId, thread_id: openThread.threadId } : items[selectedNow.current]);
 
-  useEffect(() => {
-    const onKey = (e: KeyboardEvent) => {
-      if (e.ctrlKey || e.metaKey || e.altKey) return;
-      if (typing(e.target)) {
-        if (e.key === 'Escape') (e.target as HTMLElement).blur();
-        return;
-      }
-      if (help) {
-        if (e.key === 'Escape' || e.key === '?') setHelp(false);
-        return;
-      }
-      const t = current();
-      const compose = (mode: string) => {
-        const m = document.querySelector<HTMLAnchorElement>(`[data-testid="reader"] .reader-tools a[title^="${mode}"]`);
-        if (m) navigate(m.getAttribute('href')!);
-      };
-      switch (e.key) {
-        case 'j':
-        case 'ArrowDown':
-          move(1);
-          break;
-        case 'k':
-        case 'ArrowUp':
-          move(-1);
-          break;
-        case 'Enter':
-        case 'o':
-          open(selectedNow.current);
-          break;
-        case 'u':
-        case 'Escape':
-          if (openId) close();
-          break;
-        case 'e':
-          if (t) void moveThread(t, ARCHIVE_LABEL, 'Archived.');
-          break;
-        case '#':
-          if (t) void moveThread(t, 'trash', 'Moved to trash.');
-          break;
-        case 'U':
-          if (t) void action.run(async () => (await patch(`/v0/inboxes/${enc(t.inbox_id)}/threads/${enc(t.thread_id)}`, { add_labels: ['unread'] }), reload(true), unread.reload()));
-          break;
-        case 'r':
-          compose('Reply (');
-          break;
-        case 'a':
-          compose('Reply all');
-          break;
-        case 'f':
-          compose('Forward');
-          break;
-        case 'c':
-          navigate(`/compose${scope.kind === 'inbox' ? `?inbox=${enc(scope.inboxId)}` : ''}`);
-          break;
-        case '/':
-          searchRef.current?.focus();
-          searchRef.current?.select();
-          break;
-        case '?':
-          setHelp(true);
-          break;
-        default:
-          return;
-      }
-      e.preventDefault();
+  // The keys act on this render's state: the handler is replaced at every render, and the one
+  // listener, added once, calls the latest (an effect re-adding it would run only after a paint,
+  // so a key pressed in between would act on the state before the last one).
+  const onKey = useRef<(e: KeyboardEvent) => void>(() => {});
+  onKey.current = (e: KeyboardEvent) => {
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    if (typing(e.target)) {
+      if (e.key === 'Escape') (e.target as HTMLElement).blur();
+      return;
+    }
+    if (help) {
+      if (e.key === 'Escape' || e.key === '?') setHelp(false);
+      return;
+    }
+    const t = current();
+    const compose = (mode: string) => {
+      const m = document.querySelector<HTMLAnchorElement>(`[data-testid="reader"] .reader-tools a[title^="${mode}"]`);
+      if (m) navigate(m.getAttribute('href')!);
     };
-    window.addEventListener('keydown', onKey);
-    return () => window.removeEventListener('keydown', onKey);
-  });
+    switch (e.key) {
+      case 'j':
+      case 'ArrowDown':
+        move(1);
+        break;
+      case 'k':
+      case 'ArrowUp':
+        move(-1);
+        break;
+      case 'Enter':
+      case 'o':
+        open(selectedNow.current);
+        break;
+      case 'u':
+      case 'Escape':
+        if (openId) close();
+        break;
+      case 'e':
+        if (t) void moveThread(t, ARCHIVE_LABEL, 'Archived.');
+        break;
+      case '#':
+        if (t) void moveThread(t, 'trash', 'Moved to trash.');
+        break;
+      case 'U':
+        if (t) void action.run(async () => (await patch(`/v0/inboxes/${enc(t.inbox_id)}/threads/${enc(t.thread_id)}`, { add_labels: ['unread'] }), reload(true), unread.reload()));
+        break;
+      case 'r':
+        compose('Reply (');
+        break;
+      case 'a':
+        compose('Reply all');
+        break;
+      case 'f':
+        compose('Forward');
+        break;
+      case 'c':
+        navigate(`/compose${scope.kind === 'inbox' ? `?inbox=${enc(scope.inboxId)}` : ''}`);
+        break;
+      case '/':
+        searchRef.current?.focus();
+        searchRef.current?.select();
+        break;
+      case '?':
+        setHelp(true);
+        break;
+      default:
+        return;
+    }
+    e.preventDefault();
+  };
+  useEffect(() => {
+    const listener = (e: KeyboardEvent) => onKey.current(e);
+    window.addEventListener('keydown', listener);
+    return () => window.removeEventListener('keydown', listener);
+  }, []);
 
   useEffect(() => {
     document.title = `${scope.kind === 'all' ? 'Mail' : scope.inboxId} · svc`;
