@@ -378,7 +378,9 @@ export function decodeText(s: string, from: number, to: number): string {
 
 /** Rendered text built piece by piece: whitespace collapsed to one space, block ends to one newline. */
 class RenderedText {
-  private parts: string[] = [];
+  // Built by concatenation, not as an array of pieces to join: a part of 256 KiB has up to 128 Ki
+  // pieces, and an array of them grown one by one made the collector's work grow faster than the part.
+  private text = '';
   private pendingSpace = false;
   private atLineStart = true;
 
@@ -403,21 +405,20 @@ class RenderedText {
   }
 
   breakLine(): void {
-    if (!this.atLineStart) this.parts.push('\n');
+    if (!this.atLineStart) this.text += '\n';
     this.atLineStart = true;
     this.pendingSpace = false;
   }
 
   toString(): string {
-    return this.parts.join('');
+    return this.text;
   }
 
   private word(s: string): void {
     if (s === '') return;
-    if (this.pendingSpace && !this.atLineStart) this.parts.push(' ');
+    this.text += this.pendingSpace && !this.atLineStart ? ` ${s}` : s;
     this.pendingSpace = false;
     this.atLineStart = false;
-    this.parts.push(s);
   }
 }
 
