@@ -70,6 +70,36 @@ interface IndexEntry {
 /** Entries of messages_time read at a time: the first nearly always passes. */
 const ENTRY_BATCH = 16;
 
+/**
+ * The message of an index entry, when it passes `conditions`: found by its row id and checked
+ * against the entry's timestamp (and inbox, `byInbox`), since the entry and the row are separate
+ * reads and a row id deleted meanwhile may belong to another message by now.
+ */
+function entryRow(db: Db, conditions: readonly string[], byInbox: boolean) {
+  return prepared(db, `SELECT ${MESSAGE_ITEM_COLUMNS}, ${MESSAGE_BODY_COLUMNS} FROM messages m WHERE m.id = ? AND ${byInbox ? 'm.inbox_id = ? AND ' : ''}m.timestamp = ? AND ${conditions.join(' AND ')}`);
+}
+
+/**
+ * firstReceivedAfter over every inbox: messages_time walked from `after`, its entries (timestamp
+ * and row id, read from the index alone) in batches, each entry's message read and checked.
+ */
+function firstAcrossHome(db: Db, after: WaitPoint, conditions: readonly string[], params: readonly unknown[]): Message | null {
+  const entries = prepared(
+    db,
+    `SELECT m.timestamp, m.id FROM messages m INDEXED BY messages_time WHERE m.timestamp >= ? AND (m.timestamp > ? OR m.id > ?) ORDER BY m.timestamp, m.id LIMIT ${ENTRY_BATCH}`,
+  );
+  const passing = entryRow(db, conditions, false);
+  for (let from = after; ; ) {
+    const batch = entries.all(from.timestamp, from.timestamp, from.id) as WaitPoint[];
+    for (const entry of batch) {
+      const row = passing.get(entry.id, entry.timestamp, ...params) as MessageBodyRow | undefined;
+      if (row) return fullMessages(db, [row])[0]!;
+    }
+    if (batch.length < ENTRY_BATCH) return null;
+    from = batch[batch.length - 1]!;
+  }
+}
+
 const before = (a: IndexEntry, b: IndexEntry) => a.timestamp < b.timestamp || (a.timestamp === b.timestamp && a.id < b.id);
 
 /**
@@ -89,26 +119,8 @@ export function firstReceivedAfter(db: Db, after: WaitPoint, f: WaitFilters): Me
   anyOf('m.from_address', f.from, where, params);
   anyOf(RECIPIENTS_SQL, f.to, where, params);
   anyOf('m.subject', f.subject, where, params);
-  // The entry's inbox and timestamp too: the statements are separate reads, and a row id deleted
-  // meanwhile may belong to another message by now.
-  const passing = prepared(db, `SELECT ${MESSAGE_ITEM_COLUMNS}, ${MESSAGE_BODY_COLUMNS} FROM messages m WHERE m.id = ? AND m.inbox_id = ? AND m.timestamp = ? AND ${where.join(' AND ')}`);
-  if (f.inboxes === 'all') {
-    // Read from the index alone (it holds the timestamp and the row id), in batches.
-    const entries = prepared(
-      db,
-      `SELECT m.timestamp, m.id FROM messages m INDEXED BY messages_time WHERE m.timestamp >= ? AND (m.timestamp > ? OR m.id > ?) ORDER BY m.timestamp, m.id LIMIT ${ENTRY_BATCH}`,
-    );
-    const passingAny = prepared(db, `SELECT ${MESSAGE_ITEM_COLUMNS}, ${MESSAGE_BODY_COLUMNS} FROM messages m WHERE m.id = ? AND m.timestamp = ? AND ${where.join(' AND ')}`);
-    for (let from = after; ; ) {
-      const batch = entries.all(from.timestamp, from.timestamp, from.id) as WaitPoint[];
-      for (const entry of batch) {
-        const row = passingAny.get(entry.id, entry.timestamp, ...params) as MessageBodyRow | undefined;
-        if (row) return fullMessages(db, [row])[0]!;
-      }
-      if (batch.length < ENTRY_BATCH) return null;
-      from = batch[batch.length - 1]!;
-    }
-  }
+  if (f.inboxes === 'all') return firstAcrossHome(db, after, where, params);
+  const passing = entryRow(db, where, true);
   const scope = inboxRows(f.inboxes);
   // `timestamp || '|' || id`: both values of one index entry from one scalar subquery (no LATERAL in SQLite; a timestamp has no '|').
   const firstEntries = prepared(
