@@ -1,12 +1,12 @@
 /** Starts the background loops' worker threads (LOOP_THREADS) and stops the service if any of them dies. */
 import { Worker } from 'node:worker_threads';
-import { fileURLToPath } from 'node:url';
+import { workerFile } from '../core/worker-file.js';
 import { LOOP_NAMES, LOOP_THREADS, heartbeatBytes, heartbeatIndex, type LocalEdgeHandover, type FromLoop, type LoopHealth, type LoopName, type LoopThreadName, type LoopWorkerData, type ToLoop } from './loop-table.js';
 import type { Bus } from './bus.js';
 import type { CpuPool } from './pool.js';
 import type { WriteGate } from '../db/write-gate.js';
 
-const THREAD_FILE = fileURLToPath(new URL('../../workers/loops/loop-thread.js', import.meta.url));
+const THREAD_FILE = workerFile('../../workers/loops/loop-thread.js', import.meta.url);
 const THREAD_NAMES = Object.keys(LOOP_THREADS) as LoopThreadName[];
 const threadOf = new Map<LoopName, LoopThreadName>(THREAD_NAMES.flatMap((thread) => LOOP_THREADS[thread].loops.map((loop) => [loop, thread] as const)));
 

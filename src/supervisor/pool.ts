@@ -1,18 +1,18 @@
 /** The Piscina pool for CPU work (MIME parsing, sealing, signing, text extraction). */
 import os from 'node:os';
-import { fileURLToPath } from 'node:url';
+import { workerFile } from '../core/worker-file.js';
 import { Piscina } from 'piscina';
 import type { TaskName } from '../../workers/pool/tasks.js';
 import type { ParsedMail } from '../../workers/pool/parse.js';
 import { EXTRACT_ATTACHMENT_TEXT, type AttachmentFile, type AttachmentText } from '../attachment-text/schemas.js';
 import { ATTACHMENT_TEXT_TIMEOUT_MS, EXTRACTION_HEAP_MB, EXTRACTION_THREADS } from '../attachment-text/limits.js';
 
-const TASK_FILE = fileURLToPath(new URL('../../workers/pool/tasks.js', import.meta.url));
+const TASK_FILE = workerFile('../../workers/pool/tasks.js', import.meta.url);
 /** Loading pdf.js into a new extraction worker; far more than it takes (well under a second). */
 const EXTRACTION_WARM_UP_MS = 60_000;
 /** The warm-up request of workers/pool/attachment-text.ts (not imported: that module loads the readers). */
 const WARM_UP = 'warm-up';
-const EXTRACTION_FILE = fileURLToPath(new URL('../../workers/pool/attachment-text.js', import.meta.url));
+const EXTRACTION_FILE = workerFile('../../workers/pool/attachment-text.js', import.meta.url);
 
 export type PoolTaskName = TaskName | typeof EXTRACT_ATTACHMENT_TEXT;
 

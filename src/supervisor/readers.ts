@@ -9,13 +9,13 @@
  * through the OS scheduler.
  */
 import os from 'node:os';
-import { fileURLToPath } from 'node:url';
+import { workerFile } from '../core/worker-file.js';
 import { Piscina } from 'piscina';
 import { ApiError } from '../core/errors.js';
 import { SEARCH_OPS, type ReadArgs, type ReadOp, type ReadResult } from '../requests/read-ops.js';
 import type { ReadAnswer, ReadTask, ReaderWorkerData } from '../../workers/readers/reader.js';
 
-const READER_FILE = fileURLToPath(new URL('../../workers/readers/reader.js', import.meta.url));
+const READER_FILE = workerFile('../../workers/readers/reader.js', import.meta.url);
 /** An idle reader thread exits after this long; the read lane keeps one thread always. */
 const IDLE_MS = 30_000;
 

@@ -12,7 +12,7 @@
  * this thread, large ones parsed in a worker of their own) and the long-poll that wakes the loop.
  */
 import { Worker } from 'node:worker_threads';
-import { fileURLToPath } from 'node:url';
+import { workerFile } from '../../src/core/worker-file.js';
 import type { JWK } from 'jose';
 import { loopPass, type LoopContext } from './run-loop.js';
 import { INBOUND_COMMIT_RETRY_MS as COMMIT_RETRY_MS } from '../../src/supervisor/loop-table.js';
@@ -71,7 +71,7 @@ let tasks: Promise<typeof import('../pool/tasks.js')> | null = null;
 const openInbound = async (input: Parameters<typeof import('../pool/tasks.js').openInbound>[0]): Promise<OpenedInbound> =>
   (await (tasks ??= import('../pool/tasks.js'))).openInbound(input);
 
-const PARSE_LARGE_FILE = fileURLToPath(new URL('../pool/parse-large.js', import.meta.url));
+const PARSE_LARGE_FILE = workerFile('../pool/parse-large.js', import.meta.url);
 const LONG_POLL_MS = 25_000;
 const RETRY_POLL_MS = 2_000;
 
