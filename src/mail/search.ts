@@ -244,6 +244,10 @@ function rankedResults(db: Db, r: SearchRequest, keyOf: (h: BandRow) => string, 
   let after: [number, number] | null = r.cursor ? [r.cursor[2] as number, r.cursor[3] as number] : null;
   const small = smallScope(db, r);
   const layout = shardLayout(db);
+  // Results already shown in a band this walk passed: a later band skips them without a query.
+  // Only bands above the walk's start (a later page's) need the index (listedAbove), once.
+  const listedEarlier = new Set<string>();
+  const listedBeforeStart = once && index > 0 ? listedAbove(db, match, r, top) : null;
   // Shards newest first from the one `top` is in; within a shard, bands from `top` down. A band
   // never spans two shards, so its scores all come from one shard's IDF.
   for (const k of shardsFrom(db, shardOf(layout, top))) {
@@ -256,17 +260,17 @@ function rankedResults(db: Db, r: SearchRequest, keyOf: (h: BandRow) => string, 
     for (;;) {
       const seen = new Set<string>();
       let next: { top: number; floor: number; size: number } | null = null;
-      let above: ((threadId: string) => boolean) | null = null;
       for (const hit of band(db, match, r, scopeIds, top, k)) {
         next ??= { top: hit[3], floor: hit[4], size: hit[5] };
         const key = keyOf(hit);
         if (seen.has(key)) continue;
         seen.add(key);
         if (!isAfter(hit[1], hit[0], after)) continue;
-        if (once && index > 0 && (above ??= listedAbove(db, match, r, next.top))(key)) continue;
+        if (once && (listedEarlier.has(key) || listedBeforeStart?.(key))) continue;
         results.push({ key, cursor: [index, next.top, hit[1], hit[0]] });
         if (results.length === want) return results; // leaving the loop ends the statement
       }
+      if (once) for (const key of seen) listedEarlier.add(key);
       // An empty band lists nothing, so the next one keeps its number.
       if (next !== null) [index, after] = [index + 1, null];
       if (next === null || next.size < BAND) break;

@@ -156,6 +156,12 @@ for (const [way, smallScope] of PATHS) t.test(`a broad query ranks bands of the 
   });
   t.equal(threads.length, fillers + 1, 'every matching thread once: the heron thread is not listed again in the band of its first message');
   t.equal(new Set(threads).size, fillers + 1);
+  const oneWalk = searchThreads(db, { smallScope, q: 'heron', inboxIds: [BUSY], limit: fillers + 10, cursor: null });
+  t.same(
+    oneWalk.items.map((x) => x.thread_id),
+    threads,
+    'one request walking every band lists the same threads in the same order as paging through them (threads of earlier bands skipped from the walk itself)',
+  );
   const first = searchThreads(db, { smallScope, q: 'heron', inboxIds: [BUSY], limit: 1, cursor: null }).items[0];
   t.equal(first.last_message_id, '<x1@x.org>', 'the heron thread leads the first band');
   t.equal(threads[0], first.thread_id);
