@@ -34,3 +34,17 @@ export const SHARD_SPANS_MIGRATION = `
   ) AS spans
   WHERE spans.k = search_shards.k;
 `;
+
+/**
+ * Migration 36: shards made from now on also index each message's words tagged with its inbox
+ * (src/mail/search-index.ts, "Scoped words"), so a search of a few inboxes reads their own
+ * postings instead of every inbox's. `scoped_from` is the first such shard: the one after the
+ * newest shard existing now. Older shards stay as they are indexed (nothing is indexed again),
+ * and search reads them as before. `merged`: whether a shard no longer written to has had its
+ * FTS5 segments merged into one (src/db/search-merge.ts); none has yet.
+ */
+export const SCOPED_SHARDS_MIGRATION = `
+  ALTER TABLE search_layout ADD COLUMN scoped_from INTEGER NOT NULL DEFAULT 0;
+  UPDATE search_layout SET scoped_from = coalesce((SELECT max(k) + 1 FROM search_shards WHERE k >= 0), 0);
+  ALTER TABLE search_shards ADD COLUMN merged INTEGER NOT NULL DEFAULT 0;
+`;

@@ -7,7 +7,7 @@
 import type { Db } from '../db/open.js';
 import { prepared } from '../db/statements.js';
 import { bumpSearchGeneration } from '../core/pagination.js';
-import { indexMessage, unindexMessages } from './search-index.js';
+import { indexMessage, searchText, unindexMessages } from './search-index.js';
 import { MAX_MESSAGE_ATTACHMENT_TEXT_BYTES } from '../attachment-text/limits.js';
 import type { AttachmentText, AttachmentTextFields } from '../attachment-text/schemas.js';
 import type { ExtractText } from '../attachment-text/on-receive.js';
@@ -76,14 +76,14 @@ export function keepAttachmentText(db: Db, messageRowid: number, attachmentId: s
 
 /** Indexes a message again from its stored subject, addresses, text and attachment texts (the index keeps no copy to update). */
 function reindexMessage(db: Db, rowid: number): void {
-  const m = prepared(db, 'SELECT subject, from_address, to_addresses, cc_addresses, text, timestamp FROM messages WHERE id = ?').get(rowid) as
-    | { subject: string | null; from_address: string | null; to_addresses: string; cc_addresses: string | null; text: string | null; timestamp: string }
+  const m = prepared(db, 'SELECT inbox_id, subject, from_address, to_addresses, cc_addresses, text, timestamp FROM messages WHERE id = ?').get(rowid) as
+    | { inbox_id: string; subject: string | null; from_address: string | null; to_addresses: string; cc_addresses: string | null; text: string | null; timestamp: string }
     | undefined;
   if (!m) return;
   const list = (json: string | null) => (json ? (JSON.parse(json) as string[]) : []);
   const participants = [m.from_address ?? '', ...list(m.to_addresses), ...list(m.cc_addresses)].join(' ');
   const texts = prepared(db, "SELECT text FROM attachments WHERE message_rowid = ? AND text_status = 'ok' ORDER BY rowid").pluck().all(rowid) as string[];
   unindexMessages(db, [rowid]);
-  indexMessage(db, rowid, m.timestamp, m.subject ?? '', participants, searchBodyWith(m.text, texts));
+  indexMessage(db, rowid, m.timestamp, searchText(m.inbox_id, m.subject ?? '', participants, searchBodyWith(m.text, texts)));
   bumpSearchGeneration(db);
 }

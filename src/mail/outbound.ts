@@ -21,7 +21,7 @@ import { listVerdict } from './lists.js';
 import { bareAddress } from './serialize.js';
 import { MAX_MESSAGE_BYTES, MAX_REFERENCES } from './limits.js';
 import { joinThread, MAX_INDEXED_BODY, newThread, previewOf, stableAttachmentId } from './store.js';
-import { indexMessage } from './search-index.js';
+import { indexMessage, searchText } from './search-index.js';
 import { prepared } from '../db/statements.js';
 import { readTransport } from './transport.js';
 import { storeRawMime } from './raw-mime.js';
@@ -308,7 +308,7 @@ export function queueOutbound(db: Db, send: PreparedSend, extraLabels: readonly 
     rememberAddress(db, inbox.inbox_id, r.address, timestamp);
   }
   const participants = [from, ...c.to.map((r) => r.display), ...c.cc.map((r) => r.display)].join(' ');
-  indexMessage(db, rowid, timestamp, c.subject ?? '', participants, (c.text ?? '').slice(0, MAX_INDEXED_BODY));
+  indexMessage(db, rowid, timestamp, searchText(inbox.inbox_id, c.subject ?? '', participants, (c.text ?? '').slice(0, MAX_INDEXED_BODY)));
   bumpSearchGeneration(db);
 
   const ref = uuidv7();

@@ -11,7 +11,18 @@
  *
  * A shard's table is made with its first message, in that message's transaction, and listed in
  * `search_shards`; the writers here are the only code that touches the shard tables.
+ *
+ * Scoped words (migration 36). Mail of every inbox shares a shard, so a search of one inbox of 50
+ * read every inbox's postings of its words to find its own: the common words of a shard are
+ * thousands of entries, the inbox's share of them a fiftieth. A shard from `scoped_from` on also
+ * holds each message's words tagged with its inbox (`s_subject`, `s_participants`, `s_body`:
+ * every word prefixed with the inbox's tag, scopeTag), so a search of a few inboxes matches their
+ * tagged words and reads only their postings. The untagged columns serve searches of many
+ * inboxes. Words are split as the index's tokenizer splits them (letters, digits and private-use
+ * characters; case and diacritics are folded by the tokenizer afterwards), so the tag joins the
+ * whole word; the query is split the same way (src/mail/search.ts).
  */
+import { createHash } from 'node:crypto';
 import type { Db } from '../db/open.js';
 import { prepared } from '../db/statements.js';
 
@@ -23,6 +34,8 @@ export interface ShardLayout {
   bits: number;
   /** Row ids below this are in the legacy shard. */
   legacyEnd: number;
+  /** Shards from this one on also hold the scoped words. */
+  scopedFrom: number;
 }
 
 const layouts = new WeakMap<Db, ShardLayout>();
@@ -31,8 +44,8 @@ const layouts = new WeakMap<Db, ShardLayout>();
 export function shardLayout(db: Db): ShardLayout {
   let layout = layouts.get(db);
   if (!layout) {
-    const row = prepared(db, 'SELECT bits, legacy_end FROM search_layout WHERE id = 1').get() as { bits: number; legacy_end: number };
-    layout = { bits: row.bits, legacyEnd: row.legacy_end };
+    const row = prepared(db, 'SELECT bits, legacy_end, scoped_from FROM search_layout WHERE id = 1').get() as { bits: number; legacy_end: number; scoped_from: number };
+    layout = { bits: row.bits, legacyEnd: row.legacy_end, scopedFrom: row.scoped_from };
     layouts.set(db, layout);
   }
   return layout;
@@ -42,6 +55,55 @@ export const shardOf = (layout: ShardLayout, rowid: number): number => (rowid < 
 
 /** The FTS5 table of shard `k` (a number, so the name is safe to put in SQL). */
 export const shardTable = (k: number): string => (k === LEGACY_SHARD ? 'messages_fts' : `messages_fts_${Math.trunc(k)}`);
+
+/** Whether shard `k` holds the scoped words. */
+export const isScoped = (layout: ShardLayout, k: number): boolean => k !== LEGACY_SHARD && k >= layout.scopedFrom;
+
+/** The untagged and the tagged columns of a scoped shard, as FTS5 column filters. */
+export const PLAIN_COLUMNS = '{subject participants body}';
+export const SCOPED_COLUMNS = '{s_subject s_participants s_body}';
+
+/** A word as the index's tokenizer (unicode61) delimits it: letters, digits, private use. */
+const WORD = /[\p{L}\p{N}\p{Co}]+/gu;
+
+/** The words of a text, split as the index splits them. */
+export const wordsOf = (text: string): string[] => text.match(WORD) ?? [];
+
+const TAG_LENGTH = 8;
+const tags = new Map<string, string>();
+
+/**
+ * An inbox's tag: 40 bits of the SHA-256 of its id, in base 36, always TAG_LENGTH characters, so
+ * a tagged word is the tag followed by the word, never ambiguous. Two inboxes sharing a tag only
+ * cost their searches each other's postings: search still checks every match's inbox.
+ */
+export function scopeTag(inboxId: string): string {
+  let tag = tags.get(inboxId);
+  if (tag === undefined) {
+    tag = createHash('sha256').update(inboxId).digest().readUIntBE(0, 5).toString(36).padStart(TAG_LENGTH, '0');
+    if (tags.size >= 10_000) tags.clear();
+    tags.set(inboxId, tag);
+  }
+  return tag;
+}
+
+/** What the index holds of a message: its text, and the same words tagged with its inbox. */
+export interface SearchText {
+  subject: string;
+  participants: string;
+  body: string;
+  scoped: [subject: string, participants: string, body: string];
+}
+
+/**
+ * A message's search text for inbox `inboxId`. The tagged words are made here, from text already
+ * bounded (MAX_INDEXED_BODY), so a caller can make them before its transaction.
+ */
+export function searchText(inboxId: string, subject: string, participants: string, body: string): SearchText {
+  const tag = scopeTag(inboxId);
+  const tagged = (text: string) => wordsOf(text).map((w) => tag + w).join(' ');
+  return { subject, participants, body, scoped: [tagged(subject), tagged(participants), tagged(body)] };
+}
 
 /** The lowest row id shard `k` holds. */
 export const shardFloor = (layout: ShardLayout, k: number): number => (k === LEGACY_SHARD ? 0 : Math.max(k * 2 ** layout.bits, layout.legacyEnd));
@@ -62,18 +124,25 @@ export function shardsAbove(db: Db, k: number): number[] {
  * search finds a scope's share of a shard by that span (src/mail/search.ts shardScope), so the span
  * must hold every message of the shard. Runs inside the caller's transaction.
  */
-export function indexMessage(db: Db, rowid: number, timestamp: string, subject: string, participants: string, body: string): void {
-  const k = shardOf(shardLayout(db), rowid);
+export function indexMessage(db: Db, rowid: number, timestamp: string, text: SearchText): void {
+  const layout = shardLayout(db);
+  const k = shardOf(layout, rowid);
+  const scoped = isScoped(layout, k);
   const span = prepared(db, 'SELECT first_at, last_at FROM search_shards WHERE k = ?').get(k) as { first_at: string | null; last_at: string | null } | undefined;
   if (!span) {
     prepared(db, 'INSERT INTO search_shards (k, first_at, last_at) VALUES (?, ?, ?)').run(k, timestamp, timestamp);
     if (k !== LEGACY_SHARD) {
-      db.exec(`CREATE VIRTUAL TABLE IF NOT EXISTS ${shardTable(k)} USING fts5 (subject, participants, body, tokenize = 'unicode61 remove_diacritics 2', content = '', contentless_delete = 1)`);
+      const columns = scoped ? 'subject, participants, body, s_subject, s_participants, s_body' : 'subject, participants, body';
+      db.exec(`CREATE VIRTUAL TABLE IF NOT EXISTS ${shardTable(k)} USING fts5 (${columns}, tokenize = 'unicode61 remove_diacritics 2', content = '', contentless_delete = 1)`);
     }
   } else if (span.first_at === null || span.last_at === null || timestamp < span.first_at || timestamp > span.last_at) {
     prepared(db, 'UPDATE search_shards SET first_at = min(coalesce(first_at, ?), ?), last_at = max(coalesce(last_at, ?), ?) WHERE k = ?').run(timestamp, timestamp, timestamp, timestamp, k);
   }
-  prepared(db, `INSERT INTO ${shardTable(k)} (rowid, subject, participants, body) VALUES (?, ?, ?, ?)`).run(rowid, subject, participants, body);
+  if (scoped) {
+    prepared(db, `INSERT INTO ${shardTable(k)} (rowid, subject, participants, body, s_subject, s_participants, s_body) VALUES (?, ?, ?, ?, ?, ?, ?)`).run(rowid, text.subject, text.participants, text.body, ...text.scoped);
+  } else {
+    prepared(db, `INSERT INTO ${shardTable(k)} (rowid, subject, participants, body) VALUES (?, ?, ?, ?)`).run(rowid, text.subject, text.participants, text.body);
+  }
 }
 
 /** The time span of shard `k`'s messages (every one's timestamp lies in it); null when not known. */

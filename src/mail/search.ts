@@ -17,6 +17,9 @@
  * its newest passing match, at its best hit there; the order key of a thread or message is its
  * (band, score, rowid), which is also the keyset cursor. Page tokens are bound to the index
  * generation by the routes, so bands and scores never change under a token.
+ *
+ * A search of a few inboxes matches their tagged words in a shard that has them (migration 36,
+ * src/mail/search-index.ts), so it reads their postings only, not every inbox's.
  */
 import type { Db } from '../db/open.js';
 import type { Cursor } from '../core/pagination.js';
@@ -26,11 +29,11 @@ import { messageItems } from './messages.js';
 import { LISTED_THREAD_COLUMNS, listedSummaries, type ListedThreadRow } from './threads.js';
 import { MESSAGE_ITEM_COLUMNS, type MessageItem, type MessageRow, type ThreadItem } from './serialize.js';
 import { prepared } from '../db/statements.js';
-import { byShard, shardCeiling, shardFloor, shardLayout, shardOf, shardSpan, shardsAbove, shardsFrom, shardTable, type ShardLayout } from './search-index.js';
+import { byShard, isScoped, PLAIN_COLUMNS, SCOPED_COLUMNS, scopeTag, shardCeiling, shardFloor, shardLayout, shardOf, shardSpan, shardsAbove, shardsFrom, shardTable, wordsOf, type ShardLayout } from './search-index.js';
 
 export const MAX_QUERY_LENGTH = 512;
-/** Column weights for bm25: subject, participants, body. */
-const rank = (table: string) => `bm25(${table}, 10.0, 4.0, 1.0)`;
+/** Column weights for bm25: subject, participants, body (and their scoped words in a scoped shard). */
+const rank = (table: string, scoped: boolean) => `bm25(${table}, 10.0, 4.0, 1.0${scoped ? ', 10.0, 4.0, 1.0' : ''})`;
 /** Passing matches ranked together: exact bm25 below this many, newest bands of it above. */
 export const BAND = 500;
 /** A scope of at most this many messages is gathered first (smallScope). */
@@ -48,6 +51,14 @@ const SHARD_SCOPE = 2048;
  */
 const SHARD_SCOPE_SCAN = 4 * SHARD_SCOPE;
 const SHARD_SCOPE_INBOXES = 32;
+/**
+ * A search of at most this many inboxes matches their tagged words in a scoped shard (one phrase
+ * per inbox and query word, src/mail/search-index.ts), while those phrases are at most
+ * SCOPED_PHRASES; a wider one matches the untagged words. (A query of 256 one-letter words over 16
+ * inboxes took 0.65 s tagged against 0.15 s untagged.)
+ */
+const SCOPED_INBOXES = 16;
+const SCOPED_PHRASES = 64;
 /** Above every rowid: the top of the first band. */
 const NO_TOP = Number.MAX_SAFE_INTEGER;
 const VISIBLE = visibleSql('m', SEARCH_VISIBILITY);
@@ -58,15 +69,54 @@ const VISIBLE = visibleSql('m', SEARCH_VISIBILITY);
  * a trailing `*` keeps its prefix meaning. Null when nothing searchable is left.
  */
 export function ftsQuery(q: string): string | null {
-  const phrases = q
+  const phrases = queryWords(q).map(({ text, prefix }) => `"${text.replace(/"/g, '""')}"${prefix ? ' *' : ''}`);
+  return phrases.length ? phrases.join(' ') : null;
+}
+
+/** The searchable words of a query: each without its trailing `*`, which `prefix` records. */
+function queryWords(q: string): { text: string; prefix: boolean }[] {
+  return q
     .split(/\s+/)
     .filter((word) => /[\p{L}\p{N}]/u.test(word))
     .map((word) => {
       const prefix = word.endsWith('*');
-      const body = (prefix ? word.slice(0, -1) : word).replace(/"/g, '""');
-      return `"${body}"${prefix ? ' *' : ''}`;
+      return { text: prefix ? word.slice(0, -1) : word, prefix };
     });
-  return phrases.length ? phrases.join(' ') : null;
+}
+
+/**
+ * The query over a scoped shard's tagged words of `inboxIds`: each query word a phrase of its
+ * words (split as the index splits them) tagged with an inbox, one phrase per inbox, and every
+ * query word required. The words hold only letters and digits, so nothing needs quoting.
+ */
+function scopedQuery(q: string, inboxIds: readonly string[]): string {
+  const words = queryWords(q).map(({ text, prefix }) => {
+    const phrases = inboxIds.map((id) => `"${wordsOf(text).map((w) => scopeTag(id) + w).join(' ')}"${prefix ? ' *' : ''}`);
+    return phrases.length === 1 ? phrases[0] : `(${phrases.join(' OR ')})`;
+  });
+  return `${SCOPED_COLUMNS} : (${words.join(' AND ')})`;
+}
+
+/** How one shard is searched: the FTS5 query, and whether the shard has the scoped columns. */
+interface ShardQuery {
+  match: string;
+  scoped: boolean;
+}
+
+/**
+ * The queries of one search, by shard: a scoped shard searched for at most SCOPED_INBOXES
+ * inboxes matches their tagged words; a scoped shard searched wider matches only its untagged
+ * columns; an older shard has only those.
+ */
+function shardQueries(r: SearchRequest, layout: ShardLayout, plain: string): (k: number) => ShardQuery & { tagged: boolean } {
+  const narrow = r.inboxIds.length <= SCOPED_INBOXES && r.inboxIds.length * queryWords(r.q).length <= SCOPED_PHRASES;
+  let tagged: string | null = null;
+  return (k) => {
+    if (!isScoped(layout, k)) return { match: plain, scoped: false, tagged: false };
+    if (!narrow) return { match: `${PLAIN_COLUMNS} : (${plain})`, scoped: true, tagged: false };
+    tagged ??= scopedQuery(r.q, r.inboxIds);
+    return { match: tagged, scoped: true, tagged: true };
+  };
 }
 
 export interface SearchRequest {
@@ -156,6 +206,19 @@ function shardScope(db: Db, r: SearchRequest, layout: ShardLayout, k: number): n
 }
 
 /**
+ * Whether the scope may have a message in shard `k`: one in the shard's time span, from the
+ * (inbox_id, timestamp) index (a seek per inbox). A scoped shard's tagged words already hold only
+ * the scope's mail, so this only spares the full-text query of a shard with none of it.
+ */
+function scopeInShard(db: Db, r: SearchRequest, k: number): boolean {
+  const span = shardSpan(db, k);
+  if (span === null) return true;
+  const params: unknown[] = [];
+  const scope = scopeSql(r, params, 's');
+  return prepared(db, `SELECT 1 FROM messages s INDEXED BY messages_inbox_time WHERE ${scope} AND s.timestamp BETWEEN ? AND ? LIMIT 1`).get(...params, span.firstAt, span.lastAt) !== undefined;
+}
+
+/**
  * The conditions every passing match meets, for the shard table `table` joined to its message
  * `m`. In a small scope, `+<table>.rowid` (not offered to FTS5, which would probe once per id) is
  * checked against the scope's ids first.
@@ -174,14 +237,14 @@ function passingSql(r: SearchRequest, params: unknown[], scopeIds: number[] | nu
  * FTS5 is the outer loop in rowid order (CROSS JOIN), so bm25 runs only for passing matches of
  * the band, with the IDF of the shard's own messages (src/mail/search-index.ts).
  */
-function band(db: Db, match: string, r: SearchRequest, scopeIds: number[] | null, top: number, k: number): IterableIterator<BandRow> {
+function band(db: Db, query: ShardQuery, r: SearchRequest, scopeIds: number[] | null, top: number, k: number): IterableIterator<BandRow> {
   const table = shardTable(k);
-  const params: unknown[] = [match, top];
+  const params: unknown[] = [query.match, top];
   const passing = passingSql(r, params, scopeIds, table);
   return prepared(
     db,
     `WITH band AS MATERIALIZED (
-       SELECT ${table}.rowid AS id, ${rank(table)} AS score, m.thread_id
+       SELECT ${table}.rowid AS id, ${rank(table, query.scoped)} AS score, m.thread_id
        FROM ${table} CROSS JOIN messages m ON m.id = ${table}.rowid
        WHERE ${table} MATCH ? AND ${table}.rowid <= ? AND ${passing}
        ORDER BY ${table}.rowid DESC LIMIT ${BAND})
@@ -198,7 +261,7 @@ function band(db: Db, match: string, r: SearchRequest, scopeIds: number[] | null
  * threads have none), and only when one has some are the matches above `top` read, once for the
  * band, as rowids: no full-text probe per message, which a long thread made cost seconds.
  */
-function listedAbove(db: Db, match: string, r: SearchRequest, top: number): (threadId: string) => boolean {
+function listedAbove(db: Db, queryOf: (k: number) => ShardQuery, r: SearchRequest, top: number): (threadId: string) => boolean {
   let matchesAbove: Set<number> | null = null;
   return (threadId) => {
     const params: unknown[] = [threadId, top];
@@ -207,18 +270,18 @@ function listedAbove(db: Db, match: string, r: SearchRequest, top: number): (thr
       .pluck()
       .all(...params) as number[];
     if (newer.length === 0) return false;
-    matchesAbove ??= matchesAboveRowid(db, match, top);
+    matchesAbove ??= matchesAboveRowid(db, queryOf, top);
     return newer.some((id) => matchesAbove!.has(id));
   };
 }
 
 /** The rowids of every match above `top`: in its shard above it, and in every newer shard. */
-function matchesAboveRowid(db: Db, match: string, top: number): Set<number> {
+function matchesAboveRowid(db: Db, queryOf: (k: number) => ShardQuery, top: number): Set<number> {
   const k = shardOf(shardLayout(db), top);
   const found = new Set<number>();
   for (const shard of [k, ...shardsAbove(db, k)]) {
     const table = shardTable(shard);
-    for (const id of prepared(db, `SELECT rowid FROM ${table} WHERE ${table} MATCH ? AND rowid > ?`).pluck().iterate(match, top) as IterableIterator<number>) found.add(id);
+    for (const id of prepared(db, `SELECT rowid FROM ${table} WHERE ${table} MATCH ? AND rowid > ?`).pluck().iterate(queryOf(shard).match, top) as IterableIterator<number>) found.add(id);
   }
   return found;
 }
@@ -242,16 +305,28 @@ function rankedResults(db: Db, r: SearchRequest, keyOf: (h: BandRow) => string, 
   const results: { key: string; cursor: Cursor }[] = [];
   let [index, top] = r.cursor ? [r.cursor[0] as number, r.cursor[1] as number] : [0, NO_TOP];
   let after: [number, number] | null = r.cursor ? [r.cursor[2] as number, r.cursor[3] as number] : null;
-  const small = smallScope(db, r);
   const layout = shardLayout(db);
+  const queryOf = shardQueries(r, layout, match);
+  // The scope gathered whole (smallScope), once a shard whose words are not tagged needs it.
+  let small: Map<number, number[]> | null | undefined;
   // Results already shown in a band this walk passed: a later band skips them without a query.
   // Only bands above the walk's start (a later page's) need the index (listedAbove), once.
   const listedEarlier = new Set<string>();
-  const listedBeforeStart = once && index > 0 ? listedAbove(db, match, r, top) : null;
+  const listedBeforeStart = once && index > 0 ? listedAbove(db, queryOf, r, top) : null;
   // Shards newest first from the one `top` is in; within a shard, bands from `top` down. A band
   // never spans two shards, so its scores all come from one shard's IDF.
   for (const k of shardsFrom(db, shardOf(layout, top))) {
-    const scopeIds = small ? small.get(k) : shardScope(db, r, layout, k);
+    const query = queryOf(k);
+    let scopeIds: number[] | null | undefined;
+    if (query.tagged) {
+      // The match itself is the scope's. With a time range, a shard the range leaves nothing of
+      // is skipped (each match's row would be read only to fail the range); without one, looking
+      // for the scope in the shard costs about what the match costs when it finds nothing.
+      scopeIds = (r.before || r.after) && !scopeInShard(db, r, k) ? undefined : null;
+    } else {
+      small ??= smallScope(db, r);
+      scopeIds = small ? small.get(k) : shardScope(db, r, layout, k);
+    }
     // A scope with nothing in this shard: no match here can pass.
     if (scopeIds === undefined) {
       after = null;
@@ -260,7 +335,7 @@ function rankedResults(db: Db, r: SearchRequest, keyOf: (h: BandRow) => string, 
     for (;;) {
       const seen = new Set<string>();
       let next: { top: number; floor: number; size: number } | null = null;
-      for (const hit of band(db, match, r, scopeIds, top, k)) {
+      for (const hit of band(db, query, r, scopeIds, top, k)) {
         next ??= { top: hit[3], floor: hit[4], size: hit[5] };
         const key = keyOf(hit);
         if (seen.has(key)) continue;

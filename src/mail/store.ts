@@ -27,7 +27,7 @@ import { MAX_MESSAGE_ID, MAX_THREAD_REFS } from './limits.js';
 import { storeRawMime } from './raw-mime.js';
 import { bufferView } from '../core/bytes.js';
 import { searchBodyWith } from './attachment-text.js';
-import { indexMessage } from './search-index.js';
+import { indexMessage, searchText } from './search-index.js';
 import type { AttachmentText } from '../attachment-text/schemas.js';
 
 export interface InboundMail {
@@ -104,7 +104,7 @@ export function commitInbound(db: Db, input: InboundMail): CommitResult {
   const derived = input.derived ?? deriveText(parsed);
   const from = parsed.from[0];
   const participants = [from ? displayAddress(from) : '', ...parsed.to.map(displayAddress), ...parsed.cc.map(displayAddress)].join(' ');
-  const searchBody = searchBodyWith(parsed.text, input.attachmentText?.map((r) => r?.text) ?? []);
+  const indexed = searchText(input.inboxId, parsed.subject ?? '', participants, searchBodyWith(parsed.text, input.attachmentText?.map((r) => r?.text) ?? []));
   const parsedId = messageIds(parsed.messageId)[0];
   const inReplyTo = messageIds(parsed.inReplyTo);
   const refs = parsed.references.flatMap((r) => messageIds(r));
@@ -188,7 +188,7 @@ export function commitInbound(db: Db, input: InboundMail): CommitResult {
     });
     storeRawMime(db, rowid, input.raw);
     if (input.auth) prepared(db, 'UPDATE messages SET auth = ? WHERE id = ?').run(JSON.stringify(input.auth), rowid);
-    indexMessage(db, rowid, timestamp, parsed.subject ?? '', participants, searchBody);
+    indexMessage(db, rowid, timestamp, indexed);
     bumpSearchGeneration(db);
 
     // The event carries the message and its thread as a reader of this event type sees them:

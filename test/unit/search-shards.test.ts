@@ -15,7 +15,8 @@ import { deleteMessage } from '../../src/mail/messages.js';
 import { deleteThread } from '../../src/mail/threads.js';
 import { deleteInbox } from '../../src/mail/inboxes.js';
 import { searchMessages, searchThreads } from '../../src/mail/search.js';
-import { LEGACY_SHARD, shardLayout, shardOf } from '../../src/mail/search-index.js';
+import { mergeFullShards } from '../../src/db/search-merge.js';
+import { LEGACY_SHARD, scopeTag, shardLayout, shardOf, shardTable } from '../../src/mail/search-index.js';
 import type { Cursor } from '../../src/core/pagination.js';
 import { parseMime } from '../../workers/pool/parse.js';
 import { databaseAtSchema, indexedRows, insertInbox } from '../helpers/db.js';
@@ -26,11 +27,21 @@ const B = 'b@example.com';
 const ALL = { excluded: [] };
 const COUNT = 170;
 
+/**
+ * The layouts a home's shards can have (migration 36): every shard made before it (untagged words
+ * only), some before and some after (a home that upgraded with mail), and every shard after it.
+ */
+const LAYOUTS = [
+  ['shards made before scoped words', 1000],
+  ['scoped words from shard 5 on', 5],
+  ['every shard with scoped words', 0],
+] as const;
+
 /** Message i: in inbox A but every fifth in B; threads of three; `osprey` in most, `kestrel` only in the oldest five. */
-async function filled(): Promise<Db> {
+async function filled(scopedFrom: number): Promise<Db> {
   const db = openDatabase(path.join(tempDir(), 'svc.db'), randomBytes(32), { migrate: true });
   // Shards of 16 row ids, and the mail with row ids below 21 in the legacy index (a home migrated with 20 messages).
-  db.prepare('UPDATE search_layout SET bits = 4, legacy_end = 21').run();
+  db.prepare('UPDATE search_layout SET bits = 4, legacy_end = 21, scoped_from = ?').run(scopedFrom);
   insertInbox(db, A);
   insertInbox(db, B);
   const template = await parseMime(new TextEncoder().encode(`From: a@example.net\r\nTo: ${A}\r\nSubject: x\r\nMessage-ID: <t@example.net>\r\n\r\nbody\r\n`));
@@ -70,11 +81,11 @@ function withWord(db: Db, inboxes: string[], word: string): Set<string> {
   return new Set(rows.filter((r) => r.text.split(' ').includes(word)).map((r) => r.message_id));
 }
 
-t.test('each message is indexed in the shard of its row id; the legacy index keeps the older mail', async (t) => {
-  const db = await filled();
+for (const [way, scopedFrom] of LAYOUTS) t.test(`each message is indexed in the shard of its row id; the legacy index keeps the older mail (${way})`, async (t) => {
+  const db = await filled(scopedFrom);
   t.teardown(() => db.close());
   const layout = shardLayout(db);
-  t.same(layout, { bits: 4, legacyEnd: 21 });
+  t.same(layout, { bits: 4, legacyEnd: 21, scopedFrom });
   const ids = db.prepare('SELECT id FROM messages ORDER BY id').pluck().all() as number[];
   const expectedShards = [...new Set(ids.map((id) => shardOf(layout, id)))].sort((x, y) => x - y);
   t.same(db.prepare('SELECT k FROM search_shards ORDER BY k').pluck().all(), expectedShards, 'a shard per 16 row ids, listed as made');
@@ -88,8 +99,8 @@ t.test('each message is indexed in the shard of its row id; the legacy index kee
   t.equal(indexedRows(db, {}), COUNT, 'no message indexed twice');
 });
 
-t.test('search pages through every shard and lists each match and each thread once', async (t) => {
-  const db = await filled();
+for (const [way, scopedFrom] of LAYOUTS) t.test(`search pages through every shard and lists each match and each thread once (${way})`, async (t) => {
+  const db = await filled(scopedFrom);
   t.teardown(() => db.close());
   for (const [inboxes, label] of [[[A], 'one inbox'], [[A, B], 'two inboxes']] as const) {
     const want = withWord(db, [...inboxes], 'osprey');
@@ -117,8 +128,8 @@ t.test('search pages through every shard and lists each match and each thread on
   t.same(searchMessages(db, { q: 'm16*', inboxIds: [A, B], limit: 50, cursor: null }).items.map((m) => m.message_id).sort(), ['<m16@x.org>', ...Array.from({ length: 10 }, (_, d) => `<m16${d}@x.org>`)].sort(), 'a prefix across the legacy index and the shards');
 });
 
-t.test('deleting a message, a thread or an inbox removes its rows from their shards', async (t) => {
-  const db = await filled();
+for (const [way, scopedFrom] of LAYOUTS) t.test(`deleting a message, a thread or an inbox removes its rows from their shards (${way})`, async (t) => {
+  const db = await filled(scopedFrom);
   t.teardown(() => db.close());
   const rowidOf = (id: string) => db.prepare('SELECT id FROM messages WHERE message_id = ?').pluck().get(id) as number;
   for (const id of ['<m3@x.org>', '<m100@x.org>']) {
@@ -136,8 +147,8 @@ t.test('deleting a message, a thread or an inbox removes its rows from their sha
   t.equal(indexedRows(db, {}), db.prepare('SELECT count(*) FROM messages').pluck().get(), 'every message left is indexed once, and nothing else');
 });
 
-t.test('a scope too large to gather whole is read one shard at a time by its time span', async (t) => {
-  const db = await filled();
+for (const [way, scopedFrom] of LAYOUTS) t.test(`a scope too large to gather whole is read one shard at a time by its time span (${way})`, async (t) => {
+  const db = await filled(scopedFrom);
   t.teardown(() => db.close());
   const layout = shardLayout(db);
   // Mail whose timestamp is out of row-id order: received long before, or stamped ahead, and stored late.
@@ -200,4 +211,95 @@ t.test('an upgrade to schema 33 reads each shard\'s span from the inbox index', 
   ], 'each shard spans its own messages; a shard with none has no span');
   const plan = db.prepare("EXPLAIN QUERY PLAN SELECT s.id FROM messages s INDEXED BY messages_inbox_time WHERE s.inbox_id = ? AND s.timestamp BETWEEN ? AND ? AND s.id BETWEEN ? AND ? LIMIT 10").all('a', 'b', 'c', 1, 2) as { detail: string }[];
   t.match(plan.map((p) => p.detail).join('; '), /COVERING INDEX messages_inbox_time \(inbox_id=\? AND timestamp>\? AND timestamp<\?\)/, 'a shard\'s share of an inbox is one range of the covering index');
+});
+
+t.test('an upgrade to schema 36 tags the words of shards made from then on only', async (t) => {
+  for (const [shards, scopedFrom] of [[[-1, 0, 3], 4], [[-1], 0], [[], 0]] as const) {
+    const file = path.join(tempDir(), 'svc.db');
+    const key = randomBytes(32);
+    const old = databaseAtSchema(file, key, 35);
+    for (const k of shards) old.prepare('INSERT INTO search_shards (k) VALUES (?)').run(k);
+    old.close();
+    const db = openDatabase(file, key, { migrate: true });
+    t.equal(shardLayout(db).scopedFrom, scopedFrom, `shards ${JSON.stringify(shards)}: scoped words from shard ${scopedFrom}`);
+    db.close();
+  }
+});
+
+t.test('scoped words: split as the tokenizer splits them, one inbox\'s postings apart from another\'s, and only searched as words of their scope', async (t) => {
+  const db = openDatabase(path.join(tempDir(), 'svc.db'), randomBytes(32), { migrate: true });
+  t.teardown(() => db.close());
+  insertInbox(db, A);
+  insertInbox(db, B);
+  const template = await parseMime(new TextEncoder().encode(`From: a@example.net\r\nTo: ${A}\r\nSubject: x\r\nMessage-ID: <t@example.net>\r\n\r\nbody\r\n`));
+  const text = "Réunion à l'HÔTEL Zürich: write to user@host.example, 東京会議 at 10.30; see §4_b";
+  const store = (inbox: string, id: string, body: string) =>
+    db.transaction(() =>
+      commitInbound(db, { inboxId: inbox, parsed: { ...template, messageId: id, subject: 'Plan', text: body }, raw: new TextEncoder().encode(`Subject: Plan\r\n\r\n${body}\r\n`), sourceKey: id, receivedAt: '2026-02-01T00:00:00.000Z' }),
+    )();
+  store(A, '<a1@x.org>', text);
+  store(B, '<b1@x.org>', 'osprey osprey osprey, nothing else');
+  store(A, '<a2@x.org>', 'one osprey');
+  const layout = shardLayout(db);
+  t.equal(layout.scopedFrom, 0, 'a new home tags every shard');
+
+  // The index holds each inbox's words under its own tag: a term of A counts only A's messages.
+  const table = shardTable(shardOf(layout, db.prepare('SELECT id FROM messages WHERE message_id = ?').pluck().get('<a2@x.org>') as number));
+  db.exec(`CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, ${table}, 'row')`);
+  const docs = (term: string) => (db.prepare('SELECT doc FROM temp.vocab WHERE term = ?').pluck().get(term) as number | undefined) ?? 0;
+  t.equal(docs('osprey'), 2, 'the untagged word: both inboxes');
+  t.equal(docs(`${scopeTag(A)}osprey`), 1, "A's tagged word: A's one message");
+  t.equal(docs(`${scopeTag(B)}osprey`), 1, "B's tagged word: B's one message");
+  t.equal(scopeTag(A).length, 8);
+  t.not(scopeTag(A), scopeTag(B));
+
+  // Every way of writing a word finds the message in a narrow scope (tagged words) and a wide one
+  // (more inboxes than are searched by tag, untagged words), the same.
+  const wide = [A, B, ...Array.from({ length: 20 }, (_, i) => `other${i}@example.com`)];
+  for (const q of ['reunion', 'Réunion', 'hotel', 'hôtel zurich', "l'hôtel", 'user@host.example', 'host.ex*', 'USER@HOST*', '東京会議', '10.30', '§4_b', 'réu*']) {
+    for (const [scope, inboxes] of [['narrow', [A]], ['two inboxes', [A, B]], ['wide', wide]] as const) {
+      const found = searchMessages(db, { q, inboxIds: inboxes, limit: 5, cursor: null }).items.map((m) => m.message_id);
+      t.same(found, ['<a1@x.org>'], `${JSON.stringify(q)}, ${scope} scope: found`);
+    }
+  }
+  for (const q of ['10.31', 'user@host.examples', 'réunions']) t.same(searchMessages(db, { q, inboxIds: [A], limit: 5, cursor: null }).items, [], `${JSON.stringify(q)}: not found`);
+  // A tagged word is not a word of the mail: searched literally, it finds nothing in either scope.
+  for (const inboxes of [[A], wide]) t.same(searchMessages(db, { q: `${scopeTag(A)}osprey`, inboxIds: inboxes, limit: 5, cursor: null }).items, [], `a tagged word searched literally (${inboxes.length} inboxes): nothing`);
+  // Another inbox's mail never comes back, and the ranking within a scope is by its own mail.
+  t.same(searchMessages(db, { q: 'osprey', inboxIds: [A], limit: 5, cursor: null }).items.map((m) => m.message_id), ['<a2@x.org>'], "A's search: A's mail only");
+  t.same(searchMessages(db, { q: 'osprey', inboxIds: [A, B], limit: 5, cursor: null }).items.map((m) => m.message_id), ['<b1@x.org>', '<a2@x.org>'], 'both inboxes: three occurrences ranked first');
+});
+
+for (const [way, scopedFrom] of LAYOUTS) t.test(`a full shard's segments are merged into one, in bounded steps, and search finds the same (${way})`, async (t) => {
+  const db = await filled(scopedFrom);
+  t.teardown(() => db.close());
+  const shards = db.prepare('SELECT k FROM search_shards ORDER BY k').pluck().all() as number[];
+  const newest = Math.max(...shards);
+  const segments = (k: number) => db.prepare(`SELECT count(DISTINCT segid) FROM ${shardTable(k)}_idx`).pluck().get() as number;
+  // Commits of one message each leave a shard in several segments.
+  const template = await parseMime(new TextEncoder().encode(`From: a@example.net\r\nTo: ${A}\r\nSubject: x\r\nMessage-ID: <t@example.net>\r\n\r\nbody\r\n`));
+  for (let i = 0; i < 40; i++) {
+    const at = new Date(Date.UTC(2025, 1, 1) + i * 60_000).toISOString();
+    db.transaction(() => commitInbound(db, { inboxId: i % 2 ? A : B, parsed: { ...template, messageId: `<single${i}@x.org>`, subject: `Single ${i}`, text: `osprey single ${i}`, date: at }, raw: new TextEncoder().encode('x'), sourceKey: `single${i}`, receivedAt: at }))();
+  }
+  const full = (db.prepare('SELECT k FROM search_shards ORDER BY k DESC').pluck().all() as number[]).slice(1);
+  const split = full.filter((k) => segments(k) > 1);
+  t.ok(split.length >= 2, `shards filled one message per commit keep several segments (${split.map((k) => `${k}: ${segments(k)}`).join(', ')})`);
+  const search = () => ({
+    messages: everyPage((cursor) => searchMessages(db, { q: 'osprey', inboxIds: [A], limit: 7, cursor })).map((m) => m.message_id),
+    threads: everyPage((cursor) => searchThreads(db, { q: 'osprey single', inboxIds: [A, B], limit: 5, cursor })).map((th) => th.thread_id),
+  });
+  const before = search();
+
+  t.same(mergeFullShards(db, 0), [], 'no time, no work');
+  t.equal(db.prepare('SELECT count(*) FROM search_shards WHERE merged = 1').pluck().get(), 0);
+  const finished = mergeFullShards(db, Number.POSITIVE_INFINITY);
+  t.same(finished, full, 'every shard but the newest, newest first');
+  t.ok(full.every((k) => segments(k) === 1), 'each full shard is one segment');
+  t.same(db.prepare('SELECT k FROM search_shards WHERE merged = 0').pluck().all(), [Math.max(newest, ...full) + 1], 'only the newest shard, still written to, is left');
+  t.same(mergeFullShards(db, Number.POSITIVE_INFINITY), [], 'merged once');
+  t.same(search(), before, 'the same results, in the same order');
+  t.equal(indexedRows(db, {}), db.prepare('SELECT count(*) FROM messages').pluck().get(), 'every message indexed once');
+  const result = db.prepare("INSERT INTO messages_fts_5 (messages_fts_5, rank) VALUES ('integrity-check', 0)").run();
+  t.ok(result, 'the merged index passes FTS5 integrity-check');
 });

@@ -2,7 +2,8 @@
  * The webhooks loop (spec §8: every second; also woken on new events). Each pass:
  *
  *   wake → the retention pass when due (src/db/retention.ts: the event log, keeping what enabled
- *   webhooks still need, and every other table that would grow) → for every
+ *   webhooks still need, and every other table that would grow) → a quarter second of merging
+ *   full search shards when due (src/db/search-merge.ts) → for every
  *   enabled webhook with new events or a retry that is due and no delivery running, start a
  *   drain → sleep until the next retry is due (at most a second).
  *
@@ -16,6 +17,7 @@
 import { loopPass, type LoopContext } from './run-loop.js';
 import { WEBHOOK_DISABLE_AFTER_MS as DISABLE_AFTER_MS, WEBHOOK_RETRY_SCHEDULE_MS as RETRY_SCHEDULE_MS } from '../../src/supervisor/loop-table.js';
 import { RetentionSchedule } from '../../src/db/retention.js';
+import { ShardMergeSchedule } from '../../src/db/search-merge.js';
 import { deliveredPayload, latestSeq, storedEventsAfter, type StoredEventRow } from '../../src/events/log.js';
 import { isEventVisible } from '../../src/events/visibility.js';
 import { deliver, DELIVERY_TIMEOUT_MS } from '../../src/webhooks/delivery.js';
@@ -156,11 +158,13 @@ async function drain(ctx: LoopContext, webhookId: string): Promise<void> {
 }
 
 const retention = new RetentionSchedule();
+const shardMerges = new ShardMergeSchedule();
 const running = new Map<string, Promise<void>>();
 
 export default loopPass(async (ctx) => {
   const { db } = ctx;
   retention.runIfDue(db, retentionClockAheadMs);
+  shardMerges.runIfDue(db);
   const head = latestSeq(db);
   const now = Date.now();
   let nextDueMs = Number.POSITIVE_INFINITY;
