@@ -12,6 +12,7 @@ import type { MessagePort } from 'node:worker_threads';
 import { buildEdgeApi } from './api.js';
 import { serveLocalHandover } from './local-handover.js';
 import { dnsResolver, evaluateAuth, type DNSResolver } from './auth.js';
+import { cachingResolver } from './dns-cache.js';
 import { SealedBuffer } from './buffer.js';
 import { ensurePrivateDir } from './durable-files.js';
 import { API_DRAIN_MS, DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_RETRY_SCHEDULE_MS, MIN_API_TOKEN_LENGTH } from './limits.js';
@@ -103,7 +104,8 @@ export class Edge {
     }
     this.routing = new RoutingTable(options.dataDir, options.reportAddress);
     this.buffer = new SealedBuffer(options.dataDir);
-    this.resolver = options.resolver ?? dnsResolver();
+    // One cache per edge (src/edge/dns-cache.ts): authentication and relaying share it.
+    this.resolver = cachingResolver(options.resolver ?? dnsResolver());
     this.maxMessageBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
     const outboundDir = path.join(options.dataDir, 'outbound');
     // Queued outbound mail is sealed under a key derived from the token, never kept in plaintext.
