@@ -8,8 +8,9 @@
  * Answers are kept for CACHE_TTL_MS, and so are "no such name" and "no such record" (RFC 2308
  * negative caching); a timeout, a refused query or a server failure is not kept, so the next
  * message asks again. Questions asked while the same one is in flight share its answer. The
- * cache holds at most CACHE_ENTRIES answers, the oldest dropped first, so names a stranger makes
- * up cannot grow it.
+ * cache holds at most CACHE_ENTRIES answers, the oldest dropped first, and only answers of at most
+ * MAX_KEPT_CHARS (a 2048-bit DKIM key is about 400; a sender controls its own records and could
+ * publish 64 KB ones), so names and records a stranger makes up hold at most about 4 MiB.
  *
  * The answers' own TTLs are not known through node's resolver (only A and AAAA report them), so
  * one time bounds all: a record changed at its zone is seen within a minute, as a resolver
@@ -18,7 +19,8 @@
 import type { DNSResolver } from 'mailauth';
 
 export const CACHE_TTL_MS = 60_000;
-export const CACHE_ENTRIES = 4_096;
+export const CACHE_ENTRIES = 1_024;
+export const MAX_KEPT_CHARS = 4_096;
 /** Error codes meaning the name or the record does not exist: an answer, cached like one. */
 const NEGATIVE = new Set(['ENOTFOUND', 'ENODATA']);
 
@@ -38,8 +40,9 @@ export function cachingResolver(resolve: DNSResolver, now: () => number = () => 
     answers.set(key, entry);
     if (answers.size > CACHE_ENTRIES) answers.delete(answers.keys().next().value!);
     answer.then(
-      () => {
-        entry.until = now() + CACHE_TTL_MS;
+      (value) => {
+        if (JSON.stringify(value).length <= MAX_KEPT_CHARS) entry.until = now() + CACHE_TTL_MS;
+        else if (answers.get(key) === entry) answers.delete(key);
       },
       (err: unknown) => {
         if (NEGATIVE.has((err as { code?: string }).code ?? '')) entry.until = now() + CACHE_TTL_MS;

@@ -1,40 +1,46 @@
 /**
  * The edge's DNS answer cache (src/edge/dns-cache.ts) against a real loopback name server (dns2):
  * an answer and a "no such name" are asked once per TTL, concurrent questions share one query,
- * a server failure is asked again, and names made up by the thousand cannot grow it past its bound.
+ * a server failure is asked again, and names made up by the thousand or a record too large cannot grow it past its bound.
  */
 import t from 'tap';
 import type { Test } from 'tap';
 import dns2 from 'dns2';
 import { dnsResolver } from '../../src/edge/auth.js';
-import { CACHE_ENTRIES, CACHE_TTL_MS, cachingResolver } from '../../src/edge/dns-cache.js';
+import { CACHE_ENTRIES, CACHE_TTL_MS, MAX_KEPT_CHARS, cachingResolver } from '../../src/edge/dns-cache.js';
 
 const { Packet } = dns2;
 const SERVFAIL = 2;
 const NXDOMAIN = 3;
 
-/** A name server answering TXT "v=spf1 -all" for *.known.test, failing once for flaky.test, NXDOMAIN otherwise; it records every question. */
+/** A name server answering TXT "v=spf1 -all" for *.known.test, a 5,000-character TXT record for big.test, failing once for flaky.test, NXDOMAIN otherwise; it records every question. */
 async function nameServer(t: Test): Promise<{ server: string; asked: string[] }> {
   const asked: string[] = [];
   let flaky = 0;
-  const server = dns2.createServer({
-    udp: true,
-    handle: (request, send) => {
-      const response = Packet.createResponseFromRequest(request);
-      for (const q of request.questions) {
-        const name = q.name.toLowerCase();
-        asked.push(name);
-        if (name.endsWith('known.test')) response.answers.push({ name: q.name, class: Packet.CLASS.IN, ttl: 60, type: Packet.TYPE.TXT, data: ['v=spf1 -all'] } as never);
-        else if (name === 'flaky.test' && flaky++ === 0) response.header.rcode = SERVFAIL;
-        else if (name === 'flaky.test') response.answers.push({ name: q.name, class: Packet.CLASS.IN, ttl: 60, type: Packet.TYPE.TXT, data: ['ok'] } as never);
-        else response.header.rcode = NXDOMAIN;
-      }
-      void send(response);
-    },
+  const handle: Parameters<typeof dns2.createServer>[0]['handle'] = (request, send) => {
+    const response = Packet.createResponseFromRequest(request);
+    for (const q of request.questions) {
+      const name = q.name.toLowerCase();
+      asked.push(name);
+      if (name === 'big.test') response.answers.push({ name: q.name, class: Packet.CLASS.IN, ttl: 60, type: Packet.TYPE.TXT, data: Array.from({ length: 20 }, () => 'x'.repeat(250)) } as never);
+      else if (name.endsWith('known.test')) response.answers.push({ name: q.name, class: Packet.CLASS.IN, ttl: 60, type: Packet.TYPE.TXT, data: ['v=spf1 -all'] } as never);
+      else if (name === 'flaky.test' && flaky++ === 0) response.header.rcode = SERVFAIL;
+      else if (name === 'flaky.test') response.answers.push({ name: q.name, class: Packet.CLASS.IN, ttl: 60, type: Packet.TYPE.TXT, data: ['ok'] } as never);
+      else response.header.rcode = NXDOMAIN;
+    }
+    void send(response);
+  };
+  // UDP and TCP on one port (a large answer is truncated over UDP and asked again over TCP): the
+  // UDP port chosen by the system, the TCP server then bound to the same number.
+  const udp = dns2.createServer({ udp: true, handle });
+  const port = (await udp.listen({ udp: { port: 0, address: '127.0.0.1' } })).udp!.port;
+  const tcp = dns2.createServer({ tcp: true, handle });
+  await tcp.listen({ tcp: { port, address: '127.0.0.1' } });
+  t.teardown(async () => {
+    await udp.close();
+    await tcp.close();
   });
-  const addresses = await server.listen({ udp: { port: 0, address: '127.0.0.1' } });
-  t.teardown(() => server.close());
-  return { server: `127.0.0.1:${addresses.udp!.port}`, asked };
+  return { server: `127.0.0.1:${port}`, asked };
 }
 
 t.test('an answer is asked once per TTL; concurrent questions share one query; names are case-insensitive', async (t) => {
@@ -81,4 +87,14 @@ t.test('made-up names cannot grow the cache past its bound: the oldest answer go
   const recent = `n${CACHE_ENTRIES - 1}.known.test`;
   await resolve(recent, 'TXT');
   t.equal(ns.asked.filter((n) => n === recent).length, 1, 'a recent one is still kept');
+});
+
+t.test('an answer larger than the cache keeps is asked again each time', async (t) => {
+  const ns = await nameServer(t);
+  const resolve = cachingResolver(dnsResolver([ns.server]), () => 0);
+  const first = (await resolve('big.test', 'TXT')) as unknown as string[][];
+  t.ok(JSON.stringify(first).length > MAX_KEPT_CHARS, 'the record is larger than the cache keeps');
+  const once = ns.asked.filter((n) => n === 'big.test').length; // over UDP, then TCP
+  await resolve('big.test', 'TXT');
+  t.equal(ns.asked.filter((n) => n === 'big.test').length, 2 * once, 'not kept: asked again');
 });
