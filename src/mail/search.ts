@@ -206,9 +206,10 @@ function shardScope(db: Db, r: SearchRequest, layout: ShardLayout, k: number): n
 }
 
 /**
- * Whether the scope may have a message in shard `k`: one in the shard's time span, from the
- * (inbox_id, timestamp) index (a seek per inbox). A scoped shard's tagged words already hold only
- * the scope's mail, so this only spares the full-text query of a shard with none of it.
+ * Whether the scope may have a message in shard `k` within the request's time range: one in the
+ * shard's time span, from the (inbox_id, timestamp) index (a seek per inbox). For a tagged search
+ * with a time range: the tagged words already hold only the scope's mail, so this spares the
+ * full-text query of a shard the range leaves none of (each match's row would be read to fail it).
  */
 function scopeInShard(db: Db, r: SearchRequest, k: number): boolean {
   const span = shardSpan(db, k);

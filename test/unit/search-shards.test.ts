@@ -179,6 +179,11 @@ for (const [way, scopedFrom] of LAYOUTS) t.test(`a scope too large to gather who
         const range = before ? ` in ${after}..${before}` : '';
         t.same(byShardSpan, gathered, `${label}, limit ${limit}${range}: the same results, in the same order, as a scope gathered whole`);
         if (!before) t.same(new Set(byShardSpan), want, `${label}, limit ${limit}: every match (${want.size}), the late ones too`);
+        else {
+          const stamp = db.prepare('SELECT timestamp FROM messages WHERE message_id = ?').pluck();
+          const inRange = new Set([...want].filter((id) => (stamp.get(id) as string) > after! && (stamp.get(id) as string) < before));
+          t.same(new Set(byShardSpan), inRange, `${label}, limit ${limit}${range}: every match in the range (${inRange.size}) and nothing else`);
+        }
         const threads = (smallScope: number) => everyPage((cursor) => searchThreads(db, request(cursor, smallScope))).map((th) => th.thread_id);
         t.same(threads(0), threads(5000), `${label}, limit ${limit}${range}: threads too`);
       }
