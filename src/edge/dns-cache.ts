@@ -1,5 +1,5 @@
 /**
- * The edge's cache of DNS answers for mail authentication and relaying (docs/edge.md, "DNS").
+ * The edge's cache of DNS answers for mail authentication and relaying (docs/edge.md, "SMTP", and its limits table).
  *
  * SPF, DKIM, DMARC and ARC ask the same few names for every message of a sender (its SPF record,
  * its DMARC policy, its DKIM key), and a small server often has no caching resolver of its own:
@@ -11,6 +11,9 @@
  * cache holds at most CACHE_ENTRIES answers, the oldest dropped first, and only answers of at most
  * MAX_KEPT_CHARS (a 2048-bit DKIM key is about 400; a sender controls its own records and could
  * publish 64 KB ones), so names and records a stranger makes up hold at most about 4 MiB.
+ *
+ * Each caller gets its own copy of an answer or error (mailauth annotates the errors it is given).
+ * Names are compared case-insensitively in ASCII only, as DNS compares them.
  *
  * The answers' own TTLs are not known through node's resolver (only A and AAAA report them), so
  * one time bounds all: a record changed at its zone is seen within a minute, as a resolver
@@ -24,31 +27,56 @@ export const MAX_KEPT_CHARS = 4_096;
 /** Error codes meaning the name or the record does not exist: an answer, cached like one. */
 const NEGATIVE = new Set(['ENOTFOUND', 'ENODATA']);
 
-type Answer = ReturnType<DNSResolver>;
+/** An in-flight question older than this is asked again (the resolver's own timeouts end it long before). */
+const IN_FLIGHT_MAX_MS = 30_000;
+
+/** Names compare case-insensitively in ASCII only (RFC 4343): JavaScript's own lower-casing folds more (a Greek Σ to ς or σ) than DNS does. */
+const asciiLower = (name: string) => name.replace(/[A-Z]+/g, (s) => s.toLowerCase());
+
+/** What a caller gets: its own copy of a kept answer or error, since mailauth annotates what it is given. */
+const copyOf = <T>(value: T): T => structuredClone(value);
+function errorCopy(err: unknown): Error {
+  const e = err as NodeJS.ErrnoException & { hostname?: string };
+  return Object.assign(new Error(e?.message ?? String(err)), { code: e?.code, errno: e?.errno, syscall: e?.syscall, hostname: e?.hostname });
+}
 
 export function cachingResolver(resolve: DNSResolver, now: () => number = () => performance.now()): DNSResolver {
-  const answers = new Map<string, { until: number; answer: Answer }>();
-  return (name, rrtype) => {
-    const key = `${rrtype} ${name.toLowerCase()}`;
+  const answers = new Map<string, { until: number; answer: Promise<unknown> }>();
+  return ((name, rrtype) => {
+    const key = `${rrtype} ${asciiLower(name)}`;
     const at = now();
-    const kept = answers.get(key);
-    if (kept && kept.until > at) return kept.answer;
-    if (kept) answers.delete(key);
-    const answer = resolve(name, rrtype);
-    // In flight: shared until it settles; then kept for the TTL, or forgotten on a failure.
-    const entry = { until: Number.POSITIVE_INFINITY, answer };
-    answers.set(key, entry);
-    if (answers.size > CACHE_ENTRIES) answers.delete(answers.keys().next().value!);
-    answer.then(
-      (value) => {
-        if (JSON.stringify(value).length <= MAX_KEPT_CHARS) entry.until = now() + CACHE_TTL_MS;
-        else if (answers.get(key) === entry) answers.delete(key);
-      },
-      (err: unknown) => {
-        if (NEGATIVE.has((err as { code?: string }).code ?? '')) entry.until = now() + CACHE_TTL_MS;
-        else if (answers.get(key) === entry) answers.delete(key);
-      },
-    );
-    return answer;
-  };
+    let entry = answers.get(key);
+    if (entry && entry.until <= at) {
+      answers.delete(key);
+      entry = undefined;
+    }
+    if (!entry) {
+      const answer: Promise<unknown> = resolve(name, rrtype);
+      // In flight: shared until it settles; then kept for the TTL, or forgotten.
+      const kept = { until: at + IN_FLIGHT_MAX_MS, answer };
+      entry = kept;
+      answers.set(key, kept);
+      if (answers.size > CACHE_ENTRIES) answers.delete(answers.keys().next().value!);
+      const forget = () => {
+        if (answers.get(key) === kept) answers.delete(key);
+      };
+      answer.then(
+        (value) => {
+          let size = Number.POSITIVE_INFINITY;
+          try {
+            size = JSON.stringify(value)?.length ?? Number.POSITIVE_INFINITY;
+          } catch {
+            /* not kept */
+          }
+          if (size <= MAX_KEPT_CHARS) kept.until = now() + CACHE_TTL_MS;
+          else forget();
+        },
+        (err: unknown) => {
+          if (NEGATIVE.has((err as { code?: string })?.code ?? '')) kept.until = now() + CACHE_TTL_MS;
+          else forget();
+        },
+      );
+    }
+    return entry.answer.then(copyOf, (err: unknown) => Promise.reject(errorCopy(err)));
+  }) as DNSResolver;
 }

@@ -18,9 +18,13 @@
  * holds each message's words tagged with its inbox (`s_subject`, `s_participants`, `s_body`:
  * every word prefixed with the inbox's tag, scopeTag), so a search of a few inboxes matches their
  * tagged words and reads only their postings. The untagged columns serve searches of many
- * inboxes. Words are split as the index's tokenizer splits them (letters, digits and private-use
- * characters; case and diacritics are folded by the tokenizer afterwards), so the tag joins the
- * whole word; the query is split the same way (src/mail/search.ts).
+ * inboxes. The tagged words are runs of TAGGABLE characters only: letters and digits of scripts
+ * every SQLite version's tokenizer (unicode61) knows as such, and the combining diacritics it keeps
+ * inside a word and removes; every other character separates them. So SQLite splits a tagged text
+ * exactly where it was split here, and the tag stays joined to each whole word (a letter newer
+ * than SQLite's tables would split a word after the tag, and a prefix search could then end in
+ * the bare tag). A query with any other letter or digit is searched by its untagged words
+ * (src/mail/search.ts `taggable`). Case and diacritics are folded by the tokenizer afterwards.
  */
 import { createHash } from 'node:crypto';
 import type { Db } from '../db/open.js';
@@ -63,11 +67,21 @@ export const isScoped = (layout: ShardLayout, k: number): boolean => k !== LEGAC
 export const PLAIN_COLUMNS = '{subject participants body}';
 export const SCOPED_COLUMNS = '{s_subject s_participants s_body}';
 
-/** A word as the index's tokenizer (unicode61) delimits it: letters, digits, private use. */
-const WORD = /[\p{L}\p{N}\p{Co}]+/gu;
+/**
+ * Characters a tagged word is made of: ASCII letters and digits, the Latin-1 and Latin Extended-A
+ * and -B letters, the basic Greek letters, Cyrillic, hiragana, katakana, the CJK ideographs of Unicode 6.1,
+ * Hangul syllables (all letters to unicode61 since Unicode 6.1), and the combining diacritics
+ * U+0300–U+0331, which unicode61 keeps inside a word and removes.
+ */
+const TAGGABLE_CHAR = '(?:(?=[\\p{L}\\p{N}])[0-9A-Za-z\\u00C0-\\u024F\\u0386-\\u03CE\\u0400-\\u04FF\\u3041-\\u3096\\u30A1-\\u30FA\\u4E00-\\u9FCB\\uAC00-\\uD7A3]|[\\u0300-\\u0331])';
+const TAGGABLE_WORD = new RegExp(`${TAGGABLE_CHAR}+`, 'gu');
+const UNTAGGABLE = new RegExp(`(?!${TAGGABLE_CHAR})[\\p{L}\\p{N}]`, 'u');
 
-/** The words of a text, split as the index splits them. */
-export const wordsOf = (text: string): string[] => text.match(WORD) ?? [];
+/** The words of a text as they are tagged: runs of taggable characters. */
+export const wordsOf = (text: string): string[] => text.match(TAGGABLE_WORD) ?? [];
+
+/** Whether every letter and digit of `text` is taggable, so its tagged words find what its untagged words find. */
+export const taggable = (text: string): boolean => !UNTAGGABLE.test(text);
 
 const TAG_LENGTH = 8;
 const tags = new Map<string, string>();
@@ -128,7 +142,9 @@ export function indexMessage(db: Db, rowid: number, timestamp: string, text: Sea
   const layout = shardLayout(db);
   const k = shardOf(layout, rowid);
   const scoped = isScoped(layout, k);
-  const span = prepared(db, 'SELECT first_at, last_at FROM search_shards WHERE k = ?').get(k) as { first_at: string | null; last_at: string | null } | undefined;
+  const span = prepared(db, 'SELECT first_at, last_at, merged FROM search_shards WHERE k = ?').get(k) as { first_at: string | null; last_at: string | null; merged: number } | undefined;
+  // A merged shard written to again (an attachment's text indexed later) is merged again (src/db/search-merge.ts).
+  if (span?.merged === 1) prepared(db, 'UPDATE search_shards SET merged = 0 WHERE k = ?').run(k);
   if (!span) {
     prepared(db, 'INSERT INTO search_shards (k, first_at, last_at) VALUES (?, ?, ?)').run(k, timestamp, timestamp);
     if (k !== LEGACY_SHARD) {

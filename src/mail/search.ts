@@ -29,7 +29,7 @@ import { messageItems } from './messages.js';
 import { LISTED_THREAD_COLUMNS, listedSummaries, type ListedThreadRow } from './threads.js';
 import { MESSAGE_ITEM_COLUMNS, type MessageItem, type MessageRow, type ThreadItem } from './serialize.js';
 import { prepared } from '../db/statements.js';
-import { byShard, isScoped, PLAIN_COLUMNS, SCOPED_COLUMNS, scopeTag, shardCeiling, shardFloor, shardLayout, shardOf, shardSpan, shardsAbove, shardsFrom, shardTable, wordsOf, type ShardLayout } from './search-index.js';
+import { byShard, isScoped, PLAIN_COLUMNS, SCOPED_COLUMNS, scopeTag, shardCeiling, shardFloor, shardLayout, shardOf, shardSpan, shardsAbove, shardsFrom, shardTable, taggable, wordsOf, type ShardLayout } from './search-index.js';
 
 export const MAX_QUERY_LENGTH = 512;
 /** Column weights for bm25: subject, participants, body (and their scoped words in a scoped shard). */
@@ -53,12 +53,12 @@ const SHARD_SCOPE_SCAN = 4 * SHARD_SCOPE;
 const SHARD_SCOPE_INBOXES = 32;
 /**
  * A search of at most this many inboxes matches their tagged words in a scoped shard (one phrase
- * per inbox and query word, src/mail/search-index.ts), while those phrases are at most
- * SCOPED_PHRASES; a wider one matches the untagged words. (A query of 256 one-letter words over 16
- * inboxes took 0.65 s tagged against 0.15 s untagged.)
+ * per inbox and query word, src/mail/search-index.ts), while those phrases hold at most
+ * SCOPED_TOKENS words in all; a wider one matches the untagged words. (A query of 256 one-letter
+ * words over 16 inboxes took 0.65 s tagged against 0.15 s untagged.)
  */
 const SCOPED_INBOXES = 16;
-const SCOPED_PHRASES = 64;
+const SCOPED_TOKENS = 64;
 /** Above every rowid: the top of the first band. */
 const NO_TOP = Number.MAX_SAFE_INTEGER;
 const VISIBLE = visibleSql('m', SEARCH_VISIBILITY);
@@ -73,9 +73,10 @@ export function ftsQuery(q: string): string | null {
   return phrases.length ? phrases.join(' ') : null;
 }
 
-/** The searchable words of a query: each without its trailing `*`, which `prefix` records. */
+/** The searchable words of a query: each without its trailing `*`, which `prefix` records. Control characters separate words (a NUL would end FTS5's query text). */
 function queryWords(q: string): { text: string; prefix: boolean }[] {
   return q
+    .replace(/\p{Cc}/gu, ' ')
     .split(/\s+/)
     .filter((word) => /[\p{L}\p{N}]/u.test(word))
     .map((word) => {
@@ -97,6 +98,17 @@ function scopedQuery(q: string, inboxIds: readonly string[]): string {
   return `${SCOPED_COLUMNS} : (${words.join(' AND ')})`;
 }
 
+/**
+ * Whether a search matches tagged words in scoped shards: a few inboxes, a bounded number of
+ * tagged words, and every letter and digit of the query taggable. Its page tokens carry the
+ * answer, since scores of tagged and untagged words differ (`rankedResults`).
+ */
+function isNarrow(r: SearchRequest): boolean {
+  if (r.inboxIds.length > SCOPED_INBOXES || !taggable(r.q)) return false;
+  const words = queryWords(r.q).reduce((n, { text }) => n + wordsOf(text).length, 0);
+  return r.inboxIds.length * words <= SCOPED_TOKENS;
+}
+
 /** How one shard is searched: the FTS5 query, and whether the shard has the scoped columns. */
 interface ShardQuery {
   match: string;
@@ -108,8 +120,7 @@ interface ShardQuery {
  * inboxes matches their tagged words; a scoped shard searched wider matches only its untagged
  * columns; an older shard has only those.
  */
-function shardQueries(r: SearchRequest, layout: ShardLayout, plain: string): (k: number) => ShardQuery & { tagged: boolean } {
-  const narrow = r.inboxIds.length <= SCOPED_INBOXES && r.inboxIds.length * queryWords(r.q).length <= SCOPED_PHRASES;
+function shardQueries(r: SearchRequest, layout: ShardLayout, plain: string, narrow: boolean): (k: number) => ShardQuery & { tagged: boolean } {
   let tagged: string | null = null;
   return (k) => {
     if (!isScoped(layout, k)) return { match: plain, scoped: false, tagged: false };
@@ -301,13 +312,17 @@ const staleCursor = () =>
 function rankedResults(db: Db, r: SearchRequest, keyOf: (h: BandRow) => string, once: boolean): { key: string; cursor: Cursor }[] | null {
   const match = ftsQuery(r.q);
   if (match === null || r.inboxIds.length === 0) return null;
-  if (r.cursor && (r.cursor.length !== 4 || !r.cursor.every((v) => typeof v === 'number'))) throw staleCursor();
+  // A token's fifth member says whether its scores are of tagged words: one made before the scope
+  // crossed SCOPED_INBOXES (an inbox created or deleted between pages) would compare scores of the
+  // other kind, so it is stale.
+  const narrow = isNarrow(r) ? 1 : 0;
+  if (r.cursor && (r.cursor.length !== 5 || !r.cursor.every((v) => typeof v === 'number') || r.cursor[4] !== narrow)) throw staleCursor();
   const want = r.limit + 1;
   const results: { key: string; cursor: Cursor }[] = [];
   let [index, top] = r.cursor ? [r.cursor[0] as number, r.cursor[1] as number] : [0, NO_TOP];
   let after: [number, number] | null = r.cursor ? [r.cursor[2] as number, r.cursor[3] as number] : null;
   const layout = shardLayout(db);
-  const queryOf = shardQueries(r, layout, match);
+  const queryOf = shardQueries(r, layout, match, narrow === 1);
   // The scope gathered whole (smallScope), once a shard whose words are not tagged needs it.
   let small: Map<number, number[]> | null | undefined;
   // Results already shown in a band this walk passed: a later band skips them without a query.
@@ -325,7 +340,7 @@ function rankedResults(db: Db, r: SearchRequest, keyOf: (h: BandRow) => string, 
       // for the scope in the shard costs about what the match costs when it finds nothing.
       scopeIds = (r.before || r.after) && !scopeInShard(db, r, k) ? undefined : null;
     } else {
-      small ??= smallScope(db, r);
+      if (small === undefined) small = smallScope(db, r); // null (too large to gather) is an answer too
       scopeIds = small ? small.get(k) : shardScope(db, r, layout, k);
     }
     // A scope with nothing in this shard: no match here can pass.
@@ -343,7 +358,7 @@ function rankedResults(db: Db, r: SearchRequest, keyOf: (h: BandRow) => string, 
         seen.add(key);
         if (!isAfter(hit[1], hit[0], after)) continue;
         if (once && (listedEarlier.has(key) || listedBeforeStart?.(key))) continue;
-        results.push({ key, cursor: [index, next.top, hit[1], hit[0]] });
+        results.push({ key, cursor: [index, next.top, hit[1], hit[0], narrow] });
         if (results.length === want) return results; // leaving the loop ends the statement
       }
       if (once) for (const key of seen) listedEarlier.add(key);

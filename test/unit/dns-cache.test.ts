@@ -98,3 +98,17 @@ t.test('an answer larger than the cache keeps is asked again each time', async (
   await resolve('big.test', 'TXT');
   t.equal(ns.asked.filter((n) => n === 'big.test').length, 2 * once, 'not kept: asked again');
 });
+
+t.test('names compare case-insensitively in ASCII only, and each caller gets its own error', async (t) => {
+  const ns = await nameServer(t);
+  const resolve = cachingResolver(dnsResolver([ns.server]), () => 0);
+  await t.rejects(resolve('xΣ1.example', 'TXT'));
+  await t.rejects(resolve('xς1.example', 'TXT'));
+  t.equal(ns.asked.length, 2, 'a Greek capital sigma and a final sigma are different names to DNS: two questions');
+  const [a, b] = await Promise.allSettled([resolve('gone.test', 'TXT'), resolve('gone.test', 'TXT')]);
+  const [ea, eb] = [(a as PromiseRejectedResult).reason as Error & { code: string; spfResult?: unknown }, (b as PromiseRejectedResult).reason as Error & { code: string; spfResult?: unknown }];
+  t.equal(ea.code, 'ENOTFOUND');
+  t.not(ea, eb, 'two errors, not one shared');
+  ea.spfResult = { result: 'none' };
+  t.equal(eb.spfResult, undefined, 'what one caller writes on its error the other does not see');
+});

@@ -15,7 +15,7 @@ import { deleteMessage } from '../../src/mail/messages.js';
 import { deleteThread } from '../../src/mail/threads.js';
 import { deleteInbox } from '../../src/mail/inboxes.js';
 import { searchMessages, searchThreads } from '../../src/mail/search.js';
-import { mergeFullShards } from '../../src/db/search-merge.js';
+import { mergeFullShards, ShardMergeSchedule } from '../../src/db/search-merge.js';
 import { LEGACY_SHARD, scopeTag, shardLayout, shardOf, shardTable } from '../../src/mail/search-index.js';
 import type { Cursor } from '../../src/core/pagination.js';
 import { parseMime } from '../../workers/pool/parse.js';
@@ -267,6 +267,15 @@ t.test('scoped words: split as the tokenizer splits them, one inbox\'s postings 
       t.same(found, ['<a1@x.org>'], `${JSON.stringify(q)}, ${scope} scope: found`);
     }
   }
+  // Letters the index's tokenizer may not know (a script newer than its tables) and combining
+  // accents (NFD): a query holding them is searched by its untagged words, and finds the same.
+  store(A, '<a3@x.org>', 'Decomposed re\u0301union and 𞤀𞤁 kite plus café\u0301');
+  for (const q of ['réunion', 're\u0301union', '𞤀*', '𞤀𞤁', 'kite 𞤀𞤁', '𞤀𞤁 kit*', 'cafe', 'µ', 'kite\u0000x']) {
+    const found = (inboxes: string[]) => searchMessages(db, { q, inboxIds: inboxes, limit: 10, cursor: null }).items.map((m) => m.message_id).sort();
+    t.same(found([A]), found(wide).filter((id) => id.startsWith('<a')), `${JSON.stringify(q)}: a narrow scope finds what a wide one finds in it`);
+  }
+  t.same(searchMessages(db, { q: 'réunion', inboxIds: [A], limit: 10, cursor: null }).items.map((m) => m.message_id).sort(), ['<a1@x.org>', '<a3@x.org>'], 'composed and decomposed accents alike');
+  t.same(searchMessages(db, { q: '𞤀*', inboxIds: [A], limit: 10, cursor: null }).items.map((m) => m.message_id), searchMessages(db, { q: '𞤀*', inboxIds: wide, limit: 10, cursor: null }).items.map((m) => m.message_id), 'a prefix of an unknown letter never becomes a bare tag matching every word');
   for (const q of ['10.31', 'user@host.examples', 'réunions']) t.same(searchMessages(db, { q, inboxIds: [A], limit: 5, cursor: null }).items, [], `${JSON.stringify(q)}: not found`);
   // A tagged word is not a word of the mail: searched literally, it finds nothing in either scope.
   for (const inboxes of [[A], wide]) t.same(searchMessages(db, { q: `${scopeTag(A)}osprey`, inboxIds: inboxes, limit: 5, cursor: null }).items, [], `a tagged word searched literally (${inboxes.length} inboxes): nothing`);
@@ -307,4 +316,41 @@ for (const [way, scopedFrom] of LAYOUTS) t.test(`a full shard's segments are mer
   t.equal(indexedRows(db, {}), db.prepare('SELECT count(*) FROM messages').pluck().get(), 'every message indexed once');
   const result = db.prepare("INSERT INTO messages_fts_5 (messages_fts_5, rank) VALUES ('integrity-check', 0)").run();
   t.ok(result, 'the merged index passes FTS5 integrity-check');
+});
+
+t.test('a page token of tagged scores is stale once the scope is searched by untagged words; a long dotted word is not searched by tag', async (t) => {
+  const db = openDatabase(path.join(tempDir(), 'svc.db'), randomBytes(32), { migrate: true });
+  t.teardown(() => db.close());
+  const inboxes = Array.from({ length: 17 }, (_, i) => `i${i}@example.com`);
+  for (const id of inboxes) insertInbox(db, id);
+  const template = await parseMime(new TextEncoder().encode(`From: a@example.net\r\nTo: ${A}\r\nSubject: x\r\nMessage-ID: <t@example.net>\r\n\r\nbody\r\n`));
+  db.transaction(() => {
+    for (let i = 0; i < 60; i++) {
+      const at = new Date(Date.UTC(2026, 2, 1) + i * 60_000).toISOString();
+      commitInbound(db, { inboxId: inboxes[i % 16]!, parsed: { ...template, messageId: `<p${i}@x.org>`, subject: `Heron ${i}`, text: `heron ${'a.'.repeat(i % 3)} note ${i}`, date: at }, raw: new TextEncoder().encode('x'), sourceKey: `p${i}`, receivedAt: at });
+    }
+  })();
+  const sixteen = inboxes.slice(0, 16);
+  const first = searchMessages(db, { q: 'heron', inboxIds: sixteen, limit: 10, cursor: null });
+  t.ok(first.next, 'a first page of sixteen inboxes');
+  t.same(searchMessages(db, { q: 'heron', inboxIds: sixteen, limit: 10, cursor: first.next }).items.length, 10, 'the token goes on with the same scope');
+  t.throws(() => searchMessages(db, { q: 'heron', inboxIds: inboxes, limit: 10, cursor: first.next }), { code: 'page_token_stale' }, 'a seventeenth inbox between pages: stale, not a page scored the other way');
+  // 256 one-letter words in one whitespace-separated word, over 16 inboxes: searched by its untagged words.
+  const dotted = Array.from({ length: 256 }, () => 'a').join('.');
+  const t0 = performance.now();
+  const wide = searchMessages(db, { q: `heron ${dotted}`, inboxIds: sixteen, limit: 10, cursor: null });
+  t.same(wide.items, [], 'nothing has 256 a in a row');
+  t.ok(performance.now() - t0 < 10_000, 'answered');
+  t.equal(wide.next, null);
+});
+
+t.test('a merge step that fails in SQLite is tried again later and never stops the loop that runs it', async (t) => {
+  const db = await filled(0);
+  t.teardown(() => db.close());
+  const full = (db.prepare('SELECT k FROM search_shards ORDER BY k DESC').pluck().all() as number[])[1]!;
+  db.exec(`DROP TABLE ${shardTable(full)}`);
+  t.throws(() => mergeFullShards(db, Number.POSITIVE_INFINITY), /no such table/, 'the damaged shard fails its merge');
+  const schedule = new ShardMergeSchedule();
+  t.equal(schedule.runIfDue(db, 1_000), null, 'the schedule keeps going');
+  t.equal(schedule.runIfDue(db, 2_000), null, 'and waits before trying again');
 });

@@ -2,8 +2,8 @@
  * The webhooks loop (spec §8: every second; also woken on new events). Each pass:
  *
  *   wake → the retention pass when due (src/db/retention.ts: the event log, keeping what enabled
- *   webhooks still need, and every other table that would grow) → a quarter second of merging
- *   full search shards when due (src/db/search-merge.ts) → for every
+ *   webhooks still need, and every other table that would grow) → one step of merging a full
+ *   search shard when due (src/db/search-merge.ts) → for every
  *   enabled webhook with new events or a retry that is due and no delivery running, start a
  *   drain → sleep until the next retry is due (at most a second).
  *
