@@ -348,7 +348,8 @@ function rankedResults(db: Db, r: SearchRequest, keyOf: (h: BandRow) => string, 
       if (few) scopeIds = few.has(k) ? null : undefined;
       else scopeIds = (r.before || r.after) && !scopeInShard(db, r, k) ? undefined : null;
     } else {
-      if (small === undefined) small = smallScope(db, r); // null (too large to gather) is an answer too
+      // null (too large to gather) is an answer too; a scope the tagged shards gathered is the whole scope already.
+      if (small === undefined) small = few ?? smallScope(db, r);
       scopeIds = small ? small.get(k) : shardScope(db, r, layout, k);
     }
     // A scope with nothing in this shard: no match here can pass.
