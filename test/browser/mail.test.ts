@@ -187,13 +187,49 @@ t.test('forward sends the original with its attachment', async (t) => {
   t.match(got, [{ subject: /^Fwd: Quarterly numbers/, attachments: [{}] }]);
 });
 
-t.test('deleting a thread removes it', async (t) => {
+t.test('deleting a thread removes it, even when a list update asked for before the delete is answered after it', async (t) => {
   await page.goto(`${svc.url}/inboxes/${encodeURIComponent('other@local.test')}`);
-  await page.locator('[data-testid="threads"] .mail-row', { hasText: 'Lunch plans' }).click();
+  await page.locator('[data-live="live"]').waitFor();
+  const lunch = page.locator('[data-testid="threads"] .mail-row', { hasText: 'Lunch plans' });
+  await lunch.click();
+  // Every list request made before the delete (the live updates for the mail delivered below)
+  // is answered by the service at once, but the answer reaches the page only after the thread
+  // was deleted. A full CI run once lost this race by itself: the old list put the deleted thread
+  // back.
+  let fetched!: () => void;
+  const wasFetched = new Promise<void>((r) => (fetched = r));
+  let release!: () => void;
+  const released = new Promise<void>((r) => (release = r));
+  const held: Promise<void>[] = [];
+  let holding = true;
+  const isList = (url: URL) => url.pathname === '/v0/owner/mail/threads';
+  await page.route(isList, async (route) => {
+    if (!holding) return route.continue();
+    let done!: () => void;
+    held.push(new Promise<void>((r) => (done = r)));
+    const response = await route.fetch();
+    t.match(await response.text(), /Lunch plans/, 'a held answer still lists the thread');
+    fetched();
+    await released;
+    await route.fulfill({ response });
+    done();
+  });
+  await deliver({ from: 'Carol <carol@elsewhere.test>', to: 'other@local.test', subject: 'Late arrival', text: 'One more.' });
+  await wasFetched;
+  // The live update may ask more than once: the later ones are held too.
+  await page.evaluate(() => new Promise((r) => setTimeout(r, 500)));
+  holding = false;
   page.once('dialog', (d) => void d.accept());
   await page.getByRole('button', { name: 'Delete thread' }).click();
   await page.getByRole('heading', { name: 'other@local.test' }).waitFor();
-  await page.locator('[data-testid="threads"] .mail-row', { hasText: 'Lunch plans' }).waitFor({ state: 'detached' });
+  await lunch.waitFor({ state: 'detached' });
+  release();
+  await Promise.all(held);
+  await page.locator('[data-testid="threads"] .mail-row', { hasText: 'Late arrival' }).waitFor({ timeout: DELIVERY_MS });
+  // Let the page draw whatever the held answers would make of the list.
+  await page.evaluate(() => new Promise((r) => setTimeout(r, 300)));
+  t.equal(await lunch.count(), 0, 'the deleted thread stays out of the list');
+  await page.unroute(isList);
   const res = await api<{ threads: { subject: string }[] }>(svc.url, 'GET', '/v0/inboxes/other%40local.test/threads', { token: svc.ownerToken });
   t.notOk(res.body.threads.some((x) => x.subject === 'Lunch plans'));
 });

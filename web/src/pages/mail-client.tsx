@@ -377,10 +377,15 @@ export function MailPage({ scope, openThread, search }: { scope: MailScope; open
     if (openId && wide()) open(i);
   };
 
-  /** Takes the thread out of this view (archive, trash, delete) and selects the one after it. */
+  /**
+   * Takes the thread out of this view (archive, trash, delete) and selects the one after it. A
+   * page asked for before the change (a live update in flight) would bring the thread back, so
+   * the first page is asked for again: `reload` drops every answer to an earlier request.
+   */
   const removeFromList = (threadId: string) => {
     const i = items.findIndex((t) => t.thread_id === threadId);
     setList((l) => ({ ...l, items: l.items.filter((t) => t.thread_id !== threadId) }));
+    reload(true);
     unread.reload();
     const next = items.filter((t) => t.thread_id !== threadId)[Math.max(0, i)] as ThreadItem | undefined;
     if (openId === threadId) {
