@@ -281,6 +281,7 @@ interface Round {
   usage_90d: number[];
   usage_90d_key: number[];
   events_1d: number[];
+  events_1d_hourly: number[];
   events_90d: number[];
   counts: number[];
   paint: number[];
@@ -334,6 +335,8 @@ async function measure(h: Home, salt: number): Promise<Round> {
     const usage90d = await timed(svc.url, owner, METRIC_REQUESTS, (i) => `/v0/metrics/usage?start=${enc(new Date(ends(i) - 89 * DAY_MS).toISOString())}&end=${enc(new Date(ends(i)).toISOString())}`);
     const usage90dKey = await timed(svc.url, h.apiKey, METRIC_REQUESTS, (i) => `/v0/metrics/usage?start=${enc(new Date(ends(i) - 89 * DAY_MS).toISOString())}&end=${enc(new Date(ends(i)).toISOString())}`);
     const events1d = await timed(svc.url, owner, METRIC_REQUESTS, (i) => `/v0/metrics/events?end=${enc(new Date(ends(i)).toISOString())}`);
+    // The Dashboard's form: a day in hourly buckets (the answer has at most 24 points a type, whatever the day holds).
+    const events1dHourly = await timed(svc.url, owner, METRIC_REQUESTS, (i) => `/v0/metrics/events?period=3600&end=${enc(new Date(ends(i)).toISOString())}`);
     const events90d = await timed(svc.url, owner, METRIC_REQUESTS, (i) => `/v0/metrics/events?period=86400&start=${enc(new Date(ends(i) - 89 * DAY_MS).toISOString())}&end=${enc(new Date(ends(i)).toISOString())}`);
     // Counts take no window, so only the first request is uncached: it is the figure (no warm-up).
     const t0Counts = performance.now();
@@ -368,6 +371,7 @@ async function measure(h: Home, salt: number): Promise<Round> {
       usage_90d: usage90d,
       usage_90d_key: usage90dKey,
       events_1d: events1d,
+      events_1d_hourly: events1dHourly,
       events_90d: events90d,
       counts,
       paint,
@@ -418,13 +422,14 @@ const n = (size: number) => size.toLocaleString('en-US');
 function figures(h: Home, r: Round, final: ReturnType<typeof finalFigures> | null, smallest: boolean): Metric[] {
   const k = (key: string) => `${key}_${h.size}`;
   const at = ` — ${n(h.size)} messages`;
-  const latency = (key: string, label: string, value: number, metricsTarget = false): Metric => ({
+  /** `ratioTarget` false: the answer itself grows with the stored mail, so only the 50 ms target applies. */
+  const latency = (key: string, label: string, value: number, metricsTarget = false, ratioTarget = true): Metric => ({
     key: k(key),
     label: label + at,
     unit: 'ms',
     better: 'lower',
     svc: value,
-    target: [...(smallest ? [] : [{ op: '<=' as const, value: 1.5, of: 'ratio' as const, issue: 37 }]), ...(metricsTarget ? [{ op: '<=' as const, value: 50, issue: 37 }] : [])],
+    target: [...(smallest || !ratioTarget ? [] : [{ op: '<=' as const, value: 1.5, of: 'ratio' as const, issue: 37 }]), ...(metricsTarget ? [{ op: '<=' as const, value: 50, issue: 37 }] : [])],
   });
   const out: Metric[] = [
     { key: k('seed_msgs_per_s'), label: `Seeding rate through commitInbound${at}`, unit: 'msg/s', better: 'higher', svc: round(h.size / h.seedSeconds, 0) },
@@ -449,7 +454,10 @@ function figures(h: Home, r: Round, final: ReturnType<typeof finalFigures> | nul
     latency('usage_90d_p50_ms', 'Owner usage metrics, 90 days (daily) p50', p50(r.usage_90d), true),
     latency('usage_90d_max_ms', `Owner usage metrics, 90 days, slowest of ${METRIC_REQUESTS}`, round(Math.max(...r.usage_90d), 1), true),
     latency('usage_90d_key_p50_ms', 'Usage metrics of a message_read key (hidden mail left out), 90 days p50', p50(r.usage_90d_key), true),
-    latency('events_1d_p50_ms', 'Owner event metrics, 1 day (per event time) p50', p50(r.events_1d), true),
+    latency('events_1d_hourly_p50_ms', 'Owner event metrics, 1 day (hourly, as the Dashboard asks) p50', p50(r.events_1d_hourly), true),
+    // One point per distinct event time, up to 1,000 a type: the day holds 100 times the events at
+    // 1,000,000 messages (the seeded history spreads them evenly), so the answer does too.
+    latency('events_1d_p50_ms', 'Owner event metrics, 1 day (one point per event time: the answer grows with the day\'s mail) p50', p50(r.events_1d), true, false),
     latency('events_90d_p50_ms', 'Owner event metrics, 90 days (daily) p50', p50(r.events_90d), true),
     latency('events_90d_max_ms', `Owner event metrics, 90 days, slowest of ${METRIC_REQUESTS}`, round(Math.max(...r.events_90d), 1), true),
     latency('counts_ms', 'Live counts (unread, awaiting approval), first request', round(r.counts[0]!, 1), true),
