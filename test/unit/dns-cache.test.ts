@@ -31,16 +31,28 @@ async function nameServer(t: Test): Promise<{ server: string; asked: string[] }>
     void send(response);
   };
   // UDP and TCP on one port (a large answer is truncated over UDP and asked again over TCP): the
-  // UDP port chosen by the system, the TCP server then bound to the same number.
-  const udp = dns2.createServer({ udp: true, handle });
-  const port = (await udp.listen({ udp: { port: 0, address: '127.0.0.1' } })).udp!.port;
-  const tcp = dns2.createServer({ tcp: true, handle });
-  await tcp.listen({ tcp: { port, address: '127.0.0.1' } });
-  t.teardown(async () => {
-    await udp.close();
-    await tcp.close();
-  });
-  return { server: `127.0.0.1:${port}`, asked };
+  // UDP port chosen by the system, the TCP server then bound to the same number. Another test's
+  // connection may hold that number as its TCP port; then both close and a new UDP port is tried.
+  for (let attempt = 1; ; attempt++) {
+    const udp = dns2.createServer({ udp: true, handle });
+    const port = (await udp.listen({ udp: { port: 0, address: '127.0.0.1' } })).udp!.port;
+    const tcp = dns2.createServer({ tcp: true, handle });
+    const bound = await new Promise<boolean>((resolve) => {
+      tcp.once('error', () => resolve(false));
+      void tcp.listen({ tcp: { port, address: '127.0.0.1' } }).then(() => resolve(true));
+    });
+    if (!bound) {
+      await udp.close();
+      void tcp.close();
+      if (attempt === 20) throw new Error('no port free for both UDP and TCP after 20 tries');
+      continue;
+    }
+    t.teardown(async () => {
+      await udp.close();
+      await tcp.close();
+    });
+    return { server: `127.0.0.1:${port}`, asked };
+  }
 }
 
 t.test('an answer is asked once per TTL; concurrent questions share one query; names are case-insensitive', async (t) => {
