@@ -213,25 +213,26 @@ export function countMetricEvents(
     if (source === 'counters' && w.periodS !== null && w.periodS % 3_600 === 0 && hourlyFrom < hourlyTo) {
       // Whole hours from the stored counters; the partial hours at either end from the messages
       // (at most an hour each). Each holds at most one bucket per type, so no limit applies there.
-      const sums = new Map<string, number>();
-      const add = (type: string, b: number | string, n: number) => sums.set(`${type}\n${b}`, (sums.get(`${type}\n${b}`) ?? 0) + n);
+      // The counters are summed into the window's buckets by SQLite: a busy home has a row per
+      // hour and label set, several thousand in 90 days, and only a few rows per bucket come back.
+      const sums = new Map<MetricEventType, Map<number, number>>(messageTypes.map((t) => [t, new Map()]));
+      const add = (type: MetricEventType, b: number, n: number) => {
+        const buckets = sums.get(type)!;
+        buckets.set(b, (buckets.get(b) ?? 0) + n);
+      };
       const c = counterTables(coversHome(db, inboxIds), 'metric');
-      const hours = prepared(
+      const buckets = prepared(
         db,
-        `SELECT ${HOUR_EPOCH_SQL} AS b, bits, sum(messages) AS n FROM ${c.hours}
-          WHERE ${c.where} AND hour >= @from AND hour < @to GROUP BY hour, bits`,
-      ).all({ ids: JSON.stringify(inboxIds), from: hourOf(hourlyFrom), to: hourOf(hourlyTo) }) as { b: number; bits: number; n: number }[];
-      for (const row of hours) {
-        const bucket = Math.floor(row.b / w.periodS) * w.periodS;
-        for (const t of messageTypes) if (row.n > 0 && (row.bits & EVENT_BITS[t][0]) === EVENT_BITS[t][1]) add(t, bucket, row.n);
+        `SELECT ${HOUR_EPOCH_SQL} / CAST(@period AS INTEGER) * CAST(@period AS INTEGER) AS b, bits, sum(messages) AS n FROM ${c.hours}
+          WHERE ${c.where} AND hour >= @from AND hour < @to GROUP BY 1, bits`,
+      ).all({ ids: JSON.stringify(inboxIds), from: hourOf(hourlyFrom), to: hourOf(hourlyTo), period: w.periodS }) as { b: number; bits: number; n: number }[];
+      for (const row of buckets) {
+        for (const t of messageTypes) if (row.n > 0 && (row.bits & EVENT_BITS[t][0]) === EVENT_BITS[t][1]) add(t, row.b, row.n);
       }
       for (const [from, to] of [[w.startMs, hourlyFrom], [hourlyTo, w.endMs]] as const) {
-        if (from < to) for (const row of scanEvents(db, inboxIds, messageTypes, { ...w, startMs: from, endMs: to, limit: MAX_METRICS_BUCKETS })) add(row.type, row.b, row.n);
+        if (from < to) for (const row of scanEvents(db, inboxIds, messageTypes, { ...w, startMs: from, endMs: to, limit: MAX_METRICS_BUCKETS })) add(row.type, Number(row.b), row.n);
       }
-      for (const [key, n] of sums) {
-        const [type, b] = key.split('\n') as [MetricEventType, string];
-        if (n > 0) perType.get(type)!.push({ b: Number(b), n });
-      }
+      for (const [type, byBucket] of sums) for (const [b, n] of byBucket) if (n > 0) perType.get(type)!.push({ b, n });
     } else {
       for (const row of scanEvents(db, inboxIds, messageTypes, w)) perType.get(row.type)!.push(row);
     }
