@@ -28,7 +28,7 @@ import { commitInbound } from '../src/mail/store.js';
 import { mergeFullShards } from '../src/db/search-merge.js';
 import { updateMessageLabels } from '../src/mail/messages.js';
 import { parseMime, type ParsedMail } from '../workers/pool/parse.js';
-import { callJson, percentile, readSyscalls, root, round, rssMiB, running, spawnUntil, type Child, type Metric } from './util.js';
+import { callJson, ensureChromium, percentile, readSyscalls, root, round, rssMiB, running, spawnUntil, type Child, type Metric } from './util.js';
 
 export const DEFAULT_SIZES = [10_000, 1_000_000];
 const INBOXES = 50;
@@ -487,6 +487,7 @@ function figures(h: Home, r: Round, final: ReturnType<typeof finalFigures> | nul
 /** Seeds every size once, measures `runs` rounds on each, then the once-only figures; each figure's baseline is the smallest size's. */
 export async function benchScale(runs: number): Promise<{ runs: Metric[][]; notes: string[] }> {
   const sizes = scaleSizes();
+  ensureChromium(); // the first paint of each size needs it; seeding a large home takes half an hour
   const homes: Home[] = [];
   const kept = keptHomes();
   try {

@@ -1,5 +1,5 @@
 /** Shared pieces of the benchmarks: child processes, the fastify hello-world baseline, statistics. */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -7,6 +7,16 @@ import readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/**
+ * Chromium at /usr/bin/chromium, installed by scripts/ensure-chromium.sh when missing (as the
+ * browser tests get it); throws when it cannot be had, so a benchmark that paints fails before its
+ * seeding rather than after it.
+ */
+export function ensureChromium(): void {
+  const ensure = spawnSync(path.join(root, 'scripts', 'ensure-chromium.sh'), { stdio: ['ignore', 'inherit', 'inherit'], timeout: 600_000 });
+  if (ensure.status !== 0) throw new Error('scripts/ensure-chromium.sh could not provide Chromium at /usr/bin/chromium (see its message above)');
+}
 
 /**
  * Every process spawnUntil started that has not exited yet, so the runner can sample the memory of

@@ -16,6 +16,7 @@ import readline from 'node:readline';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { ensureChromium } from './util.js';
 import { unlockHome } from '../src/keys/unlock.js';
 import { openDatabase } from '../src/db/open.js';
 import { commitInbound } from '../src/mail/store.js';
@@ -101,6 +102,7 @@ const pct = (values: number[], p: number) => {
 };
 
 async function main(): Promise<void> {
+  ensureChromium();
   const home = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'svc-web-bench-')), 'home');
   let svc = await serve(home, true);
   const token = (JSON.parse(fs.readFileSync(path.join(home, 'connection.json'), 'utf8')) as { owner_token: string }).owner_token;
