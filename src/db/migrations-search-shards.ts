@@ -48,3 +48,33 @@ export const SCOPED_SHARDS_MIGRATION = `
   UPDATE search_layout SET scoped_from = coalesce((SELECT max(k) + 1 FROM search_shards WHERE k >= 0), 0);
   ALTER TABLE search_shards ADD COLUMN merged INTEGER NOT NULL DEFAULT 0;
 `;
+
+/** The hidden labels as an SQL list, as they were when migration 37 was written (spam, blocked, unauthenticated, trash). */
+const HIDDEN_AT_37 = "'spam', 'blocked', 'unauthenticated', 'trash'";
+
+/**
+ * Migration 37: a search of one inbox checks each match in a dense index instead of its message's
+ * row. Search looks up every match of a band to check its inbox and visibility and to take its
+ * thread; the message row is about a page of its own at scale (an inbox's mail lies among every
+ * other inbox's), and its labels another, so a band of a few matches in each of eight shards read
+ * about 73 pages at 1,000,000 messages (docs/benchmarks.md, "Eleventh round"). `messages_search`
+ * holds (inbox_id, id, thread_id) of every message without a hidden label: an inbox's matches in
+ * a shard lie in one or two of its pages.
+ *
+ * `hidden` is 1 while the message carries a hidden label, kept by triggers on its labels whatever
+ * adds or removes one. It is the
+ * record's last column, after the bodies, so reading it from the row can cost the row's overflow
+ * pages: queries read it only through the index, where `hidden = 0` holds for every entry.
+ */
+export const SEARCH_KEYS_MIGRATION = `
+  ALTER TABLE messages ADD COLUMN hidden INTEGER NOT NULL DEFAULT 0;
+  UPDATE messages SET hidden = 1 WHERE id IN (SELECT message_rowid FROM message_labels INDEXED BY message_labels_label WHERE label IN (${HIDDEN_AT_37}));
+  CREATE INDEX messages_search ON messages (inbox_id, id, thread_id) WHERE hidden = 0;
+  CREATE TRIGGER message_labels_hidden_insert AFTER INSERT ON message_labels WHEN NEW.label IN (${HIDDEN_AT_37}) BEGIN
+    UPDATE messages SET hidden = 1 WHERE id = NEW.message_rowid AND hidden = 0;
+  END;
+  CREATE TRIGGER message_labels_hidden_delete AFTER DELETE ON message_labels WHEN OLD.label IN (${HIDDEN_AT_37}) BEGIN
+    UPDATE messages SET hidden = 0 WHERE id = OLD.message_rowid AND hidden = 1
+      AND NOT EXISTS (SELECT 1 FROM message_labels WHERE message_rowid = OLD.message_rowid AND label IN (${HIDDEN_AT_37}));
+  END;
+`;

@@ -20,7 +20,7 @@ import { METRIC_DAYS_MIGRATION } from './migrations-metric-days.js';
 import { MESSAGE_AUTH_MIGRATION } from './migrations-message-auth.js';
 import { INBOX_UNREAD_MIGRATION, INBOX_UNREAD_THREADS_MIGRATION, METRIC_HOURS_MIGRATION, METRIC_ROLLUPS_MIGRATION } from './migrations-metric-rollups.js';
 import { EVENT_BODIES_MIGRATION } from './migrations-event-bodies.js';
-import { SCOPED_SHARDS_MIGRATION, SEARCH_SHARDS_MIGRATION, SHARD_SPANS_MIGRATION } from './migrations-search-shards.js';
+import { SCOPED_SHARDS_MIGRATION, SEARCH_KEYS_MIGRATION, SEARCH_SHARDS_MIGRATION, SHARD_SPANS_MIGRATION } from './migrations-search-shards.js';
 
 export const MIGRATIONS: readonly string[] = [
   // 1: settings and the owner account
@@ -350,6 +350,8 @@ export const MIGRATIONS: readonly string[] = [
   THREAD_LISTING_MIGRATION,
   // 36: new search shards also index each message's words tagged with its inbox, so a search of a few inboxes reads only their postings (src/db/migrations-search-shards.ts)
   SCOPED_SHARDS_MIGRATION,
+  // 37: each visible message's (inbox_id, id, thread_id) in one index, so a search of one inbox checks its matches without reading their rows (src/db/migrations-search-shards.ts)
+  SEARCH_KEYS_MIGRATION,
 ];
 
 /**

@@ -246,19 +246,43 @@ function passingSql(r: SearchRequest, params: unknown[], scopeIds: number[] | nu
 }
 
 /**
+ * Whether a band checks its matches in `messages_search` (migration 37) instead of their rows: a
+ * search of one inbox without a time range. That index holds (inbox_id, id, thread_id) of every
+ * message without a hidden label, so a match passes when it has an entry there, and an inbox's
+ * entries in one shard lie in a page or two, where each message row is a page of its own at
+ * scale. A search of several inboxes would seek the index once per inbox and match, and a time
+ * range needs the row's timestamp: both check the row.
+ */
+const keyed = (r: SearchRequest): boolean => r.inboxIds.length === 1 && !r.before && !r.after;
+
+/**
  * The band of the newest BAND passing matches at or below rowid `top` in shard `k`, best first.
  * FTS5 is the outer loop in rowid order (CROSS JOIN), so bm25 runs only for passing matches of
  * the band, with the IDF of the shard's own messages (src/mail/search-index.ts).
  */
 function band(db: Db, query: ShardQuery, r: SearchRequest, scopeIds: number[] | null, top: number, k: number): IterableIterator<BandRow> {
   const table = shardTable(k);
-  const params: unknown[] = [query.match, top];
-  const passing = passingSql(r, params, scopeIds, table);
+  let join: string;
+  let passing: string;
+  const params: unknown[] = [];
+  if (keyed(r)) {
+    join = `messages m INDEXED BY messages_search ON m.inbox_id = ? AND m.id = ${table}.rowid AND m.hidden = 0`;
+    params.push(r.inboxIds[0], query.match, top);
+    passing = '1 = 1';
+    if (scopeIds) {
+      passing = `+${table}.rowid IN (SELECT value FROM json_each(?))`;
+      params.push(JSON.stringify(scopeIds));
+    }
+  } else {
+    join = `messages m ON m.id = ${table}.rowid`;
+    params.push(query.match, top);
+    passing = passingSql(r, params, scopeIds, table);
+  }
   return prepared(
     db,
     `WITH band AS MATERIALIZED (
        SELECT ${table}.rowid AS id, ${rank(table, query.scoped)} AS score, m.thread_id
-       FROM ${table} CROSS JOIN messages m ON m.id = ${table}.rowid
+       FROM ${table} CROSS JOIN ${join}
        WHERE ${table} MATCH ? AND ${table}.rowid <= ? AND ${passing}
        ORDER BY ${table}.rowid DESC LIMIT ${BAND})
      SELECT id, score, thread_id, (SELECT max(id) FROM band), (SELECT min(id) FROM band), (SELECT count(*) FROM band)

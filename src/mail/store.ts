@@ -135,8 +135,8 @@ export function commitInbound(db: Db, input: InboundMail): CommitResult {
       prepared(
         db,
         `INSERT INTO messages (inbox_id, thread_id, message_id, from_address, sender, to_addresses, cc_addresses, bcc_addresses, reply_to, subject, preview,
-           text, html, extracted_text, extracted_from, extracted_length, extracted_html, actions, manipulation, headers, in_reply_to, refs, size, timestamp, direction, source_key, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'inbound', ?, ?, ?)`,
+           text, html, extracted_text, extracted_from, extracted_length, extracted_html, actions, manipulation, headers, in_reply_to, refs, size, timestamp, direction, source_key, created_at, updated_at, hidden)
+         VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'inbound', ?, ?, ?, ?)`,
       ).run(
         inbox.inbox_id,
         threadId,
@@ -164,6 +164,8 @@ export function commitInbound(db: Db, input: InboundMail): CommitResult {
         input.sourceKey ?? null,
         timestamp,
         timestamp,
+        // Its hidden label is added below; set here, the row is not written twice (migration 37's trigger finds it set).
+        hidden.length > 0 ? 1 : 0,
       ).lastInsertRowid,
     );
 

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { openDatabase, type Db } from '../../src/db/open.js';
 import { commitInbound } from '../../src/mail/store.js';
-import { deleteMessage } from '../../src/mail/messages.js';
+import { deleteMessage, updateMessageLabels } from '../../src/mail/messages.js';
 import { deleteThread } from '../../src/mail/threads.js';
 import { deleteInbox } from '../../src/mail/inboxes.js';
 import { searchMessages, searchThreads } from '../../src/mail/search.js';
@@ -189,6 +189,73 @@ for (const [way, scopedFrom] of LAYOUTS) t.test(`a scope too large to gather who
       }
     }
   }
+});
+
+/** Messages whose `hidden` disagrees with their labels (migration 37); none when the triggers keep it. */
+const hiddenDrift = (db: Db) =>
+  db.prepare("SELECT count(*) FROM messages m WHERE m.hidden != EXISTS (SELECT 1 FROM message_labels l WHERE l.message_rowid = m.id AND l.label IN ('spam', 'blocked', 'unauthenticated', 'trash'))").pluck().get() as number;
+
+for (const [way, scopedFrom] of LAYOUTS) t.test(`a search of one inbox checks its matches in messages_search, which follows every hidden label added or removed (${way})`, async (t) => {
+  const db = await filled(scopedFrom);
+  t.teardown(() => db.close());
+  const template = await parseMime(new TextEncoder().encode(`From: a@example.net\r\nTo: ${A}\r\nSubject: x\r\nMessage-ID: <t@example.net>\r\n\r\nbody\r\n`));
+  const at = new Date(Date.UTC(2025, 0, 2)).toISOString();
+  commitInbound(db, { inboxId: A, parsed: { ...template, messageId: '<spam@x.org>', subject: 'Spam', text: 'osprey osprey', date: at }, raw: new TextEncoder().encode('Subject: s\r\n\r\nosprey\r\n'), sourceKey: 'spam', receivedAt: at, hiddenLabels: ['spam'] });
+  const label = (ids: string[], edit: { add?: string[]; remove?: string[] }) => updateMessageLabels(db, A, ids, ALL, { add: edit.add ?? [], remove: edit.remove ?? [] });
+  label(['<m0@x.org>', '<m1@x.org>', '<m150@x.org>'], { add: ['spam'] });
+  label(['<m2@x.org>', '<m151@x.org>', '<m153@x.org>'], { add: ['trash'] });
+  label(['<m153@x.org>'], { add: ['spam'] });
+  label(['<m153@x.org>', '<m2@x.org>'], { remove: ['trash'] }); // m153 stays hidden (spam), m2 is visible again
+  label(['<m1@x.org>'], { remove: ['spam'] });
+  t.equal(hiddenDrift(db), 0, 'hidden is 1 exactly for the messages with a hidden label');
+  const hidden = new Set(['<spam@x.org>', '<m0@x.org>', '<m150@x.org>', '<m151@x.org>', '<m153@x.org>']);
+  const visibleWithWord = new Set([...withWord(db, [A], 'osprey')].filter((id) => !hidden.has(id)));
+  t.ok(visibleWithWord.has('<m1@x.org>') && visibleWithWord.has('<m2@x.org>'), 'unlabelled mail is among the matches');
+
+  const plan = db.prepare(`EXPLAIN QUERY PLAN SELECT f.rowid, m.thread_id FROM messages_fts_1 AS f CROSS JOIN messages m INDEXED BY messages_search ON m.inbox_id = ? AND m.id = f.rowid AND m.hidden = 0 WHERE f.messages_fts_1 MATCH ? AND f.rowid <= ?`).all(A, 'osprey', 100) as { detail: string }[];
+  t.match(plan.map((p) => p.detail).join(' | '), /COVERING INDEX messages_search \(inbox_id=\? AND id=\?\)/, 'a match is checked in the index alone');
+
+  // A time range that takes in every message checks each row instead: the same pages, in the same order.
+  const everything = '2000-01-01T00:00:00.000Z';
+  for (const limit of [1, 4, 25]) {
+    const keyed = everyPage((cursor) => searchMessages(db, { q: 'osprey', inboxIds: [A], limit, cursor })).map((m) => m.message_id);
+    const rows = everyPage((cursor) => searchMessages(db, { q: 'osprey', inboxIds: [A], after: everything, limit, cursor })).map((m) => m.message_id);
+    t.same(new Set(keyed), visibleWithWord, `limit ${limit}: every visible match and no hidden one (${visibleWithWord.size})`);
+    t.same(keyed, rows, `limit ${limit}: messages in the order the rows give`);
+    const keyedThreads = everyPage((cursor) => searchThreads(db, { q: 'osprey', inboxIds: [A], limit, cursor })).map((th) => th.thread_id);
+    const rowThreads = everyPage((cursor) => searchThreads(db, { q: 'osprey', inboxIds: [A], after: everything, limit, cursor })).map((th) => th.thread_id);
+    t.same(keyedThreads, rowThreads, `limit ${limit}: threads in the order the rows give (${rowThreads.length})`);
+  }
+  // Deleting a hidden message and a visible one leaves no entry behind.
+  t.ok(deleteMessage(db, A, '<m150@x.org>', ALL) && deleteMessage(db, A, '<m1@x.org>', ALL), 'both deleted');
+  t.equal(db.prepare('SELECT count(*) FROM messages INDEXED BY messages_search WHERE hidden = 0').pluck().get(), db.prepare('SELECT count(*) FROM messages WHERE hidden = 0').pluck().get(), 'one entry per visible message');
+  t.notOk(searchMessages(db, { q: 'm1', inboxIds: [A], limit: 5, cursor: null }).items.length, 'a deleted message is not found');
+});
+
+t.test('an upgrade to schema 37 marks the messages that carry a hidden label and indexes the others', async (t) => {
+  const file = path.join(tempDir(), 'svc.db');
+  const key = randomBytes(32);
+  const old = databaseAtSchema(file, key, 36);
+  const NOW = '2026-01-01T00:00:00.000Z';
+  old.prepare('INSERT INTO inboxes (inbox_id, username, domain, created_at, updated_at) VALUES (?, ?, ?, ?, ?)').run(A, 'a', 'example.com', NOW, NOW);
+  old.prepare("INSERT INTO threads (thread_id, inbox_id, created_at, updated_at) VALUES ('th', ?, ?, ?)").run(A, NOW, NOW);
+  const insert = old.prepare("INSERT INTO messages (id, inbox_id, thread_id, message_id, to_addresses, size, timestamp, direction, created_at, updated_at) VALUES (?, ?, 'th', ?, '[]', 1, ?, 'inbound', ?, ?)");
+  const labels: Record<number, string[]> = { 1: ['received'], 2: ['received', 'spam'], 3: ['trash', 'unread'], 4: ['blocked'], 5: ['unauthenticated', 'spam'], 6: ['sent'] };
+  for (const [id, list] of Object.entries(labels)) {
+    insert.run(Number(id), A, `<m${id}@x>`, NOW, NOW, NOW);
+    for (const l of list) old.prepare('INSERT INTO message_labels (message_rowid, label) VALUES (?, ?)').run(Number(id), l);
+  }
+  old.close();
+
+  const db = openDatabase(file, key, { migrate: true });
+  t.teardown(() => db.close());
+  t.same(db.prepare('SELECT id FROM messages WHERE hidden = 1 ORDER BY id').pluck().all(), [2, 3, 4, 5], 'each message with a hidden label is marked');
+  t.same(db.prepare('SELECT id FROM messages INDEXED BY messages_search WHERE inbox_id = ? AND hidden = 0 ORDER BY id').pluck().all(A), [1, 6], 'the others are in the index');
+  db.prepare("DELETE FROM message_labels WHERE message_rowid = 5 AND label = 'spam'").run();
+  t.equal(db.prepare('SELECT hidden FROM messages WHERE id = 5').pluck().get(), 1, 'still hidden while another hidden label stays');
+  db.prepare("DELETE FROM message_labels WHERE message_rowid = 5").run();
+  t.equal(db.prepare('SELECT hidden FROM messages WHERE id = 5').pluck().get(), 0, 'visible once the last one goes');
+  t.equal(hiddenDrift(db), 0);
 });
 
 t.test('an upgrade to schema 33 reads each shard\'s span from the inbox index', async (t) => {
