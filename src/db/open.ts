@@ -43,7 +43,11 @@ function sqliteCode(err: unknown): string {
  * Opens (or creates) the database. `migrate` runs pending migrations; loop workers open
  * without it because the supervisor already migrated.
  */
-export function openDatabase(file: string, dbKey: Buffer, opts: { migrate: boolean; gate?: WriteGate }): Db {
+/**
+ * `onUpgrade`: called before an existing database is upgraded (its pre-upgrade snapshot, then the
+ * migrations), with the schema versions; a large home's upgrade can take minutes.
+ */
+export function openDatabase(file: string, dbKey: Buffer, opts: { migrate: boolean; gate?: WriteGate; onUpgrade?: (from: number, to: number) => void }): Db {
   let db: Db;
   try {
     db = new Database(file);
@@ -75,7 +79,7 @@ export function openDatabase(file: string, dbKey: Buffer, opts: { migrate: boole
     db.pragma('foreign_keys = ON');
     db.pragma(`cache_size = -${WRITER_CACHE_KIB}`);
     writeLockUpFront(db, opts.gate ?? null);
-    if (opts.migrate) migrate(db);
+    if (opts.migrate) migrate(db, opts.onUpgrade);
     else checkSchema(db);
     return db;
   } catch (err) {
@@ -296,9 +300,10 @@ function schemaTooNew(db: Db, version: number): StartupError {
   return new StartupError('database_failed', 'SchemaTooNew', message, fix);
 }
 
-export function migrate(db: Db): void {
+export function migrate(db: Db, onUpgrade?: (from: number, to: number) => void): void {
   const version = db.pragma('user_version', { simple: true }) as number;
   if (version > MIGRATIONS.length) throw schemaTooNew(db, version);
+  if (version > 0 && version < MIGRATIONS.length) onUpgrade?.(version, MIGRATIONS.length);
   // The way back to the svc that made this database: a copy as its schema had it (docs/backup.md).
   if (version > 0 && version < MIGRATIONS.length && !db.memory) {
     try {

@@ -124,7 +124,10 @@ export async function serve(opts: ServeOptions): Promise<number> {
     const files = homeFiles(opts.home);
     const backups = new BackupService(opts.home, unlocked.homeId, dbKey);
     backups.clearLeftovers();
-    db = openDatabase(files.db, dbKey, { migrate: true, gate: writeGate });
+    // An upgrade reads the whole database at least once (its snapshot), minutes for a large home: said before it starts.
+    const onUpgrade = (from: number, to: number) =>
+      line(process.stdout, { event: 'database.upgrading', from_schema: from, to_schema: to, message: 'Upgrading the database: a snapshot of it first, then the schema changes. A large home can take several minutes; svc is ready when it prints server.ready.' });
+    db = openDatabase(files.db, dbKey, { migrate: true, gate: writeGate, onUpgrade });
     fs.chmodSync(files.db, 0o600);
     ensurePageKey(db);
     const readers = new Readers(files.db, dbKey);

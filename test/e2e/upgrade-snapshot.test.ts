@@ -60,6 +60,10 @@ t.test('an upgrade from the previous schema keeps a snapshot; a newer database n
   previousReleaseDatabase(home);
 
   const upgraded = await startSvc({ home, init: false });
+  const events = upgraded.stdoutLines.map((l) => l.event);
+  const notice = upgraded.stdoutLines.find((l) => l.event === 'database.upgrading');
+  t.match(notice, { from_schema: PREVIOUS, to_schema: MIGRATIONS.length, message: /several minutes/ }, 'the upgrade is announced on stdout, with both schema versions');
+  t.ok(events.indexOf('database.upgrading') < events.indexOf('server.ready'), 'before the service is ready');
   const snapshots = listSnapshots(path.join(home, 'svc.db'));
   t.equal(snapshots.length, 1, 'one snapshot was taken before the migration');
   t.equal(snapshots[0].schemaVersion, PREVIOUS, `named for schema ${PREVIOUS}`);
@@ -73,6 +77,7 @@ t.test('an upgrade from the previous schema keeps a snapshot; a newer database n
   t.same(schemaOf(home, path.join(home, 'svc.db')), { version: MIGRATIONS.length, inboxes: 1 }, 'the live database is migrated');
 
   const restart = await startSvc({ home, init: false });
+  t.notOk(restart.stdoutLines.some((l) => l.event === 'database.upgrading'), 'nothing to upgrade: no notice');
   await restart.stop();
   t.equal(listSnapshots(path.join(home, 'svc.db')).length, 1, 'no snapshot when nothing is migrated');
 
