@@ -62,9 +62,9 @@ const HIDDEN_AT_37 = "'spam', 'blocked', 'unauthenticated', 'trash'";
  * a shard lie in one or two of its pages.
  *
  * `hidden` is 1 while the message carries a hidden label, kept by triggers on its labels whatever
- * adds or removes one. It is the
- * record's last column, after the bodies, so reading it from the row can cost the row's overflow
- * pages: queries read it only through the index, where `hidden = 0` holds for every entry.
+ * adds or removes one. It is the record's last column, after the bodies, so reading it from the
+ * row can cost the row's overflow pages: queries read it only through the index, where
+ * `hidden = 0` holds for every entry.
  */
 export const SEARCH_KEYS_MIGRATION = `
   ALTER TABLE messages ADD COLUMN hidden INTEGER NOT NULL DEFAULT 0;

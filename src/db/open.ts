@@ -41,11 +41,9 @@ function sqliteCode(err: unknown): string {
 
 /**
  * Opens (or creates) the database. `migrate` runs pending migrations; loop workers open
- * without it because the supervisor already migrated.
- */
-/**
- * `onUpgrade`: called before an existing database is upgraded (its pre-upgrade snapshot, then the
- * migrations), with the schema versions; a large home's upgrade can take minutes.
+ * without it because the supervisor already migrated. `onUpgrade` is called before an existing
+ * database is upgraded (its pre-upgrade snapshot, then the migrations), with the schema versions:
+ * a large home's upgrade can take minutes.
  */
 export function openDatabase(file: string, dbKey: Buffer, opts: { migrate: boolean; gate?: WriteGate; onUpgrade?: (from: number, to: number) => void }): Db {
   let db: Db;
@@ -303,9 +301,10 @@ function schemaTooNew(db: Db, version: number): StartupError {
 export function migrate(db: Db, onUpgrade?: (from: number, to: number) => void): void {
   const version = db.pragma('user_version', { simple: true }) as number;
   if (version > MIGRATIONS.length) throw schemaTooNew(db, version);
-  if (version > 0 && version < MIGRATIONS.length) onUpgrade?.(version, MIGRATIONS.length);
+  const upgrading = version > 0 && version < MIGRATIONS.length;
+  if (upgrading) onUpgrade?.(version, MIGRATIONS.length);
   // The way back to the svc that made this database: a copy as its schema had it (docs/backup.md).
-  if (version > 0 && version < MIGRATIONS.length && !db.memory) {
+  if (upgrading && !db.memory) {
     try {
       takeSnapshot(db, version);
     } catch {
