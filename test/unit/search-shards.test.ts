@@ -12,6 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { openDatabase, type Db } from '../../src/db/open.js';
 import { commitInbound } from '../../src/mail/store.js';
 import { deleteMessage, updateMessageLabels } from '../../src/mail/messages.js';
+import { HIDDEN_LABELS } from '../../src/mail/labels.js';
 import { deleteThread } from '../../src/mail/threads.js';
 import { deleteInbox } from '../../src/mail/inboxes.js';
 import { searchMessages, searchThreads } from '../../src/mail/search.js';
@@ -191,9 +192,9 @@ for (const [way, scopedFrom] of LAYOUTS) t.test(`a scope too large to gather who
   }
 });
 
-/** Messages whose `hidden` disagrees with their labels (migration 37); none when the triggers keep it. */
+/** Messages whose `hidden` disagrees with their labels (migration 37) as the service counts hidden labels today; none when the triggers keep it. */
 const hiddenDrift = (db: Db) =>
-  db.prepare("SELECT count(*) FROM messages m WHERE m.hidden != EXISTS (SELECT 1 FROM message_labels l WHERE l.message_rowid = m.id AND l.label IN ('spam', 'blocked', 'unauthenticated', 'trash'))").pluck().get() as number;
+  db.prepare('SELECT count(*) FROM messages m WHERE m.hidden != EXISTS (SELECT 1 FROM message_labels l WHERE l.message_rowid = m.id AND l.label IN (SELECT value FROM json_each(?)))').pluck().get(JSON.stringify(HIDDEN_LABELS)) as number;
 
 for (const [way, scopedFrom] of LAYOUTS) t.test(`a search of one inbox checks its matches in messages_search, which follows every hidden label added or removed (${way})`, async (t) => {
   const db = await filled(scopedFrom);
