@@ -7,6 +7,7 @@
  * or that the owner trashed stays out of it, through every label edit and in the same transaction.
  */
 import t from 'tap';
+import type { Test } from 'tap';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { openDatabase } from '../../src/db/open.js';
@@ -21,12 +22,18 @@ import { tempDir } from '../helpers/svc.js';
 const VICTIM = 'victim@example.com';
 const ATTACKER = 'attacker@example.com';
 
-t.test("mail written with the victim inbox's tag stays the attacker's; query syntax is text", async (t) => {
+/** A new database with the victim's and the attacker's inbox, and a parsed message to vary. */
+async function twoInboxes(t: Test) {
   const db = openDatabase(path.join(tempDir(), 'svc.db'), randomBytes(32), { migrate: true });
   t.teardown(() => db.close());
   insertInbox(db, VICTIM);
   insertInbox(db, ATTACKER);
   const template = await parseMime(new TextEncoder().encode(`From: a@example.net\r\nTo: ${VICTIM}\r\nSubject: x\r\nMessage-ID: <t@example.net>\r\n\r\nbody\r\n`));
+  return { db, template };
+}
+
+t.test("mail written with the victim inbox's tag stays the attacker's; query syntax is text", async (t) => {
+  const { db, template } = await twoInboxes(t);
   const tag = scopeTag(VICTIM);
   const store = (inbox: string, id: string, subject: string, body: string) =>
     db.transaction(() => commitInbound(db, { inboxId: inbox, parsed: { ...template, messageId: id, subject, text: body }, raw: new TextEncoder().encode('x'), sourceKey: id, receivedAt: '2026-03-01T00:00:00.000Z' }))();
@@ -49,11 +56,7 @@ t.test("mail written with the victim inbox's tag stays the attacker's; query syn
 });
 
 t.test('hidden mail never comes back from a search of its own inbox, whatever edits its labels', async (t) => {
-  const db = openDatabase(path.join(tempDir(), 'svc.db'), randomBytes(32), { migrate: true });
-  t.teardown(() => db.close());
-  insertInbox(db, VICTIM);
-  insertInbox(db, ATTACKER);
-  const template = await parseMime(new TextEncoder().encode(`From: a@example.net\r\nTo: ${VICTIM}\r\nSubject: x\r\nMessage-ID: <t@example.net>\r\n\r\nbody\r\n`));
+  const { db, template } = await twoInboxes(t);
   const store = (inbox: string, id: string, hiddenLabels: ('blocked' | 'spam' | 'unauthenticated')[]) =>
     db.transaction(() => commitInbound(db, { inboxId: inbox, parsed: { ...template, messageId: id, subject: 'Invoice', text: 'invoice overdue' }, raw: new TextEncoder().encode('x'), sourceKey: id, receivedAt: '2026-03-01T00:00:00.000Z', hiddenLabels }))();
   store(VICTIM, '<clean@x.org>', []);
