@@ -7,7 +7,7 @@
  *   node dist/bench/commit-indexes.js [rounds=10] [messages per round=400] [messages per transaction=8]
  *   VARIANTS=now,before,listing,message-ids node dist/bench/commit-indexes.js
  *
- * `now` is the schema as migrated; the others undo parts of migrations 35 and 37 after migrating.
+ * `now` is the schema as migrated; the others undo parts of migrations 35, 37 and 38 after migrating.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -17,7 +17,9 @@ import { openDatabase, type Db } from '../src/db/open.js';
 import { commitInbound } from '../src/mail/store.js';
 import { parseMime, type ParsedMail } from '../workers/pool/parse.js';
 
-const UNDO_LISTING = 'DROP INDEX threads_listing; CREATE INDEX threads_inbox ON threads (inbox_id, updated_at);';
+/** Migration 38 undone: thread pages read from no table of their own. */
+const UNDO_PAGES = ['insert', 'move', 'update', 'delete'].map((t) => `DROP TRIGGER thread_pages_${t};`).join(' ') + ' DROP TABLE thread_pages; DROP INDEX threads_inbox_id;';
+const UNDO_LISTING = UNDO_PAGES + ' CREATE INDEX threads_inbox ON threads (inbox_id, updated_at);';
 const UNDO_MESSAGE_INDEXES = 'DROP INDEX messages_message_id; DROP INDEX messages_time;';
 /** SQL run after migrating, per variant. */
 const VARIANTS: Record<string, string> = {
@@ -29,6 +31,8 @@ const VARIANTS: Record<string, string> = {
   'time-only': UNDO_LISTING + 'DROP INDEX messages_message_id;',
   // Migration 37's index of visible messages for search of one inbox.
   'no-search-keys': 'DROP INDEX messages_search;',
+  // Migration 38's thread_pages against migration 35's covering index it replaced.
+  'listing-index': UNDO_PAGES + ' CREATE INDEX threads_listing ON threads (inbox_id, updated_at, shown, thread_id, subject, created_at, summary);',
 };
 const INBOXES = 50;
 const PER_THREAD = 4;

@@ -60,3 +60,71 @@ export const THREAD_LISTING_MIGRATION = `
   CREATE INDEX messages_message_id ON messages (message_id, timestamp);
   CREATE INDEX messages_time ON messages (timestamp);
 `;
+
+/**
+ * The first key of an inbox's range in `thread_pages`: its row id, shifted past 40 bits of
+ * sequence. Row ids past 2^23 share the last range; keys stay unique within a range, and a key
+ * only decides where a row lies, never the order a page shows.
+ */
+const rangeOf = (inboxId: string) => `(min(coalesce((SELECT rowid FROM inboxes WHERE inbox_id = ${inboxId}), 0), 8388607) << 40)`;
+
+/** A thread's row in `thread_pages`, at one past the last key of its inbox's range: its inbox's newest activity. */
+const addPage = (row: string) => `
+    INSERT INTO thread_pages (${PAGE_COLUMNS})
+      SELECT ${pageRow(row, 'coalesce((SELECT p.key FROM thread_pages p WHERE p.key BETWEEN r.low AND r.low + 1099511627775 ORDER BY p.key DESC LIMIT 1), r.low) + 1')}
+      FROM (SELECT ${rangeOf(`${row}.inbox_id`)} AS low) r;`;
+
+const PAGE_COLUMNS = 'key, inbox_id, updated_at, shown, thread_id, subject, created_at, summary';
+const pageRow = (row: string, key: string) => `${key}, ${row}.inbox_id, ${row}.updated_at, ${row}.shown, ${row}.thread_id, ${row}.subject, ${row}.created_at, ${row}.summary`;
+
+/**
+ * Migration 38: a thread page reads a few table pages instead of a deep index. `threads_listing`
+ * carried each thread's ~700-byte summary in its entries, and an index b-tree keeps whole entries
+ * in its interior pages too: about four to a page, so at 250,000 threads it was eight levels deep
+ * with 13,168 interior pages (51 MB), far more than a reader's cache, and a page of 20 threads
+ * read about ten pages from the file (docs/benchmarks.md, "Twelfth round").
+ *
+ * `thread_pages` holds what a page shows in a table keyed by integer, whose interior pages hold
+ * only keys: an inbox's rows lie in a range of keys of their own (`rangeOf`), and a thread moves
+ * to the end of its inbox's range each time its last activity changes, so the threads a page
+ * lists lie side by side. The key is where a row lies, nothing more: it never leaves SQLite (it
+ * passes 2^53, past what a JavaScript number holds exactly) and decides no order a list shows.
+ * That comes from `thread_pages_order` (inbox_id, updated_at, thread_id), narrow and shallow; the
+ * thread id breaks ties of equal last activity and is the cursor's second half. Triggers on
+ * `threads` keep the table: a move when `updated_at` changes, an update in place when the summary
+ * or subject does. `threads_inbox_id` keeps what `threads_listing` also served: the threads of an
+ * inbox by id (the thread-count metric, and the foreign key when an inbox is deleted).
+ */
+export const THREAD_PAGES_MIGRATION = `
+  CREATE TABLE thread_pages (
+    key INTEGER PRIMARY KEY,
+    inbox_id TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    shown INTEGER,
+    thread_id TEXT NOT NULL,
+    subject TEXT,
+    created_at TEXT NOT NULL,
+    summary TEXT
+  ) STRICT;
+  INSERT INTO thread_pages (${PAGE_COLUMNS})
+    SELECT ${pageRow('t', `(min(coalesce(i.rowid, 0), 8388607) << 40) + row_number() OVER (PARTITION BY min(coalesce(i.rowid, 0), 8388607) ORDER BY t.updated_at, t.rowid)`)}
+    FROM threads t LEFT JOIN inboxes i ON i.inbox_id = t.inbox_id
+    ORDER BY 1;
+  CREATE UNIQUE INDEX thread_pages_thread ON thread_pages (thread_id);
+  CREATE INDEX thread_pages_order ON thread_pages (inbox_id, updated_at, thread_id);
+  DROP INDEX threads_listing;
+  CREATE INDEX threads_inbox_id ON threads (inbox_id, thread_id);
+
+  CREATE TRIGGER thread_pages_insert AFTER INSERT ON threads BEGIN${addPage('NEW')}
+  END;
+  CREATE TRIGGER thread_pages_move AFTER UPDATE OF thread_id, inbox_id, updated_at ON threads
+    WHEN NEW.updated_at IS NOT OLD.updated_at OR NEW.inbox_id IS NOT OLD.inbox_id OR NEW.thread_id IS NOT OLD.thread_id BEGIN
+    DELETE FROM thread_pages WHERE thread_id = OLD.thread_id;${addPage('NEW')}
+  END;
+  CREATE TRIGGER thread_pages_update AFTER UPDATE OF shown, subject, created_at, summary ON threads BEGIN
+    UPDATE thread_pages SET shown = NEW.shown, subject = NEW.subject, created_at = NEW.created_at, summary = NEW.summary WHERE thread_id = NEW.thread_id;
+  END;
+  CREATE TRIGGER thread_pages_delete AFTER DELETE ON threads BEGIN
+    DELETE FROM thread_pages WHERE thread_id = OLD.thread_id;
+  END;
+`;

@@ -5,7 +5,7 @@ import { WEBHOOKS_MIGRATION } from './migrations-webhooks.js';
 import { OAUTH_MIGRATION } from './migrations-oauth.js';
 import { QUARANTINE_AUTO_RETRY_MIGRATION } from './migrations-quarantine.js';
 import { RAW_PARTS_MIGRATION } from './migrations-raw-parts.js';
-import { THREAD_LISTING_MIGRATION, THREAD_SUMMARIES_MIGRATION } from './migrations-thread-summaries.js';
+import { THREAD_LISTING_MIGRATION, THREAD_PAGES_MIGRATION, THREAD_SUMMARIES_MIGRATION } from './migrations-thread-summaries.js';
 import { CONTENTLESS_FTS_MIGRATION } from './migrations-contentless-fts.js';
 import { EXTRACTED_SPAN_MIGRATION } from './migrations-extracted-span.js';
 import { ACTIONS_MIGRATION } from './migrations-actions.js';
@@ -352,6 +352,8 @@ export const MIGRATIONS: readonly string[] = [
   SCOPED_SHARDS_MIGRATION,
   // 37: each visible message's (inbox_id, id, thread_id) in one index, so a search of one inbox checks its matches without reading their rows (src/db/migrations-search-shards.ts)
   SEARCH_KEYS_MIGRATION,
+  // 38: what a thread page shows in a table of its own, each inbox's threads together by last activity, instead of a deep covering index (src/db/migrations-thread-summaries.ts)
+  THREAD_PAGES_MIGRATION,
 ];
 
 /**

@@ -381,7 +381,7 @@ export function usageSeries(
         db,
         `WITH f AS MATERIALIZED (
            SELECT (SELECT m.timestamp FROM messages m INDEXED BY messages_thread WHERE m.thread_id = t.thread_id AND ${visible} ORDER BY m.timestamp LIMIT 1) AS first
-             FROM threads t INDEXED BY threads_listing WHERE t.inbox_id IN (SELECT value FROM json_each(@ids))
+             FROM threads t INDEXED BY threads_inbox_id WHERE t.inbox_id IN (SELECT value FROM json_each(@ids))
          )
          SELECT CASE WHEN first < @first THEN -1 ELSE ${indexSql('first')} END AS i, count(*) AS v FROM f WHERE first < @end GROUP BY i`,
       ).all({ ids, ...grid }) as { i: number; v: number }[];

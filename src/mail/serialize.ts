@@ -83,7 +83,6 @@ export interface AttachmentRow {
 }
 
 export interface ThreadRow {
-  rid: number;
   thread_id: string;
   inbox_id: string;
   subject: string | null;

@@ -196,7 +196,7 @@ export function commitInbound(db: Db, input: InboundMail): CommitResult {
     // The event carries the message and its thread as a reader of this event type sees them:
     // the hidden label that selected the variant is visible to them, other hidden mail is not.
     const message = messageWithBody(db, rowid, { text: parsed.text, html: parsed.html, extracted_text: derived.extractedText, extracted_html: derived.extractedHtml, actions: derived.actionsJson, manipulation: JSON.stringify(verdict) });
-    const thread = prepared(db, 'SELECT rowid AS rid, thread_id, inbox_id, subject, created_at, updated_at FROM threads WHERE thread_id = ?').get(threadId) as ThreadRow;
+    const thread = prepared(db, 'SELECT thread_id, inbox_id, subject, created_at, updated_at FROM threads WHERE thread_id = ?').get(threadId) as ThreadRow;
     const view = { excluded: HIDDEN_LABELS.filter((l) => !(hidden as readonly string[]).includes(l)) };
     const [summary] = threadSummaries(db, [thread], view);
     keepSummary(db, summary, view);

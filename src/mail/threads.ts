@@ -24,7 +24,7 @@ import {
 } from './serialize.js';
 import { prepared } from '../db/statements.js';
 
-const THREAD_COLUMNS = 't.rowid AS rid, t.thread_id, t.inbox_id, t.subject, t.created_at, t.updated_at';
+const THREAD_COLUMNS = 't.thread_id, t.inbox_id, t.subject, t.created_at, t.updated_at';
 /** A listed thread: its row and its stored summary (migration 12), NULL when not stored. */
 export const LISTED_THREAD_COLUMNS = `${THREAD_COLUMNS}, t.summary`;
 export type ListedThreadRow = ThreadRow & { summary: string | null };
@@ -163,7 +163,8 @@ function filterSql(filters: ThreadFilters, v: Visibility, where: string[], param
 /**
  * One page of threads of one inbox, or, with a rare label, of every inbox at once: the threads of
  * the label's visible messages in them, looked up by id and sorted (`+t.inbox_id` keeps SQLite
- * from walking an inbox's threads instead).
+ * from walking an inbox's threads instead). Read from `thread_pages` (migration 38), where an
+ * inbox's threads lie together in the order of their last activity; the thread id breaks ties.
  */
 function threadPage(db: Db, inboxIds: readonly string[], filters: ThreadFilters, v: Visibility, page: PageRequest, rare: string | null): ListedThreadRow[] {
   const inboxes = JSON.stringify(inboxIds);
@@ -175,10 +176,10 @@ function threadPage(db: Db, inboxIds: readonly string[], filters: ThreadFilters,
   filterSql(filters, v, where, params, rare);
   const [cmp, dir] = page.ascending ? ['>', 'ASC'] : ['<', 'DESC'];
   if (page.cursor) {
-    where.push(`t.updated_at ${cmp}= ? AND (t.updated_at ${cmp} ? OR t.rowid ${cmp} ?)`);
+    where.push(`t.updated_at ${cmp}= ? AND (t.updated_at ${cmp} ? OR t.thread_id ${cmp} ?)`);
     params.push(page.cursor[0], page.cursor[0], page.cursor[1]);
   }
-  return prepared(db, `SELECT ${LISTED_THREAD_COLUMNS} FROM threads t WHERE ${where.join(' AND ')} ORDER BY t.updated_at ${dir}, t.rowid ${dir} LIMIT ?`).all(
+  return prepared(db, `SELECT ${LISTED_THREAD_COLUMNS} FROM thread_pages t WHERE ${where.join(' AND ')} ORDER BY t.updated_at ${dir}, t.thread_id ${dir} LIMIT ?`).all(
     ...params,
     page.limit + 1,
   ) as ListedThreadRow[];
@@ -186,19 +187,20 @@ function threadPage(db: Db, inboxIds: readonly string[], filters: ThreadFilters,
 
 /**
  * Threads of the given inboxes by last activity. Several inboxes are merged from one indexed
- * keyset query each (threads_listing, which holds what a page shows), so an instance-wide list never sorts the whole table.
+ * keyset query each (thread_pages, which holds what a page shows), so an instance-wide list never sorts the whole table.
  */
 export function listThreads(db: Db, inboxIds: readonly string[], filters: ThreadFilters, v: Visibility, page: PageRequest): { items: ThreadItem[]; next: Cursor | null } {
   const rare = rareLabel(db, filters.labels);
   let rows = rare === null ? inboxIds.flatMap((inboxId) => threadPage(db, [inboxId], filters, v, page, null)) : threadPage(db, inboxIds, filters, v, page, rare);
   if (inboxIds.length > 1 && rare === null) {
     const sign = page.ascending ? 1 : -1;
-    rows.sort((a, b) => sign * (a.updated_at < b.updated_at ? -1 : a.updated_at > b.updated_at ? 1 : a.rid - b.rid));
+    const order = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+    rows.sort((a, b) => sign * (order(a.updated_at, b.updated_at) || order(a.thread_id, b.thread_id)));
   }
   const more = rows.length > page.limit;
   rows = rows.slice(0, page.limit);
   const last = rows[rows.length - 1];
-  return { items: listedSummaries(db, rows, v), next: more ? [last.updated_at, last.rid] : null };
+  return { items: listedSummaries(db, rows, v), next: more ? [last.updated_at, last.thread_id] : null };
 }
 
 /** The thread's row if it exists, whatever its visibility; for resolving scope first. */

@@ -116,3 +116,18 @@ export function recordStatements(db: Db): { statements: string[]; plan: (sql: st
     (prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...Array<unknown>((sql.match(/\?/g) ?? []).length).fill(fill)) as { detail: string }[]).map((r) => r.detail);
   return { statements, plan };
 }
+
+/**
+ * Threads whose row in `thread_pages` (migration 38) is missing, left behind, or differs from the
+ * thread's own row in what a page shows; none when the triggers keep it.
+ */
+export function threadPagesDrift(db: Db): string[] {
+  const differs = ['inbox_id', 'updated_at', 'shown', 'subject', 'created_at', 'summary'].map((c) => `p.${c} IS NOT t.${c}`).join(' OR ');
+  return db
+    .prepare(
+      `SELECT t.thread_id FROM threads t LEFT JOIN thread_pages p ON p.thread_id = t.thread_id WHERE p.thread_id IS NULL OR ${differs}
+       UNION ALL SELECT p.thread_id FROM thread_pages p WHERE NOT EXISTS (SELECT 1 FROM threads t WHERE t.thread_id = p.thread_id)`,
+    )
+    .pluck()
+    .all() as string[];
+}

@@ -14,7 +14,7 @@ import { deleteMessage, updateMessageLabels } from '../../src/mail/messages.js';
 import { HIDDEN_LABELS } from '../../src/mail/labels.js';
 import { listThreads, listedSummaries, threadSummaries, LISTED_THREAD_COLUMNS, type ListedThreadRow } from '../../src/mail/threads.js';
 import { parseMime } from '../../workers/pool/parse.js';
-import { insertInbox } from '../helpers/db.js';
+import { insertInbox, threadPagesDrift } from '../helpers/db.js';
 import { tempDir } from '../helpers/svc.js';
 
 const INBOX = 'summaries@example.com';
@@ -31,6 +31,7 @@ function check(t: typeof import('tap').default, db: Db, label: string, expectSto
   if (expectStored) t.same(listed.filter((r) => r.summary === null).map((r) => r.thread_id), [], `${label}: every thread has a stored summary`);
   const fromMessages = threadSummaries(db, listed, DEFAULT_VIEW);
   t.same(listedSummaries(db, listed, DEFAULT_VIEW), fromMessages, `${label}: stored summaries equal summaries made from the messages`);
+  t.same(threadPagesDrift(db), [], `${label}: thread_pages holds what each thread's row does`);
 }
 
 t.test('stored thread summaries follow every change', async (t) => {
