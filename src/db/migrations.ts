@@ -352,7 +352,8 @@ export const MIGRATIONS: readonly string[] = [
   SCOPED_SHARDS_MIGRATION,
   // 37: each visible message's (inbox_id, id, thread_id) in one index, so a search of one inbox checks its matches without reading their rows (src/db/migrations-search-shards.ts)
   SEARCH_KEYS_MIGRATION,
-  // 38: what a thread page shows in a table of its own, each inbox's threads together by last activity, instead of a deep covering index (src/db/migrations-thread-summaries.ts)
+  // 38: what a thread page shows in a table of its own, each inbox's threads together by last activity, instead of a deep covering index (src/db/migrations-thread-summaries.ts);
+  // kept by four triggers on `threads`: a later migration that rebuilds `threads` must make them again
   THREAD_PAGES_MIGRATION,
 ];
 

@@ -66,7 +66,8 @@ export function threadListPage(db: Db, p: Principal, inboxId: string | undefined
   const { page, respond } = keysetPage(
     db,
     {
-      route: `threads.list.${formOf(inboxId)}`,
+      // `.2`: the cursor's tie-break is the thread id since migration 38 (a row id before), so an older token is stale.
+      route: `threads.list.${formOf(inboxId)}.2`,
       filters: { inbox: inboxId ?? '*', ...filters, ascending: q.ascending === true, excluded: visibility.excluded.join(',') },
       principal: p,
     },

@@ -79,3 +79,18 @@ t.test('inboxes sharing the last key range each list exactly their own threads, 
   }
   t.same(threadPagesDrift(db), []);
 });
+
+t.test('the last key range used up: commits go on below the lowest key, lists stay exact', async (t) => {
+  const db = openDatabase(path.join(tempDir(), 'svc.db'), randomBytes(32), { migrate: true });
+  t.teardown(() => db.close());
+  const now = new Date().toISOString();
+  db.prepare("INSERT INTO inboxes (rowid, inbox_id, username, domain, status, created_at, updated_at) VALUES (9000000, 'top@example.com', 'top', 'example.com', 'active', ?, ?)").run(now, now);
+  const first = await mail(db, 'top@example.com', '2026-01-01T00:00:00.000Z');
+  // The range's last key is 2^63 - 1: one more would not be an integer.
+  db.prepare('UPDATE thread_pages SET key = ? WHERE thread_id = ?').safeIntegers().run(2n ** 63n - 1n, first);
+  const second = await mail(db, 'top@example.com', '2026-01-01T00:01:00.000Z');
+  const keys = db.prepare('SELECT thread_id, key FROM thread_pages ORDER BY key').safeIntegers().all() as { thread_id: string; key: bigint }[];
+  t.same(keys.map((k) => k.thread_id), [second, first], 'the new thread went below the lowest key');
+  t.same(listed(db, 'top@example.com', 1), [second, first], 'the list pages newest first');
+  t.same(threadPagesDrift(db), []);
+});

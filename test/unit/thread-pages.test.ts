@@ -17,6 +17,10 @@ import { deleteInbox } from '../../src/mail/inboxes.js';
 import { HIDDEN_LABELS } from '../../src/mail/labels.js';
 import type { Cursor } from '../../src/core/pagination.js';
 import { parseMime } from '../../workers/pool/parse.js';
+import { threadListPage } from '../../src/requests/threads.js';
+import { encodePageToken, ensurePageKey } from '../../src/core/pagination.js';
+import type { Principal } from '../../src/auth/principal.js';
+import { ApiError } from '../../src/core/errors.js';
 import { databaseAtSchema, insertInbox, threadPagesDrift } from '../helpers/db.js';
 import { tempDir } from '../helpers/svc.js';
 
@@ -143,6 +147,57 @@ t.test('deleting a thread or an inbox leaves no row behind', async (t) => {
   db.transaction(() => deleteInbox(db, INBOXES[2]!))();
   t.equal(db.prepare('SELECT count(*) FROM thread_pages WHERE key >= ? AND key < ?').pluck().get(rowid * RANGE, (rowid + 1) * RANGE), 0, "the deleted inbox's range is empty");
   t.same(threadPagesDrift(db), [], 'no thread left behind');
+});
+
+t.test('an inbox whose key range is used up goes on below the lowest key, and its lists stay right', async (t) => {
+  const db = await filled(60);
+  t.teardown(() => db.close());
+  const inbox = INBOXES[1]!;
+  const rowid = db.prepare('SELECT rowid FROM inboxes WHERE inbox_id = ?').pluck().get(inbox) as number;
+  // As if 2^40 moves had happened: the inbox's newest thread at the last key of its range.
+  const newest = db.prepare('SELECT thread_id FROM thread_pages WHERE inbox_id = ? ORDER BY key DESC LIMIT 1').pluck().get(inbox) as string;
+  db.prepare('UPDATE thread_pages SET key = ? WHERE thread_id = ?').run((rowid + 1) * RANGE - 1, newest);
+  const lowest = db.prepare('SELECT min(key) FROM thread_pages').pluck().get() as number;
+  const fresh = await receive(db, 1000, 500); // inbox 1 (1000 % 3 == 1, 1000 % 7 != 0), a new thread: the 997 it replies to is not stored
+  t.equal(db.prepare('SELECT inbox_id FROM threads WHERE thread_id = ?').pluck().get(fresh), inbox, 'the mail went to the full inbox');
+  t.equal(db.prepare('SELECT key FROM thread_pages WHERE thread_id = ?').pluck().get(fresh), lowest - 1, 'its thread went below the lowest key');
+  await receive(db, 1003, 501); // a reply in that thread: it moves, in the used-up range again
+  t.same(threadPagesDrift(db), [], 'no commit failed and nothing drifted');
+  const want = expected(db, [inbox], DEFAULT_VIEW);
+  t.same(everyPage(db, [inbox], {}, DEFAULT_VIEW, 3, false), want.map((r) => ({ thread_id: r.thread_id, updated_at: r.updated_at })).sort((a, b) => b.updated_at.localeCompare(a.updated_at) || b.thread_id.localeCompare(a.thread_id)), 'the list pages as before');
+});
+
+t.test('the four triggers that keep thread_pages exist at the latest schema', async (t) => {
+  const db = openDatabase(path.join(tempDir(), 'svc.db'), randomBytes(32), { migrate: true });
+  t.teardown(() => db.close());
+  t.same(
+    db.prepare("SELECT name FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'threads' AND name LIKE 'thread_pages_%' ORDER BY name").pluck().all(),
+    ['thread_pages_delete', 'thread_pages_insert', 'thread_pages_move', 'thread_pages_update'],
+  );
+});
+
+t.test('a page token from before migration 38 is stale, not read with a row id as its tie-break', async (t) => {
+  const db = await filled(40);
+  t.teardown(() => db.close());
+  ensurePageKey(db);
+  const reader: Principal = { kind: 'api_key', id: 'key-1', inboxScope: 'all', permissions: new Set(['inbox_read', 'message_read']), sendPolicy: 'read_only' };
+  const inbox = INBOXES[0]!;
+  // The binding and cursor a list of schema 37 made: [last activity, the thread's row id].
+  const old = encodePageToken(db, { route: 'threads.list.inbox', filters: { inbox, ascending: false, excluded: HIDDEN_LABELS.join(',') }, principal: reader }, ['2026-01-01T00:03:00.000Z', 5]);
+  const err = (() => {
+    try {
+      threadListPage(db, reader, inbox, { limit: 5, page_token: old });
+    } catch (e) {
+      return e;
+    }
+  })();
+  t.ok(err instanceof ApiError && err.code === 'page_token_stale', `stale: ${String(err)}`);
+  // The same binding under today's route name, with today's cursor, is read: only the version differs.
+  const now = encodePageToken(db, { route: 'threads.list.inbox.2', filters: { inbox, ascending: false, excluded: HIDDEN_LABELS.join(',') }, principal: reader }, ['2026-01-01T00:03:00.000Z', 'zzzz']);
+  t.ok((threadListPage(db, reader, inbox, { limit: 5, page_token: now }) as { count: number }).count > 0, 'the control token is read');
+  const first = threadListPage(db, reader, inbox, { limit: 5 }) as { next_page_token?: string };
+  t.ok(first.next_page_token, 'a token made now');
+  t.ok((threadListPage(db, reader, inbox, { limit: 5, page_token: first.next_page_token }) as { count: number }).count > 0, 'is read');
 });
 
 t.test('the drift check sees a row the triggers did not keep', async (t) => {
