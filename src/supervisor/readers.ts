@@ -18,8 +18,16 @@ import type { ReadAnswer, ReadTask, ReaderWorkerData } from '../../workers/reade
 const READER_FILE = workerFile('../../workers/readers/reader.js', import.meta.url);
 /** An idle reader thread exits after this long; the read lane keeps one thread always. */
 const IDLE_MS = 30_000;
+/**
+ * A search thread lives this long after its last search. A new reader thread loads its modules for
+ * about 170 ms before it answers (a search after 30 s idle took 176–361 ms at 1,000,000 messages,
+ * 10–38 ms right after; docs/benchmarks.md, twelfth round), so an agent searching every few
+ * minutes would wait that long every time. A search thread holds about 15 MiB while it lives.
+ */
+const SEARCH_IDLE_MS = 10 * 60_000;
 
 export type ReadLane = 'read' | 'search';
+const LANE_IDLE_MS: Readonly<Record<ReadLane, number>> = { read: IDLE_MS, search: SEARCH_IDLE_MS };
 
 export class Readers {
   readonly #key: Uint8Array;
@@ -27,10 +35,18 @@ export class Readers {
   readonly #lanes: Partial<Record<ReadLane, Piscina>> = {};
   /** Reads not yet answered; closing waits for them (see `close`). */
   readonly #inFlight = new Set<Promise<unknown>>();
+  readonly #idleMs: Readonly<Record<ReadLane, number>>;
 
-  constructor(dbFile: string, dbKey: Buffer) {
+  /** `idleMs`: how long an idle thread of each lane lives (tests shorten it). */
+  constructor(dbFile: string, dbKey: Buffer, idleMs: Readonly<Record<ReadLane, number>> = LANE_IDLE_MS) {
     this.#dbFile = dbFile;
     this.#key = new Uint8Array(dbKey);
+    this.#idleMs = idleMs;
+  }
+
+  /** The lane's threads alive now (tests and diagnostics). */
+  liveThreads(lane: ReadLane): number {
+    return this.#lanes[lane]?.threads.length ?? 0;
   }
 
   /**
@@ -46,7 +62,7 @@ export class Readers {
     if (!pool) {
       const workerData: ReaderWorkerData = { dbFile: this.#dbFile, dbKey: this.#key };
       const threads = Math.max(2, os.availableParallelism());
-      pool = new Piscina({ filename: READER_FILE, minThreads: name === 'read' ? 1 : 0, maxThreads: threads, idleTimeout: IDLE_MS, workerData });
+      pool = new Piscina({ filename: READER_FILE, minThreads: name === 'read' ? 1 : 0, maxThreads: threads, idleTimeout: this.#idleMs[name], workerData });
       this.#lanes[name] = pool;
     }
     return pool;

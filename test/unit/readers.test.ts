@@ -122,4 +122,19 @@ t.test('reads in reader threads', async (t) => {
     const at = order.indexOf('read');
     t.ok(at < 100, `the read finished at position ${at} of 201, not behind the searches queued before it`);
   });
+
+  t.test("a search thread outlives the read lane's idle time, then exits", async (t) => {
+    // The service's lanes with their idle times shortened: a read thread beyond the warm one lives 300 ms, a search thread 4 s.
+    const short = new Readers(file, key, { read: 300, search: 4000 });
+    t.teardown(() => short.close());
+    t.equal(short.liveThreads('search'), 0, 'no search thread before a search');
+    await short.run('threadSearchPage', reader, INBOX, { q: 'invoice' });
+    t.equal(short.liveThreads('search'), 1, 'one search thread after it');
+    await new Promise((r) => setTimeout(r, 1200));
+    t.equal(short.liveThreads('search'), 1, "still there after four times the read lane's idle time");
+    const deadline = Date.now() + 20_000;
+    while (short.liveThreads('search') > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    t.equal(short.liveThreads('search'), 0, 'gone once its own idle time has passed');
+    t.equal(short.liveThreads('read'), 0, 'the read lane was never started');
+  });
 });
