@@ -61,26 +61,30 @@ export const THREAD_LISTING_MIGRATION = `
   CREATE INDEX messages_time ON messages (timestamp);
 `;
 
+const PAGE_COLUMNS = 'key, inbox_id, updated_at, shown, thread_id, subject, created_at, summary';
+const pageRow = (row: string, key: string) => `${key}, ${row}.inbox_id, ${row}.updated_at, ${row}.shown, ${row}.thread_id, ${row}.subject, ${row}.created_at, ${row}.summary`;
+
+/** Keys of one inbox's range in `thread_pages` after its first: 40 bits of sequence. */
+const RANGE_LAST = 2 ** 40 - 1;
+
 /**
- * The first key of an inbox's range in `thread_pages`: its row id, shifted past 40 bits of
- * sequence. Row ids past 2^23 share the last range (and a row id below 0 the first); keys stay
- * unique within a range, and a key only decides where a row lies, never the order a page shows.
+ * The first key of the range of the inbox with this row id (an SQL expression; NULL for none):
+ * the row id shifted past the sequence. Row ids past 2^23 share the last range, and a row id
+ * below 0 the first; keys stay unique within a range, and a key only decides where a row lies,
+ * never the order a page shows.
  */
-const rangeOf = (inboxId: string) => `(max(0, min(coalesce((SELECT rowid FROM inboxes WHERE inbox_id = ${inboxId}), 0), 8388607)) << 40)`;
+const rangeOf = (inboxRowid: string) => `(max(0, min(coalesce(${inboxRowid}, 0), ${2 ** 23 - 1})) << 40)`;
 
 /**
  * A thread's row in `thread_pages`, at one past the last key of its inbox's range: its inbox's
- * newest activity. A range that has used up its 2^40 keys (a move uses one) goes on below the
- * table's lowest key instead: the rows lie apart from then on, but a commit never fails on a key.
+ * newest activity. A range that has used up its keys (a move uses one) goes on below the table's
+ * lowest key instead: the rows lie apart from then on, but a commit never fails on a key.
  */
 const addPage = (row: string) => `
     INSERT INTO thread_pages (${PAGE_COLUMNS})
-      SELECT ${pageRow(row, 'CASE WHEN r.last < r.low + 1099511627775 THEN r.last + 1 ELSE (SELECT min(key) FROM thread_pages) - 1 END')}
-      FROM (SELECT b.low, coalesce((SELECT p.key FROM thread_pages p WHERE p.key BETWEEN b.low AND b.low + 1099511627775 ORDER BY p.key DESC LIMIT 1), b.low) AS last
-            FROM (SELECT ${rangeOf(`${row}.inbox_id`)} AS low) b) r;`;
-
-const PAGE_COLUMNS = 'key, inbox_id, updated_at, shown, thread_id, subject, created_at, summary';
-const pageRow = (row: string, key: string) => `${key}, ${row}.inbox_id, ${row}.updated_at, ${row}.shown, ${row}.thread_id, ${row}.subject, ${row}.created_at, ${row}.summary`;
+      SELECT ${pageRow(row, `CASE WHEN r.last < r.low + ${RANGE_LAST} THEN r.last + 1 ELSE (SELECT min(key) FROM thread_pages) - 1 END`)}
+      FROM (SELECT b.low, coalesce((SELECT p.key FROM thread_pages p WHERE p.key BETWEEN b.low AND b.low + ${RANGE_LAST} ORDER BY p.key DESC LIMIT 1), b.low) AS last
+            FROM (SELECT ${rangeOf(`(SELECT rowid FROM inboxes WHERE inbox_id = ${row}.inbox_id)`)} AS low) b) r;`;
 
 /**
  * Migration 38: a thread page reads a few table pages instead of a deep index. `threads_listing`
@@ -92,16 +96,18 @@ const pageRow = (row: string, key: string) => `${key}, ${row}.inbox_id, ${row}.u
  * `thread_pages` holds what a page shows in a table keyed by integer, whose interior pages hold
  * only keys: an inbox's rows lie in a range of keys of their own (`rangeOf`), and a thread moves
  * to the end of its inbox's range each time its last activity changes, so the threads a page
- * lists lie side by side (nearly always: a thread whose newest message is deleted moves to the end
- * too, and a restore made with VACUUM INTO may renumber inboxes' row ids; either costs a list a few
- * more pages, never a wrong answer). The key is where a row lies, nothing more: it never leaves SQLite (it
- * passes 2^53, past what a JavaScript number holds exactly) and decides no order a list shows.
- * That comes from `thread_pages_order` (inbox_id, updated_at, thread_id), narrow and shallow; the
- * thread id breaks ties of equal last activity and is the cursor's second half. Triggers on
- * `threads` keep the table: a move when `updated_at` changes, an update in place when the summary
- * or subject does; a migration that rebuilds `threads` must make them again (test/unit/thread-pages.test.ts
- * checks they exist). `threads_inbox_id` keeps what `threads_listing` also served: the threads of an
- * inbox by id (the thread-count metric, and the foreign key when an inbox is deleted).
+ * lists lie side by side. Nearly always: a thread whose newest message is deleted moves to the
+ * end too, and a restore made with VACUUM INTO may renumber inboxes' row ids; either costs a list
+ * a few more pages, never a wrong answer. The key is where a row lies, nothing more: it never
+ * leaves SQLite (it passes 2^53, past what a JavaScript number holds exactly) and decides no order
+ * a list shows. That comes from `thread_pages_order` (inbox_id, updated_at, thread_id), narrow and
+ * shallow; the thread id breaks ties of equal last activity and is the cursor's second half.
+ *
+ * Triggers on `threads` keep the table: a move when `updated_at` changes, an update in place when
+ * the summary or subject does. A migration that rebuilds `threads` must make them again
+ * (test/unit/thread-pages.test.ts checks they exist). `threads_inbox_id` keeps what
+ * `threads_listing` also served: the threads of an inbox by id (the thread-count metric, and the
+ * foreign key when an inbox is deleted).
  */
 export const THREAD_PAGES_MIGRATION = `
   CREATE TABLE thread_pages (
@@ -115,7 +121,7 @@ export const THREAD_PAGES_MIGRATION = `
     summary TEXT
   ) STRICT;
   INSERT INTO thread_pages (${PAGE_COLUMNS})
-    SELECT ${pageRow('t', `(max(0, min(coalesce(i.rowid, 0), 8388607)) << 40) + row_number() OVER (PARTITION BY max(0, min(coalesce(i.rowid, 0), 8388607)) ORDER BY t.updated_at, t.rowid)`)}
+    SELECT ${pageRow('t', `${rangeOf('i.rowid')} + row_number() OVER (PARTITION BY ${rangeOf('i.rowid')} ORDER BY t.updated_at, t.rowid)`)}
     FROM threads t LEFT JOIN inboxes i ON i.inbox_id = t.inbox_id
     ORDER BY 1;
   CREATE UNIQUE INDEX thread_pages_thread ON thread_pages (thread_id);

@@ -16,13 +16,13 @@ import { SEARCH_OPS, type ReadArgs, type ReadOp, type ReadResult } from '../requ
 import type { ReadAnswer, ReadTask, ReaderWorkerData } from '../../workers/readers/reader.js';
 
 const READER_FILE = workerFile('../../workers/readers/reader.js', import.meta.url);
-/** An idle reader thread exits after this long; the read lane keeps one thread always. */
+/** An idle thread of the read lane exits after this long, but for the one it keeps always. */
 const IDLE_MS = 30_000;
 /**
  * A search thread lives this long after its last search. A new reader thread loads its modules for
  * about 170 ms before it answers (a search after 30 s idle took 176–361 ms at 1,000,000 messages,
  * 10–38 ms right after; docs/benchmarks.md, twelfth round), so an agent searching every few
- * minutes would wait that long every time. A search thread holds about 15 MiB while it lives.
+ * minutes would wait that long every time. A search thread holds about 18 MiB while it lives.
  */
 const SEARCH_IDLE_MS = 10 * 60_000;
 

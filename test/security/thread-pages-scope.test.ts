@@ -12,7 +12,7 @@ import { commitInbound } from '../../src/mail/store.js';
 import { listThreads } from '../../src/mail/threads.js';
 import { deleteInbox } from '../../src/mail/inboxes.js';
 import { HIDDEN_LABELS } from '../../src/mail/labels.js';
-import type { Cursor } from '../../src/core/pagination.js';
+import { everyPage } from '../helpers/pages.js';
 import { parseMime } from '../../workers/pool/parse.js';
 import { insertInbox, threadPagesDrift } from '../helpers/db.js';
 import { tempDir } from '../helpers/svc.js';
@@ -28,15 +28,7 @@ async function mail(db: Db, inboxId: string, at: string): Promise<string> {
 
 /** Every thread id an inbox's list shows, page by page with the cursor. */
 function listed(db: Db, inboxId: string, limit: number): string[] {
-  const out: string[] = [];
-  let cursor: Cursor | null = null;
-  for (let pages = 0; pages < 500; pages++) {
-    const page = listThreads(db, [inboxId], {}, VIEW, { limit, ascending: false, cursor });
-    out.push(...page.items.map((i) => i.thread_id));
-    if (!page.next) return out;
-    cursor = page.next;
-  }
-  throw new Error('too many pages');
+  return everyPage((cursor) => listThreads(db, [inboxId], {}, VIEW, { limit, ascending: false, cursor })).map((i) => i.thread_id);
 }
 
 t.test("an inbox reusing a deleted inbox's row id lists none of its threads", async (t) => {

@@ -19,6 +19,7 @@ import { searchMessages, searchThreads } from '../../src/mail/search.js';
 import { mergeFullShards, ShardMergeSchedule } from '../../src/db/search-merge.js';
 import { LEGACY_SHARD, scopeTag, shardLayout, shardOf, shardTable } from '../../src/mail/search-index.js';
 import type { Cursor } from '../../src/core/pagination.js';
+import { everyPage } from '../helpers/pages.js';
 import { parseMime } from '../../workers/pool/parse.js';
 import { databaseAtSchema, indexedRows, insertInbox } from '../helpers/db.js';
 import { tempDir } from '../helpers/svc.js';
@@ -62,18 +63,6 @@ async function filled(scopedFrom: number): Promise<Db> {
     }
   })();
   return db;
-}
-
-function everyPage<T>(read: (cursor: Cursor | null) => { items: T[]; next: Cursor | null }): T[] {
-  const all: T[] = [];
-  let cursor: Cursor | null = null;
-  for (let i = 0; i < 1000; i++) {
-    const page = read(cursor);
-    all.push(...page.items);
-    if (!page.next) return all;
-    cursor = page.next;
-  }
-  throw new Error('search did not end');
 }
 
 /** Messages of the inboxes whose text has the word, by Message-ID, from the rows. */

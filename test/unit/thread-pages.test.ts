@@ -15,7 +15,7 @@ import { commitInbound } from '../../src/mail/store.js';
 import { deleteThread, listThreads } from '../../src/mail/threads.js';
 import { deleteInbox } from '../../src/mail/inboxes.js';
 import { HIDDEN_LABELS } from '../../src/mail/labels.js';
-import type { Cursor } from '../../src/core/pagination.js';
+import { everyPage } from '../helpers/pages.js';
 import { parseMime } from '../../workers/pool/parse.js';
 import { threadListPage } from '../../src/requests/threads.js';
 import { encodePageToken, ensurePageKey } from '../../src/core/pagination.js';
@@ -54,17 +54,9 @@ async function filled(count: number): Promise<Db> {
   return db;
 }
 
-/** Every page of a list with its cursor, concatenated. */
-function everyPage(db: Db, inboxIds: string[], filters: Parameters<typeof listThreads>[2], v: { excluded: readonly (typeof HIDDEN_LABELS)[number][] }, limit: number, ascending: boolean) {
-  const out: { thread_id: string; updated_at: string }[] = [];
-  let cursor: Cursor | null = null;
-  for (let pages = 0; pages < 1000; pages++) {
-    const page = listThreads(db, inboxIds, filters, v, { limit, ascending, cursor });
-    out.push(...page.items.map((i) => ({ thread_id: i.thread_id, updated_at: i.updated_at })));
-    if (!page.next) return out;
-    cursor = page.next;
-  }
-  throw new Error('more than 1000 pages');
+/** Every page of a list with its cursor, concatenated: each thread's id and last activity. */
+function allThreads(db: Db, inboxIds: string[], filters: Parameters<typeof listThreads>[2], v: { excluded: readonly (typeof HIDDEN_LABELS)[number][] }, limit: number, ascending: boolean) {
+  return everyPage((cursor) => listThreads(db, inboxIds, filters, v, { limit, ascending, cursor })).map((i) => ({ thread_id: i.thread_id, updated_at: i.updated_at }));
 }
 
 /** The threads of the inboxes the view shows, from the `threads` rows and their messages, newest activity first. */
@@ -97,7 +89,7 @@ t.test('every page of every list holds the threads their rows give, in order, ac
     const sortKey = (r: { thread_id: string; updated_at: string }) => `${r.updated_at} ${r.thread_id}`;
     for (const limit of [1, 3, 7, 50]) {
       for (const ascending of [false, true]) {
-        const got = everyPage(db, inboxIds, filters, v, limit, ascending);
+        const got = allThreads(db, inboxIds, filters, v, limit, ascending);
         t.same(new Set(got.map((r) => r.thread_id)).size, got.length, `${name}, limit ${limit}${ascending ? ', ascending' : ''}: no thread twice`);
         t.same(got.map(sortKey).sort(), want.map(sortKey).sort(), `${name}, limit ${limit}${ascending ? ', ascending' : ''}: every thread once`);
         const times = got.map((r) => r.updated_at);
@@ -107,7 +99,7 @@ t.test('every page of every list holds the threads their rows give, in order, ac
   }
   // The page a rare label starts from reads the same table; its cursor is the same key.
   db.prepare("INSERT INTO message_labels (message_rowid, label) SELECT id, 'rare' FROM messages WHERE id % 9 = 0").run();
-  const rare = everyPage(db, INBOXES, { labels: ['rare'] }, DEFAULT_VIEW, 2, false).map((r) => r.thread_id);
+  const rare = allThreads(db, INBOXES, { labels: ['rare'] }, DEFAULT_VIEW, 2, false).map((r) => r.thread_id);
   const rareWant = db
     .prepare("SELECT DISTINCT m.thread_id FROM messages m JOIN message_labels l ON l.message_rowid = m.id AND l.label = 'rare' WHERE m.hidden = 0")
     .pluck()
@@ -164,7 +156,7 @@ t.test('an inbox whose key range is used up goes on below the lowest key, and it
   await receive(db, 1003, 501); // a reply in that thread: it moves, in the used-up range again
   t.same(threadPagesDrift(db), [], 'no commit failed and nothing drifted');
   const want = expected(db, [inbox], DEFAULT_VIEW);
-  t.same(everyPage(db, [inbox], {}, DEFAULT_VIEW, 3, false), want.map((r) => ({ thread_id: r.thread_id, updated_at: r.updated_at })).sort((a, b) => b.updated_at.localeCompare(a.updated_at) || b.thread_id.localeCompare(a.thread_id)), 'the list pages as before');
+  t.same(allThreads(db, [inbox], {}, DEFAULT_VIEW, 3, false), want.map((r) => ({ thread_id: r.thread_id, updated_at: r.updated_at })).sort((a, b) => b.updated_at.localeCompare(a.updated_at) || b.thread_id.localeCompare(a.thread_id)), 'the list pages as before');
 });
 
 t.test('the four triggers that keep thread_pages exist at the latest schema', async (t) => {
