@@ -207,7 +207,8 @@ function keptHomes(): Home[] {
 const WARMUP = 3;
 
 /** `count` GETs one after another, each a distinct URL (after WARMUP more); their latencies in ms. */
-async function timed(base: string, token: string, count: number, url: (i: number) => string, ok = [200]): Promise<number[]> {
+/** `count` requests after a warm-up, their latencies; `answer` is shown each counted answer's body after its latency is taken. */
+async function timed(base: string, token: string, count: number, url: (i: number) => string, ok = [200], answer?: (body: string) => void): Promise<number[]> {
   const latencies: number[] = [];
   for (let i = -WARMUP; i < count; i++) {
     const path = url(i < 0 ? count - i : i); // the warm-up's URLs come after the counted ones
@@ -215,9 +216,24 @@ async function timed(base: string, token: string, count: number, url: (i: number
     const res = await fetch(base + path, { headers: { authorization: `Bearer ${token}` } });
     const body = await res.text();
     if (!ok.includes(res.status)) throw new Error(`${path} answered ${res.status}: ${body.slice(0, 300)}`);
-    if (i >= 0) latencies.push(performance.now() - t0);
+    if (i >= 0) {
+      latencies.push(performance.now() - t0);
+      answer?.(body);
+    }
   }
   return latencies;
+}
+
+/** Counts the threads of the answers it is shown: `mean()` per answer. */
+function threadsPerAnswer(): { answer: (body: string) => void; mean: () => number } {
+  let [answers, threads] = [0, 0];
+  return {
+    answer: (body) => {
+      answers++;
+      threads += (JSON.parse(body) as { threads: unknown[] }).threads.length;
+    },
+    mean: () => threads / answers,
+  };
 }
 
 /** A pseudo-random spread over [0, n) that differs per run and per figure, so no URL repeats. */
@@ -273,6 +289,11 @@ interface Round {
   threads: number[];
   message: number[];
   search: number[];
+  /** Threads per answer of the search figure: as many as match, up to each request's limit. */
+  search_threads: number;
+  /** One word, limit 10: the same ten threads' worth of answer at every size. */
+  search_ten: number[];
+  search_ten_threads: number;
   wait_stored: number[];
   wait_none: number[];
   wait_all_id: number[];
@@ -316,7 +337,13 @@ async function measure(h: Home, salt: number): Promise<Round> {
       const m = isSpam(picked) ? picked + 1 : picked; // spam is hidden from the read key (404)
       return `/v0/inboxes/${enc(inboxOfMessage(m))}/messages/${enc(messageIdOf(m))}`;
     }));
-    const search = await counted('search', () => timed(svc.url, h.apiKey, REQUESTS, (i) => `/v0/inboxes/${enc(inboxOf(i % INBOXES))}/threads/search?q=${enc(`${WORDS[(i + salt) % WORDS.length]} ${WORDS[(i * 3 + salt + 1) % WORDS.length]}`)}&limit=${10 + ((i + salt) % 31)}`));
+    // Two words and a limit of 10 to 40: a page holds as many threads as match, up to the limit.
+    const searchAnswers = threadsPerAnswer();
+    const search = await counted('search', () => timed(svc.url, h.apiKey, REQUESTS, (i) => `/v0/inboxes/${enc(inboxOf(i % INBOXES))}/threads/search?q=${enc(`${WORDS[(i + salt) % WORDS.length]} ${WORDS[(i * 3 + salt + 1) % WORDS.length]}`)}&limit=${10 + ((i + salt) % 31)}`, [200], searchAnswers.answer));
+    // The same answer at every size: one word and a limit of 10, where every inbox has at least 16
+    // threads with any one word at 10,000 messages. An inbox's four requests ask four different words.
+    const searchTenAnswers = threadsPerAnswer();
+    const searchTen = await timed(svc.url, h.apiKey, REQUESTS, (i) => `/v0/inboxes/${enc(inboxOf(i % INBOXES))}/threads/search?q=${WORDS[(i + 7 * Math.floor(i / INBOXES) + salt) % WORDS.length]}&limit=10`, [200], searchTenAnswers.answer);
     // The first answer of a wait whose mail is stored already (`after` somewhere in the history), and of one with nothing after it.
     const waitStored = await counted('wait_stored', () => timed(svc.url, h.apiKey, REQUESTS / 4, (i) => {
       const m = spread(i, h.size - PER_THREAD * INBOXES, salt + 2);
@@ -363,6 +390,9 @@ async function measure(h: Home, salt: number): Promise<Round> {
       threads,
       message,
       search,
+      search_threads: searchAnswers.mean(),
+      search_ten: searchTen,
+      search_ten_threads: searchTenAnswers.mean(),
       wait_stored: waitStored,
       wait_none: waitNone,
       wait_all_id: waitAllId,
@@ -443,6 +473,10 @@ function figures(h: Home, r: Round, final: ReturnType<typeof finalFigures> | nul
     latency('message_p99_ms', 'GET message p99', p99(r.message)),
     latency('search_p50_ms', 'Thread search (distinct queries) p50', p50(r.search)),
     latency('search_p99_ms', 'Thread search p99', p99(r.search)),
+    { key: k('search_threads'), label: `Thread search: threads per answer (as many as match, up to the limit of 10–40)${at}`, unit: 'threads', better: 'higher', svc: round(r.search_threads, 1) },
+    latency('search_ten_p50_ms', 'Thread search, one word, limit 10 (ten threads per answer at every size) p50', p50(r.search_ten)),
+    latency('search_ten_p99_ms', 'Thread search, one word, limit 10, p99', p99(r.search_ten)),
+    { key: k('search_ten_threads'), label: `Thread search, one word, limit 10: threads per answer${at}`, unit: 'threads', better: 'higher', svc: round(r.search_ten_threads, 1) },
     latency('wait_stored_p50_ms', 'Message wait, first answer (mail stored after `after`) p50', p50(r.wait_stored)),
     latency('wait_stored_p99_ms', 'Message wait, first answer p99', p99(r.wait_stored)),
     latency('wait_all_id_p50_ms', 'Message wait over every inbox, after a Message-ID (stored answer) p50', p50(r.wait_all_id)),

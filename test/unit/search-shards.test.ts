@@ -375,6 +375,67 @@ for (const [way, scopedFrom] of LAYOUTS) t.test(`a full shard's segments are mer
   t.ok(result, 'the merged index passes FTS5 integrity-check');
 });
 
+/**
+ * The statements a connection runs, by what they read, counted from the first prepare on (the
+ * statement cache prepares each SQL text once per connection).
+ */
+function countStatements(db: Db): Map<string, number> {
+  const counts = new Map<string, number>();
+  const prepare = db.prepare.bind(db);
+  db.prepare = ((sql: string) => {
+    const statement = prepare(sql);
+    const kind = sql.includes('WITH band') ? 'band' : /^SELECT s\.id FROM messages s WHERE .* LIMIT \?$/s.test(sql) ? 'gather' : 'other';
+    for (const method of ['get', 'all', 'iterate'] as const) {
+      const run = (statement[method] as (...args: unknown[]) => unknown).bind(statement);
+      (statement as unknown as Record<string, unknown>)[method] = (...args: unknown[]) => {
+        counts.set(kind, (counts.get(kind) ?? 0) + 1);
+        return run(...args);
+      };
+    }
+    return statement;
+  }) as Db['prepare'];
+  return counts;
+}
+
+t.test('a search of one inbox gathers its messages only once two shards lack its words: a busy inbox never, a small one after two shards', async (t) => {
+  const db = openDatabase(path.join(tempDir(), 'svc.db'), randomBytes(32), { migrate: true });
+  t.teardown(() => db.close());
+  db.prepare('UPDATE search_layout SET bits = 4').run();
+  insertInbox(db, A);
+  insertInbox(db, B);
+  const template = await parseMime(new TextEncoder().encode(`From: a@example.net\r\nTo: ${A}\r\nSubject: x\r\nMessage-ID: <t@example.net>\r\n\r\nbody\r\n`));
+  // B's two messages come first, in the oldest shard; A's 200 fill the twelve shards after it.
+  db.transaction(() => {
+    for (let i = 0; i < 202; i++) {
+      const at = new Date(Date.UTC(2025, 0, 1) + i * 60_000).toISOString();
+      commitInbound(db, { inboxId: i < 2 ? B : A, parsed: { ...template, messageId: `<g${i}@x.org>`, subject: `Note ${i}`, text: `osprey m${i}`, date: at }, raw: new TextEncoder().encode('x'), sourceKey: `g${i}`, receivedAt: at });
+    }
+  })();
+  const shards = (db.prepare('SELECT count(*) FROM search_shards').pluck().get() as number);
+  t.ok(shards >= 12, `${shards} shards`);
+  const counts = countStatements(db);
+  const search = (inbox: string, q: string, limit: number) => {
+    counts.clear();
+    const threads = searchThreads(db, { q, inboxIds: [inbox], limit, cursor: null }).items.map((th) => th.thread_id);
+    return { threads, bands: counts.get('band') ?? 0, gathers: counts.get('gather') ?? 0 };
+  };
+
+  const busy = search(A, 'osprey', 40);
+  t.equal(busy.threads.length, 40, 'a page of the busy inbox');
+  t.equal(busy.gathers, 0, 'the busy inbox, its words in every shard read, is never gathered');
+  t.ok(busy.bands >= 3, `read from ${busy.bands} shards`);
+
+  const small = search(B, 'osprey', 10);
+  t.same(small.threads.length, 2, 'both threads of the small inbox');
+  t.equal(small.gathers, 1, 'the small inbox is gathered once');
+  t.equal(small.bands, 3, 'after two shards without it; then only its own shard is read');
+
+  const lacking = search(A, 'kestrel', 10);
+  t.same(lacking.threads, [], 'a word the busy inbox lacks');
+  t.equal(lacking.gathers, 1, 'gathered once, after two shards without the word');
+  t.equal(lacking.bands, shards, 'every shard holds some of its mail, so every one is read');
+});
+
 t.test('a page token of tagged scores is stale once the scope is searched by untagged words; a long dotted word is not searched by tag', async (t) => {
   const db = openDatabase(path.join(tempDir(), 'svc.db'), randomBytes(32), { migrate: true });
   t.teardown(() => db.close());
