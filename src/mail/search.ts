@@ -265,8 +265,9 @@ function band(db: Db, query: ShardQuery, r: SearchRequest, scopeIds: number[] | 
   let join: string;
   let passing: string;
   const params: unknown[] = [];
-  // A band from the top of its shard (every shard's first) has no bound: FTS5 read newest first
-  // from a rowid bound costs about 20 µs more a band than from the end of the doclists.
+  // A band from the top of its shard (a walk's first band in a shard, unless a page token resumes
+  // inside it) has no bound: FTS5 read newest first from a rowid bound costs about 20 µs more a
+  // band than from the end of the doclists.
   const bounded = top < shardCeiling(shardLayout(db), k);
   const below = bounded ? ` AND ${table}.rowid <= ?` : '';
   if (keyed(r)) {
@@ -373,10 +374,9 @@ function rankedResults(db: Db, r: SearchRequest, keyOf: (h: BandRow) => string, 
       // is gathered only once two tagged bands have found nothing: a busy inbox finds its words in
       // nearly every shard (the newest, partly filled, may lack them), and reading its first
       // TAGGED_SMALL_SCOPE messages only to give up cost 0.06–0.15 ms of a 1.6 ms search at
-      // 1,000,000 messages. A larger scope with a time range skips a
-      // shard the range leaves nothing of (each match's row would be read only to fail the range);
-      // without one, looking for the scope in the shard costs about what the match costs when it
-      // finds nothing.
+      // 1,000,000 messages. A larger scope with a time range skips a shard the range leaves
+      // nothing of (each match's row would be read only to fail the range); without one, looking
+      // for the scope in the shard costs about what the match costs when it finds nothing.
       if (few === undefined && (r.before || r.after || emptyTagged >= 2)) few = smallScope(db, r, Math.min(TAGGED_SMALL_SCOPE, r.smallScope ?? TAGGED_SMALL_SCOPE));
       if (few) scopeIds = few.has(k) ? null : undefined;
       else scopeIds = (r.before || r.after) && !scopeInShard(db, r, k) ? undefined : null;
