@@ -206,8 +206,10 @@ function keptHomes(): Home[] {
 /** Requests before each figure's, not counted: the first of a kind after start-up pays for compiling its code. */
 const WARMUP = 3;
 
-/** `count` GETs one after another, each a distinct URL (after WARMUP more); their latencies in ms. */
-/** `count` requests after a warm-up, their latencies; `answer` is shown each counted answer's body after its latency is taken. */
+/**
+ * `count` GETs one after another, each a distinct URL (after WARMUP more); their latencies in ms.
+ * `answer` is shown each counted answer's body, after its latency is taken.
+ */
 async function timed(base: string, token: string, count: number, url: (i: number) => string, ok = [200], answer?: (body: string) => void): Promise<number[]> {
   const latencies: number[] = [];
   for (let i = -WARMUP; i < count; i++) {

@@ -268,11 +268,11 @@ function band(db: Db, query: ShardQuery, r: SearchRequest, scopeIds: number[] | 
   // A band from the top of its shard (a walk's first band in a shard, unless a page token resumes
   // inside it) has no bound: FTS5 read newest first from a rowid bound costs about 20 µs more a
   // band than from the end of the doclists.
-  const bounded = top < shardCeiling(shardLayout(db), k);
-  const below = bounded ? ` AND ${table}.rowid <= ?` : '';
+  const bound = top < shardCeiling(shardLayout(db), k) ? [top] : [];
+  const below = bound.length ? ` AND ${table}.rowid <= ?` : '';
   if (keyed(r)) {
     join = `messages m INDEXED BY messages_search ON m.inbox_id = ? AND m.id = ${table}.rowid AND m.hidden = 0`;
-    params.push(r.inboxIds[0], query.match, ...(bounded ? [top] : []));
+    params.push(r.inboxIds[0], query.match, ...bound);
     passing = '1 = 1';
     if (scopeIds) {
       passing = `+${table}.rowid IN (SELECT value FROM json_each(?))`;
@@ -280,7 +280,7 @@ function band(db: Db, query: ShardQuery, r: SearchRequest, scopeIds: number[] | 
     }
   } else {
     join = `messages m ON m.id = ${table}.rowid`;
-    params.push(query.match, ...(bounded ? [top] : []));
+    params.push(query.match, ...bound);
     passing = passingSql(r, params, scopeIds, table);
   }
   return prepared(

@@ -118,6 +118,29 @@ export function recordStatements(db: Db): { statements: string[]; plan: (sql: st
 }
 
 /**
+ * Counts the runs of every statement prepared on `db` from now on, by `kindOf` its SQL: the
+ * statement cache prepares each SQL text once per connection, so counting preparations
+ * (recordStatements) does not tell how often a query ran.
+ */
+export function countStatementRuns(db: Db, kindOf: (sql: string) => string): Map<string, number> {
+  const counts = new Map<string, number>();
+  const prepare = db.prepare.bind(db);
+  (db as { prepare: typeof db.prepare }).prepare = ((sql: string) => {
+    const statement = prepare(sql);
+    const kind = kindOf(sql);
+    for (const method of ['get', 'all', 'iterate'] as const) {
+      const run = (statement[method] as (...args: unknown[]) => unknown).bind(statement);
+      (statement as unknown as Record<string, unknown>)[method] = (...args: unknown[]) => {
+        counts.set(kind, (counts.get(kind) ?? 0) + 1);
+        return run(...args);
+      };
+    }
+    return statement;
+  }) as typeof db.prepare;
+  return counts;
+}
+
+/**
  * Threads whose row in `thread_pages` (migration 38) is missing, left behind, or differs from the
  * thread's own row in what a page shows; none when the triggers keep it.
  */

@@ -21,7 +21,7 @@ import { LEGACY_SHARD, scopeTag, shardLayout, shardOf, shardTable } from '../../
 import type { Cursor } from '../../src/core/pagination.js';
 import { everyPage } from '../helpers/pages.js';
 import { parseMime } from '../../workers/pool/parse.js';
-import { databaseAtSchema, indexedRows, insertInbox } from '../helpers/db.js';
+import { countStatementRuns, databaseAtSchema, indexedRows, insertInbox } from '../helpers/db.js';
 import { tempDir } from '../helpers/svc.js';
 
 const A = 'a@example.com';
@@ -375,28 +375,6 @@ for (const [way, scopedFrom] of LAYOUTS) t.test(`a full shard's segments are mer
   t.ok(result, 'the merged index passes FTS5 integrity-check');
 });
 
-/**
- * The statements a connection runs, by what they read, counted from the first prepare on (the
- * statement cache prepares each SQL text once per connection).
- */
-function countStatements(db: Db): Map<string, number> {
-  const counts = new Map<string, number>();
-  const prepare = db.prepare.bind(db);
-  db.prepare = ((sql: string) => {
-    const statement = prepare(sql);
-    const kind = sql.includes('WITH band') ? 'band' : /^SELECT s\.id FROM messages s WHERE .* LIMIT \?$/s.test(sql) ? 'gather' : 'other';
-    for (const method of ['get', 'all', 'iterate'] as const) {
-      const run = (statement[method] as (...args: unknown[]) => unknown).bind(statement);
-      (statement as unknown as Record<string, unknown>)[method] = (...args: unknown[]) => {
-        counts.set(kind, (counts.get(kind) ?? 0) + 1);
-        return run(...args);
-      };
-    }
-    return statement;
-  }) as Db['prepare'];
-  return counts;
-}
-
 t.test('a search of one inbox gathers its messages only once two shards lack its words: a busy inbox never, a small one after two shards', async (t) => {
   const db = openDatabase(path.join(tempDir(), 'svc.db'), randomBytes(32), { migrate: true });
   t.teardown(() => db.close());
@@ -413,7 +391,7 @@ t.test('a search of one inbox gathers its messages only once two shards lack its
   })();
   const shards = (db.prepare('SELECT count(*) FROM search_shards').pluck().get() as number);
   t.ok(shards >= 12, `${shards} shards`);
-  const counts = countStatements(db);
+  const counts = countStatementRuns(db, (sql) => (sql.includes('WITH band') ? 'band' : /^SELECT s\.id FROM messages s WHERE .* LIMIT \?$/s.test(sql) ? 'gather' : 'other'));
   const search = (inbox: string, q: string, limit: number) => {
     counts.clear();
     const threads = searchThreads(db, { q, inboxIds: [inbox], limit, cursor: null }).items.map((th) => th.thread_id);
