@@ -7,7 +7,7 @@
  *   node dist/bench/commit-indexes.js [rounds=10] [messages per round=400] [messages per transaction=8]
  *   VARIANTS=now,before,listing,message-ids node dist/bench/commit-indexes.js
  *
- * `now` is the schema as migrated; the others undo parts of migrations 35, 37 and 38 after migrating.
+ * `now` is the schema as migrated; the others undo parts of migrations 35, 37, 38 and 39 after migrating.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -33,6 +33,10 @@ const VARIANTS: Record<string, string> = {
   'no-search-keys': 'DROP INDEX messages_search;',
   // Migration 38's thread_pages against migration 35's covering index it replaced.
   'listing-index': UNDO_PAGES + ' CREATE INDEX threads_listing ON threads (inbox_id, updated_at, shown, thread_id, subject, created_at, summary);',
+  // Migration 39's day roll-ups of the metric counters, kept by triggers on the hour tables.
+  'no-day-rollups': ['metric_hours', 'thread_hours', 'metric_home_hours', 'thread_home_hours']
+    .flatMap((table) => ['insert', 'count', 'move', 'delete'].map((t) => `DROP TRIGGER ${table}_days_${t};`))
+    .join(' ') + ' DROP TRIGGER inboxes_metric_days_delete;',
 };
 const INBOXES = 50;
 const PER_THREAD = 4;

@@ -14,44 +14,55 @@
  * The migration fills them from the counters already stored before creating the triggers.
  */
 
-import { DAY_GRAIN, HOUR_GRAIN, metricHoursMigration, type CounterGrain } from './migrations-metric-days.js';
+import { counterTables, DAY_GRAIN, HOUR_GRAIN, metricHoursMigration, type CounterGrain } from './migrations-metric-days.js';
 
-const upsert = (table: string, keys: string[], values: Record<string, string>) => {
-  const columns = [...keys, ...Object.keys(values)];
-  return `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${[...keys.map((k) => `NEW.${k}`), ...Object.values(values)].join(', ')})
-      ON CONFLICT DO UPDATE SET ${Object.keys(values)
-        .map((c) => `${c} = ${c} + excluded.${c}`)
-        .join(', ')};`;
+/** A roll-up's key column and its value in a row of the source (`NEW` or `OLD`). */
+interface RollupKey {
+  column: string;
+  of: (row: 'NEW' | 'OLD') => string;
+}
+/** A key column that is the source's column of the same name. */
+const same = (column: string): RollupKey => ({ column, of: (row) => `${row}.${column}` });
+/** A day key from the source's hour key (`YYYY-MM-DDTHH` to `YYYY-MM-DD`). */
+const dayOf = (hourColumn: string): RollupKey => ({ column: 'day', of: (row) => `substr(${row}.${hourColumn}, 1, 10)` });
+
+interface RollupTarget {
+  table: string;
+  keys: RollupKey[];
+}
+
+const upsert = (target: RollupTarget, values: string[]) => {
+  const columns = [...target.keys.map((k) => k.column), ...values];
+  return `INSERT INTO ${target.table} (${columns.join(', ')}) VALUES (${[...target.keys.map((k) => k.of('NEW')), ...values.map((c) => `NEW.${c}`)].join(', ')})
+      ON CONFLICT DO UPDATE SET ${values.map((c) => `${c} = ${c} + excluded.${c}`).join(', ')};`;
 };
-const subtract = (table: string, keys: string[], values: string[]) =>
-  `UPDATE ${table} SET ${values.map((c) => `${c} = ${c} - OLD.${c}`).join(', ')} WHERE ${keys.map((k) => `${k} = OLD.${k}`).join(' AND ')};`;
+const keyed = (target: RollupTarget, row: 'NEW' | 'OLD') => target.keys.map((k) => `${k.column} = ${k.of(row)}`).join(' AND ');
+const subtract = (target: RollupTarget, values: string[]) => `UPDATE ${target.table} SET ${values.map((c) => `${c} = ${c} - OLD.${c}`).join(', ')} WHERE ${keyed(target, 'OLD')};`;
 
-/** The roll-ups of one counter table: added to on insert, moved on update, taken out on delete. */
-function rollups(source: string, keys: { inbox: string[]; home: string[] }, values: string[], tables: { totals: string; home: string }): string {
-  const add = (table: string, k: string[]) => upsert(table, k, Object.fromEntries(values.map((c) => [c, `NEW.${c}`])));
-  // The usual update changes the counts only (the key stays): one statement per roll-up.
-  const allKeys = [...new Set([...keys.inbox, ...keys.home])];
-  const same = allKeys.map((k) => `NEW.${k} = OLD.${k}`).join(' AND ');
-  const delta = (table: string, k: string[]) =>
-    `UPDATE ${table} SET ${values.map((c) => `${c} = ${c} + NEW.${c} - OLD.${c}`).join(', ')} WHERE ${k.map((key) => `${key} = NEW.${key}`).join(' AND ')};`;
+/**
+ * Triggers that keep each target the sums of `values` of the `source` counter table, grouped by
+ * the target's keys: added to on insert, moved on update, taken out on delete. `name` prefixes the
+ * four triggers' names.
+ */
+function rollups(name: string, source: string, targets: RollupTarget[], values: string[]): string {
+  // The usual update changes the counts only (every target's key stays): one statement per target.
+  const keyExpressions = [...new Map(targets.flatMap((t) => t.keys).map((k) => [k.of('NEW'), k])).values()];
+  const unmoved = keyExpressions.map((k) => `${k.of('NEW')} = ${k.of('OLD')}`).join(' AND ');
+  const delta = (target: RollupTarget) => `UPDATE ${target.table} SET ${values.map((c) => `${c} = ${c} + NEW.${c} - OLD.${c}`).join(', ')} WHERE ${keyed(target, 'NEW')};`;
+  const each = (f: (target: RollupTarget) => string) => targets.map(f).join('\n    ');
   return `
-  CREATE TRIGGER ${source}_rollup_insert AFTER INSERT ON ${source} BEGIN
-    ${add(tables.totals, keys.inbox)}
-    ${add(tables.home, keys.home)}
+  CREATE TRIGGER ${name}_insert AFTER INSERT ON ${source} BEGIN
+    ${each((t) => upsert(t, values))}
   END;
-  CREATE TRIGGER ${source}_rollup_count AFTER UPDATE ON ${source} WHEN ${same} BEGIN
-    ${delta(tables.totals, keys.inbox)}
-    ${delta(tables.home, keys.home)}
+  CREATE TRIGGER ${name}_count AFTER UPDATE ON ${source} WHEN ${unmoved} BEGIN
+    ${each(delta)}
   END;
-  CREATE TRIGGER ${source}_rollup_move AFTER UPDATE ON ${source} WHEN NOT (${same}) BEGIN
-    ${subtract(tables.totals, keys.inbox, values)}
-    ${subtract(tables.home, keys.home, values)}
-    ${add(tables.totals, keys.inbox)}
-    ${add(tables.home, keys.home)}
+  CREATE TRIGGER ${name}_move AFTER UPDATE ON ${source} WHEN NOT (${unmoved}) BEGIN
+    ${each((t) => subtract(t, values))}
+    ${each((t) => upsert(t, values))}
   END;
-  CREATE TRIGGER ${source}_rollup_delete AFTER DELETE ON ${source} BEGIN
-    ${subtract(tables.totals, keys.inbox, values)}
-    ${subtract(tables.home, keys.home, values)}
+  CREATE TRIGGER ${name}_delete AFTER DELETE ON ${source} BEGIN
+    ${each((t) => subtract(t, values))}
   END;`;
 }
 
@@ -90,8 +101,8 @@ export function counterRollups(g: CounterGrain, home: { metric: string; thread: 
   INSERT INTO ${home.metric} (${c}, bits, messages, bytes) SELECT ${c}, bits, sum(messages), sum(bytes) FROM ${g.metric} GROUP BY ${c}, bits;
   INSERT INTO thread_totals (inbox_id, visible_to, threads) SELECT inbox_id, visible_to, sum(threads) FROM ${g.thread} GROUP BY inbox_id, visible_to;
   INSERT INTO ${home.thread} (${c}, visible_to, threads) SELECT ${c}, visible_to, sum(threads) FROM ${g.thread} GROUP BY ${c}, visible_to;
-  ${rollups(g.metric, { inbox: ['inbox_id', 'bits'], home: [c, 'bits'] }, ['messages', 'bytes'], { totals: 'metric_totals', home: home.metric })}
-  ${rollups(g.thread, { inbox: ['inbox_id', 'visible_to'], home: [c, 'visible_to'] }, ['threads'], { totals: 'thread_totals', home: home.thread })}
+  ${rollups(`${g.metric}_rollup`, g.metric, [{ table: 'metric_totals', keys: [same('inbox_id'), same('bits')] }, { table: home.metric, keys: [same(c), same('bits')] }], ['messages', 'bytes'])}
+  ${rollups(`${g.thread}_rollup`, g.thread, [{ table: 'thread_totals', keys: [same('inbox_id'), same('visible_to')] }, { table: home.thread, keys: [same(c), same('visible_to')] }], ['threads'])}
 `;
 }
 
@@ -99,6 +110,45 @@ export const METRIC_ROLLUPS_MIGRATION = counterRollups(DAY_GRAIN, { metric: 'met
 
 /** Migration 34 (src/db/migrations-metric-days.ts): the counters and their roll-ups per UTC hour. */
 export const METRIC_HOURS_MIGRATION = metricHoursMigration(counterRollups(HOUR_GRAIN, { metric: 'metric_home_hours', thread: 'thread_home_hours' }));
+
+/**
+ * Migration 39: per-day roll-ups of the per-hour counters (issue 37: a 90-day series of daily
+ * buckets summed 2,160 hours a label set, and a key of many inboxes 60,000 rows at a million
+ * messages). `metric_days` / `thread_days` per inbox and `metric_home_days` / `thread_home_days`
+ * for the whole home hold each UTC day's sums of the hours, kept by triggers on the hour tables in
+ * the same transaction as every counter change, and filled from them here. src/mail/metrics.ts
+ * reads a window's whole days from them when its buckets are whole days, and its hours elsewhere.
+ */
+export const METRIC_DAY_ROLLUPS_MIGRATION = `
+${counterTables(DAY_GRAIN)}
+  CREATE TABLE metric_home_days (
+    day TEXT NOT NULL,
+    bits INTEGER NOT NULL,
+    messages INTEGER NOT NULL,
+    bytes INTEGER NOT NULL,
+    PRIMARY KEY (day, bits)
+  ) STRICT, WITHOUT ROWID;
+  CREATE TABLE thread_home_days (
+    day TEXT NOT NULL,
+    visible_to INTEGER NOT NULL,
+    threads INTEGER NOT NULL,
+    PRIMARY KEY (day, visible_to)
+  ) STRICT, WITHOUT ROWID;
+
+  INSERT INTO metric_days (inbox_id, day, bits, messages, bytes) SELECT inbox_id, substr(hour, 1, 10), bits, sum(messages), sum(bytes) FROM metric_hours GROUP BY 1, 2, 3;
+  INSERT INTO thread_days (inbox_id, day, visible_to, threads) SELECT inbox_id, substr(hour, 1, 10), visible_to, sum(threads) FROM thread_hours GROUP BY 1, 2, 3;
+  INSERT INTO metric_home_days (day, bits, messages, bytes) SELECT substr(hour, 1, 10), bits, sum(messages), sum(bytes) FROM metric_home_hours GROUP BY 1, 2;
+  INSERT INTO thread_home_days (day, visible_to, threads) SELECT substr(hour, 1, 10), visible_to, sum(threads) FROM thread_home_hours GROUP BY 1, 2;
+  ${rollups('metric_hours_days', 'metric_hours', [{ table: 'metric_days', keys: [same('inbox_id'), dayOf('hour'), same('bits')] }], ['messages', 'bytes'])}
+  ${rollups('thread_hours_days', 'thread_hours', [{ table: 'thread_days', keys: [same('inbox_id'), dayOf('hour'), same('visible_to')] }], ['threads'])}
+  ${rollups('metric_home_hours_days', 'metric_home_hours', [{ table: 'metric_home_days', keys: [dayOf('hour'), same('bits')] }], ['messages', 'bytes'])}
+  ${rollups('thread_home_hours_days', 'thread_home_hours', [{ table: 'thread_home_days', keys: [dayOf('hour'), same('visible_to')] }], ['threads'])}
+  -- An inbox's hours are deleted with it (inboxes_metric_delete), which takes them out of its days; its rows go too.
+  CREATE TRIGGER inboxes_metric_days_delete AFTER DELETE ON inboxes BEGIN
+    DELETE FROM metric_days WHERE inbox_id = OLD.inbox_id;
+    DELETE FROM thread_days WHERE inbox_id = OLD.inbox_id;
+  END;
+`;
 
 /** Labels that hide a message from the inbox view (src/mail/labels.ts HIDDEN_LABELS). */
 const HIDDEN = "'spam', 'blocked', 'unauthenticated', 'trash'";

@@ -18,7 +18,7 @@ import { RETENTION_MIGRATION } from './migrations-retention.js';
 import { PODS_MIGRATION, WEBHOOK_POD_FILTER_MIGRATION } from './migrations-pods.js';
 import { METRIC_DAYS_MIGRATION } from './migrations-metric-days.js';
 import { MESSAGE_AUTH_MIGRATION } from './migrations-message-auth.js';
-import { INBOX_UNREAD_MIGRATION, INBOX_UNREAD_THREADS_MIGRATION, METRIC_HOURS_MIGRATION, METRIC_ROLLUPS_MIGRATION } from './migrations-metric-rollups.js';
+import { INBOX_UNREAD_MIGRATION, INBOX_UNREAD_THREADS_MIGRATION, METRIC_DAY_ROLLUPS_MIGRATION, METRIC_HOURS_MIGRATION, METRIC_ROLLUPS_MIGRATION } from './migrations-metric-rollups.js';
 import { EVENT_BODIES_MIGRATION } from './migrations-event-bodies.js';
 import { SCOPED_SHARDS_MIGRATION, SEARCH_KEYS_MIGRATION, SEARCH_SHARDS_MIGRATION, SHARD_SPANS_MIGRATION } from './migrations-search-shards.js';
 
@@ -355,6 +355,8 @@ export const MIGRATIONS: readonly string[] = [
   // 38: what a thread page shows in a table of its own, each inbox's threads together by last activity, instead of a deep covering index (src/db/migrations-thread-summaries.ts);
   // kept by four triggers on `threads`: a later migration that rebuilds `threads` must make them again
   THREAD_PAGES_MIGRATION,
+  // 39: per-day roll-ups of the per-hour metric counters, so a series of daily buckets reads a row per day (src/db/migrations-metric-rollups.ts)
+  METRIC_DAY_ROLLUPS_MIGRATION,
 ];
 
 /**

@@ -100,6 +100,8 @@ const iso = (ms: number) => new Date(ms).toISOString();
 const HOUR_MS = 3_600_000;
 /** A counter's key (metric_hours, thread_hours): the UTC hour of a time, `YYYY-MM-DDTHH`. */
 const hourOf = (ms: number) => iso(ms).slice(0, 13);
+/** A day counter's key (metric_days, thread_days): the UTC day of a time, `YYYY-MM-DD`. */
+const dayOf = (ms: number) => iso(ms).slice(0, 10);
 /** SQL: the epoch seconds of a counter's `hour` key. */
 const HOUR_EPOCH_SQL = "CAST(strftime('%s', hour || ':00') AS INTEGER)";
 
@@ -112,14 +114,16 @@ export type CountSource = 'counters' | 'scan';
 
 /**
  * The counter tables a query reads (docs/metrics.md, "Cost and bounds"): for a caller whose
- * inboxes are every inbox of the home, the whole home's roll-ups (one row per hour, not per inbox
- * and hour); else the per-inbox counters of its inboxes (`@ids`). `totals` holds all-time sums, so
- * the total before a window is the all-time total less the window's hours (migrations 28 and 34).
+ * inboxes are every inbox of the home, the whole home's roll-ups (one row per hour or day, not per
+ * inbox); else the per-inbox counters of its inboxes (`@ids`). `totals` holds all-time sums, so
+ * the total before a window is the all-time total less the window's hours (migrations 28 and 34);
+ * `days` holds each UTC day's sums of `hours` (migration 39).
  */
 interface CounterTables {
   hours: string;
+  days: string;
   totals: string;
-  /** The inbox filter of both, on the bound `@ids`. */
+  /** The inbox filter of all three, on the bound `@ids`. */
   where: string;
 }
 
@@ -130,8 +134,43 @@ function coversHome(db: Db, inboxIds: readonly string[]): boolean {
 }
 
 function counterTables(wholeHome: boolean, kind: 'metric' | 'thread'): CounterTables {
-  if (wholeHome) return { hours: `${kind}_home_hours`, totals: `${kind}_totals`, where: '1 = 1' };
-  return { hours: `${kind}_hours`, totals: `${kind}_totals`, where: 'inbox_id IN (SELECT value FROM json_each(@ids))' };
+  if (wholeHome) return { hours: `${kind}_home_hours`, days: `${kind}_home_days`, totals: `${kind}_totals`, where: '1 = 1' };
+  return { hours: `${kind}_hours`, days: `${kind}_days`, totals: `${kind}_totals`, where: 'inbox_id IN (SELECT value FROM json_each(@ids))' };
+}
+
+const DAY_MS = 24 * HOUR_MS;
+
+/**
+ * The counter rows of the whole hours [fromMs, toMs) (to the end of time when `toMs` is null), as
+ * one SQL row source with `t`, each row's start in epoch seconds, and `columns`, filtered by
+ * `filter`: the UTC days wholly inside from the day table when `days` (a row per day instead of 24),
+ * the hours around them from the hour table. Bounds are bound as `@<prefix>0`, `@<prefix>1`, …,
+ * added to `params`. Reading days is right only where each day falls in one bucket of the caller.
+ */
+function counterSpan(c: CounterTables, span: { fromMs: number; toMs: number | null; days: boolean }, columns: string, filter: string, prefix: string, params: Record<string, unknown>): string {
+  const { fromMs, toMs } = span;
+  if (toMs !== null && fromMs >= toMs) return `SELECT 0 AS t, ${columns} FROM ${c.hours} WHERE 0`;
+  const parts: { grain: 'hour' | 'day'; from: number; to: number | null }[] = [];
+  const firstDay = Math.ceil(fromMs / DAY_MS) * DAY_MS;
+  const endDay = toMs === null ? null : Math.floor(toMs / DAY_MS) * DAY_MS;
+  if (!span.days || (endDay !== null && firstDay >= endDay)) parts.push({ grain: 'hour', from: fromMs, to: toMs });
+  else {
+    if (fromMs < firstDay) parts.push({ grain: 'hour', from: fromMs, to: firstDay });
+    parts.push({ grain: 'day', from: firstDay, to: endDay });
+    if (endDay !== null && endDay < toMs!) parts.push({ grain: 'hour', from: endDay, to: toMs });
+  }
+  return parts
+    .map((part, i) => {
+      const key = part.grain === 'hour' ? hourOf : dayOf;
+      const bound = (edge: 'f' | 't', ms: number) => {
+        params[`${prefix}${i}${edge}`] = key(ms);
+        return `@${prefix}${i}${edge}`;
+      };
+      const to = part.to === null ? '' : ` AND ${part.grain} < ${bound('t', part.to)}`;
+      const epoch = part.grain === 'hour' ? HOUR_EPOCH_SQL : "CAST(strftime('%s', day) AS INTEGER)";
+      return `SELECT ${epoch} AS t, ${columns} FROM ${part.grain === 'hour' ? c.hours : c.days} WHERE ${c.where} AND ${filter} AND ${part.grain} >= ${bound('f', part.from)}${to}`;
+    })
+    .join(' UNION ALL ');
 }
 
 /**
@@ -214,18 +253,21 @@ export function countMetricEvents(
       // Whole hours from the stored counters; the partial hours at either end from the messages
       // (at most an hour each). Each holds at most one bucket per type, so no limit applies there.
       // The counters are summed into the window's buckets by SQLite: a busy home has a row per
-      // hour and label set, several thousand in 90 days, and only a few rows per bucket come back.
+      // hour and label set, several thousand in 90 days, and only a few rows per bucket come back;
+      // daily buckets read the whole days' roll-ups instead, a row per day and label set.
       const sums = new Map<MetricEventType, Map<number, number>>(messageTypes.map((t) => [t, new Map()]));
       const add = (type: MetricEventType, b: number, n: number) => {
         const buckets = sums.get(type)!;
         buckets.set(b, (buckets.get(b) ?? 0) + n);
       };
       const c = counterTables(coversHome(db, inboxIds), 'metric');
-      const buckets = prepared(
-        db,
-        `SELECT ${HOUR_EPOCH_SQL} / CAST(@period AS INTEGER) * CAST(@period AS INTEGER) AS b, bits, sum(messages) AS n FROM ${c.hours}
-          WHERE ${c.where} AND hour >= @from AND hour < @to GROUP BY 1, bits`,
-      ).all({ ids: JSON.stringify(inboxIds), from: hourOf(hourlyFrom), to: hourOf(hourlyTo), period: w.periodS }) as { b: number; bits: number; n: number }[];
+      const params: Record<string, unknown> = { ids: JSON.stringify(inboxIds), period: w.periodS };
+      const span = counterSpan(c, { fromMs: hourlyFrom, toMs: hourlyTo, days: w.periodS % 86_400 === 0 }, 'bits, messages', '1 = 1', 'k', params);
+      const buckets = prepared(db, `SELECT t / CAST(@period AS INTEGER) * CAST(@period AS INTEGER) AS b, bits, sum(messages) AS n FROM (${span}) GROUP BY 1, bits`).all(params) as {
+        b: number;
+        bits: number;
+        n: number;
+      }[];
       for (const row of buckets) {
         for (const t of messageTypes) if (row.n > 0 && (row.bits & EVENT_BITS[t][0]) === EVENT_BITS[t][1]) add(t, row.b, row.n);
       }
@@ -304,26 +346,34 @@ export function usageSeries(
   // window is aggregated, as before migration 25.
   const counted = source === 'counters';
   const scanFromMs = !counted ? firstS * 1000 : period % 3_600 === 0 ? Math.max(firstS * 1000, Math.floor(w.endMs / HOUR_MS) * HOUR_MS) : Math.floor((firstS * 1000) / HOUR_MS) * HOUR_MS;
-  const scan = { ...grid, from: iso(scanFromMs), fromHour: hourOf(scanFromMs), firstHour: hourOf(firstS * 1000) };
-  /** Bucket index of a counter's hour: -1 before the grid. */
-  const hourIndexSql = `CASE WHEN hour < @firstHour THEN -1 ELSE (${HOUR_EPOCH_SQL} - CAST(@firstS AS INTEGER)) / CAST(@period AS INTEGER) END`;
+  const scan = { ...grid, from: iso(scanFromMs) };
+  /**
+   * The stored part of a series: the counters from the grid's first hour to `scanFrom`, summed per
+   * bucket index `i` (whole days from the day roll-ups when the buckets are whole days), and every
+   * counter from `scanFrom` on as `i = -2`; with those subtracted, the all-time total is the total
+   * before the grid.
+   */
+  const stored = <R,>(c: CounterTables, columns: string, sums: string, filter: string, params: Record<string, unknown>): R[] => {
+    const all = { ...params, ids, firstS, period };
+    const inGrid = counterSpan(c, { fromMs: Math.floor((firstS * 1000) / HOUR_MS) * HOUR_MS, toMs: scanFromMs, days: period % 86_400 === 0 }, columns, filter, 'g', all);
+    const after = counterSpan(c, { fromMs: scanFromMs, toMs: null, days: true }, columns, filter, 'a', all);
+    const sql = `SELECT (t - CAST(@firstS AS INTEGER)) / CAST(@period AS INTEGER) AS i, ${sums} FROM (${inGrid}) GROUP BY i
+      UNION ALL SELECT -2 AS i, ${sums} FROM (${after})`;
+    return prepared(db, sql).all(all) as R[];
+  };
   const visible = visibleSql('m', v);
   if ((wants('message_count') || wants('storage_bytes')) && inboxIds.length > 0) {
     const bytes = wants('storage_bytes') ? '(SELECT total(length(bytes)) FROM raw_message_parts WHERE message_rowid = m.id)' : '0';
     const steps: { i: number; n: number; bytes: number }[] = [];
     if (counted) {
-      // The all-time totals less every hour from the grid's first on: what was stored before the
-      // grid. The hours before `fromHour` are the grid's own steps; the later ones come from the scan below.
+      // The all-time totals less every counter from the grid's first hour on: what was stored before
+      // the grid. Those before `scanFrom` are the grid's own steps; the later ones come from the scan below.
       const hidden = v.excluded.reduce((mask, l) => mask | METRIC_LABEL_BITS[l], 0);
       const c = counterTables(wholeHome(), 'metric');
       const total = prepared(db, `SELECT total(messages) AS n, total(bytes) AS bytes FROM ${c.totals} WHERE ${c.where} AND (bits & @hidden) = 0`).get({ ids, hidden }) as { n: number; bytes: number };
-      const hours = prepared(
-        db,
-        `SELECT CASE WHEN hour < @fromHour THEN ${hourIndexSql} ELSE -2 END AS i, total(messages) AS n, total(bytes) AS bytes FROM ${c.hours}
-          WHERE ${c.where} AND hour >= @firstHour AND (bits & @hidden) = 0 GROUP BY i`,
-      ).all({ ids, hidden, ...scan }) as { i: number; n: number; bytes: number }[];
-      const sum = (f: (r: (typeof hours)[number]) => number) => hours.reduce((acc, r) => acc + f(r), 0);
-      steps.push({ i: -1, n: total.n - sum((r) => r.n), bytes: total.bytes - sum((r) => r.bytes) }, ...hours.filter((r) => r.i >= 0));
+      const counts = stored<{ i: number; n: number; bytes: number }>(c, 'messages, bytes', 'total(messages) AS n, total(bytes) AS bytes', '(bits & @hidden) = 0', { hidden });
+      const sum = (f: (r: (typeof counts)[number]) => number) => counts.reduce((acc, r) => acc + f(r), 0);
+      steps.push({ i: -1, n: total.n - sum((r) => r.n), bytes: total.bytes - sum((r) => r.bytes) }, ...counts.filter((r) => r.i >= 0));
     } else {
       const before = prepared(
         db,
@@ -356,14 +406,10 @@ export function usageSeries(
       const visibility = v.excluded.reduce((bit, l) => bit | HIDDEN_VISIBILITY_BITS[l], 0);
       const c = counterTables(wholeHome(), 'thread');
       const total = prepared(db, `SELECT total(threads) AS v FROM ${c.totals} WHERE ${c.where} AND (visible_to >> @visibility) & 1`).get({ ids, visibility }) as { v: number };
-      const hours = prepared(
-        db,
-        `SELECT CASE WHEN hour < @fromHour THEN ${hourIndexSql} ELSE -2 END AS i, total(threads) AS v FROM ${c.hours}
-          WHERE ${c.where} AND hour >= @firstHour AND (visible_to >> @visibility) & 1 GROUP BY i`,
-      ).all({ ids, visibility, ...scan }) as { i: number; v: number }[];
+      const counts = stored<{ i: number; v: number }>(c, 'threads', 'total(threads) AS v', '(visible_to >> @visibility) & 1', { visibility });
       rows = [
-        { i: -1, v: total.v - hours.reduce((acc, r) => acc + r.v, 0) },
-        ...hours.filter((r) => r.i >= 0),
+        { i: -1, v: total.v - counts.reduce((acc, r) => acc + r.v, 0) },
+        ...counts.filter((r) => r.i >= 0),
         ...(prepared(
           db,
           `SELECT ${indexSql('m.timestamp')} AS i, count(*) AS v FROM messages m INDEXED BY messages_inbox_time

@@ -2,7 +2,8 @@
  * The attacker's view of usage metrics (issue 20 §5, docs/metrics.md): another inbox's id in any
  * spelling is 404 before permissions; `message_read` is required (403); hidden variants need their
  * label permission and `domain.verified` the owner; the instance-wide forms count only the key's
- * inboxes; huge ranges, bad periods, bad dates and unknown types are a 400 with a fix; bounds hold.
+ * inboxes, also on the days a daily series reads from the day roll-ups; huge ranges, bad
+ * periods, bad dates and unknown types are a 400 with a fix; bounds hold.
  */
 import t from 'tap';
 import { api, startSvc } from '../helpers/svc.js';
@@ -180,5 +181,41 @@ t.test('metrics respect scope, permissions and bounds', async (t) => {
     for (const b of future.body['message.received'] ?? []) t.ok(Date.parse(b.timestamp) <= Date.now(), 'no future buckets');
     const capped = await get(`/v0/metrics/events?period=1&limit=2&event_types=message.received`, owner);
     t.ok(capped.body['message.received']!.length <= 2);
+  });
+
+  await t.test('daily series, read from the day roll-ups, count only the key\'s inboxes on every day', async (t) => {
+    // Older mail in whole UTC days (migration 39's roll-ups answer them): the other inbox on days of its own and on mine's day.
+    const day = 86_400_000;
+    const midnight = Math.floor(Date.now() / day) * day;
+    const at = (daysAgo: number, hour: number) => new Date(midnight - daysAgo * day + hour * 3_600_000).toISOString();
+    for (const [daysAgo, hour] of [[5, 3], [5, 20], [12, 9], [30, 0]] as const) {
+      await seedMail(svc.home, simpleMail({ from: 'x@elsewhere.test', to: theirs, subject: `theirs old ${daysAgo}` }), { inboxId: theirs, receivedAt: at(daysAgo, hour) });
+    }
+    await seedMail(svc.home, simpleMail({ from: 'x@elsewhere.test', to: mine, subject: 'mine old' }), { inboxId: mine, receivedAt: at(12, 15) });
+    const start = enc(new Date(Date.now() - 89 * day).toISOString());
+    const mineDay = new Date(midnight - 12 * day).toISOString();
+    for (const base of ['/v0/metrics', `/v0/inboxes/${enc(mine)}/metrics`]) {
+      const events = await get(`${base}/events?period=86400&start=${start}&event_types=message.received`, reader);
+      t.equal(events.status, 200, base);
+      t.same(
+        events.body['message.received']!.filter((b) => Date.parse(b.timestamp) < midnight),
+        [{ timestamp: mineDay, count: 1 }],
+        `${base}: before today, only mine's old message, on its day`,
+      );
+      const usage = await get(`${base}/usage?period=86400&start=${start}&usage_types=message_count&usage_types=thread_count`, reader);
+      t.equal(usage.status, 200);
+      for (const type of ['message_count', 'thread_count']) {
+        const values = usage.body[type]!.map((p) => p.value);
+        t.same([...new Set(values)], [0, 1, 2], `${base} ${type}: 0, then 1 from mine's old day, then 2 with today's (the spam is not readable)`);
+        t.equal(usage.body[type]!.find((p) => p.value === 1)!.timestamp, mineDay, `${base} ${type}: the step is on mine's day`);
+      }
+    }
+    const ownerEvents = await get(`/v0/metrics/events?period=86400&start=${start}&event_types=message.received`, owner);
+    const dayOf = (daysAgo: number) => new Date(midnight - daysAgo * day).toISOString();
+    t.same(
+      ownerEvents.body['message.received']!.filter((b) => Date.parse(b.timestamp) < midnight),
+      [{ timestamp: dayOf(30), count: 1 }, { timestamp: dayOf(12), count: 2 }, { timestamp: dayOf(5), count: 2 }],
+      'the owner counts every inbox on every day',
+    );
   });
 });

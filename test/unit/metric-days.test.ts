@@ -5,8 +5,9 @@
  * hidden mail, label edits (trash, spam removed, delivery labels), deletions of messages, threads
  * and an inbox, the usage and event answers made from the counters equal the ones counted from the
  * messages (the computation before the counters) for every visibility and for windows that start
- * and end inside a day or an hour, with periods of whole hours and periods that split hours; and
- * the migrations' backfill of a home stored before them equals what the triggers kept.
+ * and end inside a day or an hour, with periods of whole hours and periods that split hours; the
+ * day roll-ups (migration 39) hold each day's sums of the hours; and the migrations' backfill of a
+ * home stored before them equals what the triggers kept.
  */
 import t from 'tap';
 import path from 'node:path';
@@ -14,7 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { openDatabase, type Db } from '../../src/db/open.js';
 import { MIGRATIONS } from '../../src/db/migrations.js';
 import { METRIC_DAYS_MIGRATION } from '../../src/db/migrations-metric-days.js';
-import { INBOX_UNREAD_MIGRATION, INBOX_UNREAD_THREADS_MIGRATION, METRIC_HOURS_MIGRATION, METRIC_ROLLUPS_MIGRATION } from '../../src/db/migrations-metric-rollups.js';
+import { INBOX_UNREAD_MIGRATION, INBOX_UNREAD_THREADS_MIGRATION, METRIC_DAY_ROLLUPS_MIGRATION, METRIC_HOURS_MIGRATION, METRIC_ROLLUPS_MIGRATION } from '../../src/db/migrations-metric-rollups.js';
 import { commitInbound } from '../../src/mail/store.js';
 import { deleteMessage, updateMessageLabels } from '../../src/mail/messages.js';
 import { deleteThread } from '../../src/mail/threads.js';
@@ -53,21 +54,27 @@ function agree(t: typeof import('tap').default, db: Db, allInboxIds: string[], l
   for (const inboxIds of [allInboxIds, allInboxIds.slice(0, 1)]) agreeFor(t, db, inboxIds, `${label} [${inboxIds.length} inbox(es)]`);
 }
 
-/** The roll-ups (migrations 28 and 34) hold exactly the sums of the per-hour counters. */
+/** The roll-ups (migrations 28, 34 and 39) hold exactly the sums of the per-hour counters. */
 function rollupsAgree(t: typeof import('tap').default, db: Db, label: string): void {
   const nonZero = (sql: string) => db.prepare(sql).all();
   // Each roll-up against the same sums made from the per-hour counters: [table, its key, its values].
-  const rollups: [table: string, source: string, key: string, values: string[]][] = [
-    ['metric_totals', 'metric_hours', 'inbox_id, bits', ['messages', 'bytes']],
-    ['metric_home_hours', 'metric_hours', 'hour, bits', ['messages', 'bytes']],
-    ['thread_totals', 'thread_hours', 'inbox_id, visible_to', ['threads']],
-    ['thread_home_hours', 'thread_hours', 'hour, visible_to', ['threads']],
+  // The source's key may be an expression (a day from an hour), named as the table's column.
+  const rollups: [table: string, source: string, key: string, sourceKey: string, values: string[]][] = [
+    ['metric_totals', 'metric_hours', 'inbox_id, bits', 'inbox_id, bits', ['messages', 'bytes']],
+    ['metric_home_hours', 'metric_hours', 'hour, bits', 'hour, bits', ['messages', 'bytes']],
+    ['thread_totals', 'thread_hours', 'inbox_id, visible_to', 'inbox_id, visible_to', ['threads']],
+    ['thread_home_hours', 'thread_hours', 'hour, visible_to', 'hour, visible_to', ['threads']],
+    ['metric_days', 'metric_hours', 'inbox_id, day, bits', 'inbox_id, substr(hour, 1, 10) AS day, bits', ['messages', 'bytes']],
+    ['thread_days', 'thread_hours', 'inbox_id, day, visible_to', 'inbox_id, substr(hour, 1, 10) AS day, visible_to', ['threads']],
+    ['metric_home_days', 'metric_hours', 'day, bits', 'substr(hour, 1, 10) AS day, bits', ['messages', 'bytes']],
+    ['thread_home_days', 'thread_hours', 'day, visible_to', 'substr(hour, 1, 10) AS day, visible_to', ['threads']],
   ];
-  for (const [table, source, key, values] of rollups) {
+  for (const [table, source, key, sourceKey, values] of rollups) {
     const anyNonZero = (v: (c: string) => string) => values.map((c) => `${v(c)} != 0`).join(' OR ');
+    const order = key.split(',').map((_, i) => i + 1).join(', ');
     t.same(
-      nonZero(`SELECT ${key}, ${values.join(', ')} FROM ${table} WHERE ${anyNonZero((c) => c)} ORDER BY 1, 2`),
-      nonZero(`SELECT ${key}, ${values.map((c) => `sum(${c}) AS ${c}`).join(', ')} FROM ${source} GROUP BY 1, 2 HAVING ${anyNonZero((c) => `sum(${c})`)} ORDER BY 1, 2`),
+      nonZero(`SELECT ${key}, ${values.join(', ')} FROM ${table} WHERE ${anyNonZero((c) => c)} ORDER BY ${order}`),
+      nonZero(`SELECT ${sourceKey}, ${values.map((c) => `sum(${c}) AS ${c}`).join(', ')} FROM ${source} GROUP BY ${order} HAVING ${anyNonZero((c) => `sum(${c})`)} ORDER BY ${order}`),
       `${label}: ${table}`,
     );
   }
@@ -178,6 +185,7 @@ t.test('counters follow every change and answer as counting the messages does', 
   db.transaction(() => db.prepare('DELETE FROM inboxes WHERE inbox_id = ?').run(INBOXES[2]))();
   t.same(db.prepare('SELECT count(*) AS n FROM metric_hours WHERE inbox_id = ?').get(INBOXES[2]), { n: 0 }, 'a deleted inbox leaves no counters');
   t.same(db.prepare('SELECT count(*) AS n FROM thread_hours WHERE inbox_id = ?').get(INBOXES[2]), { n: 0 });
+  t.same(db.prepare('SELECT (SELECT count(*) FROM metric_days WHERE inbox_id = ?) + (SELECT count(*) FROM thread_days WHERE inbox_id = ?) AS n').get(INBOXES[2], INBOXES[2]), { n: 0 }, 'nor day roll-ups');
   agree(t, db, INBOXES.slice(0, 2), 'an inbox deleted');
   t.ok((db.prepare('SELECT min(messages) AS m FROM metric_hours').get() as { m: number }).m >= 0, 'no counter below zero');
   t.ok((db.prepare('SELECT min(threads) AS m FROM thread_hours').get() as { m: number }).m >= 0);
@@ -189,6 +197,7 @@ t.test('counters follow every change and answer as counting the messages does', 
     for (const { name } of db.prepare("SELECT name FROM sqlite_schema WHERE type = 'trigger' AND name LIKE '%_metric_%'").all() as { name: string }[]) db.exec(`DROP TRIGGER ${name}`);
     db.exec('DROP TABLE metric_hours; DROP TABLE thread_hours; ALTER TABLE threads DROP COLUMN counted;');
     db.exec('DROP TABLE metric_totals; DROP TABLE metric_home_hours; DROP TABLE thread_totals; DROP TABLE thread_home_hours; DROP TABLE inbox_unread; DROP TABLE inbox_unread_threads;');
+    db.exec('DROP TABLE metric_days; DROP TABLE thread_days; DROP TABLE metric_home_days; DROP TABLE thread_home_days;');
     for (const { name } of db.prepare("SELECT name FROM sqlite_schema WHERE type = 'trigger' AND name LIKE '%unread%'").all() as { name: string }[]) db.exec(`DROP TRIGGER ${name}`);
     db.exec('ALTER TABLE threads DROP COLUMN unread');
     const at = MIGRATIONS.indexOf(METRIC_DAYS_MIGRATION);
@@ -206,6 +215,8 @@ t.test('counters follow every change and answer as counting the messages does', 
     t.same(db.prepare("SELECT name FROM sqlite_schema WHERE name LIKE '%_days%'").all(), [], 'no day table or trigger is left');
     t.equal((db.prepare('SELECT sum(messages) AS n FROM metric_hours').get() as { n: number }).n, days.messages, 'the same messages, per hour');
     t.same(countersOf(db), kept, 'the backfill equals the counters kept change by change');
+    t.equal(MIGRATIONS.indexOf(METRIC_DAY_ROLLUPS_MIGRATION), 38, 'migration 39');
+    db.transaction(() => db.exec(METRIC_DAY_ROLLUPS_MIGRATION))();
     rollupsAgree(t, db, 'the roll-ups backfilled');
     agree(t, db, INBOXES.slice(0, 2), 'after the backfill');
     receive(INBOXES[0]!, NOW - HOUR, { replyTo: 0 });
