@@ -216,8 +216,8 @@ ${counterTriggers(DAY_GRAIN)}`;
 /**
  * Migration 34: the counters kept per UTC hour instead of per day (issue 37: a day of hourly
  * buckets at a million messages read the messages of up to two days, 76 ms). `metric_hours`,
- * `thread_hours` and their roll-ups replace the day tables; a daily query sums a day's hours.
- * Everything is refilled from the stored mail (each thread's `counted` now names hours), so the
+ * `thread_hours` and their roll-ups replace the day tables (migration 39 adds day roll-ups of the
+ * hours back, src/db/migrations-metric-rollups.ts). Everything is refilled from the stored mail (each thread's `counted` now names hours), so the
  * upgrade reads every message once, as migration 25 did.
  */
 export const metricHoursMigration = (rollups: string) => `

@@ -8,7 +8,8 @@
  *
  * Whole hours come from the per-hour counters the triggers of migration 34 keep in the same
  * transaction as each change (src/db/migrations-metric-days.ts), so a running total costs a few
- * rows per hour of the window, not a row per message. What the counters cannot split — buckets
+ * rows per hour of the window, not a row per message; where the buckets are whole days, whole days
+ * come from their day roll-ups (migration 39), a few rows per day. What the counters cannot split — buckets
  * that split hours, the partial hours at a window's ends — walks the index `messages_inbox_time`
  * (inbox, time) over that part only and reads no message row: labels come from `message_labels`'
  * primary key and stored sizes from the length of the raw MIME parts, which SQLite reads from the
@@ -106,8 +107,8 @@ const dayOf = (ms: number) => iso(ms).slice(0, 10);
 const HOUR_EPOCH_SQL = "CAST(strftime('%s', hour || ':00') AS INTEGER)";
 
 /**
- * Where counts come from: the stored per-hour counters (migration 34) with the messages of the
- * partial hours, or the messages alone (`scan`: the computation before the counters, kept to check
+ * Where counts come from: the stored per-hour counters (migration 34) and their day roll-ups
+ * (migration 39) with the messages of the partial hours, or the messages alone (`scan`: the computation before the counters, kept to check
  * them against, test/unit/metric-days.test.ts).
  */
 export type CountSource = 'counters' | 'scan';
@@ -141,7 +142,7 @@ function counterTables(wholeHome: boolean, kind: 'metric' | 'thread'): CounterTa
 const DAY_MS = 24 * HOUR_MS;
 
 /**
- * The counter rows of the whole hours [fromMs, toMs) (to the end of time when `toMs` is null), as
+ * The counter rows of the whole hours [fromMs, toMs) (both on hour boundaries; to the end of time when `toMs` is null), as
  * one SQL row source with `t`, each row's start in epoch seconds, and `columns`, filtered by
  * `filter`: the UTC days wholly inside from the day table when `days` (a row per day instead of 24),
  * the hours around them from the hour table. Bounds are bound as `@<prefix>0`, `@<prefix>1`, …,

@@ -31,8 +31,9 @@ const DAY = 24 * HOUR;
 const ALL = { excluded: [] as HiddenLabel[] };
 const VIEWS: { excluded: readonly HiddenLabel[] }[] = [ALL, { excluded: HIDDEN_LABELS }, { excluded: ['trash'] }, { excluded: ['spam', 'unauthenticated'] }];
 const NOW = Date.now();
+const MIDNIGHT = Math.floor(NOW / DAY) * DAY;
 
-/** Windows: the default day, several days hourly, days daily, 90 days, ends and starts inside a day, 6-hour buckets, periods that split hours. */
+/** Windows: the default day, several days hourly, days daily, 90 days, ends and starts inside a day or on a midnight, 6-hour buckets, periods that split hours. */
 function windows(): (MetricsWindow & { periodS: number })[] {
   const w = (startMs: number, endMs: number, periodS: number) => ({ startMs, endMs, periodS, limit: 1000, descending: false });
   return [
@@ -45,6 +46,10 @@ function windows(): (MetricsWindow & { periodS: number })[] {
     w(NOW - 7 * DAY, NOW, 21_600),
     w(NOW - 5 * DAY - 17 * 60_000, NOW - 2 * HOUR - 7 * 60_000, 5_400),
     w(NOW - 2 * DAY - HOUR / 2, NOW - 30 * HOUR, 7_200),
+    // On UTC midnights, where the day roll-ups meet the hours: whole days only, and from a midnight to now.
+    w(MIDNIGHT - 9 * DAY, MIDNIGHT - 2 * DAY, 86_400),
+    w(MIDNIGHT - 4 * DAY, NOW, 86_400),
+    w(MIDNIGHT - 6 * DAY + 1, MIDNIGHT - DAY - 1, 86_400),
   ];
 }
 
