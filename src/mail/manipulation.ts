@@ -990,6 +990,16 @@ interface Said {
 }
 
 /** The first text addressed to an AI and the first prompt syntax in readable text, read window by window. */
+/**
+ * One expression per phrase list that matches wherever any of its phrases does (their alternation:
+ * no phrase uses a back-reference, so each keeps its meaning). A window it finds nothing in holds
+ * no phrase of the list, and is passed over with one scan instead of one per phrase; a window it
+ * finds something in is read phrase by phrase as before, so the verdict and its evidence are the same.
+ */
+const anyOf = (phrases: Phrase[]) => new RegExp(phrases.map((p) => `(?:${p.re.source})`).join('|'), 'i');
+const ANY_AI_PHRASE = anyOf(AI_PHRASES);
+const ANY_PROMPT_PHRASE = anyOf(PROMPT_PHRASES);
+
 function instructionsIn(text: string): Said {
   const said: Said = {};
   let lower: string | null = null;
@@ -1001,8 +1011,8 @@ function instructionsIn(text: string): Said {
   };
   for (let start = 0; start < text.length && (said.ai === undefined || said.prompt === undefined); start += WINDOW_STEP) {
     const window = text.slice(start, start + WINDOW_CHARS);
-    if (said.ai === undefined) said.ai = firstMatch(AI_PHRASES, window, start, requirementMet);
-    if (said.prompt === undefined) said.prompt = firstMatch(PROMPT_PHRASES, window, start, requirementMet);
+    if (said.ai === undefined && ANY_AI_PHRASE.test(window)) said.ai = firstMatch(AI_PHRASES, window, start, requirementMet);
+    if (said.prompt === undefined && ANY_PROMPT_PHRASE.test(window)) said.prompt = firstMatch(PROMPT_PHRASES, window, start, requirementMet);
     if (start + WINDOW_CHARS >= text.length) break;
   }
   return said;
