@@ -989,7 +989,6 @@ interface Said {
   prompt?: { evidence: string; at: number };
 }
 
-/** The first text addressed to an AI and the first prompt syntax in readable text, read window by window. */
 /**
  * One expression per phrase list that matches wherever any of its phrases does (their alternation:
  * no phrase uses a back-reference, so each keeps its meaning). A window it finds nothing in holds
@@ -1000,6 +999,7 @@ const anyOf = (phrases: Phrase[]) => new RegExp(phrases.map((p) => `(?:${p.re.so
 const ANY_AI_PHRASE = anyOf(AI_PHRASES);
 const ANY_PROMPT_PHRASE = anyOf(PROMPT_PHRASES);
 
+/** The first text addressed to an AI and the first prompt syntax in readable text, read window by window. */
 function instructionsIn(text: string): Said {
   const said: Said = {};
   let lower: string | null = null;

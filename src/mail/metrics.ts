@@ -105,6 +105,10 @@ const hourOf = (ms: number) => iso(ms).slice(0, 13);
 const dayOf = (ms: number) => iso(ms).slice(0, 10);
 /** SQL: the epoch seconds of a counter's `hour` key. */
 const HOUR_EPOCH_SQL = "CAST(strftime('%s', hour || ':00') AS INTEGER)";
+/** SQL: the epoch seconds of a day counter's `day` key. */
+const DAY_EPOCH_SQL = "CAST(strftime('%s', day) AS INTEGER)";
+/** Whether every UTC day lies in one bucket of this period, so a day's roll-up can stand for its hours. */
+const dayBuckets = (periodS: number) => periodS % 86_400 === 0;
 
 /**
  * Where counts come from: the stored per-hour counters (migration 34) and their day roll-ups
@@ -168,7 +172,7 @@ function counterSpan(c: CounterTables, span: { fromMs: number; toMs: number | nu
         return `@${prefix}${i}${edge}`;
       };
       const to = part.to === null ? '' : ` AND ${part.grain} < ${bound('t', part.to)}`;
-      const epoch = part.grain === 'hour' ? HOUR_EPOCH_SQL : "CAST(strftime('%s', day) AS INTEGER)";
+      const epoch = part.grain === 'hour' ? HOUR_EPOCH_SQL : DAY_EPOCH_SQL;
       return `SELECT ${epoch} AS t, ${columns} FROM ${part.grain === 'hour' ? c.hours : c.days} WHERE ${c.where} AND ${filter} AND ${part.grain} >= ${bound('f', part.from)}${to}`;
     })
     .join(' UNION ALL ');
@@ -263,7 +267,7 @@ export function countMetricEvents(
       };
       const c = counterTables(coversHome(db, inboxIds), 'metric');
       const params: Record<string, unknown> = { ids: JSON.stringify(inboxIds), period: w.periodS };
-      const span = counterSpan(c, { fromMs: hourlyFrom, toMs: hourlyTo, days: w.periodS % 86_400 === 0 }, 'bits, messages', '1 = 1', 'k', params);
+      const span = counterSpan(c, { fromMs: hourlyFrom, toMs: hourlyTo, days: dayBuckets(w.periodS) }, 'bits, messages', '1 = 1', 'k', params);
       const buckets = prepared(db, `SELECT t / CAST(@period AS INTEGER) * CAST(@period AS INTEGER) AS b, bits, sum(messages) AS n FROM (${span}) GROUP BY 1, bits`).all(params) as {
         b: number;
         bits: number;
@@ -356,7 +360,7 @@ export function usageSeries(
    */
   const stored = <R,>(c: CounterTables, columns: string, sums: string, filter: string, params: Record<string, unknown>): R[] => {
     const all = { ...params, ids, firstS, period };
-    const inGrid = counterSpan(c, { fromMs: Math.floor((firstS * 1000) / HOUR_MS) * HOUR_MS, toMs: scanFromMs, days: period % 86_400 === 0 }, columns, filter, 'g', all);
+    const inGrid = counterSpan(c, { fromMs: Math.floor((firstS * 1000) / HOUR_MS) * HOUR_MS, toMs: scanFromMs, days: dayBuckets(period) }, columns, filter, 'g', all);
     const after = counterSpan(c, { fromMs: scanFromMs, toMs: null, days: true }, columns, filter, 'a', all);
     const sql = `SELECT (t - CAST(@firstS AS INTEGER)) / CAST(@period AS INTEGER) AS i, ${sums} FROM (${inGrid}) GROUP BY i
       UNION ALL SELECT -2 AS i, ${sums} FROM (${after})`;
